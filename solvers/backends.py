@@ -1,0 +1,145 @@
+"""Run built models: Pyomo models through HiGHS (or any solver Pyomo's new interface knows) and CP-SAT.
+
+Only this module calls a solver. Formulations build models and decode values; this module maps each
+solver's own codes through one table onto :class:`chipdse.solution.SolutionStatus` /
+:class:`chipdse.solution.TerminationCondition`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pyomo.environ as pyo
+from ortools.sat.python import cp_model
+from pyomo.contrib.solver.common.factory import SolverFactory
+from pyomo.contrib.solver.common.results import SolutionStatus as PyoSolStatus
+from pyomo.contrib.solver.common.results import TerminationCondition as PyoTerm
+
+from chipdse.solution import SolutionStatus, TerminationCondition
+from solvers.config import SolverConfig
+
+_PYOMO_TERMINATION = {
+    PyoTerm.convergenceCriteriaSatisfied: TerminationCondition.OPTIMAL,
+    PyoTerm.maxTimeLimit: TerminationCondition.TIME_LIMIT,
+    PyoTerm.iterationLimit: TerminationCondition.TIME_LIMIT,
+    PyoTerm.provenInfeasible: TerminationCondition.INFEASIBLE,
+    PyoTerm.locallyInfeasible: TerminationCondition.INFEASIBLE,
+    PyoTerm.infeasibleOrUnbounded: TerminationCondition.INFEASIBLE,
+}
+
+_CPSAT_STATUS = {
+    cp_model.OPTIMAL: (SolutionStatus.OPTIMAL, TerminationCondition.OPTIMAL),
+    cp_model.FEASIBLE: (SolutionStatus.FEASIBLE, TerminationCondition.TIME_LIMIT),
+    cp_model.INFEASIBLE: (SolutionStatus.INFEASIBLE, TerminationCondition.INFEASIBLE),
+    cp_model.UNKNOWN: (SolutionStatus.NO_SOLUTION, TerminationCondition.TIME_LIMIT),
+    cp_model.MODEL_INVALID: (SolutionStatus.UNKNOWN, TerminationCondition.UNKNOWN),
+}
+
+
+@dataclass
+class BackendResult:
+    """What a solver run says, before the formulation decodes the decision."""
+
+    status: SolutionStatus
+    termination: TerminationCondition
+    objective: float | None
+    bound: float | None
+    wall_s: float
+    log_summary: str
+
+    @property
+    def has_solution(self) -> bool:
+        """True when an incumbent exists and its values are loaded / readable."""
+        return self.status in (SolutionStatus.OPTIMAL, SolutionStatus.FEASIBLE)
+
+
+def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "highs") -> BackendResult:
+    """Solve a Pyomo model and load the incumbent's values into it when there is one.
+
+    Parameters
+    ----------
+    model : pyomo ConcreteModel
+        A built model with exactly one active objective.
+    config : SolverConfig
+        Time limit, gap, threads, seed; ``native`` is passed as ``solver_options``.
+    solver : str
+        Name in Pyomo's new solver factory (``"highs"`` by default; e.g. ``"gurobi_direct"``).
+
+    Returns
+    -------
+    BackendResult
+        Status, termination, incumbent objective and bound (``None`` when there is none) and wall time.
+        Infeasible and time-limit outcomes are results, not exceptions.
+    """
+    opt = SolverFactory(solver)
+    options = dict(config.native)
+    if solver == "highs":
+        options.setdefault("random_seed", config.seed)
+    t0 = time.perf_counter()
+    res = opt.solve(
+        model,
+        tee=config.log,
+        time_limit=config.time_limit_s,
+        rel_gap=config.rel_gap,
+        threads=config.threads,
+        raise_exception_on_nonoptimal_result=False,
+        load_solutions=False,
+        solver_options=options,
+    )
+    wall = time.perf_counter() - t0
+    term = _PYOMO_TERMINATION.get(res.termination_condition, TerminationCondition.UNKNOWN)
+    has_incumbent = res.solution_status in (PyoSolStatus.optimal, PyoSolStatus.feasible)
+    objective = float(res.incumbent_objective) if has_incumbent and res.incumbent_objective is not None else None
+    bound = res.objective_bound
+    bound = float(bound) if bound is not None and abs(bound) != float("inf") else None
+    if has_incumbent:
+        res.solution_loader.load_vars()
+        status = SolutionStatus.OPTIMAL if term == TerminationCondition.OPTIMAL else SolutionStatus.FEASIBLE
+    elif term == TerminationCondition.INFEASIBLE:
+        status = SolutionStatus.INFEASIBLE
+    elif term == TerminationCondition.TIME_LIMIT:
+        status = SolutionStatus.NO_SOLUTION
+    else:
+        status = SolutionStatus.UNKNOWN
+    if status == SolutionStatus.OPTIMAL and objective is not None and bound is None:
+        bound = objective
+    summary = f"{solver}: {res.termination_condition.name}, incumbent={objective}, bound={bound}"
+    return BackendResult(status, term, objective, bound, wall, summary)
+
+
+def solve_cpsat(model: cp_model.CpModel, config: SolverConfig) -> tuple[BackendResult, cp_model.CpSolver]:
+    """Solve a CP-SAT model.
+
+    Parameters
+    ----------
+    model : CpModel
+        A built model with an objective (or none, for feasibility).
+    config : SolverConfig
+        Mapped to ``max_time_in_seconds``, ``relative_gap_limit``, ``num_workers``, ``random_seed``,
+        ``log_search_progress``; ``native`` entries are set as CP-SAT parameters by name.
+
+    Returns
+    -------
+    (BackendResult, CpSolver)
+        The normalized result (objective and bound in the model's own integer units) and the solver, so
+        the formulation can read values with ``solver.Value``.
+    """
+    solver = cp_model.CpSolver()
+    p = solver.parameters
+    p.max_time_in_seconds = config.time_limit_s
+    p.relative_gap_limit = config.rel_gap
+    p.num_workers = config.threads
+    p.random_seed = config.seed
+    p.log_search_progress = config.log
+    for key, value in config.native.items():
+        setattr(p, key, value)
+    t0 = time.perf_counter()
+    code = solver.Solve(model)
+    wall = time.perf_counter() - t0
+    status, term = _CPSAT_STATUS.get(code, (SolutionStatus.UNKNOWN, TerminationCondition.UNKNOWN))
+    has = status in (SolutionStatus.OPTIMAL, SolutionStatus.FEASIBLE)
+    objective = solver.ObjectiveValue() if has and model.HasObjective() else None
+    bound = solver.BestObjectiveBound() if has and model.HasObjective() else None
+    summary = f"cp-sat: {solver.StatusName(code)}, incumbent={objective}, bound={bound}, {solver.NumBranches()} branches"
+    return BackendResult(status, term, objective, bound, wall, summary), solver
