@@ -8,11 +8,11 @@ not exceptions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class SolutionStatus(str, Enum):
+class SolutionStatus(StrEnum):
     """What is known about the returned decision."""
 
     OPTIMAL = "optimal"
@@ -27,7 +27,7 @@ class SolutionStatus(str, Enum):
     """The solver returned a status chipdse does not recognize."""
 
 
-class TerminationCondition(str, Enum):
+class TerminationCondition(StrEnum):
     """Why the method stopped."""
 
     OPTIMAL = "optimal"

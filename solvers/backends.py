@@ -141,5 +141,6 @@ def solve_cpsat(model: cp_model.CpModel, config: SolverConfig) -> tuple[BackendR
     has = status in (SolutionStatus.OPTIMAL, SolutionStatus.FEASIBLE)
     objective = solver.ObjectiveValue() if has and model.HasObjective() else None
     bound = solver.BestObjectiveBound() if has and model.HasObjective() else None
-    summary = f"cp-sat: {solver.StatusName(code)}, incumbent={objective}, bound={bound}, {solver.NumBranches()} branches"
+    summary = (f"cp-sat: {solver.StatusName(code)}, incumbent={objective}, bound={bound}, "
+               f"{solver.NumBranches()} branches")
     return BackendResult(status, term, objective, bound, wall, summary), solver

@@ -1,0 +1,121 @@
+"""Enumerate a scenario's design space (HYDRA Table III) as arrays, with the reason for every infeasible point."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from chipdse.errors import InfeasibleDesignError
+from chipdse.scenario import LoadedScenario
+
+
+@dataclass(frozen=True)
+class DesignPoints:
+    """All points of a design space as parallel arrays (one entry per point).
+
+    Attributes
+    ----------
+    types : list[str]
+        Compute chiplet types, the column order of ``counts``.
+    counts : numpy.ndarray, shape (n, len(types)), int
+    n_hbm : numpy.ndarray, shape (n,), int
+    d2d_GBps : numpy.ndarray, shape (n,)
+    max_batch : numpy.ndarray, shape (n,), int
+    """
+
+    types: list[str]
+    counts: np.ndarray
+    n_hbm: np.ndarray
+    d2d_GBps: np.ndarray
+    max_batch: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.n_hbm.shape[0])
+
+    def label(self, i: int) -> str:
+        """Human-readable label of point ``i``, e.g. ``Ap3-Ad5-Mp4-Md6-HBM6-512GBps-B32``."""
+        parts = [f"{t}{int(c)}" for t, c in zip(self.types, self.counts[i], strict=True)]
+        return "-".join(parts + [f"HBM{int(self.n_hbm[i])}", f"{self.d2d_GBps[i]:.0f}GBps",
+                                 f"B{int(self.max_batch[i])}"])
+
+
+def compositions(total: int, parts: int, minimum: int) -> np.ndarray:
+    """Return every way to write ``total`` as an ordered sum of ``parts`` integers >= ``minimum``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (C(total - parts*minimum + parts - 1, parts - 1), parts)
+    """
+    free = total - parts * minimum
+    if free < 0 or parts <= 0:
+        return np.zeros((0, max(parts, 0)), dtype=int)
+    rows = []
+    for bars in combinations(range(free + parts - 1), parts - 1):
+        edges = (-1, *bars, free + parts - 1)
+        rows.append([edges[i + 1] - edges[i] - 1 + minimum for i in range(parts)])
+    return np.array(rows, dtype=int)
+
+
+def enumerate_points(sc: LoadedScenario) -> tuple[DesignPoints, list[str]]:
+    """Enumerate the scenario's design space and drop points that cannot be built.
+
+    Returns
+    -------
+    (DesignPoints, list[str])
+        The buildable points and one reason per distinct kind of unbuildable point (with counts).
+
+    Raises
+    ------
+    InfeasibleDesignError
+        When no point can be built; the message says why (e.g. "24 chiplets need 2904 mm^2, the interposer
+        has 2500 mm^2").
+    """
+    ds = sc.spec.design_space
+    types = sc.compute_types()
+    pkg, lib = sc.package, sc.library
+    blocks = []
+    reasons: dict[str, int] = {}
+    for h in range(ds.hbm_min, ds.hbm_max + 1):
+        comp = compositions(ds.total_chiplets - h, len(types), ds.min_per_type)
+        if len(comp) == 0:
+            key = (f"{ds.total_chiplets - h} compute chiplets cannot give each of the {len(types)} types "
+                   f"at least {ds.min_per_type}")
+            reasons[key] = reasons.get(key, 0) + 1
+            continue
+        if pkg.hbm_on_ring and h > len(pkg.ring_cells()):
+            key = f"{h} HBM stacks need {h} ring cells, the package has {len(pkg.ring_cells())}"
+            reasons[key] = reasons.get(key, 0) + len(comp)
+            continue
+        blocks.append(np.column_stack([comp, np.full(len(comp), h)]))
+    if not blocks:
+        raise InfeasibleDesignError("no design point can be built: " + "; ".join(reasons))
+    base = np.vstack(blocks)
+    areas = np.array([lib.by_name(t).die_area_mm2 for t in types])
+    area = base[:, :-1] @ areas + base[:, -1] * lib.memory.area_mm2
+    n_chiplets = base.sum(axis=1)
+    ok = (area <= pkg.interposer_area_mm2 + 1e-9) & (n_chiplets <= pkg.n_cells)
+    if not ok.any():
+        i = int(np.argmin(area))
+        if n_chiplets[i] > pkg.n_cells:
+            n_i = int(n_chiplets[i])
+            msg = f"{n_i} chiplets need {n_i} cells, the interposer grid has {pkg.n_cells}"
+        else:
+            msg = (f"{int(n_chiplets[i])} chiplets need {area[i]:.0f} mm^2, the interposer has "
+                   f"{pkg.interposer_area_mm2:.0f} mm^2")
+        raise InfeasibleDesignError(msg)
+    if (~ok).any():
+        reasons[f"{int((~ok).sum())} compositions exceed the interposer area or cell count"] = int((~ok).sum())
+    base = base[ok]
+    bw = np.asarray(ds.d2d_GBps, dtype=float)
+    mb = np.asarray(ds.max_batch, dtype=int)
+    n_b, n_w, n_mb = len(base), len(bw), len(mb)
+    idx = np.repeat(np.arange(n_b), n_w * n_mb)
+    return DesignPoints(
+        types=types,
+        counts=base[idx, :-1],
+        n_hbm=base[idx, -1],
+        d2d_GBps=np.tile(np.repeat(bw, n_mb), n_b),
+        max_batch=np.tile(mb, n_b * n_w),
+    ), [f"{k} ({v})" for k, v in reasons.items()]

@@ -1,0 +1,206 @@
+"""The main job: enumerate, screen, pick B* and M_T, solve their layouts exactly and with the papers' heuristics.
+
+Data flow (DESIGN.md): scenario -> design points -> estimator -> Pareto / B*, M_T -> HBM partition, placement,
+mapping (exact and heuristic) -> serving re-score of each layout -> results for the report.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from chipdse.design_space import enumerate_points
+from chipdse.problems import PointSpec, hbm_partition_problem, mapping_problem, placement_problem
+from chipdse.scenario import LoadedScenario
+from chipdse.solution import Solution
+from evaluators.estimator import Screen
+from formulations.mapping import MappingProblem, stage_times
+from reports.pareto import pareto_mask, pick_b_star, pick_m_t
+from solvers.config import SolverConfig
+from solvers.hbm_partition import solve_hbm_partition
+from solvers.mapping import solve_mapping
+from solvers.placement import solve_placement
+
+HBM_METHODS = ("milp-highs", "cpsat", "enumeration", "proportional")
+PLACEMENT_METHODS = ("milp-highs", "cpsat", "hydra-greedy", "round-robin", "random", "local-search")
+MAPPING_METHODS = ("milp-highs", "cpsat", "lpt-greedy", "round-robin", "contiguous-dp")
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass
+class FinalistResult:
+    """Everything solved for one finalist (B* or M_T)."""
+
+    role: str
+    row: dict[str, Any]
+    hbm: list[Solution] = field(default_factory=list)
+    placement: list[Solution] = field(default_factory=list)
+    mapping: list[Solution] = field(default_factory=list)
+    serving: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ExploreResult:
+    """The explore run's results, read by the report writer."""
+
+    scenario: LoadedScenario
+    points: pd.DataFrame
+    infeasible_reasons: list[str]
+    finalists: list[FinalistResult]
+    solver: SolverConfig
+    timings_s: dict[str, float]
+
+
+def best_exact(solutions: list[Solution]) -> Solution | None:
+    """Return the exact method's solution with the best objective (the reference for gaps), if any."""
+    exact = [s for s in solutions if s.exact and s.objective is not None]
+    if not exact:
+        return None
+    sign = 1 if exact[0].sense == "min" else -1
+    return min(exact, key=lambda s: sign * s.objective)
+
+
+def _decode_mu(screen: Screen, sc: LoadedScenario, point: PointSpec, decision: dict[int, str],
+               mapping: dict[str, str], n_stacks: dict[str, int]) -> np.ndarray:
+    """Decode completion rate mu(k), k = 1..b, of a placed and mapped design (stage times re-evaluated per k)."""
+    mu = np.zeros(point.batch)
+    bw = sc.library.memory.bandwidth_GBps * 1e9
+    from evaluators.latency import block_table, decode_costs
+
+    t = block_table(sc.model)
+    c = decode_costs(t, sc.lengths.mean_prefill + sc.lengths.mean_decode / 2.0)
+    for k in range(1, point.batch + 1):
+        prob = mapping_problem(sc, point, decision, "decode", k)
+        t_stage = max(stage_times(prob, mapping).values())
+        by = c.bytes0 + k * c.bytes1
+        hbm_bound = max(by[t.group == gi].sum() / (n_stacks[g] * bw)
+                        for gi, g in enumerate(("attention", "mamba")) if n_stacks.get(g, 0) > 0)
+        mu[k - 1] = k / max(t_stage, hbm_bound) / sc.lengths.mean_decode
+    return mu
+
+
+def serve_layout(screen: Screen, sc: LoadedScenario, point: PointSpec, decision: dict[int, str],
+                 pre_map: dict[str, str], dec_map: dict[str, str]) -> dict[str, float]:
+    """Re-score one placed and mapped design with the estimator's serving model (capacity, TTFT)."""
+    pre_prob = mapping_problem(sc, point, decision, "prefill", 1)
+    t_p = max(stage_times(pre_prob, pre_map).values())
+    bw = sc.library.memory.bandwidth_GBps * 1e9
+    from evaluators.latency import block_table, prefill_costs
+
+    t = block_table(sc.model)
+    pc = prefill_costs(t, sc.lengths.mean_prefill, sc.lengths.second_moment_prefill, sc.spec.estimator.chunk_tokens)
+    hbm_bound = max(pc.bytes0[t.group == gi].sum() / (point.hbm[g] * bw)
+                    for gi, g in enumerate(("attention", "mamba")) if point.hbm.get(g, 0) > 0)
+    t_p = max(t_p, hbm_bound)
+    mu = _decode_mu(screen, sc, point, decision, dec_map, point.hbm)
+    n_pre = sum(n for ty, n in point.counts.items() if sc.library.by_name(ty).phase == "prefill")
+    m = screen.serving_metrics(np.array([t_p]), mu[:, None], np.array([point.batch]), np.array([n_pre]),
+                               np.array([True]))
+    return {"capacity_rps": float(m["capacity_rps"][0]),
+            "throughput_tps": float(m["capacity_rps"][0] * sc.lengths.mean_decode),
+            "ttft_s": float(m["ttft_s"][0]), "stable": bool(m["stable"][0]),
+            "prefill_bottleneck_s": float(t_p), "decode_step_s": float(point.batch / mu[-1] / sc.lengths.mean_decode)}
+
+
+def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str, Any], cfg: SolverConfig,
+                    progress: Progress) -> FinalistResult:
+    res = FinalistResult(role=role, row=row)
+    point = PointSpec.from_row(row, sc.compute_types())
+    progress(f"{role}: HBM partition", 0.0)
+    hp = hbm_partition_problem(sc, int(row["n_hbm"]))
+    res.hbm = [solve_hbm_partition(hp, m, cfg) for m in HBM_METHODS]
+    progress(f"{role}: placement", 0.0)
+    pp = placement_problem(sc, point, float(row["capacity_rps"]))
+    for m in PLACEMENT_METHODS:
+        res.placement.append(solve_placement(pp, m, cfg, seed=sc.spec.seed))
+        progress(f"{role}: placement {m}", 0.0)
+    exact_pl = best_exact(res.placement)
+    by_method = {s.method: s for s in res.placement}
+    progress(f"{role}: mapping", 0.0)
+    layouts: list[tuple[str, Solution | None, str]] = [
+        ("exact placement + exact mapping", exact_pl, "exact"),
+        ("HYDRA greedy placement + LPT mapping", by_method.get("hydra-greedy"), "lpt-greedy"),
+        ("round-robin placement + round-robin mapping", by_method.get("round-robin"), "round-robin"),
+    ]
+    for label, pl, map_method in layouts:
+        if pl is None or pl.decision is None:
+            continue
+        maps = {}
+        for phase in ("prefill", "decode"):
+            mp: MappingProblem = mapping_problem(sc, point, pl.decision, phase, point.batch)
+            if map_method == "exact":
+                sols = [solve_mapping(mp, m, cfg) for m in MAPPING_METHODS]
+                if phase == "decode":
+                    res.mapping = sols
+                best = best_exact(sols) or min((s for s in sols if s.objective is not None),
+                                               key=lambda s: s.objective)
+            else:
+                best = solve_mapping(mp, map_method, cfg)
+            maps[phase] = best.decision
+        served = serve_layout(screen, sc, point, pl.decision, maps["prefill"], maps["decode"])
+        served.update({"layout": label, "placement_method": pl.method,
+                       "placement_objective": pl.objective})
+        res.serving.append(served)
+        progress(f"{role}: served {label}", 0.0)
+    return res
+
+
+def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | None = None,
+            progress: Progress | None = None) -> ExploreResult:
+    """Run the explore pipeline on a loaded scenario.
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+    time_limit_s : float, optional
+        Time limit per exact solve (overrides the scenario's).
+    seed : int, optional
+        Seed for randomized heuristics and solvers (overrides the scenario's).
+    progress : callable(str, float), optional
+        Called with a stage description and the fraction done of the sweep stage.
+
+    Returns
+    -------
+    ExploreResult
+
+    Raises
+    ------
+    InfeasibleDesignError
+        When no design point can be built, or none is stable at the offered load.
+    """
+    progress = progress or (lambda _msg, _frac: None)
+    timings: dict[str, float] = {}
+    cfg = SolverConfig(time_limit_s=time_limit_s or sc.spec.time_limit_s,
+                       seed=seed if seed is not None else sc.spec.seed)
+    t0 = time.perf_counter()
+    progress("enumerating the design space", 0.0)
+    pts, reasons = enumerate_points(sc)
+    screen = Screen(sc)
+    progress(f"scoring {len(pts):,} points with the Markov/fluid estimator", 0.0)
+    df = screen.score(pts)
+    df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
+    timings["sweep_s"] = time.perf_counter() - t0
+    from chipdse.errors import InfeasibleDesignError
+
+    try:
+        b_star, m_t = pick_b_star(df), pick_m_t(df)
+    except ValueError as exc:
+        best = df["capacity_rps"].max()
+        msg = (f"{exc} ({sc.workload.arrival_rate_rps:g} req/s offered; the best design sustains "
+               f"{best:.3g} req/s); lower workload arrival_rate_rps or enlarge the design space")
+        raise InfeasibleDesignError(msg) from None
+    df["role"] = ""
+    df.loc[b_star, "role"] = "B*"
+    df.loc[m_t, "role"] = "M_T" if m_t != b_star else "B*,M_T"
+    finalists = []
+    t1 = time.perf_counter()
+    for role, idx in (("B*", b_star), ("M_T", m_t)):
+        finalists.append(_solve_finalist(sc, screen, role, df.loc[idx].to_dict(), cfg, progress))
+    timings["finalists_s"] = time.perf_counter() - t1
+    return ExploreResult(sc, df, reasons, finalists, cfg, timings)

@@ -1,0 +1,61 @@
+"""Load a scenario file and everything it names into one bundle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from chipdse.errors import SpecError
+from chipdse.models import ModelDescriptor, load_model
+from chipdse.paths import instances_dir
+from chipdse.specs import ChipletLibrary, Package, Scenario, Workload, file_sha256, load_spec, resolve
+from chipdse.workloads import LengthSample, load_lengths
+
+DEFAULT_SCENARIO = instances_dir() / "scenarios" / "default.yaml"
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    """A scenario with its package, library, model, workload and request lengths resolved and validated."""
+
+    path: Path
+    spec: Scenario
+    package: Package
+    library: ChipletLibrary
+    model: ModelDescriptor
+    workload: Workload
+    lengths: LengthSample
+    sha256: str
+
+    def compute_types(self) -> list[str]:
+        """Names of the library's compute chiplet types that serve this model's block families."""
+        return [c.name for c in self.library.compute if c.family in self.model.families]
+
+
+def load_scenario(path: Path | None = None) -> LoadedScenario:
+    """Load and validate a scenario (the bundled default when ``path`` is None).
+
+    Raises
+    ------
+    SpecError
+        Any missing file, malformed field, unknown model or bad trace row, naming the file and field.
+    """
+    path = Path(path) if path is not None else DEFAULT_SCENARIO
+    spec = load_spec(Scenario, path)
+    base = path.parent
+    package = load_spec(Package, resolve(spec.package, base, "packages"))
+    library = load_spec(ChipletLibrary, resolve(spec.library, base, "chiplets"))
+    wl_path = resolve(spec.workload, base, "workloads")
+    workload = load_spec(Workload, wl_path)
+    try:
+        model = load_model(spec.model if not spec.model.endswith(".json") else resolve(spec.model, base, "models"))
+    except SpecError as exc:
+        if exc.source == "model":
+            raise SpecError(str(path), "model", exc.expected) from None
+        raise
+    missing = [f for f in model.families if not any(c.family == f for c in library.compute)]
+    if missing:
+        msg = f"compute chiplets for the model's {missing} blocks; the library has none"
+        raise SpecError(str(path), "library", msg)
+    lengths = load_lengths(workload, wl_path.parent, spec.seed)
+    return LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path))

@@ -1,0 +1,233 @@
+"""Typed specs (pydantic) for chiplet libraries, packages, workloads and scenarios, loaded from YAML.
+
+Every user error names the file, the field and what was expected (DESIGN.md, Conventions).
+Units are in the field names: ``_mm2``, ``_GBps`` (1e9 bytes/s), ``_TFLOPS``, ``_GB`` (1e9 bytes), ``_s``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from chipdse.errors import SpecError
+from chipdse.paths import instances_dir
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class D2DPhy(_Spec):
+    """D2D PHY cost model: how much die area a given link bandwidth takes (HYDRA Sec. VI-A, NVIDIA GRS)."""
+
+    lanes: int = Field(8, gt=0, description="Lanes per PHY macro.")
+    lane_rate_Gbps: float = Field(25.0, gt=0, description="Signalling rate per lane, Gb/s.")
+    area_mm2: float = Field(0.3876, gt=0, description="Area of one PHY macro, mm^2 (16 nm GRS, HYDRA).")
+    ports_per_chiplet: int = Field(4, gt=0, description="Mesh ports per compute chiplet (N, E, S, W).")
+
+    @property
+    def GBps_per_phy(self) -> float:  # noqa: N802 - unit in name
+        """Bandwidth of one PHY macro, GB/s (lanes x lane rate / 8)."""
+        return self.lanes * self.lane_rate_Gbps / 8.0
+
+    def area_for(self, link_GBps: float) -> float:  # noqa: N803
+        """Return the PHY area in mm^2 a chiplet spends for ``link_GBps`` on each of its ports."""
+        return self.ports_per_chiplet * math.ceil(link_GBps / self.GBps_per_phy - 1e-9) * self.area_mm2
+
+
+class ComputeChiplet(_Spec):
+    """A compute chiplet type whose core area (die cap minus PHY and fixed overhead) splits into compute and SRAM.
+
+    HYDRA Sec. VI-A: prefill-oriented chiplets split area about evenly between compute and SRAM,
+    decode-oriented ones give SRAM about twice the compute area; more D2D bandwidth costs PHY area.
+    """
+
+    name: str = Field(description="Type name, e.g. Ap, Ad, Mp, Md.")
+    family: Literal["attention", "mamba"] = Field(description="Block family it is built for.")
+    phase: Literal["prefill", "decode"] = Field(description="Phase it is optimized for.")
+    die_area_mm2: float = Field(121.0, gt=0, description="Die area (the die cap), mm^2.")
+    overhead_area_mm2: float = Field(gt=0, description="Fixed area for control, router, DMA, mm^2.")
+    compute_fraction: float = Field(gt=0, lt=1, description="Share of the core area given to compute units.")
+    matrix_TFLOPS_per_mm2: float = Field(gt=0, description="Dense matrix throughput density, TFLOP/s per mm^2.")
+    vector_TFLOPS_per_mm2: float = Field(gt=0, description="Element-wise/SFU throughput density, TFLOP/s per mm^2.")
+    sram_MB_per_mm2: float = Field(gt=0, description="SRAM density, MB (1e6 bytes) per mm^2.")
+    utilization: float = Field(0.8, gt=0, le=1, description="Sustained fraction of peak compute.")
+    source: str = Field("", description="Where the numbers come from.")
+
+
+class MemoryChiplet(_Spec):
+    """An HBM stack."""
+
+    name: str = Field(description="E.g. HBM3.")
+    capacity_GB: float = Field(gt=0, description="Capacity, GB (1e9 bytes).")
+    bandwidth_GBps: float = Field(gt=0, description="Peak bandwidth, GB/s.")
+    area_mm2: float = Field(gt=0, description="Footprint, mm^2.")
+    source: str = Field("", description="Where the numbers come from.")
+
+
+class ChipletLibrary(_Spec):
+    """Compute chiplet types plus the memory stack and the PHY model."""
+
+    name: str
+    compute: list[ComputeChiplet] = Field(min_length=1)
+    memory: MemoryChiplet
+    phy: D2DPhy = D2DPhy()
+
+    def by_name(self, name: str) -> ComputeChiplet:
+        """Return the compute chiplet type called ``name`` (KeyError if absent)."""
+        for c in self.compute:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+class Package(_Spec):
+    """Interposer grid, NoI and area budget (HYDRA Sec. III-C, VI-A)."""
+
+    name: str
+    rows: int = Field(gt=0, le=16)
+    cols: int = Field(gt=0, le=16)
+    cell_pitch_mm: float = Field(gt=0, description="Cell pitch; a cell is pitch x pitch mm.")
+    interposer_area_mm2: float = Field(gt=0, description="Interposer area budget for all chiplets, mm^2.")
+    topology: Literal["mesh"] = "mesh"
+    hop_latency_ns: float = Field(20.0, ge=0, description="Per-hop router + link latency, ns.")
+    hbm_on_ring: bool = Field(True, description="HBM stacks only on the outer ring of cells.")
+
+    @property
+    def n_cells(self) -> int:
+        """Number of grid cells."""
+        return self.rows * self.cols
+
+    def ring_cells(self) -> tuple[int, ...]:
+        """Outer-ring cells (index r*cols+c), clockwise from cell 0."""
+        r, c = self.rows, self.cols
+        if r == 1 or c == 1:
+            return tuple(range(r * c))
+        top = [(0, j) for j in range(c)]
+        right = [(i, c - 1) for i in range(1, r)]
+        bottom = [(r - 1, j) for j in range(c - 2, -1, -1)]
+        left = [(i, 0) for i in range(r - 2, 0, -1)]
+        return tuple(i * c + j for i, j in top + right + bottom + left)
+
+
+class Workload(_Spec):
+    """Request lengths (a trace or a parametric distribution) and the arrival process."""
+
+    name: str
+    trace: str | None = Field(None, description="CSV with num_prefill_tokens,num_decode_tokens (path relative "
+                              "to the workload file, or to instances/traces).")
+    lengths: dict[str, float] | None = Field(None, description="Parametric lengths: lognormal with keys "
+                                             "prefill_median, prefill_sigma, decode_median, decode_sigma.")
+    arrival: Literal["poisson", "gamma", "replay"] = "poisson"
+    arrival_rate_rps: float = Field(gt=0, description="Offered load, requests per second.")
+    gamma_cv: float = Field(1.0, gt=0, description="Coefficient of variation of Gamma inter-arrivals.")
+    duration_s: float = Field(100.0, gt=0, description="Workload time simulated per configuration, s.")
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _one_length_source(self) -> Workload:
+        if (self.trace is None) == (self.lengths is None):
+            msg = "exactly one of 'trace' or 'lengths'"
+            raise ValueError(msg)
+        return self
+
+
+class DesignSpace(_Spec):
+    """The composition space to sweep (HYDRA Table III)."""
+
+    total_chiplets: int = Field(24, gt=0, description="Chiplets in the package (HBM + compute).")
+    hbm_min: int = Field(2, ge=1)
+    hbm_max: int = Field(16, ge=1)
+    min_per_type: int = Field(1, ge=0, description="Minimum count of each compute type of the model.")
+    d2d_GBps: list[float] = Field([256, 384, 512, 640], min_length=1, description="Per-link D2D bandwidths.")
+    max_batch: list[int] = Field([2, 4, 8, 16, 32, 64], min_length=1, description="Max batch sizes.")
+
+    @model_validator(mode="after")
+    def _check(self) -> DesignSpace:
+        if self.hbm_min > self.hbm_max:
+            msg = f"hbm_min ({self.hbm_min}) <= hbm_max ({self.hbm_max})"
+            raise ValueError(msg)
+        if any(b <= 0 for b in self.d2d_GBps):
+            msg = f"positive bandwidths, got {self.d2d_GBps}"
+            raise ValueError(msg)
+        if any(b <= 0 for b in self.max_batch):
+            msg = f"positive batch sizes, got {self.max_batch}"
+            raise ValueError(msg)
+        return self
+
+
+class EstimatorSettings(_Spec):
+    """Settings of the sweep screen (evaluators/estimator.py)."""
+
+    screen_hops: float = Field(1.5, gt=0, description="Mean hops from a compute chiplet to its HBM group "
+                               "assumed before placement (re-scored with the real placement for finalists).")
+    chunk_tokens: int = Field(512, gt=0, description="Prefill chunk size for pipelined prefill, tokens.")
+
+
+class Scenario(_Spec):
+    """One file naming package, library, model, workload, design space and solver settings."""
+
+    name: str
+    model: str = Field(description="Bundled model key (instances/models) or path to a card JSON.")
+    library: str = Field(description="Path to a chiplet library YAML (relative to the scenario or instances/).")
+    package: str = Field(description="Path to a package YAML.")
+    workload: str = Field(description="Path to a workload YAML.")
+    design_space: DesignSpace = DesignSpace()
+    estimator: EstimatorSettings = EstimatorSettings()
+    time_limit_s: float = Field(20.0, gt=0, description="Time limit per exact solve, s.")
+    seed: int = Field(0, ge=0)
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc) if loc else "(top level)"
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Read a YAML mapping, raising :class:`SpecError` naming the file on any problem."""
+    if not path.exists():
+        raise SpecError(str(path), "", "file not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise SpecError(str(path), "", f"valid YAML{where}") from None
+    if not isinstance(data, dict):
+        raise SpecError(str(path), "", f"a YAML mapping, got {type(data).__name__}")
+    return data
+
+
+def parse_spec(cls: type[T], data: dict[str, Any], source: str) -> T:
+    """Validate ``data`` as ``cls``; the first validation error becomes a one-line :class:`SpecError`."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        value = err.get("input")
+        shown = "" if isinstance(value, dict) else f" (got {value!r})"
+        raise SpecError(source, _format_loc(err["loc"]), f"{err['msg']}{shown}") from None
+
+
+def resolve(ref: str, base: Path, kind: str) -> Path:
+    """Resolve a file reference relative to ``base`` first, then ``instances/<kind>``, then ``instances``."""
+    for candidate in (base / ref, instances_dir() / kind / ref, instances_dir() / ref):
+        if candidate.exists():
+            return candidate
+    return base / ref
+
+
+def load_spec(cls: type[T], path: Path) -> T:
+    """Load one YAML spec file as ``cls``."""
+    return parse_spec(cls, read_yaml(path), str(path))
+
+
+def file_sha256(path: Path) -> str:
+    """Return the SHA-256 hex digest of a file (for the manifest)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()

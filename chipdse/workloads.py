@@ -1,0 +1,131 @@
+"""Request-length samples from real traces or parametric distributions, and their moments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from chipdse.errors import SpecError
+from chipdse.specs import Workload
+
+TRACE_COLUMNS = ("num_prefill_tokens", "num_decode_tokens")
+
+
+@dataclass(frozen=True)
+class LengthSample:
+    """Per-request token counts (and arrival times where the trace has them).
+
+    Attributes
+    ----------
+    prefill_tokens, decode_tokens : numpy.ndarray, shape (n,), int64
+        Prompt and output lengths per request; every entry >= 1.
+    arrival_s : numpy.ndarray | None, shape (n,)
+        Arrival timestamps in seconds (replayable traces only).
+    source : str
+        File or distribution the sample came from.
+    """
+
+    prefill_tokens: np.ndarray
+    decode_tokens: np.ndarray
+    arrival_s: np.ndarray | None
+    source: str
+
+    @property
+    def mean_prefill(self) -> float:
+        """Mean prompt length, tokens."""
+        return float(self.prefill_tokens.mean())
+
+    @property
+    def mean_decode(self) -> float:
+        """Mean output length, tokens."""
+        return float(self.decode_tokens.mean())
+
+    @property
+    def second_moment_prefill(self) -> float:
+        """E[L_p^2], tokens^2 (Pollaczek-Khinchine needs it)."""
+        return float(np.mean(self.prefill_tokens.astype(float) ** 2))
+
+
+def load_trace(path: Path) -> LengthSample:
+    """Read a trace CSV with columns ``num_prefill_tokens`` and ``num_decode_tokens`` (``arrived_at`` optional).
+
+    Raises
+    ------
+    SpecError
+        Missing file or column, or a malformed row: the message names the file, the 1-based data row
+        (header excluded, matching a spreadsheet's line number minus one) and the bad value.
+    """
+    if not path.exists():
+        raise SpecError(str(path), "", "trace file not found")
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise SpecError(str(path), "", f"a CSV file ({str(exc).splitlines()[0]})") from None
+    for col in TRACE_COLUMNS:
+        if col not in df.columns:
+            raise SpecError(str(path), col, f"a column named {col!r}; columns are {list(df.columns)}")
+    arrays = {}
+    for col in TRACE_COLUMNS + (("arrived_at",) if "arrived_at" in df.columns else ()):
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna() | (values < (0 if col == "arrived_at" else 1))
+        if col != "arrived_at":
+            bad |= values.notna() & (values != values.round())
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            expected = "a number >= 0" if col == "arrived_at" else "a whole number of tokens >= 1"
+            msg = f"{expected}, got {df[col].iloc[row]!r} (data row {row + 1}, line {row + 2})"
+            raise SpecError(str(path), col, msg)
+        arrays[col] = values.to_numpy()
+    if len(df) == 0:
+        raise SpecError(str(path), "", "at least one request row")
+    return LengthSample(
+        prefill_tokens=arrays["num_prefill_tokens"].astype(np.int64),
+        decode_tokens=arrays["num_decode_tokens"].astype(np.int64),
+        arrival_s=arrays.get("arrived_at"),
+        source=path.name,
+    )
+
+
+def sample_parametric(lengths: dict[str, float], n: int, seed: int, source: str) -> LengthSample:
+    """Draw ``n`` requests from lognormal prompt / output lengths.
+
+    Parameters
+    ----------
+    lengths : dict
+        ``prefill_median``, ``prefill_sigma``, ``decode_median``, ``decode_sigma`` (tokens; log-space sigma).
+    n : int
+        Number of requests.
+    seed : int
+        Seed of the numpy Generator.
+
+    Raises
+    ------
+    SpecError
+        A missing or non-positive parameter.
+    """
+    keys = ("prefill_median", "prefill_sigma", "decode_median", "decode_sigma")
+    for k in keys:
+        if k not in lengths or not lengths[k] > 0:
+            raise SpecError(source, f"lengths.{k}", f"a positive number, got {lengths.get(k)!r}")
+    rng = np.random.default_rng(seed)
+    pre = rng.lognormal(np.log(lengths["prefill_median"]), lengths["prefill_sigma"], n)
+    dec = rng.lognormal(np.log(lengths["decode_median"]), lengths["decode_sigma"], n)
+    return LengthSample(
+        prefill_tokens=np.maximum(1, np.rint(pre)).astype(np.int64),
+        decode_tokens=np.maximum(1, np.rint(dec)).astype(np.int64),
+        arrival_s=None,
+        source=source,
+    )
+
+
+def load_lengths(workload: Workload, base: Path, seed: int) -> LengthSample:
+    """Return the request-length sample of a workload (its trace, or 20,000 parametric draws)."""
+    from chipdse.specs import resolve
+
+    if workload.trace is not None:
+        return load_trace(resolve(workload.trace, base, "traces"))
+    assert workload.lengths is not None
+    return sample_parametric(workload.lengths, 20_000, seed, workload.name)

@@ -1,0 +1,233 @@
+"""Latency tables: per-task compute time from a roofline and NoI time from HYDRA Eq. 3.
+
+t_comp(k, c) = max(F_mat / P_mat(c) + F_vec / P_vec(c), V_k / B_HBM)   (roofline against the chiplet's
+compute and the HBM stack bandwidth), and t_comm(k, c) = d(c, m_k) * V_k / B_NoI (HYDRA Eq. 3), where V_k is
+the bytes task k moves from its HBM group and d the Manhattan hops to that group's stacks (mean over the stacks,
+since a group's data are striped over them). All arrays broadcast, so one call scores a whole sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from chipdse.models import ModelDescriptor
+from chipdse.specs import ChipletLibrary, ComputeChiplet
+
+#: Operator-family codes: which chiplet families may run a block.
+FAMILY_ATTENTION, FAMILY_MAMBA, FAMILY_SHARED = 0, 1, 2
+#: HBM-group codes.
+GROUP_ATTENTION, GROUP_MAMBA = 0, 1
+GROUP_NAMES = ("attention", "mamba")
+
+
+@dataclass(frozen=True)
+class ChipletCaps:
+    """What one compute chiplet type delivers at a given D2D bandwidth (arrays broadcast over bandwidths).
+
+    Attributes
+    ----------
+    matrix_flops, vector_flops : numpy.ndarray
+        Sustained FLOP/s of the matrix and vector units.
+    sram_bytes : numpy.ndarray
+        On-chip SRAM, bytes.
+    phy_mm2, compute_mm2 : numpy.ndarray
+        PHY area and compute area, mm^2.
+    """
+
+    matrix_flops: np.ndarray
+    vector_flops: np.ndarray
+    sram_bytes: np.ndarray
+    phy_mm2: np.ndarray
+    compute_mm2: np.ndarray
+
+
+def chiplet_caps(ctype: ComputeChiplet, library: ChipletLibrary, d2d_GBps: np.ndarray) -> ChipletCaps:  # noqa: N803
+    """Return a compute chiplet's capabilities at each D2D bandwidth.
+
+    Parameters
+    ----------
+    ctype : ComputeChiplet
+    library : ChipletLibrary
+        For its PHY model.
+    d2d_GBps : array_like
+        Per-link D2D bandwidth(s), GB/s.
+
+    Returns
+    -------
+    ChipletCaps
+        Arrays shaped like ``d2d_GBps``.
+
+    Raises
+    ------
+    ValueError
+        When the PHY area leaves no core area under the die cap (the message gives both areas).
+
+    Notes
+    -----
+    core = die - overhead - PHY(B); compute = fraction * core; SRAM = the rest (HYDRA Sec. III-C, Fig. 3:
+    more D2D bandwidth costs PHY area, which comes out of compute and SRAM under the die cap).
+    """
+    bw = np.atleast_1d(np.asarray(d2d_GBps, dtype=float))
+    phy = np.array([library.phy.area_for(b) for b in bw.ravel()]).reshape(bw.shape)
+    core = ctype.die_area_mm2 - ctype.overhead_area_mm2 - phy
+    if np.any(core <= 0):
+        worst = float(phy.max())
+        msg = (f"chiplet {ctype.name}: {worst:.1f} mm^2 of D2D PHY at {bw.max():.0f} GB/s leaves no core area "
+               f"under the {ctype.die_area_mm2:.0f} mm^2 die cap")
+        raise ValueError(msg)
+    comp = ctype.compute_fraction * core
+    sram = core - comp
+    return ChipletCaps(
+        matrix_flops=comp * ctype.matrix_TFLOPS_per_mm2 * 1e12 * ctype.utilization,
+        vector_flops=comp * ctype.vector_TFLOPS_per_mm2 * 1e12 * ctype.utilization,
+        sram_bytes=sram * ctype.sram_MB_per_mm2 * 1e6,
+        phy_mm2=phy,
+        compute_mm2=comp,
+    )
+
+
+@dataclass(frozen=True)
+class BlockTable:
+    """Per-block cost coefficients of a model as arrays (one entry per block, model order).
+
+    Attributes
+    ----------
+    names : list[str]
+    family, group : numpy.ndarray of int
+        FAMILY_* and GROUP_* codes.
+    weight_bytes, matmul_fpt, attn_fpt_ctx, vector_fpt, kv_bpt, state_bpr, act_bpt : numpy.ndarray
+        Weights (bytes); matmul FLOPs per token; attention FLOPs per token per context token; vector FLOPs per
+        token; KV bytes per token; SSM state bytes per request; activation bytes passed on per token.
+    """
+
+    names: list[str]
+    family: np.ndarray
+    group: np.ndarray
+    weight_bytes: np.ndarray
+    matmul_fpt: np.ndarray
+    attn_fpt_ctx: np.ndarray
+    vector_fpt: np.ndarray
+    kv_bpt: np.ndarray
+    state_bpr: np.ndarray
+    act_bpt: float
+
+
+def block_table(model: ModelDescriptor) -> BlockTable:
+    """Return the model's blocks as cost arrays (see :class:`BlockTable`)."""
+    fam = {"attention": FAMILY_ATTENTION, "mamba2": FAMILY_MAMBA}
+    grp = {"attention": GROUP_ATTENTION, "mamba": GROUP_MAMBA}
+    bl = model.blocks
+    return BlockTable(
+        names=[b.name for b in bl],
+        family=np.array([fam.get(b.kind, FAMILY_SHARED) for b in bl]),
+        group=np.array([grp[b.group] for b in bl]),
+        weight_bytes=np.array([b.params * model.dtype_bytes for b in bl], dtype=float),
+        matmul_fpt=np.array([b.matmul_flops_per_token for b in bl]),
+        attn_fpt_ctx=np.array([b.attn_flops_per_token_per_ctx for b in bl]),
+        vector_fpt=np.array([b.vector_flops_per_token for b in bl]),
+        kv_bpt=np.array([b.kv_bytes_per_token for b in bl]),
+        state_bpr=np.array([b.state_bytes_per_request for b in bl]),
+        act_bpt=float(model.hidden_size * model.dtype_bytes),
+    )
+
+
+@dataclass(frozen=True)
+class PhaseCosts:
+    """Work of each block for one unit of a phase: FLOPs and HBM bytes, linear in the batch size.
+
+    For prefill the unit is one request of mean prompt length; for decode, one iteration of a batch of b
+    requests, with ``F = F0 + b * F1`` (and likewise V).
+    """
+
+    mat0: np.ndarray
+    mat1: np.ndarray
+    vec0: np.ndarray
+    vec1: np.ndarray
+    bytes0: np.ndarray
+    bytes1: np.ndarray
+
+
+def prefill_costs(t: BlockTable, mean_len: float, second_moment_len: float, chunk_tokens: int) -> PhaseCosts:
+    """Return per-block prefill work for one request (HYDRA Sec. III-B, prefill phase).
+
+    Parameters
+    ----------
+    t : BlockTable
+    mean_len : float
+        Mean prompt length E[L], tokens.
+    second_moment_len : float
+        E[L^2], tokens^2 (causal attention costs ~L^2/2 score+value pairs).
+    chunk_tokens : int
+        Chunked prefill: weights are streamed from HBM once per chunk.
+
+    Returns
+    -------
+    PhaseCosts
+        Batch-independent (the ``*1`` terms are zero).
+    """
+    chunks = max(1.0, np.ceil(mean_len / chunk_tokens))
+    mat = mean_len * t.matmul_fpt + t.attn_fpt_ctx * second_moment_len / 2.0
+    vec = mean_len * t.vector_fpt
+    by = chunks * t.weight_bytes + mean_len * t.kv_bpt + t.state_bpr
+    z = np.zeros_like(mat)
+    return PhaseCosts(mat, z, vec, z, by, z)
+
+
+def decode_costs(t: BlockTable, ctx_tokens: float) -> PhaseCosts:
+    """Return per-block decode work of one iteration as ``F0 + b * F1`` (weights once, per-request terms b times).
+
+    Parameters
+    ----------
+    t : BlockTable
+    ctx_tokens : float
+        Mean context length during decode (prompt + half the output), tokens.
+
+    Notes
+    -----
+    Per request per iteration: matmul 2 * active params, attention 4 * heads * head_dim * ctx, SSM state
+    read + write (2 x state bytes), KV read ctx * kv_bpt. Weights are read once per iteration for the batch.
+    """
+    z = np.zeros_like(t.matmul_fpt)
+    return PhaseCosts(
+        mat0=z, mat1=t.matmul_fpt + t.attn_fpt_ctx * ctx_tokens,
+        vec0=z, vec1=t.vector_fpt.copy(),
+        bytes0=t.weight_bytes.copy(), bytes1=ctx_tokens * t.kv_bpt + 2.0 * t.state_bpr,
+    )
+
+
+def task_time_s(
+    mat_flop: np.ndarray, vec_flop: np.ndarray, hbm_bytes: np.ndarray, caps: ChipletCaps,
+    hbm_GBps: float, hops: np.ndarray | float, d2d_GBps: np.ndarray | float,  # noqa: N803
+) -> np.ndarray:
+    """Return t_comp + t_comm for tasks on a chiplet (all arguments broadcast).
+
+    Parameters
+    ----------
+    mat_flop, vec_flop : array
+        Matrix and vector FLOPs of the task.
+    hbm_bytes : array
+        Bytes the task moves from its HBM group (V_k).
+    caps : ChipletCaps
+        The chiplet's capabilities (broadcast with the others).
+    hbm_GBps : float
+        Bandwidth of one HBM stack, GB/s.
+    hops : array or float
+        Manhattan hops from the chiplet to the task's memory (HYDRA Eq. 3, d_Man(c, m_k)).
+    d2d_GBps : array or float
+        Per-link NoI bandwidth B_NoI, GB/s.
+
+    Returns
+    -------
+    numpy.ndarray
+        Seconds.
+
+    References
+    ----------
+    HYDRA Eq. 3 (t_comm) and Sec. IV-C (t_comp from a latency table; here a roofline).
+    """
+    compute = mat_flop / caps.matrix_flops + vec_flop / caps.vector_flops
+    t_comp = np.maximum(compute, hbm_bytes / (hbm_GBps * 1e9))
+    t_comm = hops * hbm_bytes / (np.asarray(d2d_GBps) * 1e9)
+    return t_comp + t_comm

@@ -1,0 +1,37 @@
+"""Shared fixtures: the bundled default scenario and helpers to write variant scenarios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chipdse.paths import instances_dir, shared_dir
+
+
+@pytest.fixture
+def write_scenario(tmp_path: Path):
+    """Return a function that writes a variant of the default scenario with overrides and returns its path."""
+
+    def _write(overrides: dict | None = None, name: str = "variant.yaml") -> Path:
+        base = yaml.safe_load((instances_dir() / "scenarios" / "default.yaml").read_text())
+        inst = instances_dir()
+        base["library"] = str(inst / "chiplets" / "hydra.yaml")
+        base["package"] = str(inst / "packages" / "hydra-5x5.yaml")
+        base["workload"] = str(inst / "workloads" / "arxiv.yaml")
+        for key, value in (overrides or {}).items():
+            base[key] = value
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(base))
+        return path
+
+    return _write
+
+
+def shared_or_skip(*parts: str) -> Path:
+    """Return a path under ../shared, or skip the test when the folder is absent (a user's clone)."""
+    path = shared_dir().joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} not present (../shared exists only in CI and developer checkouts)")
+    return path

@@ -1,0 +1,77 @@
+"""Estimator checks against closed-form queueing results and brute force."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evaluators.estimator import Screen, _balance, best_partition, memory_needs
+from reports.pareto import pareto_mask
+
+
+def erlang_c_wait(lam: float, mu: float, c: int) -> float:
+    """Mean M/M/c waiting time Wq = C(c, a) / (c mu - lam) (Erlang C; Kleinrock, Queueing Systems Vol. 1)."""
+    a = lam / mu
+    top = a**c / math.factorial(c) * c / (c - a)
+    prob_wait = top / (sum(a**k / math.factorial(k) for k in range(c)) + top)
+    return prob_wait / (c * mu - lam)
+
+
+@pytest.mark.parametrize("c", [1, 4])
+@pytest.mark.parametrize("rho", [0.5, 0.9])
+def test_slot_wait_reduces_to_mm1_and_mmc(c: int, rho: float) -> None:
+    mu1 = 2.0
+    lam = rho * c * mu1
+    mu = np.array([[min(k, c) * mu1] for k in range(1, c + 1)])
+    wait = Screen._slot_wait(mu, np.array([c]), lam, np.array([True]))[0]
+    assert wait == pytest.approx(erlang_c_wait(lam, mu1, c), rel=1e-12)
+    if c == 1:  # M/M/1: Wq = rho / (mu - lam)
+        assert wait == pytest.approx(rho / (mu1 - lam), rel=1e-12)
+
+
+def test_unstable_points_have_no_wait() -> None:
+    mu = np.array([[1.0]])
+    assert np.isnan(Screen._slot_wait(mu, np.array([1]), 2.0, np.array([False]))[0])
+
+
+def test_fluid_balance_equals_brute_force_split() -> None:
+    rng = np.random.default_rng(0)
+    a, m, fa, fm = rng.uniform(0.1, 5, (4, 50))
+    na, nm = rng.integers(1, 8, (2, 50)).astype(float)
+    got = _balance(a, m, fa, fm, na, nm)
+    xs = np.linspace(0, 1, 20001)[:, None]
+    brute = np.maximum((a + xs * fa) / na, (m + (1 - xs) * fm) / nm).min(axis=0)
+    assert np.all(got <= brute + 1e-12) and np.allclose(got, brute, rtol=1e-3)
+
+
+def test_pareto_mask_equals_quadratic_definition() -> None:
+    rng = np.random.default_rng(1)
+    tp = rng.integers(0, 30, 400).astype(float)
+    tt = rng.integers(1, 30, 400).astype(float)
+    tt[rng.random(400) < 0.1] = np.nan
+    mask = pareto_mask(tp, tt)
+    for i in range(len(tp)):
+        if np.isnan(tt[i]):
+            assert not mask[i]
+            continue
+        dominated = np.any((tp >= tp[i]) & (tt <= tt[i]) & ((tp > tp[i]) | (tt < tt[i])))
+        assert mask[i] == (not dominated)
+
+
+def test_partition_by_hand() -> None:
+    from chipdse.scenario import load_scenario
+
+    sc = load_scenario()
+    needs = memory_needs(sc)
+    split, r = best_partition(needs, 3)
+    # enumerate by hand: N_A in {1, 2}, r_g = floor((N_g C - W_g) / S_g)
+    c = needs.capacity_bytes
+    cands = []
+    for na in (1, 2):
+        nm = 3 - na
+        ra = math.floor((na * c - needs.weight_bytes[0]) / needs.per_request_bytes[0])
+        rm = math.floor((nm * c - needs.weight_bytes[1]) / needs.per_request_bytes[1])
+        cands.append(min(ra, rm))
+    assert r == max(cands)
