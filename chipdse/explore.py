@@ -27,8 +27,10 @@ from solvers.mapping import solve_mapping
 from solvers.placement import solve_placement
 
 HBM_METHODS = ("milp-highs", "cpsat", "enumeration", "proportional")
-PLACEMENT_METHODS = ("milp-highs", "cpsat", "hydra-greedy", "round-robin", "random", "local-search")
-MAPPING_METHODS = ("milp-highs", "cpsat", "lpt-greedy", "round-robin", "contiguous-dp")
+PLACEMENT_HEURISTICS = ("hydra-greedy", "round-robin", "random", "local-search")
+PLACEMENT_EXACT = ("milp-highs", "cpsat")
+MAPPING_HEURISTICS = ("lpt-greedy", "round-robin")
+MAPPING_EXACT = ("milp-highs", "cpsat")
 
 Progress = Callable[[str, float], None]
 
@@ -117,9 +119,12 @@ def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str
     res.hbm = [solve_hbm_partition(hp, m, cfg) for m in HBM_METHODS]
     progress(f"{role}: placement", 0.0)
     pp = placement_problem(sc, point, float(row["capacity_rps"]))
-    for m in PLACEMENT_METHODS:
-        res.placement.append(solve_placement(pp, m, cfg, seed=sc.spec.seed))
-        progress(f"{role}: placement {m}", 0.0)
+    for m in PLACEMENT_HEURISTICS:
+        res.placement.append(solve_placement(pp, m, cfg, seed=cfg.seed))
+    incumbent = min((s for s in res.placement if s.objective is not None), key=lambda s: s.objective)
+    for m in PLACEMENT_EXACT:  # warm-started from the best heuristic (STYLE.md item 7)
+        progress(f"{role}: placement {m} (limit {cfg.time_limit_s:g} s)", 0.0)
+        res.placement.append(solve_placement(pp, m, cfg, seed=cfg.seed, hint=incumbent.decision))
     exact_pl = best_exact(res.placement)
     by_method = {s.method: s for s in res.placement}
     progress(f"{role}: mapping", 0.0)
@@ -135,7 +140,8 @@ def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str
         for phase in ("prefill", "decode"):
             mp: MappingProblem = mapping_problem(sc, point, pl.decision, phase, point.batch)
             if map_method == "exact":
-                sols = [solve_mapping(mp, m, cfg) for m in MAPPING_METHODS]
+                progress(f"{role}: {phase} mapping (limit {cfg.time_limit_s:g} s)", 0.0)
+                sols = [solve_mapping(mp, m, cfg) for m in MAPPING_HEURISTICS + MAPPING_EXACT]
                 if phase == "decode":
                     res.mapping = sols
                 best = best_exact(sols) or min((s for s in sols if s.objective is not None),

@@ -265,9 +265,16 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
             blocks.append(_mlp_block(card, i, group, source))
         elif ffn == "moe":
             blocks.append(_moe_block(card, i, group, source))
+    # The LM head is split by vocabulary into shards no larger than the largest layer block (vocab-parallel
+    # head), so that no single indivisible task is several layers long; shard parameters add up exactly.
     head_params = (0 if card.get("tie_word_embeddings") else vocab_p * h) + h
-    blocks.append(Block(name="head", kind="head", layer=len(mixers), params=head_params,
-                        active_params=head_params, group=group, matmul_flops_per_token=2.0 * vocab_p * h))
+    largest = max((b.params for b in blocks[1:]), default=head_params)
+    shards = max(1, math.ceil(head_params / largest))
+    for s in range(shards):
+        share = head_params // shards + (head_params % shards if s == 0 else 0)
+        blocks.append(Block(name=f"head.{s}" if shards > 1 else "head", kind="head", layer=len(mixers),
+                            params=share, active_params=share, group=group,
+                            matmul_flops_per_token=2.0 * vocab_p * h / shards))
     published = card.get("published_params_total_exact") or _get(card, "published_params_total", source)
     return ModelDescriptor(
         name=card.get("name", key), key=key, hidden_size=h, dtype_bytes=dt, blocks=tuple(blocks),

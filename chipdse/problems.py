@@ -116,7 +116,8 @@ def placement_problem(sc: LoadedScenario, point: PointSpec, capacity_rps: float)
     ring = sc.package.ring_cells()
     allowed = {f"hbm:{g}": ring for g in point.hbm} if sc.package.hbm_on_ring else {}
     return PlacementProblem(rows=sc.package.rows, cols=sc.package.cols, counts=counts, pair_volume=vol,
-                            allowed=allowed, ring_cells=ring, name=f"{sc.spec.name}-placement")
+                            allowed=allowed, ring_cells=ring, name=f"{sc.spec.name}-placement",
+                            model_volume_floor=1e-3)
 
 
 def mean_hops_to_groups(sc: LoadedScenario, decision: dict[int, str]) -> dict[int, dict[str, float]]:

@@ -166,9 +166,14 @@ class DesignSpace(_Spec):
 class EstimatorSettings(_Spec):
     """Settings of the sweep screen (evaluators/estimator.py)."""
 
-    screen_hops: float = Field(1.5, gt=0, description="Mean hops from a compute chiplet to its HBM group "
-                               "assumed before placement (re-scored with the real placement for finalists).")
+    screen_hops: float = Field(2.5, gt=0, description="Mean hops from a compute chiplet to the stacks of its HBM "
+                               "group assumed before placement (a random cell is 3.5 hops from a random ring cell "
+                               "on a 5x5 grid; good placements are closer). Finalists are re-scored with their "
+                               "real placement.")
     chunk_tokens: int = Field(512, gt=0, description="Prefill chunk size for pipelined prefill, tokens.")
+    batching: Literal["static", "dynamic"] = Field(
+        "static", description="static: batches of max-batch requests prefilled together and decoded until the "
+        "longest finishes (HYDRA Sec. VI-B's DSE setting); dynamic: continuous batching (HYDRA Sec. IV-B).")
 
 
 class Scenario(_Spec):

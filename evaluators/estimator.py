@@ -129,6 +129,7 @@ class Screen:
         self.hbm_GBps = sc.library.memory.bandwidth_GBps
         self.hops = sc.spec.estimator.screen_hops
         self.lam = sc.workload.arrival_rate_rps
+        self.batching = sc.spec.estimator.batching
 
     def _type_for(self, family: str, phase: str, types: list[str]) -> int | None:
         for i, name in enumerate(types):
@@ -260,6 +261,8 @@ class Screen:
         """
         n = len(t_p)
         lam = self.lam
+        if self.batching == "static":
+            return self._static_metrics(t_p, mu[b_eff - 1, np.arange(n)], b_eff, n_prefill_chiplets, feasible)
         prefill_rps = 1.0 / t_p
         decode_rps = mu[b_eff - 1, np.arange(n)]
         capacity = np.minimum(prefill_rps, decode_rps)
@@ -273,6 +276,45 @@ class Screen:
         ttft = np.where(stable, wait_slot + wait_prefill + latency_p, np.nan)
         return {"prefill_rps": prefill_rps, "decode_rps": decode_rps, "capacity_rps": capacity,
                 "stable": stable, "ttft_s": ttft}
+
+    def _static_metrics(self, t_p: np.ndarray, mu_b: np.ndarray, b: np.ndarray, n_pre: np.ndarray,
+                        feasible: np.ndarray) -> dict[str, np.ndarray]:
+        """Static batching (HYDRA Sec. IV-B, Fig. 5 top; the DSE setting of Sec. VI-B).
+
+        A batch of b requests is prefilled together (b * t_p on the prefill chiplets) and then decoded for
+        E[max of b output lengths] iterations of T_d(b) (finished requests cannot be replaced); prefill of the
+        next batch overlaps decode of this one, so the cycle is C = max(b t_p, E[max L_d] T_d(b)) and the
+        capacity b / C. TTFT = batch formation (b - 1) / (2 lambda) + M/D/1 wait of the batch for the pipeline
+        (rho C / (2 (1 - rho)), rho = lambda C / b) + the batch's chunk-pipelined prefill.
+        """
+        lam = self.lam
+        bf = b.astype(float)
+        t_step = bf / (mu_b * self.mean_ld)  # T_d(b) from mu(b) = b / T_d(b) / E[L_d]
+        decode_cycle = self.expected_max_decode(b) * t_step
+        prefill_cycle = bf * t_p
+        cycle = np.maximum(prefill_cycle, decode_cycle)
+        capacity = bf / cycle
+        stable = feasible & (capacity > lam)
+        rho = lam * cycle / bf
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wait = np.where(rho < 1, rho * cycle / (2 * (1 - rho)), np.inf)
+        latency_p = prefill_cycle * (1.0 + (np.asarray(n_pre) - 1) / (self.chunks * bf))
+        ttft = np.where(stable, (bf - 1) / (2 * lam) + wait + latency_p, np.nan)
+        return {"prefill_rps": bf / prefill_cycle, "decode_rps": bf / decode_cycle, "capacity_rps": capacity,
+                "stable": stable, "ttft_s": ttft}
+
+    def expected_max_decode(self, b: np.ndarray) -> np.ndarray:
+        """E[max of b output lengths drawn from the workload's sample], tokens (exact for the empirical CDF).
+
+        E[max] = sum_i (v_i - v_{i-1}) (1 - F(v_{i-1})^b) over the sorted distinct lengths v_i (v_0 = 0).
+        """
+        b = np.asarray(b)
+        vals, cnt = np.unique(self.sc.lengths.decode_tokens, return_counts=True)
+        cdf_prev = np.concatenate([[0.0], np.cumsum(cnt)[:-1] / cnt.sum()])
+        steps = np.diff(np.concatenate([[0.0], vals.astype(float)]))
+        ub = np.unique(b)
+        table = {int(k): float(np.sum(steps * (1 - cdf_prev ** int(k)))) for k in ub}
+        return np.vectorize(table.__getitem__, otypes=[float])(b)
 
     @staticmethod
     def _slot_wait(mu: np.ndarray, b: np.ndarray, lam: float, stable: np.ndarray) -> np.ndarray:

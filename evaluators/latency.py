@@ -112,6 +112,8 @@ class BlockTable:
     kv_bpt: np.ndarray
     state_bpr: np.ndarray
     act_bpt: float
+    is_embedding: np.ndarray
+    is_head: np.ndarray
 
 
 def block_table(model: ModelDescriptor) -> BlockTable:
@@ -130,6 +132,8 @@ def block_table(model: ModelDescriptor) -> BlockTable:
         kv_bpt=np.array([b.kv_bytes_per_token for b in bl]),
         state_bpr=np.array([b.state_bytes_per_request for b in bl]),
         act_bpt=float(model.hidden_size * model.dtype_bytes),
+        is_embedding=np.array([b.kind == "embedding" for b in bl]),
+        is_head=np.array([b.kind == "head" for b in bl]),
     )
 
 
@@ -168,9 +172,13 @@ def prefill_costs(t: BlockTable, mean_len: float, second_moment_len: float, chun
         Batch-independent (the ``*1`` terms are zero).
     """
     chunks = max(1.0, np.ceil(mean_len / chunk_tokens))
-    mat = mean_len * t.matmul_fpt + t.attn_fpt_ctx * second_moment_len / 2.0
-    vec = mean_len * t.vector_fpt
-    by = chunks * t.weight_bytes + mean_len * t.kv_bpt + t.state_bpr
+    # the head computes logits for the last prompt token only (that is the first output token)
+    tokens = np.where(t.is_head, 1.0, mean_len)
+    mat = tokens * t.matmul_fpt + t.attn_fpt_ctx * second_moment_len / 2.0
+    vec = tokens * t.vector_fpt
+    # weights stream once per chunk (once for the head); the embedding is a row lookup, not a weight stream
+    weight_reads = np.where(t.is_head, 1.0, chunks) * np.where(t.is_embedding, 0.0, t.weight_bytes)
+    by = weight_reads + mean_len * (t.kv_bpt + np.where(t.is_embedding, t.act_bpt, 0.0)) + t.state_bpr
     z = np.zeros_like(mat)
     return PhaseCosts(mat, z, vec, z, by, z)
 
@@ -193,7 +201,9 @@ def decode_costs(t: BlockTable, ctx_tokens: float) -> PhaseCosts:
     return PhaseCosts(
         mat0=z, mat1=t.matmul_fpt + t.attn_fpt_ctx * ctx_tokens,
         vec0=z, vec1=t.vector_fpt.copy(),
-        bytes0=t.weight_bytes.copy(), bytes1=ctx_tokens * t.kv_bpt + 2.0 * t.state_bpr,
+        # the embedding reads one row per request, every other block streams its weights once per iteration
+        bytes0=np.where(t.is_embedding, 0.0, t.weight_bytes),
+        bytes1=ctx_tokens * t.kv_bpt + 2.0 * t.state_bpr + np.where(t.is_embedding, t.act_bpt, 0.0),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import pyomo.environ as pyo
 from ortools.sat.python import cp_model
 from pyomo.contrib.solver.common.factory import SolverFactory
@@ -54,7 +55,30 @@ class BackendResult:
         return self.status in (SolutionStatus.OPTIMAL, SolutionStatus.FEASIBLE)
 
 
-def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "highs") -> BackendResult:
+def _highs_with_start(opt: object, model: pyo.ConcreteModel) -> None:
+    """Make Pyomo's HiGHS interface pass the model's current variable values to HiGHS as a MIP start.
+
+    Pyomo's ``highs`` solver keeps the ``highspy.Highs`` object and a map from Pyomo variables to HiGHS
+    columns; just before ``run()`` we call ``Highs.setSolution`` with the values the formulation set.
+    """
+    original = opt._solve  # type: ignore[attr-defined]
+
+    def _solve_with_start() -> object:
+        col = opt._pyomo_var_to_solver_var_map  # type: ignore[attr-defined]
+        idx, val = [], []
+        for v in model.component_data_objects(pyo.Var, active=True):
+            if v.value is not None and id(v) in col:
+                idx.append(col[id(v)])
+                val.append(float(v.value))
+        if idx:
+            opt._solver_model.setSolution(len(idx), np.array(idx, dtype=np.int32), np.array(val))  # type: ignore
+        return original()
+
+    opt._solve = _solve_with_start  # type: ignore[attr-defined]
+
+
+def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "highs",
+                warm_start: bool = False) -> BackendResult:
     """Solve a Pyomo model and load the incumbent's values into it when there is one.
 
     Parameters
@@ -65,6 +89,8 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
         Time limit, gap, threads, seed; ``native`` is passed as ``solver_options``.
     solver : str
         Name in Pyomo's new solver factory (``"highs"`` by default; e.g. ``"gurobi_direct"``).
+    warm_start : bool
+        Pass the variables' current values as a MIP start (HiGHS only; other solvers ignore it).
 
     Returns
     -------
@@ -73,6 +99,8 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
         Infeasible and time-limit outcomes are results, not exceptions.
     """
     opt = SolverFactory(solver)
+    if warm_start and solver == "highs":
+        _highs_with_start(opt, model)
     options = dict(config.native)
     if solver == "highs":
         options.setdefault("random_seed", config.seed)

@@ -1,0 +1,502 @@
+"""Every placement method behind one entry point, :func:`solve_placement`, each returning a ``Solution``.
+
+Exact: ``"milp-highs"`` (RLT MILP through HiGHS), ``"cpsat"`` (CP-SAT) and ``"brute-force"`` (enumeration,
+tiny instances). Heuristics (HYDRA Sec. VI-D baselines and more): ``"hydra-greedy"`` (HYDRA Sec. IV-A,
+Steps 1-2), ``"round-robin"``, ``"random"`` (best of 32 seeded samples) and ``"local-search"`` (pairwise
+swap descent from hydra-greedy).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pyomo.environ as pyo
+
+from chipdse.errors import ChipdseError
+from chipdse.solution import Solution, SolutionStatus, TerminationCondition, relative_gap
+from formulations.placement import (
+    HBM_PREFIX,
+    PlacementProblem,
+    active_types,
+    allowed_cells,
+    build_placement_cpsat,
+    build_placement_milp,
+    check_placement,
+    decode_placement_cpsat,
+    decode_placement_milp,
+    hint_placement_cpsat,
+    manhattan,
+    placement_infeasibility,
+    ring_of,
+    set_placement_start,
+    volume_table,
+)
+from solvers.backends import BackendResult, solve_cpsat, solve_pyomo
+from solvers.config import SolverConfig
+
+EXACT_METHODS = ("milp-highs", "cpsat", "brute-force")
+HEURISTIC_METHODS = ("hydra-greedy", "round-robin", "random", "local-search")
+PLACEMENT_METHODS = EXACT_METHODS + HEURISTIC_METHODS
+BRUTE_FORCE_MAX_ASSIGNMENTS = 2_000_000
+RANDOM_SAMPLES = 32
+_BOUND_TOLERANCE = 1e-6
+"""Relative amount by which a solver's bound may exceed the checked objective (numerical tolerances)."""
+
+
+class PlacementInputError(ChipdseError, ValueError):
+    """An unknown method, an infeasible hint, or an instance too large for brute force."""
+
+
+class PlacementHeuristicError(ChipdseError):
+    """A heuristic found no free allowed cell for a chiplet (the instance may still be feasible)."""
+
+
+def solve_placement(
+    problem: PlacementProblem,
+    method: str,
+    config: SolverConfig | None = None,
+    seed: int = 0,
+    hint: dict[int, str] | None = None,
+) -> Solution:
+    """Solve ``problem`` with ``method`` and return a checked, normalized ``Solution``.
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    method : str
+        One of :data:`PLACEMENT_METHODS`.
+    config : SolverConfig, optional
+        Time limit, gap, threads and solver seed for the exact methods (default ``SolverConfig()``).
+    seed : int
+        Seed of the ``"random"`` heuristic.
+    hint : dict[int, str], optional
+        A feasible placement: the MIP start of HiGHS, the hint of CP-SAT and the start of local search.
+
+    Returns
+    -------
+    Solution
+        ``problem="placement"``; ``objective`` is always :func:`check_placement`'s value of ``decision``
+        (bytes x hops); exact methods give ``bound`` in the same units and are OPTIMAL when the gap is
+        within ``config.rel_gap``; heuristics have ``bound=None``. An instance without any placement
+        returns INFEASIBLE with ``reason`` naming the capacity, and a heuristic that gets stuck NO_SOLUTION.
+
+    Raises
+    ------
+    PlacementInputError
+        For an unknown method, a hint with violations, or a brute force over more than
+        :data:`BRUTE_FORCE_MAX_ASSIGNMENTS` assignments.
+    RuntimeError
+        If a method returns a placement the checker rejects (a bug).
+
+    References
+    ----------
+    HYDRA Eq. 2 (objective), Sec. IV-A (two-stage placement), Sec. VI-D (round-robin and random baselines).
+    """
+    if method not in PLACEMENT_METHODS:
+        msg = f"placement method must be one of {PLACEMENT_METHODS}, got {method!r}"
+        raise PlacementInputError(msg)
+    config = config or SolverConfig()
+    exact = method in EXACT_METHODS
+    t0 = time.perf_counter()
+    if hint is not None and check_placement(problem, hint)[1]:
+        msg = f"hint for {problem.name!r} is not a valid placement: {check_placement(problem, hint)[1]}"
+        raise PlacementInputError(msg)
+    reason = placement_infeasibility(problem)
+    if reason is not None:
+        infeasible = SolutionStatus.INFEASIBLE, TerminationCondition.INFEASIBLE
+        return _solution(method, *infeasible, reason=reason, wall_s=time.perf_counter() - t0)
+    if method == "milp-highs":
+        sol = _solve_milp(problem, config, hint)
+    elif method == "cpsat":
+        sol = _solve_cpsat(problem, config, hint)
+    elif method == "brute-force":
+        decision, n_assignments = brute_force_placement(problem)
+        enumerated = SolutionStatus.OPTIMAL, TerminationCondition.ENUMERATED
+        sol = _solution(method, *enumerated, decision=decision, extra={"assignments": n_assignments})
+    else:
+        sol = _solve_heuristic(problem, method, seed, hint)
+    sol.wall_s = time.perf_counter() - t0
+    if sol.decision is not None:
+        objective, violations = check_placement(problem, sol.decision)
+        if violations:
+            msg = f"{method} returned an invalid placement for {problem.name!r}: {violations}"
+            raise RuntimeError(msg)
+        sol.objective = objective
+        if method == "brute-force":
+            sol.bound = objective
+        elif exact:
+            _settle_bound(sol, objective, config)
+    return sol
+
+
+def _settle_bound(sol: Solution, objective: float, config: SolverConfig) -> None:
+    """Clip a bound above the objective within tolerance and set OPTIMAL / FEASIBLE from the gap."""
+    if sol.bound is not None and sol.bound > objective:
+        if sol.bound - objective > _BOUND_TOLERANCE * max(abs(objective), 1.0):
+            msg = f"{sol.method}: bound {sol.bound} exceeds the checked objective {objective}"
+            raise RuntimeError(msg)
+        sol.bound = objective
+    gap = relative_gap(objective, sol.bound)
+    proven = gap is not None and gap <= config.rel_gap + 1e-9
+    sol.status = SolutionStatus.OPTIMAL if proven else SolutionStatus.FEASIBLE
+
+
+def _exact_solution(
+    method: str, res: BackendResult, decision: dict[int, str] | None, bound: float | None, build_s: float
+) -> Solution:
+    """Wrap a backend result; without a decision every solution field stays ``None``."""
+    fields = {} if decision is None else {"decision": decision, "bound": bound}
+    return _solution(method, res.status, res.termination, build_s=build_s, log_summary=res.log_summary, **fields)
+
+
+def _solution(method: str, status: SolutionStatus, termination: TerminationCondition, **fields: Any) -> Solution:
+    """Return a placement ``Solution`` of ``method`` (``exact`` follows from the method)."""
+    return Solution("placement", method, method in EXACT_METHODS, status, termination, **fields)
+
+
+def _solve_milp(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None) -> Solution:
+    """Build, solve (HiGHS, warm-started from ``hint`` when given) and decode the RLT MILP."""
+    t0 = time.perf_counter()
+    model = build_placement_milp(problem)
+    if hint is not None:
+        set_placement_start(model, hint)
+    build_s = time.perf_counter() - t0
+    if not model.cell_type:  # no chiplets: the empty placement, and HiGHS rejects a model without columns
+        optimal = SolutionStatus.OPTIMAL, TerminationCondition.OPTIMAL
+        return _solution("milp-highs", *optimal, decision={}, bound=0.0, build_s=build_s)
+    res = solve_pyomo(model, config, warm_start=hint is not None)
+    decision = decode_placement_milp(model) if res.has_solution else None
+    bound = None if res.bound is None else res.bound * pyo.value(model.volume_unit)
+    return _exact_solution("milp-highs", res, decision, bound, build_s)
+
+
+def _solve_cpsat(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None) -> Solution:
+    """Build, solve and decode the CP-SAT model; convert its integer bound back to bytes x hops."""
+    t0 = time.perf_counter()
+    model, cp_vars = build_placement_cpsat(problem)
+    if hint is not None:
+        hint_placement_cpsat(model, cp_vars, hint)
+    build_s = time.perf_counter() - t0
+    res, solver = solve_cpsat(model, config)
+    decision = decode_placement_cpsat(solver, cp_vars) if res.has_solution else None
+    bound = None if res.bound is None else res.bound * cp_vars.volume_unit - cp_vars.rounding_error
+    sol = _exact_solution("cpsat", res, decision, bound, build_s)
+    sol.extra = {"volume_unit": cp_vars.volume_unit, "rounding_error": cp_vars.rounding_error}
+    return sol
+
+
+def _solve_heuristic(problem: PlacementProblem, method: str, seed: int, hint: dict[int, str] | None) -> Solution:
+    """Run one heuristic; a stuck heuristic gives NO_SOLUTION with the reason."""
+    try:
+        if method == "hydra-greedy":
+            decision = hydra_greedy_placement(problem)
+        elif method == "round-robin":
+            decision = round_robin_placement(problem)
+        elif method == "random":
+            decision = best_random_placement(problem, np.random.default_rng(seed))
+        else:
+            decision = local_search_placement(problem, hint if hint is not None else hydra_greedy_placement(problem))
+    except PlacementHeuristicError as err:
+        return _solution(method, SolutionStatus.NO_SOLUTION, TerminationCondition.HEURISTIC_DONE, reason=str(err))
+    return _solution(method, SolutionStatus.FEASIBLE, TerminationCondition.HEURISTIC_DONE, decision=decision)
+
+
+# --- brute force --------------------------------------------------------------------------------------------
+
+
+def count_placements(problem: PlacementProblem) -> int:
+    """Return the number of distinct placements (type multiset arrangements respecting allowed cells).
+
+    Counted by dynamic programming over cells with the remaining count per type as state; when that state
+    space is above 2e6 the multinomial upper bound ``n! / (prod_t c_t! (n - sum c)!)`` is returned instead
+    if it is above :data:`BRUTE_FORCE_MAX_ASSIGNMENTS` (the exact count is then not needed).
+    """
+    n, types = problem.rows * problem.cols, active_types(problem)
+    counts = tuple(problem.counts[t] for t in types)
+    if sum(counts) > n:
+        return 0
+    upper = math.factorial(n) // math.prod(math.factorial(c) for c in counts) // math.factorial(n - sum(counts))
+    if n * math.prod(c + 1 for c in counts) > 2_000_000 and upper > BRUTE_FORCE_MAX_ASSIGNMENTS:
+        return upper
+    ok = [set(allowed_cells(problem, t)) for t in types]
+
+    @cache
+    def ways(cell: int, left: tuple[int, ...]) -> int:
+        need = sum(left)
+        if need > n - cell:
+            return 0
+        if cell == n:
+            return 1
+        total = ways(cell + 1, left) if need < n - cell else 0
+        for k, c in enumerate(left):
+            if c and cell in ok[k]:
+                total += ways(cell + 1, left[:k] + (c - 1,) + left[k + 1 :])
+        return total
+
+    return ways(0, counts)
+
+
+def brute_force_placement(problem: PlacementProblem) -> tuple[dict[int, str], int]:
+    """Enumerate every placement and return an optimal one and the number of placements.
+
+    Chiplets are placed type by type, each on a free allowed cell above the previous chiplet of its type (so
+    every distinct placement is enumerated once); partial costs are nondecreasing (volumes >= 0), so a
+    branch whose partial cost already reaches the incumbent is cut. The first optimum found is returned.
+
+    Raises
+    ------
+    PlacementInputError
+        If :func:`count_placements` exceeds :data:`BRUTE_FORCE_MAX_ASSIGNMENTS`.
+    """
+    n_assignments = count_placements(problem)
+    if n_assignments > BRUTE_FORCE_MAX_ASSIGNMENTS:
+        msg = (
+            f"brute force on {problem.name!r} would enumerate {n_assignments} placements, "
+            f"more than {BRUTE_FORCE_MAX_ASSIGNMENTS}"
+        )
+        raise PlacementInputError(msg)
+    types, vol, n = active_types(problem), volume_table(problem), problem.rows * problem.cols
+    items = [k for k, t in enumerate(types) for _ in range(problem.counts[t])]
+    weight = [[vol.get((t, u), 0.0) for u in types] for t in types]
+    dist = [[manhattan(problem, i, j) for j in range(n)] for i in range(n)]
+    ok = [allowed_cells(problem, t) for t in types]
+    occupied = [False] * n
+    placed: list[tuple[int, int]] = []
+    best: list = [math.inf, None]
+
+    def extend(depth: int, cost: float) -> None:
+        if depth == len(items):
+            best[:] = [cost, list(placed)]
+            return
+        k = items[depth]
+        low = placed[-1][0] + 1 if depth and items[depth - 1] == k else 0
+        for cell in ok[k]:
+            if cell < low or occupied[cell]:
+                continue
+            new = cost + sum(weight[k][q] * dist[cell][c] for c, q in placed)
+            if new >= best[0]:
+                continue
+            occupied[cell] = True
+            placed.append((cell, k))
+            extend(depth + 1, new)
+            placed.pop()
+            occupied[cell] = False
+
+    extend(0, 0.0)
+    if best[1] is None:
+        msg = f"brute force found no placement for {problem.name!r} (placement_infeasibility missed it)"
+        raise RuntimeError(msg)
+    return {cell: types[k] for cell, k in sorted(best[1])}, n_assignments
+
+
+# --- heuristics ---------------------------------------------------------------------------------------------
+
+
+def _first_free(cells: tuple[int, ...] | list[int], start: int, placement: dict[int, str], ok: set[int]) -> int:
+    """Return the index in ``cells`` of the first free allowed cell from ``start`` on (wrapping), or -1."""
+    for step in range(len(cells)):
+        idx = (start + step) % len(cells)
+        if cells[idx] not in placement and cells[idx] in ok:
+            return idx
+    return -1
+
+
+def _place_on_ring(problem: PlacementProblem, placement: dict[int, str], group: str, start: int) -> int:
+    """Put one chiplet of ``group`` on the first free allowed ring cell from ring position ``start``.
+
+    Falls back to the lowest free allowed cell off the ring; returns the ring position after the cell used
+    (``start`` when off the ring).
+
+    Raises
+    ------
+    PlacementHeuristicError
+        If no allowed cell is free.
+    """
+    ring, ok = ring_of(problem), set(allowed_cells(problem, group))
+    idx = _first_free(ring, start, placement, ok)
+    if idx >= 0:
+        placement[ring[idx]] = group
+        return idx + 1
+    free = sorted(ok - placement.keys())
+    if not free:
+        msg = f"no free allowed cell left for {group}"
+        raise PlacementHeuristicError(msg)
+    placement[free[0]] = group
+    return start
+
+
+def hydra_greedy_placement(problem: PlacementProblem) -> dict[int, str]:
+    """Return HYDRA's two-stage placement (HBM groups on the ring, then compute next to its HBMs).
+
+    Step 1: HBM groups (types named ``hbm:*``), in descending order of size, each take a contiguous run of
+    ring cells following ``ring_cells`` order from ring position 0. Step 2: compute types, in descending order
+    of count (the larger group claims preferred cells first), place each chiplet of type t on the free
+    allowed cell minimizing ``sum_{placed HBM h} volume[t, type(h)] * d(cell, h)`` (ties: lowest cell).
+
+    Raises
+    ------
+    PlacementHeuristicError
+        If some chiplet finds no free allowed cell.
+
+    References
+    ----------
+    HYDRA Sec. IV-A (Step 1: HBM placement; Step 2: communication-aware placement, Eq. 2).
+    """
+    vol, counts = volume_table(problem), problem.counts
+    order = sorted(active_types(problem), key=lambda t: (-counts[t], t))
+    placement: dict[int, str] = {}
+    pos = 0
+    for group in (t for t in order if t.startswith(HBM_PREFIX)):
+        for _ in range(counts[group]):
+            pos = _place_on_ring(problem, placement, group, pos)
+    hbm = list(placement.items())
+    for t in (t for t in order if not t.startswith(HBM_PREFIX)):
+        for _ in range(counts[t]):
+            free = [i for i in allowed_cells(problem, t) if i not in placement]
+            if not free:
+                msg = f"hydra-greedy: no free allowed cell left for {t}"
+                raise PlacementHeuristicError(msg)
+            placement[
+                min(
+                    free,
+                    key=lambda i: (sum(vol.get((t, g), 0.0) * manhattan(problem, i, h) for h, g in hbm), i),
+                )
+            ] = t
+    return dict(sorted(placement.items()))
+
+
+def round_robin_placement(problem: PlacementProblem) -> dict[int, str]:
+    """Return the round-robin baseline placement.
+
+    HBM chiplets are spread evenly around the ring (chiplet m of the n HBMs at ring position
+    ``floor(m * len(ring) / n)``, or the next free allowed ring cell), with the groups alternating in the
+    order of ``problem.counts``; compute chiplets then take the free cells in row-major order, their types in
+    round-robin order (each chiplet on the first free cell its type allows).
+
+    Raises
+    ------
+    PlacementHeuristicError
+        If some chiplet finds no free allowed cell.
+
+    References
+    ----------
+    HYDRA Sec. VI-D (round-robin placement baseline, memory chiplets on the outer ring).
+    """
+    types = active_types(problem)
+    placement: dict[int, str] = {}
+    hbm_seq = _round_robin([t for t in types if t.startswith(HBM_PREFIX)], problem.counts)
+    ring_len = len(ring_of(problem))
+    for m, group in enumerate(hbm_seq):
+        _place_on_ring(problem, placement, group, m * ring_len // len(hbm_seq))
+    cells = list(range(problem.rows * problem.cols))
+    for t in _round_robin([t for t in types if not t.startswith(HBM_PREFIX)], problem.counts):
+        idx = _first_free(cells, 0, placement, set(allowed_cells(problem, t)))
+        if idx < 0:
+            msg = f"round-robin: no free allowed cell left for {t}"
+            raise PlacementHeuristicError(msg)
+        placement[cells[idx]] = t
+    return dict(sorted(placement.items()))
+
+
+def _round_robin(types: list[str], counts: dict[str, int]) -> list[str]:
+    """Return one entry per chiplet, cycling through ``types`` until each has its count."""
+    left, seq = dict(counts), []
+    while any(left[t] for t in types):
+        for t in types:
+            if left[t]:
+                seq.append(t)
+                left[t] -= 1
+    return seq
+
+
+def random_placement(problem: PlacementProblem, rng: np.random.Generator) -> dict[int, str]:
+    """Return a uniformly shuffled placement: most restricted types first, each on random free allowed cells.
+
+    Raises
+    ------
+    PlacementHeuristicError
+        If a type finds too few free allowed cells (allowed sets that overlap).
+    """
+    placement: dict[int, str] = {}
+    for t in sorted(active_types(problem), key=lambda t: (len(allowed_cells(problem, t)), t)):
+        free = [i for i in allowed_cells(problem, t) if i not in placement]
+        if len(free) < problem.counts[t]:
+            msg = f"random: {len(free)} free allowed cells left for {problem.counts[t]} chiplets of {t}"
+            raise PlacementHeuristicError(msg)
+        for i in rng.choice(len(free), size=problem.counts[t], replace=False):
+            placement[free[int(i)]] = t
+    return dict(sorted(placement.items()))
+
+
+def best_random_placement(
+    problem: PlacementProblem, rng: np.random.Generator, samples: int = RANDOM_SAMPLES
+) -> dict[int, str]:
+    """Return the best of ``samples`` random placements (HYDRA Sec. VI-D random baseline, best of k).
+
+    Raises
+    ------
+    PlacementHeuristicError
+        If every sample got stuck.
+    """
+    best: tuple[float, dict[int, str]] | None = None
+    last_error = ""
+    for _ in range(samples):
+        try:
+            decision = random_placement(problem, rng)
+        except PlacementHeuristicError as err:
+            last_error = str(err)
+            continue
+        objective = check_placement(problem, decision)[0]
+        if best is None or objective < best[0]:
+            best = (objective, decision)
+    if best is None:
+        raise PlacementHeuristicError(last_error)
+    return best[1]
+
+
+def local_search_placement(problem: PlacementProblem, start: dict[int, str]) -> dict[int, str]:
+    """Improve ``start`` by first-improvement pairwise swaps until no swap helps.
+
+    Cells are scanned in order (i < j); the contents of i and j are swapped when they differ (a chiplet and
+    an empty cell included), both new positions are allowed, and the objective drops by more than
+    ``1e-9 * max volume``. Deterministic.
+
+    Notes
+    -----
+    Swapping a (type a) and b at cells i, j changes the objective by
+    ``sum_{k != i, j} (W[b, k] - W[a, k]) (d(i, k) - d(j, k))`` where W[x, k] is the volume between type x
+    and the content of cell k (0 when empty).
+    """
+    types, vol, n = active_types(problem), volume_table(problem), problem.rows * problem.cols
+    empty = len(types)
+    weight = np.zeros((empty + 1, empty + 1))
+    for a, t in enumerate(types):
+        for b, u in enumerate(types):
+            weight[a, b] = vol.get((t, u), 0.0)
+    dist = np.array([[manhattan(problem, i, j) for j in range(n)] for i in range(n)], dtype=float)
+    ok = np.ones((empty + 1, n), dtype=bool)
+    for a, t in enumerate(types):
+        ok[a] = False
+        ok[a, list(allowed_cells(problem, t))] = True
+    index = {t: a for a, t in enumerate(types)}
+    content = np.full(n, empty)
+    for cell, t in start.items():
+        content[cell] = index[t]
+    tol = 1e-9 * float(weight.max(initial=0.0))
+    improved = tol > 0
+    while improved:
+        improved = False
+        for i in range(n):
+            for j in range(i + 1, n):
+                a, b = content[i], content[j]
+                if a == b or not (ok[b, i] and ok[a, j]):
+                    continue
+                terms = (weight[b, content] - weight[a, content]) * (dist[i] - dist[j])
+                if terms.sum() - terms[i] - terms[j] < -tol:
+                    content[i], content[j] = b, a
+                    improved = True
+    return {cell: types[a] for cell, a in enumerate(content.tolist()) if a != empty}
