@@ -206,7 +206,10 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     df.loc[m_t, "role"] = "M_T" if m_t != b_star else "B*,M_T"
     finalists = []
     t1 = time.perf_counter()
-    for role, idx in (("B*", b_star), ("M_T", m_t)):
-        finalists.append(_solve_finalist(sc, screen, role, df.loc[idx].to_dict(), cfg, progress))
+    finalists.append(_solve_finalist(sc, screen, "B*", df.loc[b_star].to_dict(), cfg, progress))
+    if m_t != b_star:
+        finalists.append(_solve_finalist(sc, screen, "M_T", df.loc[m_t].to_dict(), cfg, progress))
+    else:
+        finalists[0].role = "B* = M_T"
     timings["finalists_s"] = time.perf_counter() - t1
     return ExploreResult(sc, df, reasons, finalists, cfg, timings)

@@ -43,7 +43,7 @@ def _fmt(v: Any, digits: int = 4) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:.{digits}g}"
+        return f"{v + 0.0:.{digits}g}"  # + 0.0 turns -0.0 into 0.0
     return str(v)
 
 
@@ -56,7 +56,10 @@ def _table_page(pdf: PdfPages, title: str, caption: str, blocks: list[tuple[str,
         ax.axis("off")
         ax.set_title(sub, fontsize=10, loc="left")
         if rows:
-            tb = ax.table(cellText=rows, colLabels=cols, loc="upper center", cellLoc="center")
+            widths = [max(len(str(r[k])) for r in [cols, *rows]) + 2 for k in range(len(cols))]
+            total = sum(widths)
+            tb = ax.table(cellText=rows, colLabels=cols, loc="upper center", cellLoc="center",
+                          colWidths=[w / total for w in widths])
             tb.auto_set_font_size(False)
             tb.set_fontsize(7.5)
             tb.scale(1, 1.25)

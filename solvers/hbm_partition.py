@@ -1,0 +1,325 @@
+"""Solve the HBM partition (HYDRA Eq. 1) with every method and return one :class:`Solution` each.
+
+Methods
+-------
+``"milp-highs"``
+    :func:`formulations.hbm_partition.build_hbm_partition_milp` (exact table form of Eq. 1) through HiGHS.
+``"cpsat"``
+    :func:`formulations.hbm_partition.build_hbm_partition_cpsat` through CP-SAT.
+``"enumeration"``
+    Every composition ``(N_g)`` of ``n_hbm`` with ``N_g >= 1`` is scored exactly; this is HYDRA's own method
+    (it enumerates candidate partitions ``(N_M, N_A)``), and it is exact.
+``"proportional"``
+    A heuristic: round the continuous optimum (see :func:`proportional_partition`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Iterator
+from fractions import Fraction
+
+from chipdse.solution import Solution, SolutionStatus, TerminationCondition
+from formulations.hbm_partition import (
+    HbmPartitionProblem,
+    build_hbm_partition_cpsat,
+    build_hbm_partition_milp,
+    check_hbm_partition,
+    decode_hbm_partition_cpsat,
+    decode_hbm_partition_milp,
+    group_concurrency,
+    hbm_groups,
+    hbm_partition_infeasibility,
+    min_stacks,
+)
+from solvers.backends import BackendResult, solve_cpsat, solve_pyomo
+from solvers.config import SolverConfig
+
+PROBLEM = "hbm-partition"
+
+HBM_PARTITION_METHODS = ("milp-highs", "cpsat", "enumeration", "proportional")
+"""Method names accepted by :func:`solve_hbm_partition`."""
+
+EXACT_METHODS = frozenset({"milp-highs", "cpsat", "enumeration"})
+
+MAX_COMPOSITIONS = 2_000_000
+"""Largest number of partitions ``"enumeration"`` scores before refusing."""
+
+
+def solve_hbm_partition(
+    problem: HbmPartitionProblem, method: str = "milp-highs", config: SolverConfig | None = None
+) -> Solution:
+    """Split the HBM stacks among the groups with one method.
+
+    Parameters
+    ----------
+    problem : HbmPartitionProblem
+    method : str
+        One of :data:`HBM_PARTITION_METHODS`.
+    config : SolverConfig, optional
+        Time limit, gap, threads, seed for the exact models (defaults to ``SolverConfig()``).
+
+    Returns
+    -------
+    Solution
+        ``problem="hbm-partition"``, ``sense="max"``; ``decision`` is ``{group: N_g}``; ``objective`` is
+        ``min_g r_g`` in requests, recomputed by :func:`check_hbm_partition`; ``extra["requests"]`` holds each
+        ``r_g``. An infeasible instance gives status ``INFEASIBLE`` with ``reason`` and no decision.
+
+    Raises
+    ------
+    ValueError
+        Unknown method, or more than :data:`MAX_COMPOSITIONS` partitions to enumerate.
+    SpecError
+        The problem data are malformed.
+    RuntimeError
+        A method returned a decision the checker rejects (a bug).
+
+    References
+    ----------
+    HYDRA Eq. 1 and Sec. IV-A Step 1.
+    """
+    if method not in HBM_PARTITION_METHODS:
+        msg = f"unknown HBM partition method {method!r}; expected one of {HBM_PARTITION_METHODS}"
+        raise ValueError(msg)
+    config = config or SolverConfig()
+    exact = method in EXACT_METHODS
+    t0 = time.perf_counter()
+    reason = hbm_partition_infeasibility(problem)
+    if reason is not None:
+        return Solution(
+            problem=PROBLEM,
+            method=method,
+            exact=exact,
+            status=SolutionStatus.INFEASIBLE,
+            termination=TerminationCondition.INFEASIBLE,
+            wall_s=time.perf_counter() - t0,
+            sense="max",
+            reason=reason,
+            log_summary="infeasible before solving",
+        )
+    if method == "milp-highs":
+        return _solve_milp(problem, config, t0)
+    if method == "cpsat":
+        return _solve_cpsat(problem, config, t0)
+    if method == "enumeration":
+        decision, n_scored = enumerate_hbm_partitions(problem)
+        return _result(
+            problem,
+            method,
+            decision,
+            SolutionStatus.OPTIMAL,
+            TerminationCondition.ENUMERATED,
+            bound="objective",
+            t0=t0,
+            log_summary=f"enumeration: {n_scored} partitions scored",
+        )
+    decision = proportional_partition(problem)
+    return _result(
+        problem,
+        method,
+        decision,
+        SolutionStatus.FEASIBLE,
+        TerminationCondition.HEURISTIC_DONE,
+        bound=None,
+        t0=t0,
+        log_summary="proportional: rounded continuous optimum",
+    )
+
+
+def hbm_compositions(n_hbm: int, n_groups: int) -> Iterator[tuple[int, ...]]:
+    """Yield every tuple of ``n_groups`` positive integers summing to ``n_hbm``, lexicographically."""
+    if n_groups < 1 or n_hbm < n_groups:
+        return
+    for cuts in itertools.combinations(range(1, n_hbm), n_groups - 1):
+        edges = (0, *cuts, n_hbm)
+        yield tuple(b - a for a, b in itertools.pairwise(edges))
+
+
+def enumerate_hbm_partitions(problem: HbmPartitionProblem) -> tuple[dict[str, int], int]:
+    """Score every partition exactly and return the best one (HYDRA's own method).
+
+    Parameters
+    ----------
+    problem : HbmPartitionProblem
+        A feasible instance (see :func:`formulations.hbm_partition.hbm_partition_infeasibility`).
+
+    Returns
+    -------
+    (dict[str, int], int)
+        The best ``{group: N_g}`` (first in lexicographic order among ties) and the number scored.
+
+    Raises
+    ------
+    ValueError
+        More than :data:`MAX_COMPOSITIONS` partitions, or none feasible.
+
+    References
+    ----------
+    HYDRA Sec. IV-A Step 1 ("for a candidate partition (N_M, N_A) ... we select the partition that
+    maximizes min(r_M, r_A)").
+    """
+    groups = hbm_groups(problem)
+    count = math.comb(problem.n_hbm - 1, len(groups) - 1) if problem.n_hbm >= len(groups) else 0
+    if count > MAX_COMPOSITIONS:
+        msg = (
+            f"{count} partitions of {problem.n_hbm} stacks into {len(groups)} groups "
+            f"exceed the enumeration limit {MAX_COMPOSITIONS}"
+        )
+        raise ValueError(msg)
+    best: dict[str, int] | None = None
+    best_obj = -math.inf
+    for parts in hbm_compositions(problem.n_hbm, len(groups)):
+        decision = dict(zip(groups, parts, strict=True))
+        obj, violations = check_hbm_partition(problem, decision)
+        if not violations and obj > best_obj:
+            best, best_obj = decision, obj
+    if best is None:
+        msg = f"no feasible partition of {problem.n_hbm} stacks among {groups}"
+        raise ValueError(msg)
+    return best, count
+
+
+def proportional_partition(problem: HbmPartitionProblem) -> dict[str, int]:
+    """Round the continuous optimum of the partition to whole stacks (a heuristic).
+
+    Parameters
+    ----------
+    problem : HbmPartitionProblem
+        A feasible instance.
+
+    Returns
+    -------
+    dict[str, int]
+        ``{group: N_g}`` with ``N_g >= max(1, ceil(W_g / C))`` and ``sum_g N_g = n_hbm``.
+
+    Notes
+    -----
+    Without integrality, all groups reach the same concurrency ``r* = (n_hbm C - sum_g W_g) / sum_g S_g``
+    when group g gets ``N*_g = (W_g + r* S_g) / C`` stacks, i.e. the stacks split proportionally to
+    ``W_g + r* S_g`` (weights plus the state of r* nominal requests). The heuristic floors each N*_g (but
+    not below the stacks the weights need) and then hands out or takes back single stacks by largest
+    remainder until the counts sum to ``n_hbm``. It ignores the floor of Eq. 1, so it can be one step off.
+    """
+    groups = hbm_groups(problem)
+    c = Fraction(problem.capacity_bytes)
+    w = {g: Fraction(problem.weight_bytes[g]) for g in groups}
+    s = {g: Fraction(problem.per_request_bytes[g]) for g in groups}
+    r_star = (problem.n_hbm * c - sum(w.values())) / sum(s.values())
+    target = {g: (w[g] + r_star * s[g]) / c for g in groups}
+    lower = {g: min_stacks(problem, g) for g in groups}
+    n = {g: max(lower[g], math.floor(target[g])) for g in groups}
+    while sum(n.values()) < problem.n_hbm:
+        g = max(groups, key=lambda h: target[h] - n[h])
+        n[g] += 1
+    while sum(n.values()) > problem.n_hbm:
+        g = min((h for h in groups if n[h] > lower[h]), key=lambda h: target[h] - n[h])
+        n[g] -= 1
+    return n
+
+
+def _solve_milp(problem: HbmPartitionProblem, config: SolverConfig, t0: float) -> Solution:
+    """Build, solve and decode the MILP; r_g is recomputed exactly from the decoded N_g."""
+    m = build_hbm_partition_milp(problem)
+    build_s = time.perf_counter() - t0
+    res = solve_pyomo(m, config)
+    decision = decode_hbm_partition_milp(m) if res.has_solution else None
+    # z is an integer at any feasible point, so the floor of the bound (with slack for tolerances) is valid.
+    bound = float(math.floor(res.bound + 1e-6)) if res.bound is not None else None
+    return _from_backend(problem, "milp-highs", res, decision, bound, build_s, t0)
+
+
+def _solve_cpsat(problem: HbmPartitionProblem, config: SolverConfig, t0: float) -> Solution:
+    """Build, solve and decode the CP-SAT model; its integer objective must equal the exact checker's."""
+    built = build_hbm_partition_cpsat(problem)
+    build_s = time.perf_counter() - t0
+    res, solver = solve_cpsat(built.model, config)
+    decision = decode_hbm_partition_cpsat(built, solver) if res.has_solution else None
+    if decision is not None and res.objective is not None:
+        exact_obj, _ = check_hbm_partition(problem, decision)
+        if round(res.objective) != exact_obj:
+            msg = f"CP-SAT objective {res.objective} != exact Eq. 1 value {exact_obj} for {decision}"
+            raise RuntimeError(msg)
+    bound = float(math.floor(res.bound + 1e-6)) if res.bound is not None else None
+    sol = _from_backend(problem, "cpsat", res, decision, bound, build_s, t0)
+    sol.extra["unit_bytes"] = built.unit_bytes
+    return sol
+
+
+def _from_backend(
+    problem: HbmPartitionProblem,
+    method: str,
+    res: BackendResult,
+    decision: dict[str, int] | None,
+    bound: float | None,
+    build_s: float,
+    t0: float,
+) -> Solution:
+    """Turn a backend result into a Solution, recomputing the objective exactly."""
+    if decision is None:
+        status = res.status
+        return Solution(
+            problem=PROBLEM,
+            method=method,
+            exact=True,
+            status=status,
+            termination=res.termination,
+            bound=bound if status != SolutionStatus.INFEASIBLE else None,
+            wall_s=time.perf_counter() - t0,
+            build_s=build_s,
+            sense="max",
+            reason="solver proved the model infeasible" if status == SolutionStatus.INFEASIBLE else "",
+            log_summary=res.log_summary,
+        )
+    sol = _result(
+        problem,
+        method,
+        decision,
+        res.status,
+        res.termination,
+        bound=bound,
+        t0=t0,
+        log_summary=res.log_summary,
+    )
+    sol.build_s = build_s
+    if sol.status == SolutionStatus.OPTIMAL and bound is not None and sol.objective is not None:
+        if sol.objective < bound:
+            # Safeguard: if solver tolerances made the exact objective fall below the bound, say so.
+            sol.status = SolutionStatus.FEASIBLE
+            sol.reason = f"exact objective {sol.objective} below the solver's bound {bound} (tolerance)"
+    return sol
+
+
+def _result(
+    problem: HbmPartitionProblem,
+    method: str,
+    decision: dict[str, int],
+    status: SolutionStatus,
+    termination: TerminationCondition,
+    *,
+    bound: float | str | None,
+    t0: float,
+    log_summary: str,
+) -> Solution:
+    """Check a decision and wrap it; ``bound="objective"`` means the bound equals the exact objective."""
+    objective, violations = check_hbm_partition(problem, decision)
+    if violations:
+        msg = f"{method} returned an infeasible HBM partition {decision}: {'; '.join(violations)}"
+        raise RuntimeError(msg)
+    requests = {g: group_concurrency(problem, g, decision[g]) for g in hbm_groups(problem)}
+    return Solution(
+        problem=PROBLEM,
+        method=method,
+        exact=method in EXACT_METHODS,
+        status=status,
+        termination=termination,
+        decision=decision,
+        objective=objective,
+        bound=objective if bound == "objective" else bound,
+        wall_s=time.perf_counter() - t0,
+        sense="max",
+        log_summary=log_summary,
+        extra={"requests": requests},
+    )

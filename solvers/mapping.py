@@ -1,0 +1,390 @@
+"""Solve the bottleneck mapping (HYDRA Eqs. 4-5) with every method and return one :class:`Solution` each.
+
+Methods
+-------
+``"milp-highs"``
+    :func:`formulations.mapping.build_mapping_milp` through HiGHS (exact); pairs slower than the
+    ``"lpt-greedy"`` bottleneck are left out of the model, which keeps every optimal mapping.
+``"cpsat"``
+    :func:`formulations.mapping.build_mapping_cpsat` through CP-SAT, hinted with ``"lpt-greedy"`` and
+    pruned by its bottleneck like the MILP (exact up to the tick resolution, see the builder).
+``"brute-force"``
+    Every assignment of tasks to compatible chiplets (exact; tiny instances only).
+``"lpt-greedy"``
+    Longest processing time first (heuristic), :func:`lpt_greedy_mapping`.
+``"round-robin"``
+    Tasks in order to compatible chiplets in cyclic order (heuristic), :func:`round_robin_mapping`.
+``"contiguous-dp"``
+    The exact dynamic program for contiguous chain splits, a heuristic for the general problem,
+    :func:`contiguous_dp_mapping`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+from chipdse.solution import Solution, SolutionStatus, TerminationCondition
+from formulations.mapping import (
+    MappingProblem,
+    build_mapping_cpsat,
+    build_mapping_milp,
+    check_mapping,
+    compatible_chiplets,
+    decode_mapping_cpsat,
+    decode_mapping_milp,
+    mapping_infeasibility,
+    min_task_times,
+    stage_times,
+)
+from solvers.backends import BackendResult, solve_cpsat, solve_pyomo
+from solvers.config import SolverConfig
+
+PROBLEM = "mapping"
+
+MAPPING_METHODS = ("milp-highs", "cpsat", "brute-force", "lpt-greedy", "round-robin", "contiguous-dp")
+"""Method names accepted by :func:`solve_mapping`."""
+
+EXACT_METHODS = frozenset({"milp-highs", "cpsat", "brute-force"})
+
+MAX_BRUTE_FORCE = 2_000_000
+"""Most assignments ``"brute-force"`` enumerates before refusing."""
+
+
+def solve_mapping(
+    problem: MappingProblem, method: str = "milp-highs", config: SolverConfig | None = None
+) -> Solution:
+    """Map tasks to chiplets with one method, minimizing the bottleneck stage time.
+
+    Parameters
+    ----------
+    problem : MappingProblem
+    method : str
+        One of :data:`MAPPING_METHODS`.
+    config : SolverConfig, optional
+        Time limit, gap, threads, seed for the exact models (defaults to ``SolverConfig()``).
+
+    Returns
+    -------
+    Solution
+        ``problem="mapping"``, ``sense="min"``; ``decision`` is task -> chiplet; ``objective`` is the
+        bottleneck stage time in seconds recomputed by :func:`formulations.mapping.check_mapping`; ``bound``
+        a lower bound in seconds (exact methods); ``extra["stage_times_s"]`` every chiplet's stage time. A
+        task without a compatible chiplet gives status ``INFEASIBLE`` with ``reason`` naming it and no
+        decision. When ``"contiguous-dp"`` finds no contiguous split, the status is ``NO_SOLUTION``.
+
+    Raises
+    ------
+    ValueError
+        Unknown method, or ``"brute-force"`` on more than :data:`MAX_BRUTE_FORCE` assignments.
+    SpecError
+        The problem data are malformed.
+    RuntimeError
+        A method returned a decision the checker rejects (a bug).
+
+    References
+    ----------
+    HYDRA Eqs. 4-5.
+    """
+    if method not in MAPPING_METHODS:
+        msg = f"unknown mapping method {method!r}; expected one of {MAPPING_METHODS}"
+        raise ValueError(msg)
+    config = config or SolverConfig()
+    exact = method in EXACT_METHODS
+    t0 = time.perf_counter()
+    reason = mapping_infeasibility(problem)
+    if reason is not None:
+        return Solution(
+            problem=PROBLEM,
+            method=method,
+            exact=exact,
+            status=SolutionStatus.INFEASIBLE,
+            termination=TerminationCondition.INFEASIBLE,
+            wall_s=time.perf_counter() - t0,
+            sense="min",
+            reason=reason,
+            log_summary="infeasible before solving",
+        )
+    if method == "milp-highs":
+        return _solve_milp(problem, config, t0)
+    if method == "cpsat":
+        return _solve_cpsat(problem, config, t0)
+    if method == "brute-force":
+        decision, n_seen = brute_force_mapping(problem)
+        return _result(
+            problem,
+            method,
+            decision,
+            SolutionStatus.OPTIMAL,
+            TerminationCondition.ENUMERATED,
+            bound="objective",
+            t0=t0,
+            log_summary=f"brute force: {n_seen} assignments",
+        )
+    if method == "contiguous-dp":
+        decision = contiguous_dp_mapping(problem)
+        if decision is None:
+            return Solution(
+                problem=PROBLEM,
+                method=method,
+                exact=False,
+                status=SolutionStatus.NO_SOLUTION,
+                termination=TerminationCondition.HEURISTIC_DONE,
+                wall_s=time.perf_counter() - t0,
+                sense="min",
+                reason="no split of the task chain into contiguous runs in chiplet order is compatible",
+                log_summary="contiguous-dp: no contiguous split",
+            )
+    elif method == "lpt-greedy":
+        decision = lpt_greedy_mapping(problem)
+    else:
+        decision = round_robin_mapping(problem)
+    return _result(
+        problem,
+        method,
+        decision,
+        SolutionStatus.FEASIBLE,
+        TerminationCondition.HEURISTIC_DONE,
+        bound=None,
+        t0=t0,
+        log_summary=f"{method}: done",
+    )
+
+
+def brute_force_mapping(problem: MappingProblem) -> tuple[dict[str, str], int]:
+    """Enumerate every assignment of tasks to compatible chiplets and return the best (tiny instances only).
+
+    Returns
+    -------
+    (dict[str, str], int)
+        The first assignment (in ``itertools.product`` order over ``problem.chiplets`` order) with the least
+        bottleneck, and the number of assignments enumerated.
+
+    Raises
+    ------
+    ValueError
+        More than :data:`MAX_BRUTE_FORCE` assignments, or a task without a compatible chiplet.
+    """
+    choices = [compatible_chiplets(problem, k) for k in problem.tasks]
+    count = math.prod(len(c) for c in choices)
+    if count > MAX_BRUTE_FORCE:
+        msg = f"brute force over {count} assignments exceeds the limit of {MAX_BRUTE_FORCE}"
+        raise ValueError(msg)
+    if count == 0:
+        msg = "brute force: some task has no compatible chiplet"
+        raise ValueError(msg)
+    times = [[problem.time_s[k, c] for c in cs] for k, cs in zip(problem.tasks, choices, strict=True)]
+    best_obj, best_idx = math.inf, None
+    for idx in itertools.product(*(range(len(c)) for c in choices)):
+        loads: dict[str, float] = {}
+        for cs, ts, i in zip(choices, times, idx, strict=True):
+            loads[cs[i]] = loads.get(cs[i], 0.0) + ts[i]
+        obj = max(loads.values(), default=0.0)
+        if obj < best_obj:
+            best_obj, best_idx = obj, idx
+    assert best_idx is not None
+    return {k: cs[i] for k, cs, i in zip(problem.tasks, choices, best_idx, strict=True)}, count
+
+
+def lpt_greedy_mapping(problem: MappingProblem) -> dict[str, str]:
+    """Map tasks longest first, each to the compatible chiplet where it would finish earliest.
+
+    Tasks are sorted by their minimum time over compatible chiplets, descending (ties in task order); each
+    goes to the compatible chiplet minimizing its stage time after adding the task (ties in chiplet order).
+
+    Returns
+    -------
+    dict[str, str]
+        Task -> chiplet; every task with a compatible chiplet is mapped.
+
+    References
+    ----------
+    Graham's LPT rule (1969), here for unrelated machines with eligibility; DESIGN.md item 3 ("greedy LPT
+    by affinity").
+    """
+    mins = min_task_times(problem)
+    order = sorted(mins, key=lambda k: -mins[k])
+    loads = dict.fromkeys(problem.chiplets, 0.0)
+    decision: dict[str, str] = {}
+    for k in order:
+        c = min(compatible_chiplets(problem, k), key=lambda c: loads[c] + problem.time_s[k, c])
+        decision[k] = c
+        loads[c] += problem.time_s[k, c]
+    return {k: decision[k] for k in problem.tasks if k in decision}
+
+
+def round_robin_mapping(problem: MappingProblem) -> dict[str, str]:
+    """Map tasks in order to compatible chiplets in cyclic order (a naive baseline).
+
+    A pointer walks ``problem.chiplets`` cyclically; each task goes to the first compatible chiplet at or
+    after the pointer, and the pointer moves past that chiplet.
+
+    Returns
+    -------
+    dict[str, str]
+        Task -> chiplet; every task with a compatible chiplet is mapped.
+    """
+    n = len(problem.chiplets)
+    pointer = 0
+    decision: dict[str, str] = {}
+    for k in problem.tasks:
+        for offset in range(n):
+            i = (pointer + offset) % n
+            if (k, problem.chiplets[i]) in problem.time_s:
+                decision[k] = problem.chiplets[i]
+                pointer = i + 1
+                break
+    return decision
+
+
+def contiguous_dp_mapping(problem: MappingProblem) -> dict[str, str] | None:
+    """Split the task chain into contiguous runs, one per chiplet in chiplet order, minimizing the bottleneck.
+
+    Parameters
+    ----------
+    problem : MappingProblem
+        Tasks in pipeline order ``problem.tasks``; chiplets in ``problem.chiplets`` order.
+
+    Returns
+    -------
+    dict[str, str] | None
+        The best contiguous mapping, or ``None`` when no contiguous split avoids incompatible pairs.
+
+    Notes
+    -----
+    The restricted problem: chiplet j takes tasks ``l_j .. l_{j+1} - 1`` with ``0 = l_0 <= l_1 <= ... <= l_m
+    = n`` (a run may be empty), i.e. the mapping is non-decreasing along the chain. The DP
+    ``f[j][i] = min_{l <= i} max(f[j-1][l], sum_{k=l}^{i-1} t[k, c_j])`` with ``f[0][0] = 0`` solves it
+    exactly in O(m n^2); a run containing an incompatible pair costs infinity and is skipped. This is the
+    classic linear-partition / chain-to-chain mapping (Bokhari 1988) and is exact for the restricted problem,
+    hence a test oracle, but only a heuristic (``exact=False``) for the general mapping, which may interleave.
+    """
+    tasks, chiplets = problem.tasks, problem.chiplets
+    n, m = len(tasks), len(chiplets)
+    inf = math.inf
+    f = [[inf] * (n + 1) for _ in range(m + 1)]
+    arg = [[0] * (n + 1) for _ in range(m + 1)]
+    f[0][0] = 0.0
+    for j in range(1, m + 1):
+        c = chiplets[j - 1]
+        for i in range(n + 1):
+            best, best_start = f[j - 1][i], i  # empty run
+            run = 0.0
+            for start in range(i - 1, -1, -1):  # run start .. i-1, grown leftwards
+                t = problem.time_s.get((tasks[start], c))
+                if t is None:
+                    break  # every longer run contains this incompatible pair too
+                run += t
+                if run >= best:
+                    break  # runs only grow leftwards
+                cand = max(f[j - 1][start], run)
+                if cand < best:
+                    best, best_start = cand, start
+            f[j][i], arg[j][i] = best, best_start
+    if f[m][n] == inf:
+        return None
+    decision: dict[str, str] = {}
+    i = n
+    for j in range(m, 0, -1):
+        start = arg[j][i]
+        for k in tasks[start:i]:
+            decision[k] = chiplets[j - 1]
+        i = start
+    return {k: decision[k] for k in tasks}
+
+
+def _solve_milp(problem: MappingProblem, config: SolverConfig, t0: float) -> Solution:
+    """Build (pairs slower than the LPT bottleneck left out), solve and decode the MILP; bound in seconds."""
+    lpt = lpt_greedy_mapping(problem)
+    m = build_mapping_milp(problem, upper_bound_s=check_mapping(problem, lpt)[0])
+    build_s = time.perf_counter() - t0
+    res = solve_pyomo(m, config)
+    unit = float(m.time_unit_s.value)
+    decision = decode_mapping_milp(m) if res.has_solution else None
+    bound = res.bound * unit if res.bound is not None else None
+    return _from_backend(problem, "milp-highs", res, decision, bound, build_s, t0)
+
+
+def _solve_cpsat(problem: MappingProblem, config: SolverConfig, t0: float) -> Solution:
+    """Build (hinted with LPT, slower pairs left out), solve and decode the CP-SAT model; bound in seconds."""
+    lpt = lpt_greedy_mapping(problem)
+    built = build_mapping_cpsat(problem, hint=lpt, upper_bound_s=check_mapping(problem, lpt)[0])
+    build_s = time.perf_counter() - t0
+    res, solver = solve_cpsat(built.model, config)
+    decision = decode_mapping_cpsat(built, solver) if res.has_solution else None
+    bound = built.bound_s(res.bound) if res.bound is not None else None
+    sol = _from_backend(problem, "cpsat", res, decision, bound, build_s, t0)
+    sol.extra["resolution_s"] = built.resolution_s
+    return sol
+
+
+def _from_backend(
+    problem: MappingProblem,
+    method: str,
+    res: BackendResult,
+    decision: dict[str, str] | None,
+    bound: float | None,
+    build_s: float,
+    t0: float,
+) -> Solution:
+    """Turn a backend result into a Solution, recomputing the objective with the checker."""
+    if decision is None:
+        infeasible = res.status == SolutionStatus.INFEASIBLE
+        return Solution(
+            problem=PROBLEM,
+            method=method,
+            exact=True,
+            status=res.status,
+            termination=res.termination,
+            bound=None if infeasible else bound,
+            wall_s=time.perf_counter() - t0,
+            build_s=build_s,
+            sense="min",
+            reason="solver proved the model infeasible" if infeasible else "",
+            log_summary=res.log_summary,
+        )
+    sol = _result(
+        problem,
+        method,
+        decision,
+        res.status,
+        res.termination,
+        bound=bound,
+        t0=t0,
+        log_summary=res.log_summary,
+    )
+    sol.build_s = build_s
+    return sol
+
+
+def _result(
+    problem: MappingProblem,
+    method: str,
+    decision: dict[str, str],
+    status: SolutionStatus,
+    termination: TerminationCondition,
+    *,
+    bound: float | str | None,
+    t0: float,
+    log_summary: str,
+) -> Solution:
+    """Check a decision and wrap it; ``bound="objective"`` means the bound equals the objective."""
+    objective, violations = check_mapping(problem, decision)
+    if violations:
+        msg = f"{method} returned an infeasible mapping: {'; '.join(violations[:5])}"
+        raise RuntimeError(msg)
+    return Solution(
+        problem=PROBLEM,
+        method=method,
+        exact=method in EXACT_METHODS,
+        status=status,
+        termination=termination,
+        decision=decision,
+        objective=objective,
+        bound=objective if bound == "objective" else bound,
+        wall_s=time.perf_counter() - t0,
+        sense="min",
+        log_summary=log_summary,
+        extra={"stage_times_s": stage_times(problem, decision)},
+    )
