@@ -34,7 +34,8 @@ from formulations.hbm_partition import (
     hbm_partition_infeasibility,
     min_stacks,
 )
-from solvers.backends import BackendResult, solve_cpsat, solve_pyomo
+from solvers.backends import solve_cpsat, solve_pyomo
+from solvers.common import ProblemKind, backend_solution, checked_solution, infeasible_solution
 from solvers.config import SolverConfig
 
 PROBLEM = "hbm-partition"
@@ -47,6 +48,10 @@ EXACT_METHODS = frozenset({"milp-highs", "cpsat", "enumeration"})
 MAX_COMPOSITIONS = 2_000_000
 """Largest number of partitions ``"enumeration"`` scores before refusing."""
 
+
+KIND = ProblemKind(PROBLEM, "max", frozenset(EXACT_METHODS), check_hbm_partition,
+                   extra=lambda p, d: {"requests": {g: group_concurrency(p, g, d[g]) for g in hbm_groups(p)}})
+"""Checker, sense and exact methods of this problem, for the shared wrappers in solvers/common.py."""
 
 def solve_hbm_partition(
     problem: HbmPartitionProblem, method: str = "milp-highs", config: SolverConfig | None = None
@@ -85,28 +90,18 @@ def solve_hbm_partition(
         msg = f"unknown HBM partition method {method!r}; expected one of {HBM_PARTITION_METHODS}"
         raise ValueError(msg)
     config = config or SolverConfig()
-    exact = method in EXACT_METHODS
     t0 = time.perf_counter()
     reason = hbm_partition_infeasibility(problem)
     if reason is not None:
-        return Solution(
-            problem=PROBLEM,
-            method=method,
-            exact=exact,
-            status=SolutionStatus.INFEASIBLE,
-            termination=TerminationCondition.INFEASIBLE,
-            wall_s=time.perf_counter() - t0,
-            sense="max",
-            reason=reason,
-            log_summary="infeasible before solving",
-        )
+        return infeasible_solution(KIND, method, reason, t0)
     if method == "milp-highs":
         return _solve_milp(problem, config, t0)
     if method == "cpsat":
         return _solve_cpsat(problem, config, t0)
     if method == "enumeration":
         decision, n_scored = enumerate_hbm_partitions(problem)
-        return _result(
+        return checked_solution(
+            KIND,
             problem,
             method,
             decision,
@@ -117,7 +112,8 @@ def solve_hbm_partition(
             log_summary=f"enumeration: {n_scored} partitions scored",
         )
     decision = proportional_partition(problem)
-    return _result(
+    return checked_solution(
+        KIND,
         problem,
         method,
         decision,
@@ -228,7 +224,7 @@ def _solve_milp(problem: HbmPartitionProblem, config: SolverConfig, t0: float) -
     decision = decode_hbm_partition_milp(m) if res.has_solution else None
     # z is an integer at any feasible point, so the floor of the bound (with slack for tolerances) is valid.
     bound = float(math.floor(res.bound + 1e-6)) if res.bound is not None else None
-    return _from_backend(problem, "milp-highs", res, decision, bound, build_s, t0)
+    return backend_solution(KIND, problem, "milp-highs", res, decision, bound, build_s, t0)
 
 
 def _solve_cpsat(problem: HbmPartitionProblem, config: SolverConfig, t0: float) -> Solution:
@@ -243,83 +239,6 @@ def _solve_cpsat(problem: HbmPartitionProblem, config: SolverConfig, t0: float) 
             msg = f"CP-SAT objective {res.objective} != exact Eq. 1 value {exact_obj} for {decision}"
             raise RuntimeError(msg)
     bound = float(math.floor(res.bound + 1e-6)) if res.bound is not None else None
-    sol = _from_backend(problem, "cpsat", res, decision, bound, build_s, t0)
+    sol = backend_solution(KIND, problem, "cpsat", res, decision, bound, build_s, t0)
     sol.extra["unit_bytes"] = built.unit_bytes
     return sol
-
-
-def _from_backend(
-    problem: HbmPartitionProblem,
-    method: str,
-    res: BackendResult,
-    decision: dict[str, int] | None,
-    bound: float | None,
-    build_s: float,
-    t0: float,
-) -> Solution:
-    """Turn a backend result into a Solution, recomputing the objective exactly."""
-    if decision is None:
-        status = res.status
-        return Solution(
-            problem=PROBLEM,
-            method=method,
-            exact=True,
-            status=status,
-            termination=res.termination,
-            bound=bound if status != SolutionStatus.INFEASIBLE else None,
-            wall_s=time.perf_counter() - t0,
-            build_s=build_s,
-            sense="max",
-            reason="solver proved the model infeasible" if status == SolutionStatus.INFEASIBLE else "",
-            log_summary=res.log_summary,
-        )
-    sol = _result(
-        problem,
-        method,
-        decision,
-        res.status,
-        res.termination,
-        bound=bound,
-        t0=t0,
-        log_summary=res.log_summary,
-    )
-    sol.build_s = build_s
-    if sol.status == SolutionStatus.OPTIMAL and bound is not None and sol.objective is not None:
-        if sol.objective < bound:
-            # Safeguard: if solver tolerances made the exact objective fall below the bound, say so.
-            sol.status = SolutionStatus.FEASIBLE
-            sol.reason = f"exact objective {sol.objective} below the solver's bound {bound} (tolerance)"
-    return sol
-
-
-def _result(
-    problem: HbmPartitionProblem,
-    method: str,
-    decision: dict[str, int],
-    status: SolutionStatus,
-    termination: TerminationCondition,
-    *,
-    bound: float | str | None,
-    t0: float,
-    log_summary: str,
-) -> Solution:
-    """Check a decision and wrap it; ``bound="objective"`` means the bound equals the exact objective."""
-    objective, violations = check_hbm_partition(problem, decision)
-    if violations:
-        msg = f"{method} returned an infeasible HBM partition {decision}: {'; '.join(violations)}"
-        raise RuntimeError(msg)
-    requests = {g: group_concurrency(problem, g, decision[g]) for g in hbm_groups(problem)}
-    return Solution(
-        problem=PROBLEM,
-        method=method,
-        exact=method in EXACT_METHODS,
-        status=status,
-        termination=termination,
-        decision=decision,
-        objective=objective,
-        bound=objective if bound == "objective" else bound,
-        wall_s=time.perf_counter() - t0,
-        sense="max",
-        log_summary=log_summary,
-        extra={"requests": requests},
-    )

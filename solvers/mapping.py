@@ -38,7 +38,8 @@ from formulations.mapping import (
     min_task_times,
     stage_times,
 )
-from solvers.backends import BackendResult, solve_cpsat, solve_pyomo
+from solvers.backends import solve_cpsat, solve_pyomo
+from solvers.common import ProblemKind, backend_solution, checked_solution, infeasible_solution, no_solution
 from solvers.config import SolverConfig
 
 PROBLEM = "mapping"
@@ -51,6 +52,10 @@ EXACT_METHODS = frozenset({"milp-highs", "cpsat", "brute-force"})
 MAX_BRUTE_FORCE = 2_000_000
 """Most assignments ``"brute-force"`` enumerates before refusing."""
 
+
+KIND = ProblemKind(PROBLEM, "min", frozenset(EXACT_METHODS), check_mapping,
+                   extra=lambda p, d: {"stage_times_s": stage_times(p, d)})
+"""Checker, sense and exact methods of this problem, for the shared wrappers in solvers/common.py."""
 
 def solve_mapping(
     problem: MappingProblem, method: str = "milp-highs", config: SolverConfig | None = None
@@ -91,28 +96,18 @@ def solve_mapping(
         msg = f"unknown mapping method {method!r}; expected one of {MAPPING_METHODS}"
         raise ValueError(msg)
     config = config or SolverConfig()
-    exact = method in EXACT_METHODS
     t0 = time.perf_counter()
     reason = mapping_infeasibility(problem)
     if reason is not None:
-        return Solution(
-            problem=PROBLEM,
-            method=method,
-            exact=exact,
-            status=SolutionStatus.INFEASIBLE,
-            termination=TerminationCondition.INFEASIBLE,
-            wall_s=time.perf_counter() - t0,
-            sense="min",
-            reason=reason,
-            log_summary="infeasible before solving",
-        )
+        return infeasible_solution(KIND, method, reason, t0)
     if method == "milp-highs":
         return _solve_milp(problem, config, t0)
     if method == "cpsat":
         return _solve_cpsat(problem, config, t0)
     if method == "brute-force":
         decision, n_seen = brute_force_mapping(problem)
-        return _result(
+        return checked_solution(
+            KIND,
             problem,
             method,
             decision,
@@ -125,22 +120,14 @@ def solve_mapping(
     if method == "contiguous-dp":
         decision = contiguous_dp_mapping(problem)
         if decision is None:
-            return Solution(
-                problem=PROBLEM,
-                method=method,
-                exact=False,
-                status=SolutionStatus.NO_SOLUTION,
-                termination=TerminationCondition.HEURISTIC_DONE,
-                wall_s=time.perf_counter() - t0,
-                sense="min",
-                reason="no split of the task chain into contiguous runs in chiplet order is compatible",
-                log_summary="contiguous-dp: no contiguous split",
-            )
+            reason = "no split of the task chain into contiguous runs in chiplet order is compatible"
+            return no_solution(KIND, method, reason, t0)
     elif method == "lpt-greedy":
         decision = lpt_greedy_mapping(problem)
     else:
         decision = round_robin_mapping(problem)
-    return _result(
+    return checked_solution(
+        KIND,
         problem,
         method,
         decision,
@@ -303,7 +290,7 @@ def _solve_milp(problem: MappingProblem, config: SolverConfig, t0: float) -> Sol
     unit = float(m.time_unit_s.value)
     decision = decode_mapping_milp(m) if res.has_solution else None
     bound = res.bound * unit if res.bound is not None else None
-    return _from_backend(problem, "milp-highs", res, decision, bound, build_s, t0)
+    return backend_solution(KIND, problem, "milp-highs", res, decision, bound, build_s, t0)
 
 
 def _solve_cpsat(problem: MappingProblem, config: SolverConfig, t0: float) -> Solution:
@@ -314,77 +301,6 @@ def _solve_cpsat(problem: MappingProblem, config: SolverConfig, t0: float) -> So
     res, solver = solve_cpsat(built.model, config)
     decision = decode_mapping_cpsat(built, solver) if res.has_solution else None
     bound = built.bound_s(res.bound) if res.bound is not None else None
-    sol = _from_backend(problem, "cpsat", res, decision, bound, build_s, t0)
+    sol = backend_solution(KIND, problem, "cpsat", res, decision, bound, build_s, t0)
     sol.extra["resolution_s"] = built.resolution_s
     return sol
-
-
-def _from_backend(
-    problem: MappingProblem,
-    method: str,
-    res: BackendResult,
-    decision: dict[str, str] | None,
-    bound: float | None,
-    build_s: float,
-    t0: float,
-) -> Solution:
-    """Turn a backend result into a Solution, recomputing the objective with the checker."""
-    if decision is None:
-        infeasible = res.status == SolutionStatus.INFEASIBLE
-        return Solution(
-            problem=PROBLEM,
-            method=method,
-            exact=True,
-            status=res.status,
-            termination=res.termination,
-            bound=None if infeasible else bound,
-            wall_s=time.perf_counter() - t0,
-            build_s=build_s,
-            sense="min",
-            reason="solver proved the model infeasible" if infeasible else "",
-            log_summary=res.log_summary,
-        )
-    sol = _result(
-        problem,
-        method,
-        decision,
-        res.status,
-        res.termination,
-        bound=bound,
-        t0=t0,
-        log_summary=res.log_summary,
-    )
-    sol.build_s = build_s
-    return sol
-
-
-def _result(
-    problem: MappingProblem,
-    method: str,
-    decision: dict[str, str],
-    status: SolutionStatus,
-    termination: TerminationCondition,
-    *,
-    bound: float | str | None,
-    t0: float,
-    log_summary: str,
-) -> Solution:
-    """Check a decision and wrap it; ``bound="objective"`` means the bound equals the objective."""
-    objective, violations = check_mapping(problem, decision)
-    if violations:
-        msg = f"{method} returned an infeasible mapping: {'; '.join(violations[:5])}"
-        raise RuntimeError(msg)
-    return Solution(
-        problem=PROBLEM,
-        method=method,
-        exact=method in EXACT_METHODS,
-        status=status,
-        termination=termination,
-        decision=decision,
-        objective=objective,
-        bound=objective if bound == "objective" else bound,
-        wall_s=time.perf_counter() - t0,
-        sense="min",
-        log_summary=log_summary,
-        extra={"stage_times_s": stage_times(problem, decision)},
-    )
