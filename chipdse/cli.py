@@ -49,14 +49,17 @@ def explore(
 ) -> None:
     """Sweep a scenario's design space, solve B* and M_T layouts exactly and with heuristics, write a PDF report."""
     from chipdse.explore import explore as run_explore
+    from chipdse.io import ensure_writable_dir, remove_if_empty
     from chipdse.scenario import load_scenario
     from reports.pdf import write_report
 
+    created: list[Path] = []
     try:
         sc = load_scenario(scenario)
         out_dir = out if out is not None else Path("reports") / "out" / sc.spec.name
+        created = ensure_writable_dir(out_dir)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                      console=err, transient=False) as bar:
+                      console=err, transient=True) as bar:
             task = bar.add_task("loading", total=None)
 
             def progress(msg: str, _frac: float) -> None:
@@ -67,14 +70,37 @@ def explore(
             paths = write_report(result, out_dir)
             bar.update(task, description="done", total=1, completed=1)
     except ChipdseError as exc:
+        remove_if_empty(created)
         _fail(exc)
     except OSError as exc:
-        _fail(f"cannot write output: {exc}")
+        remove_if_empty(created)
+        _fail(exc if "output folder" in str(exc) else f"cannot write output: {exc.strerror or exc}")
     for f in result.finalists:
-        typer.echo(f"{f.role}: {f.row['label']}  throughput {f.row['throughput_tps']:.0f} tok/s, "
+        typer.echo(f"{f.role}: {f.row['label']}  screen: throughput {f.row['throughput_tps']:.0f} tok/s, "
                    f"TTFT {f.row['ttft_s']:.3f} s")
+        for s in f.serving:
+            ttft = "unstable" if not s["stable"] else f"TTFT {s['ttft_s']:.3f} s"
+            typer.echo(f"  {s['layout']}: throughput {s['throughput_tps']:.0f} tok/s, {ttft}")
+        for line in placement_summary(f.placement):
+            typer.echo(f"  {line}")
     for kind, p in paths.items():
         typer.echo(f"wrote {kind}: {p}")
+
+
+def placement_summary(sols: list) -> list[str]:
+    """One line for the best exact placement (objective, bound, gap) and one per heuristic (how much worse)."""
+    from chipdse.explore import best_exact
+
+    best = best_exact(sols)
+    if best is None:
+        return ["placement: no exact solution found within the time limit"]
+    proof = "proven optimal" if best.status.value == "optimal" else (
+        f"gap {100 * best.gap:.1f}% to bound {best.bound:.4g}" if best.gap is not None else "no bound")
+    lines = [f"placement: {best.method} {best.objective:.4g} byte-hops/s ({proof})"]
+    for s in sols:
+        if not s.exact and s.objective is not None:
+            lines.append(f"  {s.method}: {100 * (s.objective / best.objective - 1):+.1f}% vs exact")
+    return lines
 
 
 def run() -> None:  # pragma: no cover - console entry

@@ -90,7 +90,8 @@ def enumerate_points(sc: LoadedScenario) -> tuple[DesignPoints, list[str]]:
             continue
         blocks.append(np.column_stack([comp, np.full(len(comp), h)]))
     if not blocks:
-        raise InfeasibleDesignError("no design point can be built: " + "; ".join(reasons))
+        msg = f"{sc.path}: design_space: no design point can be built: " + "; ".join(reasons)
+        raise InfeasibleDesignError(msg)
     base = np.vstack(blocks)
     areas = np.array([lib.by_name(t).die_area_mm2 for t in types])
     area = base[:, :-1] @ areas + base[:, -1] * lib.memory.area_mm2
@@ -100,10 +101,11 @@ def enumerate_points(sc: LoadedScenario) -> tuple[DesignPoints, list[str]]:
         i = int(np.argmin(area))
         if n_chiplets[i] > pkg.n_cells:
             n_i = int(n_chiplets[i])
-            msg = f"{n_i} chiplets need {n_i} cells, the interposer grid has {pkg.n_cells}"
+            msg = (f"{sc.package_path}: rows x cols: {n_i} chiplets need {n_i} cells, the interposer grid "
+                   f"has {pkg.rows} x {pkg.cols} = {pkg.n_cells}")
         else:
-            msg = (f"{int(n_chiplets[i])} chiplets need {area[i]:.0f} mm^2, the interposer has "
-                   f"{pkg.interposer_area_mm2:.0f} mm^2")
+            msg = (f"{sc.package_path}: interposer_area_mm2: {int(n_chiplets[i])} chiplets need {area[i]:.0f} "
+                   f"mm^2, the interposer has {pkg.interposer_area_mm2:.0f} mm^2")
         raise InfeasibleDesignError(msg)
     if (~ok).any():
         reasons[f"{int((~ok).sum())} compositions exceed the interposer area or cell count"] = int((~ok).sum())

@@ -123,7 +123,7 @@ def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str
         res.placement.append(solve_placement(pp, m, cfg, seed=cfg.seed))
     incumbent = min((s for s in res.placement if s.objective is not None), key=lambda s: s.objective)
     for m in PLACEMENT_EXACT:  # warm-started from the best heuristic (STYLE.md item 7)
-        progress(f"{role}: placement {m} (limit {cfg.time_limit_s:g} s)", 0.0)
+        progress(f"{role}: placement, {m} (time limit {cfg.time_limit_s:g} s)", 0.0)
         res.placement.append(solve_placement(pp, m, cfg, seed=cfg.seed, hint=incumbent.decision))
     exact_pl = best_exact(res.placement)
     by_method = {s.method: s for s in res.placement}
@@ -140,7 +140,7 @@ def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str
         for phase in ("prefill", "decode"):
             mp: MappingProblem = mapping_problem(sc, point, pl.decision, phase, point.batch)
             if map_method == "exact":
-                progress(f"{role}: {phase} mapping (limit {cfg.time_limit_s:g} s)", 0.0)
+                progress(f"{role}: {phase} mapping, MILP then CP-SAT (time limit {cfg.time_limit_s:g} s each)", 0.0)
                 sols = [solve_mapping(mp, m, cfg) for m in MAPPING_HEURISTICS + MAPPING_EXACT]
                 if phase == "decode":
                     res.mapping = sols
@@ -198,10 +198,10 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
         b_star, m_t = pick_b_star(df), pick_m_t(df)
     except ValueError as exc:
         best = df["capacity_rps"].max()
-        msg = (f"{exc} ({sc.workload.arrival_rate_rps:g} req/s offered; the best design sustains "
-               f"{best:.3g} req/s); lower workload arrival_rate_rps or enlarge the design space")
+        msg = (f"{sc.workload_path}: arrival_rate_rps: {exc} ({sc.workload.arrival_rate_rps:g} req/s offered; "
+               f"the best design sustains {best:.3g} req/s); lower the offered load or enlarge the design space")
         raise InfeasibleDesignError(msg) from None
-    df["role"] = ""
+    df["role"] = "-"
     df.loc[b_star, "role"] = "B*"
     df.loc[m_t, "role"] = "M_T" if m_t != b_star else "B*,M_T"
     finalists = []

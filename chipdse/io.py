@@ -23,10 +23,49 @@ def atomic_path(target: Path) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def ensure_writable_dir(folder: Path) -> list[Path]:
+    """Create ``folder`` if needed and check a file can be written there, before any long computation.
+
+    Returns
+    -------
+    list[Path]
+        The folders this call created (deepest last), so a failed run can remove them again.
+
+    Raises
+    ------
+    OSError
+        With the folder named, when it cannot be created or written.
+    """
+    created = [p for p in (folder, *folder.parents) if not p.exists()][::-1]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        msg = f"cannot write to output folder {folder}: {exc.strerror or exc}"
+        raise OSError(msg) from None
+    return created
+
+
+def remove_if_empty(folders: list[Path]) -> None:
+    """Remove the given folders, deepest first, where they are empty (cleanup after a failed run)."""
+    for p in reversed(folders):
+        with contextlib.suppress(OSError):
+            p.rmdir()
 
 
 def write_text_atomic(target: Path, text: str) -> None:

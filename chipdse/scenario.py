@@ -26,6 +26,8 @@ class LoadedScenario:
     workload: Workload
     lengths: LengthSample
     sha256: str
+    package_path: Path
+    workload_path: Path
 
     def compute_types(self) -> list[str]:
         """Names of the library's compute chiplet types that serve this model's block families."""
@@ -43,12 +45,15 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
     path = Path(path) if path is not None else DEFAULT_SCENARIO
     spec = load_spec(Scenario, path)
     base = path.parent
-    package = load_spec(Package, resolve(spec.package, base, "packages"))
-    library = load_spec(ChipletLibrary, resolve(spec.library, base, "chiplets"))
-    wl_path = resolve(spec.workload, base, "workloads")
+    pkg_path = resolve(spec.package, base, "packages", str(path), "package")
+    package = load_spec(Package, pkg_path)
+    library = load_spec(ChipletLibrary, resolve(spec.library, base, "chiplets", str(path), "library"))
+    wl_path = resolve(spec.workload, base, "workloads", str(path), "workload")
     workload = load_spec(Workload, wl_path)
     try:
-        model = load_model(spec.model if not spec.model.endswith(".json") else resolve(spec.model, base, "models"))
+        json_card = spec.model.endswith(".json")
+        ref = resolve(spec.model, base, "models", str(path), "model") if json_card else spec.model
+        model = load_model(ref)
     except SpecError as exc:
         if exc.source == "model":
             raise SpecError(str(path), "model", exc.expected) from None
@@ -58,4 +63,5 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
         msg = f"compute chiplets for the model's {missing} blocks; the library has none"
         raise SpecError(str(path), "library", msg)
     lengths = load_lengths(workload, wl_path.parent, spec.seed)
-    return LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path))
+    return LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
+                          pkg_path, wl_path)

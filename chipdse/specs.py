@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
 from chipdse.errors import SpecError
 from chipdse.paths import instances_dir
@@ -146,19 +146,15 @@ class DesignSpace(_Spec):
     hbm_min: int = Field(2, ge=1)
     hbm_max: int = Field(16, ge=1)
     min_per_type: int = Field(1, ge=0, description="Minimum count of each compute type of the model.")
-    d2d_GBps: list[float] = Field([256, 384, 512, 640], min_length=1, description="Per-link D2D bandwidths.")
-    max_batch: list[int] = Field([2, 4, 8, 16, 32, 64], min_length=1, description="Max batch sizes.")
+    d2d_GBps: list[PositiveFloat] = Field([256, 384, 512, 640], min_length=1,
+                                          description="Per-link D2D bandwidths, GB/s (each > 0).")
+    max_batch: list[PositiveInt] = Field([2, 4, 8, 16, 32, 64], min_length=1,
+                                         description="Max batch sizes (each >= 1).")
 
     @model_validator(mode="after")
     def _check(self) -> DesignSpace:
         if self.hbm_min > self.hbm_max:
-            msg = f"hbm_min ({self.hbm_min}) <= hbm_max ({self.hbm_max})"
-            raise ValueError(msg)
-        if any(b <= 0 for b in self.d2d_GBps):
-            msg = f"positive bandwidths, got {self.d2d_GBps}"
-            raise ValueError(msg)
-        if any(b <= 0 for b in self.max_batch):
-            msg = f"positive batch sizes, got {self.max_batch}"
+            msg = f"hbm_min ({self.hbm_min}) must not exceed hbm_max ({self.hbm_max})"
             raise ValueError(msg)
         return self
 
@@ -198,14 +194,22 @@ def read_yaml(path: Path) -> dict[str, Any]:
     """Read a YAML mapping, raising :class:`SpecError` naming the file on any problem."""
     if not path.exists():
         raise SpecError(str(path), "", "file not found")
+    if path.is_dir():
+        raise SpecError(str(path), "", "expected a YAML file, got a directory")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise SpecError(str(path), "", f"valid YAML{where}") from None
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise SpecError(str(path), "", f"invalid YAML{where}: {problem}") from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise SpecError(str(path), "", f"a readable UTF-8 YAML file ({exc})") from None
+    if data is None:
+        raise SpecError(str(path), "", "the file is empty; expected a YAML mapping of fields")
     if not isinstance(data, dict):
-        raise SpecError(str(path), "", f"a YAML mapping, got {type(data).__name__}")
+        kind = {list: "a list", str: "a plain string"}.get(type(data), type(data).__name__)
+        raise SpecError(str(path), "", f"expected a YAML mapping of fields, got {kind}")
     return data
 
 
@@ -217,14 +221,23 @@ def parse_spec(cls: type[T], data: dict[str, Any], source: str) -> T:
         err = exc.errors()[0]
         value = err.get("input")
         shown = "" if isinstance(value, dict) else f" (got {value!r})"
-        raise SpecError(source, _format_loc(err["loc"]), f"{err['msg']}{shown}") from None
+        text = str(err["msg"]).removeprefix("Value error, ")
+        raise SpecError(source, _format_loc(err["loc"]), f"{text}{shown}") from None
 
 
-def resolve(ref: str, base: Path, kind: str) -> Path:
-    """Resolve a file reference relative to ``base`` first, then ``instances/<kind>``, then ``instances``."""
+def resolve(ref: str, base: Path, kind: str, referrer: str = "", field: str = "") -> Path:
+    """Resolve a file reference relative to ``base`` first, then ``instances/<kind>``, then ``instances``.
+
+    Raises
+    ------
+    SpecError
+        When no candidate exists; names the referring file and field when given.
+    """
     for candidate in (base / ref, instances_dir() / kind / ref, instances_dir() / ref):
         if candidate.exists():
             return candidate
+    if referrer:
+        raise SpecError(referrer, field, f"file not found: {ref} (looked in {base} and instances/{kind})")
     return base / ref
 
 

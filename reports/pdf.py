@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+import textwrap
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,11 @@ def _fmt(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
+def _caption(fig: plt.Figure, text: str, y: float = 0.02) -> None:
+    """Write a caption wrapped to the page width with equal side margins."""
+    fig.text(0.04, y, "\n".join(textwrap.wrap(text, 170)), fontsize=8, va="bottom")
+
+
 def _table_page(pdf: PdfPages, title: str, caption: str, blocks: list[tuple[str, list[str], list[list[str]]]]) -> None:
     fig = plt.figure(figsize=PAGE)
     fig.suptitle(title, fontsize=14, fontweight="bold", y=0.97)
@@ -63,7 +69,7 @@ def _table_page(pdf: PdfPages, title: str, caption: str, blocks: list[tuple[str,
             tb.auto_set_font_size(False)
             tb.set_fontsize(7.5)
             tb.scale(1, 1.25)
-    fig.text(0.04, 0.03, caption, fontsize=8, wrap=True)
+    _caption(fig, caption)
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -91,14 +97,34 @@ def _title_page(pdf: PdfPages, r: ExploreResult) -> None:
         "Versions: " + ", ".join(f"{k} {v}" for k, v in package_versions().items()),
         f"Python {platform.python_version()} on {platform.machine()}",
         "",
+        *_key_results(r),
+        "",
         "Throughput = sustainable output tokens/s (HYDRA Eq. 8, static prefill/decode split). TTFT = mean time to",
         "first token at the offered load (birth-death CTMC for batch slots + M/G/1 prefill queue + prefill latency).",
         "Points whose capacity is at or below the offered load are unstable and have no TTFT.",
     ]
+    step = min(0.04, 0.8 / max(len(lines), 1))
     for i, line in enumerate(lines):
-        fig.text(0.06, 0.82 - i * 0.045, line, fontsize=9)
+        fig.text(0.06, 0.84 - i * step, line, fontsize=8.5)
     pdf.savefig(fig)
     plt.close(fig)
+
+
+def _key_results(r: ExploreResult) -> list[str]:
+    """Headline lines: each finalist's screen numbers, its re-scored layouts, and the placement proof status."""
+    lines = ["Key results:"]
+    for f in r.finalists:
+        lines.append(f"  {f.role} = {f.row['label']}: screen {f.row['throughput_tps']:.1f} tok/s, "
+                     f"TTFT {f.row['ttft_s']:.3f} s")
+        for s in f.serving:
+            ttft = f"TTFT {s['ttft_s']:.3f} s" if s["stable"] else "unstable at the offered load"
+            lines.append(f"      {s['layout']}: {s['throughput_tps']:.1f} tok/s, {ttft}")
+        best = best_exact(f.placement)
+        if best is not None:
+            proof = ("proven optimal" if best.status.value == "optimal"
+                     else f"gap {100 * (best.gap or 0):.1f}% at the limit")
+            lines.append(f"      placement {best.method}: {best.objective:.4g} byte-hops/s ({proof})")
+    return lines
 
 
 def _pareto_page(pdf: PdfPages, r: ExploreResult) -> None:
@@ -108,23 +134,24 @@ def _pareto_page(pdf: PdfPages, r: ExploreResult) -> None:
     ax.scatter(st["ttft_s"], st["throughput_tps"], s=3, c="#bbbbbb", label=f"stable points ({len(st):,})",
                rasterized=True)
     front = df[df["pareto"]].sort_values("ttft_s")
-    ax.plot(front["ttft_s"], front["throughput_tps"], "o-", c="#1f77b4", ms=4,
-            label=f"Pareto front ({len(front)})")
+    distinct = len(front.drop_duplicates(["ttft_s", "throughput_tps"]))
     for role, marker, colour in (("B*", "*", "#d62728"), ("M_T", "D", "#2ca02c")):
         sel = df[df["role"].str.contains(role, regex=False)]
         if not sel.empty:
             row = sel.iloc[0]
-            ax.scatter([row["ttft_s"]], [row["throughput_tps"]], marker=marker, s=220, c=colour, zorder=5,
+            ax.scatter([row["ttft_s"]], [row["throughput_tps"]], marker=marker, s=160, c=colour, zorder=3,
                        edgecolors="k", label=f"{role}: {row['label']}")
+    ax.plot(front["ttft_s"], front["throughput_tps"], "o-", c="#1f77b4", ms=4, zorder=4,
+            label=f"Pareto front ({len(front)} points, {distinct} distinct)")
     ax.set_xscale("log")
     ax.set_xlabel("mean TTFT at the offered load (s, log scale)")
     ax.set_ylabel("throughput (output tokens/s)")
     ax.set_title("Pareto front: throughput vs TTFT (Markov/fluid estimator)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.text(0.04, 0.01, f"{len(df):,} points scored; {len(df) - len(st):,} unstable or infeasible points omitted. "
-             "B* = best throughput/TTFT among stable points with above-average throughput; M_T = highest throughput.",
-             fontsize=8)
+    ax.legend(loc="upper left", fontsize=8, markerscale=0.7, framealpha=0.95)
+    _caption(fig, f"{len(df):,} points scored; {len(df) - len(st):,} unstable or infeasible points omitted. "
+             "B* = best throughput/TTFT among stable points with above-average throughput; M_T = highest "
+             "throughput. Several compositions can share one (TTFT, throughput) point.", y=0.01)
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -138,20 +165,23 @@ def _config_page(pdf: PdfPages, r: ExploreResult) -> None:
         row = f.row
         rows.append([f.role, *[str(int(row[t])) for t in types],
                      f"{int(row['n_hbm'])} ({int(row['hbm_attention'])}/{int(row['hbm_mamba'])})",
-                     _fmt(row["d2d_GBps"]), str(int(row["max_batch"])), str(int(row["batch_eff"])),
-                     _fmt(row["throughput_tps"]), _fmt(row["ttft_s"]), _fmt(row["capacity_rps"])])
-    serve_cols = ["finalist", "layout", "placement objective (byte-hops/s)", "throughput tok/s", "TTFT s",
+                     f"{row['d2d_GBps']:.0f}", str(int(row["max_batch"])), str(int(row["batch_eff"])),
+                     f"{row['throughput_tps']:.1f}", f"{row['ttft_s']:.3f}", f"{row['capacity_rps']:.3f}"])
+    serve_cols = ["finalist", "layout", "placement (byte-hops/s)", "throughput tok/s", "TTFT s",
                   "prefill bottleneck ms", "decode step ms"]
     serve_rows = []
     for f in r.finalists:
         for s in f.serving:
-            serve_rows.append([f.role, s["layout"], _fmt(s["placement_objective"]), _fmt(s["throughput_tps"]),
-                               _fmt(s["ttft_s"]), _fmt(1e3 * s["prefill_bottleneck_s"]),
-                               _fmt(1e3 * s["decode_step_s"])])
+            serve_rows.append([f.role, s["layout"], f"{s['placement_objective']:.3e}", f"{s['throughput_tps']:.1f}",
+                               f"{s['ttft_s']:.3f}" if s["stable"] else "unstable",
+                               f"{1e3 * s['prefill_bottleneck_s']:.1f}", f"{1e3 * s['decode_step_s']:.2f}"])
     _table_page(pdf, "Chosen configurations (B* and M_T)",
                 "Top: the two configurations as scored by the sweep screen (fluid mapping, assumed mean hop count). "
                 "Bottom: the same configurations re-scored with real layouts: placement and bottleneck mapping "
-                "(HYDRA Eqs. 2-5) solved exactly vs with HYDRA's greedy and round-robin baselines.",
+                "(HYDRA Eqs. 2-5) solved with MILP/CP-SAT (best of both, within the time limit; gaps on the next "
+                "pages) "
+                "vs with HYDRA's greedy and round-robin baselines. 'unstable': the layout's capacity is at or below "
+                "the offered load, so TTFT grows without bound; its throughput is the capacity.",
                 [("Configurations", cols, rows),
                  ("Serving with each layout (estimator re-score)", serve_cols, serve_rows)])
 
@@ -161,9 +191,11 @@ def _draw_floorplan(ax: plt.Axes, r: ExploreResult, sol: Solution, title: str) -
     ax.set_xlim(0, pkg.cols)
     ax.set_ylim(pkg.rows, 0)
     ax.set_aspect("equal")
-    ax.set_xticks(range(pkg.cols + 1))
-    ax.set_yticks(range(pkg.rows + 1))
-    ax.tick_params(labelsize=6)
+    ax.set_xticks([c + 0.5 for c in range(pkg.cols)], [str(c) for c in range(pkg.cols)])
+    ax.set_yticks([r + 0.5 for r in range(pkg.rows)], [str(r) for r in range(pkg.rows)])
+    ax.tick_params(labelsize=6, length=0)
+    ax.set_xlabel("column", fontsize=7)
+    ax.set_ylabel("row", fontsize=7)
     for cell in range(pkg.n_cells):
         rr, cc = divmod(cell, pkg.cols)
         ty = (sol.decision or {}).get(cell)
@@ -172,15 +204,20 @@ def _draw_floorplan(ax: plt.Axes, r: ExploreResult, sol: Solution, title: str) -
         if ty:
             ax.text(cc + 0.5, rr + 0.5, ty.replace("hbm:attention", "HBM\nattn").replace("hbm:mamba", "HBM\nmamba"),
                     ha="center", va="center", fontsize=7)
-    gap = "" if sol.gap is None else f", gap {100 * sol.gap:.2f}%"
-    ax.set_title(f"{title}\n{sol.method}: {_fmt(sol.objective)} byte-hops/s{gap}", fontsize=8)
+    if not sol.exact:
+        proof = ""
+    elif sol.status.value == "optimal":
+        proof = ", proven optimal"
+    else:
+        proof = f", gap {100 * (sol.gap or 0):.1f}% at the limit"
+    ax.set_title(f"{title}\n{sol.method}: {sol.objective:.3e} byte-hops/s{proof}", fontsize=8)
 
 
 def _floorplan_page(pdf: PdfPages, r: ExploreResult) -> None:
     fig, axes = plt.subplots(len(r.finalists), 3, figsize=PAGE)
     for i, f in enumerate(r.finalists):
         by = {s.method: s for s in f.placement}
-        panels = [(best_exact(f.placement), "exact optimum"), (by.get("hydra-greedy"), "HYDRA two-stage greedy"),
+        panels = [(best_exact(f.placement), "best exact"), (by.get("hydra-greedy"), "HYDRA two-stage greedy"),
                   (by.get("round-robin"), "round-robin")]
         for j, (sol, name) in enumerate(panels):
             ax = axes[i][j]
@@ -189,50 +226,56 @@ def _floorplan_page(pdf: PdfPages, r: ExploreResult) -> None:
                 ax.set_title(f"{f.role}: {name}: no solution", fontsize=8)
                 continue
             _draw_floorplan(ax, r, sol, f"{f.role}: {name}")
-    fig.suptitle("Floorplans: exact placement beside HYDRA's greedy and round-robin (cell = one chiplet slot)",
+    fig.suptitle("Floorplans: best exact placement beside HYDRA's greedy and round-robin (cell = one chiplet slot)",
                  fontsize=11)
-    fig.text(0.02, 0.01, "Objective: sum over chiplet pairs of traffic (bytes/s at the design's capacity) x Manhattan "
-             "hops (HYDRA Eq. 2 plus compute-to-compute traffic). HBM stacks sit on ring cells.", fontsize=8)
+    _caption(fig, "Objective: sum over chiplet pairs of traffic (bytes/s at the design's capacity) x Manhattan hops "
+             "(HYDRA Eq. 2 plus compute-to-compute traffic). HBM stacks sit on ring cells; a white cell is an unused "
+             "slot (24 chiplets on 25 cells). 'best exact' is the better of MILP and CP-SAT.", y=0.01)
     pdf.savefig(fig)
     plt.close(fig)
 
 
-def _solution_rows(sols: list[Solution]) -> list[list[str]]:
-    """Rows: method, exact, objective, best bound, own gap %, worse than best known %, gap to best bound %,
-    status, wall s. 'Best known' is the best objective of any method; 'best bound' the tightest proven bound."""
+def _solution_rows(sols: list[Solution], scale: float = 1.0) -> list[list[str]]:
+    """One table row per method (values multiplied by ``scale`` for display).
+
+    Columns: method, exact, objective, own bound, MILP gap % (|objective - own bound| / |objective|, as solvers
+    report it), worse than best known % ((objective - best objective of any method) / best), and
+    at most worse than optimum % ((objective - tightest proven bound) / bound: the optimum lies between the
+    bound and the best known objective, so this is an upper limit on the method's loss), status, wall s.
+    """
     if not sols:
         return []
-    sense = sols[0].sense
+    sign = 1 if sols[0].sense == "min" else -1
     found = [s.objective for s in sols if s.objective is not None]
-    best = (min(found) if sense == "min" else max(found)) if found else None
+    best = min(found, key=lambda v: sign * v) if found else None
     bounds = [s.bound for s in sols if s.exact and s.bound is not None]
-    bound = (max(bounds) if sense == "min" else min(bounds)) if bounds else None
+    bound = max(bounds, key=lambda v: sign * v) if bounds else None
     rows = []
     for s in sols:
-        row = s.row(bound)
-        worse = None
-        if best is not None and s.objective is not None and best:
-            worse = (s.objective - best) / abs(best) * (1 if sense == "min" else -1)
-        rows.append([row["method"], _fmt(row["exact"]), _fmt(row["objective"]), _fmt(row["bound"]),
-                     _fmt(None if row["gap"] is None else 100 * row["gap"], 3),
-                     _fmt(None if worse is None else 100 * worse, 3),
-                     _fmt(None if row["gap_to_best_bound"] is None else 100 * row["gap_to_best_bound"], 3),
-                     row["status"], _fmt(row["wall_s"], 3)])
+        worse = None if best is None or s.objective is None or not best else sign * (s.objective - best) / abs(best)
+        loss = None if bound is None or s.objective is None or not bound else sign * (s.objective - bound) / abs(bound)
+        status = s.status.value if s.termination.value != "time_limit" else f"{s.status.value} (time limit)"
+        rows.append([s.method, _fmt(s.exact), _fmt(None if s.objective is None else s.objective * scale),
+                     _fmt(None if s.bound is None else s.bound * scale),
+                     _fmt(None if s.gap is None else 100 * s.gap, 3), _fmt(None if worse is None else 100 * worse, 3),
+                     _fmt(None if loss is None else 100 * loss, 3), status, f"{s.wall_s:.2f}"])
     return rows
 
 
 def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
-    cols = ["method", "exact", "objective", "own bound", "own gap %", "worse than best %", "gap to best bound %",
-            "status", "wall s"]
+    cols = ["method", "exact", "objective", "own bound", "MILP gap %", "worse than best known %",
+            "at most worse than optimum %", "status", "wall s"]
     _table_page(pdf, f"Exact vs heuristic: {f.role} ({f.row['label']})",
-                "Placement objective: byte-hops/s (minimize). HBM partition: min(r_M, r_A) concurrent requests "
-                "(HYDRA Eq. 1, maximize). Mapping: decode bottleneck stage time in s (HYDRA Eq. 5, minimize) on the "
-                "exact placement. 'worse than best' is relative to the best objective any method found; 'gap to best "
-                "bound' is |objective - tightest proven bound| / objective, so a heuristic's loss is at most that "
-                "much; 0 on an exact method means proven optimal.",
-                [("Placement (HYDRA Eq. 2 + chiplet-to-chiplet traffic)", cols, _solution_rows(f.placement)),
-                 ("HBM partition (HYDRA Eq. 1)", cols, _solution_rows(f.hbm)),
-                 ("Decode pipeline mapping (HYDRA Eq. 5)", cols, _solution_rows(f.mapping))])
+                "Worse than best known: relative to the best objective any method found. At most worse than optimum: "
+                "relative to the tightest proven bound, so it caps the method's loss against the true optimum. "
+                "MILP gap: the method's own |objective - bound| / objective; 0 means proven optimal. Exact methods "
+                "are warm-started from the best heuristic and stop at the time limit with their incumbent and bound.",
+                [("Placement: byte-hops/s, minimize (HYDRA Eq. 2 + chiplet-to-chiplet traffic)", cols,
+                  _solution_rows(f.placement)),
+                 ("HBM partition: min(r_M, r_A) concurrent requests, maximize (HYDRA Eq. 1)", cols,
+                  _solution_rows(f.hbm)),
+                 ("Decode pipeline mapping on the best exact placement: bottleneck stage time in ms, minimize "
+                  "(HYDRA Eq. 5)", cols, _solution_rows(f.mapping, scale=1e3))])
 
 
 def manifest(r: ExploreResult) -> dict[str, Any]:

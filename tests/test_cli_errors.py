@@ -96,3 +96,30 @@ def test_help_explains_every_option() -> None:
     assert result.exit_code == 0
     for opt in ("--out", "--time-limit", "--seed", "SCENARIO"):
         assert opt in result.output
+
+
+def test_directory_instead_of_scenario_file(tmp_path: Path) -> None:
+    code, out = _explore(str(tmp_path), "--out", str(tmp_path / "out"))
+    _assert_one_line_error(code, out, str(tmp_path), "directory")
+
+
+@pytest.mark.parametrize(("text", "needle"), [("", "empty"), ("- a\n- b\n", "a list"),
+                                              ("name: [unclosed\n", "invalid YAML at line")])
+def test_malformed_yaml(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    code, out = _explore(str(path), "--out", str(tmp_path / "out"))
+    _assert_one_line_error(code, out, "bad.yaml", needle)
+
+
+def test_missing_referenced_library_names_the_scenario_field(write_scenario, tmp_path: Path) -> None:
+    path = write_scenario({"library": "nowhere/lib.yaml"})
+    code, out = _explore(str(path), "--out", str(tmp_path / "out"))
+    _assert_one_line_error(code, out, "variant.yaml", "library", "nowhere/lib.yaml")
+
+
+def test_unwritable_output_fails_before_computing(write_scenario, tmp_path: Path) -> None:
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    code, out = _explore(str(write_scenario()), "--out", str(blocker / "sub"))
+    _assert_one_line_error(code, out, "output folder", "afile")
