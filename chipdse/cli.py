@@ -95,7 +95,7 @@ def placement_summary(sols: list) -> list[str]:
     if best is None:
         return ["placement: no exact solution found within the time limit"]
     proof = "proven optimal" if best.status.value == "optimal" else (
-        f"gap {100 * best.gap:.1f}% to bound {best.bound:.4g}" if best.gap is not None else "no bound")
+        f"gap {100 * best.gap:.2g}% to bound {best.bound:.4g}" if best.gap is not None else "no bound")
     lines = [f"placement: {best.method} {best.objective:.4g} byte-hops/s ({proof})"]
     for s in sols:
         if not s.exact and s.objective is not None:

@@ -122,7 +122,7 @@ def _key_results(r: ExploreResult) -> list[str]:
         best = best_exact(f.placement)
         if best is not None:
             proof = ("proven optimal" if best.status.value == "optimal"
-                     else f"gap {100 * (best.gap or 0):.1f}% at the limit")
+                     else f"gap {100 * (best.gap or 0):.2g}% to the proven bound")
             lines.append(f"      placement {best.method}: {best.objective:.4g} byte-hops/s ({proof})")
     return lines
 
@@ -209,7 +209,7 @@ def _draw_floorplan(ax: plt.Axes, r: ExploreResult, sol: Solution, title: str) -
     elif sol.status.value == "optimal":
         proof = ", proven optimal"
     else:
-        proof = f", gap {100 * (sol.gap or 0):.1f}% at the limit"
+        proof = f", gap {100 * (sol.gap or 0):.2g}% to its bound"
     ax.set_title(f"{title}\n{sol.method}: {sol.objective:.3e} byte-hops/s{proof}", fontsize=8)
 
 

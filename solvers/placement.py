@@ -1,7 +1,9 @@
 """Every placement method behind one entry point, :func:`solve_placement`, each returning a ``Solution``.
 
 Exact: ``"milp-highs"`` (RLT MILP through HiGHS), ``"cpsat"`` (CP-SAT) and ``"brute-force"`` (enumeration,
-tiny instances). Heuristics (HYDRA Sec. VI-D baselines and more): ``"hydra-greedy"`` (HYDRA Sec. IV-A,
+tiny instances). Bounded: ``"hbm-enum"`` (enumerate the layouts of the ring-restricted chiplets, assign the
+others optimally; exact without chiplet-to-chiplet traffic, otherwise it reports a small proven gap; see
+solvers/placement_decomp.py). Heuristics (HYDRA Sec. VI-D baselines and more): ``"hydra-greedy"`` (HYDRA Sec. IV-A,
 Steps 1-2), ``"round-robin"``, ``"random"`` (best of 32 seeded samples) and ``"local-search"`` (pairwise
 swap descent from hydra-greedy).
 """
@@ -39,8 +41,11 @@ from solvers.backends import BackendResult, solve_cpsat, solve_pyomo
 from solvers.config import SolverConfig
 
 EXACT_METHODS = ("milp-highs", "cpsat", "brute-force")
+"""Methods that prove optimality given time (exact=True)."""
+BOUNDED_METHODS = ("hbm-enum",)
+"""Methods that return a proven lower bound but may leave a gap (exact=True; the gap is reported)."""
 HEURISTIC_METHODS = ("hydra-greedy", "round-robin", "random", "local-search")
-PLACEMENT_METHODS = EXACT_METHODS + HEURISTIC_METHODS
+PLACEMENT_METHODS = BOUNDED_METHODS + EXACT_METHODS + HEURISTIC_METHODS
 BRUTE_FORCE_MAX_ASSIGNMENTS = 2_000_000
 RANDOM_SAMPLES = 32
 _BOUND_TOLERANCE = 1e-6
@@ -100,7 +105,7 @@ def solve_placement(
         msg = f"placement method must be one of {PLACEMENT_METHODS}, got {method!r}"
         raise PlacementInputError(msg)
     config = config or SolverConfig()
-    exact = method in EXACT_METHODS
+    exact = method in EXACT_METHODS + BOUNDED_METHODS
     t0 = time.perf_counter()
     if hint is not None and check_placement(problem, hint)[1]:
         msg = f"hint for {problem.name!r} is not a valid placement: {check_placement(problem, hint)[1]}"
@@ -113,6 +118,8 @@ def solve_placement(
         sol = _solve_milp(problem, config, hint)
     elif method == "cpsat":
         sol = _solve_cpsat(problem, config, hint)
+    elif method == "hbm-enum":
+        sol = _solve_ring_enumeration(problem, config)
     elif method == "brute-force":
         decision, n_assignments = brute_force_placement(problem)
         enumerated = SolutionStatus.OPTIMAL, TerminationCondition.ENUMERATED
@@ -155,7 +162,7 @@ def _exact_solution(
 
 def _solution(method: str, status: SolutionStatus, termination: TerminationCondition, **fields: Any) -> Solution:
     """Return a placement ``Solution`` of ``method`` (``exact`` follows from the method)."""
-    return Solution("placement", method, method in EXACT_METHODS, status, termination, **fields)
+    return Solution("placement", method, method in EXACT_METHODS + BOUNDED_METHODS, status, termination, **fields)
 
 
 def _solve_milp(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None) -> Solution:
@@ -187,6 +194,20 @@ def _solve_cpsat(problem: PlacementProblem, config: SolverConfig, hint: dict[int
     sol = _exact_solution("cpsat", res, decision, bound, build_s)
     sol.extra = {"volume_unit": cp_vars.volume_unit, "rounding_error": cp_vars.rounding_error}
     return sol
+
+
+def _solve_ring_enumeration(problem: PlacementProblem, config: SolverConfig) -> Solution:
+    """Ring-layout enumeration + optimal assignment (solvers/placement_decomp.py)."""
+    from solvers.placement_decomp import DecompositionNotApplicable, solve_by_ring_enumeration
+
+    try:
+        res = solve_by_ring_enumeration(problem, config.time_limit_s)
+    except DecompositionNotApplicable as exc:
+        return _solution("hbm-enum", SolutionStatus.NO_SOLUTION, TerminationCondition.UNKNOWN, reason=str(exc))
+    term = TerminationCondition.ENUMERATED if res["proven"] else TerminationCondition.TIME_LIMIT
+    summary = f"hbm-enum: {res['layouts']:,} ring layouts, {res['assignments']:,} assignment problems solved"
+    return _solution("hbm-enum", SolutionStatus.FEASIBLE, term, decision=res["decision"], bound=res["bound"],
+                     log_summary=summary)
 
 
 def _solve_heuristic(problem: PlacementProblem, method: str, seed: int, hint: dict[int, str] | None) -> Solution:

@@ -19,6 +19,7 @@ from formulations.placement import (
 )
 from solvers.config import SolverConfig
 from solvers.placement import (
+    BOUNDED_METHODS,
     EXACT_METHODS,
     HEURISTIC_METHODS,
     PLACEMENT_METHODS,
@@ -124,7 +125,7 @@ def test_hand_calculated_optimum(problem: PlacementProblem, objective: float, de
     sol = solve_placement(problem, method, CONFIG)
     assert sol.objective == pytest.approx(objective)
     assert sol.decision == decision
-    expected = SolutionStatus.OPTIMAL if method in EXACT_METHODS else SolutionStatus.FEASIBLE
+    expected = SolutionStatus.OPTIMAL if method in EXACT_METHODS + BOUNDED_METHODS else SolutionStatus.FEASIBLE
     assert sol.status == expected
     assert sol.problem == "placement" and sol.method == method
 
@@ -240,5 +241,25 @@ def test_property_every_method_feasible_and_exact_agree(problem: PlacementProble
         if method in EXACT_METHODS:
             assert sol.status == SolutionStatus.OPTIMAL
             assert sol.objective == pytest.approx(best, rel=1e-9, abs=1e-9)
+        elif method in BOUNDED_METHODS:
+            # a proven bound below the optimum; exact when no compute-to-compute traffic exists
+            assert sol.bound <= best + 1e-9 and sol.objective >= best - 1e-9
+            if not any(not t.startswith("hbm:") and not u.startswith("hbm:") and v > 0
+                       for (t, u), v in problem.pair_volume.items()):
+                assert sol.objective == pytest.approx(best, rel=1e-9, abs=1e-9)
         else:
             assert sol.objective >= best - 1e-9
+
+
+@pytest.mark.parametrize("with_compute_traffic", [False, True])
+def test_ring_enumeration_on_4x4_against_brute_force(with_compute_traffic: bool) -> None:
+    """hbm-enum: exact without compute-to-compute traffic; otherwise its bound brackets the brute-force optimum."""
+    volumes = {("A", "hbm:a"): 7.0, ("M", "hbm:m"): 5.0, ("A", "hbm:m"): 1.0}
+    if with_compute_traffic:
+        volumes.update({("A", "M"): 2.0, ("M", "M"): 1.0})
+    problem = ring_problem(4, 4, {"hbm:a": 1, "hbm:m": 2, "A": 1, "M": 2}, volumes, "4x4-enum")
+    best = check_placement(problem, brute_force_placement(problem)[0])[0]
+    sol = solve_placement(problem, "hbm-enum", CONFIG)
+    assert sol.exact and sol.bound <= best + 1e-9 <= sol.objective + 2e-9
+    if not with_compute_traffic:
+        assert sol.status == SolutionStatus.OPTIMAL and sol.objective == pytest.approx(best)
