@@ -43,7 +43,7 @@ def main() -> None:
     pp = placement_problem(sc, point, row["capacity_rps"])
     heur = [solve_placement(pp, m, cfg) for m in ("hydra-greedy", "round-robin", "random", "local-search")]
     start = min((s for s in heur if s.objective is not None), key=lambda s: s.objective)
-    exact = [solve_placement(pp, m, cfg, hint=start.decision) for m in ("milp-highs", "cpsat")]
+    exact = [solve_placement(pp, m, cfg, hint=start.decision) for m in ("hbm-enum", "milp-highs", "cpsat")]
     show("placement (byte-hops/s)", heur + exact)
     best = min((s for s in exact if s.objective is not None), key=lambda s: s.objective)
     mp = mapping_problem(sc, point, best.decision, "decode", point.batch)
