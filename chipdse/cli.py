@@ -87,6 +87,68 @@ def explore(
         typer.echo(f"wrote {kind}: {p}")
 
 
+@app.command()
+def compare(
+    problem: Annotated[str, typer.Argument(metavar="PROBLEM",
+                                           help="placement, hbm-partition or mapping (decode mapping).")],
+    scenario: Annotated[Path | None, typer.Argument(
+        metavar="SCENARIO", help="Scenario YAML (default: the bundled default).", show_default=False)] = None,
+    methods: Annotated[list[str] | None, typer.Option(
+        "--methods", help="Methods to run (repeat the option); default: every method except brute force.",
+        show_default=False)] = None,
+    point: Annotated[str, typer.Option("--point", help="Which finalist: b-star or m-t.")] = "b-star",
+    time_limit: Annotated[float | None, typer.Option(
+        "--time-limit", min=0.1, help="Time limit per exact solve, s (default: the scenario's).",
+        show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON list.")] = False,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Also write the rows to this CSV file.",
+                                                  show_default=False)] = None,
+) -> None:
+    """Run every method of one decision problem on a scenario's B* (or M_T) instance and compare them.
+
+    Columns: method, exact, objective, bound, gap (own), gap to the best proven bound, status, wall time.
+    """
+    import json
+
+    import pandas as pd
+
+    from chipdse.io import atomic_path
+    from chipdse.problems import finalist_instance
+    from chipdse.scenario import load_scenario
+    from solvers.compare import comparison_rows, run_methods, validate_methods
+    from solvers.config import SolverConfig
+
+    try:
+        validate_methods(problem, methods)
+        sc = load_scenario(scenario)
+        cfg = SolverConfig(time_limit_s=time_limit or sc.spec.time_limit_s, seed=sc.spec.seed)
+        instance, label = finalist_instance(sc, problem, point)
+        rows = comparison_rows(run_methods(problem, instance, methods, cfg))
+        if csv_path is not None:
+            with atomic_path(csv_path) as tmp:
+                pd.DataFrame(rows).to_csv(tmp, index=False)
+    except (ChipdseError, ValueError) as exc:
+        _fail(exc)
+    except OSError as exc:
+        _fail(f"cannot write {csv_path}: {exc.strerror or exc}")
+    if as_json:
+        typer.echo(json.dumps(rows, default=str))
+        return
+    typer.echo(f"{problem} on {label} ({point}), time limit {cfg.time_limit_s:g} s per exact solve")
+    typer.echo(f"{'method':14s} {'exact':>5s} {'objective':>12s} {'bound':>12s} {'gap':>8s} {'to best':>8s} "
+               f"{'status':>12s} {'wall s':>8s}")
+    for r in rows:
+        def num(v: float | None) -> str:
+            return "-" if v is None else f"{v:.5g}"
+
+        def pct(v: float | None) -> str:
+            return "-" if v is None else f"{100 * v:.3g}%"
+
+        typer.echo(f"{r['method']:14s} {'yes' if r['exact'] else 'no':>5s} {num(r['objective']):>12s} "
+                   f"{num(r['bound']):>12s} {pct(r['gap']):>8s} {pct(r['gap_to_best_bound']):>8s} "
+                   f"{r['status']:>12s} {r['wall_s']:8.2f}")
+
+
 def placement_summary(sols: list) -> list[str]:
     """One line for the best exact placement (objective, bound, gap) and one per heuristic (how much worse)."""
     from chipdse.explore import best_exact

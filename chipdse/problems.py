@@ -120,6 +120,54 @@ def placement_problem(sc: LoadedScenario, point: PointSpec, capacity_rps: float)
                             model_volume_floor=1e-3)
 
 
+def finalist_instance(sc: LoadedScenario, problem_name: str, point: str = "b-star") -> tuple[object, str]:
+    """Build the ``problem_name`` instance of the scenario's B* or M_T (``point``), as explore does.
+
+    Mapping instances are the decode mapping on the point's ring-enumeration placement.
+
+    Returns
+    -------
+    (instance, label)
+        The problem object and the design point's label.
+
+    Raises
+    ------
+    InfeasibleDesignError
+        When no design point is buildable or stable.
+    ValueError
+        Unknown problem name or point.
+    """
+    from chipdse.design_space import enumerate_points
+    from chipdse.errors import InfeasibleDesignError
+    from evaluators.estimator import Screen
+    from reports.pareto import pick_b_star, pick_m_t
+    from solvers.config import SolverConfig
+    from solvers.placement import solve_placement
+
+    pts, _ = enumerate_points(sc)
+    df = Screen(sc).score(pts)
+    pickers = {"b-star": pick_b_star, "m-t": pick_m_t}
+    if point not in pickers:
+        msg = f"--point must be one of {sorted(pickers)}, got {point!r}"
+        raise ValueError(msg)
+    try:
+        row = df.loc[pickers[point](df)].to_dict()
+    except ValueError as exc:
+        msg = f"{sc.workload_path}: arrival_rate_rps: {exc}"
+        raise InfeasibleDesignError(msg) from None
+    spec = PointSpec.from_row(row, sc.compute_types())
+    if problem_name == "hbm-partition":
+        return hbm_partition_problem(sc, int(row["n_hbm"])), row["label"]
+    placement = placement_problem(sc, spec, float(row["capacity_rps"]))
+    if problem_name == "placement":
+        return placement, row["label"]
+    if problem_name == "mapping":
+        layout = solve_placement(placement, "hbm-enum", SolverConfig(time_limit_s=sc.spec.time_limit_s))
+        return mapping_problem(sc, spec, layout.decision, "decode", spec.batch), row["label"]
+    msg = f"PROBLEM must be one of ['hbm-partition', 'mapping', 'placement'], got {problem_name!r}"
+    raise ValueError(msg)
+
+
 def mean_hops_to_groups(sc: LoadedScenario, decision: dict[int, str]) -> dict[int, dict[str, float]]:
     """For each placed compute chiplet's cell, the mean Manhattan hops to the stacks of each HBM group."""
     cols = sc.package.cols

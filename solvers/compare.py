@@ -1,0 +1,91 @@
+"""Run every method of one decision problem on one instance and tabulate them against the best proven bound."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from chipdse.solution import Solution, relative_gap
+from solvers.config import SolverConfig
+from solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition
+from solvers.mapping import MAPPING_METHODS, solve_mapping
+from solvers.placement import PLACEMENT_METHODS, solve_placement
+
+#: problem name -> (all methods, methods run by default, solve function)
+PROBLEMS: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable[..., Solution]]] = {
+    "placement": (PLACEMENT_METHODS, tuple(m for m in PLACEMENT_METHODS if m != "brute-force"), solve_placement),
+    "hbm-partition": (HBM_PARTITION_METHODS, HBM_PARTITION_METHODS, solve_hbm_partition),
+    "mapping": (MAPPING_METHODS, tuple(m for m in MAPPING_METHODS if m != "brute-force"), solve_mapping),
+}
+
+
+def validate_methods(problem_name: str, methods: Sequence[str] | None) -> list[str]:
+    """Return the methods to run (the defaults when none are given).
+
+    Raises
+    ------
+    ValueError
+        Unknown problem or method; the message lists the valid ones.
+    """
+    if problem_name not in PROBLEMS:
+        msg = f"PROBLEM must be one of {sorted(PROBLEMS)}, got {problem_name!r}"
+        raise ValueError(msg)
+    valid, default, _ = PROBLEMS[problem_name]
+    chosen = list(methods) if methods else list(default)
+    bad = [m for m in chosen if m not in valid]
+    if bad:
+        msg = f"unknown {problem_name} method(s) {bad}; valid: {list(valid)}"
+        raise ValueError(msg)
+    return chosen
+
+
+def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None, config: SolverConfig
+                ) -> list[Solution]:
+    """Solve ``instance`` with each method (heuristics first; exact placement methods start from the best so far).
+
+    Parameters
+    ----------
+    problem_name : str
+        ``"placement"``, ``"hbm-partition"`` or ``"mapping"``.
+    instance : PlacementProblem | HbmPartitionProblem | MappingProblem
+    methods : sequence of str, optional
+        Default: every method except brute force.
+    config : SolverConfig
+
+    Returns
+    -------
+    list[Solution]
+        In the order given.
+
+    Raises
+    ------
+    ValueError
+        Unknown problem or method (the message lists the valid ones).
+    """
+    chosen = validate_methods(problem_name, methods)
+    solve = PROBLEMS[problem_name][2]
+    sols: list[Solution] = []
+    for m in chosen:
+        if problem_name == "placement":
+            found = [s for s in sols if s.objective is not None]
+            hint = min(found, key=lambda s: s.objective).decision if found else None
+            sols.append(solve(instance, m, config, seed=config.seed, hint=hint))
+        else:
+            sols.append(solve(instance, m, config))
+    return sols
+
+
+def comparison_rows(sols: list[Solution]) -> list[dict[str, Any]]:
+    """Rows with keys method, exact, objective, bound, gap (own MILP gap), gap_to_best_bound, status, wall_s.
+
+    ``gap_to_best_bound`` is |objective - tightest bound of any exact method| / |objective|.
+    """
+    sign = 1 if sols and sols[0].sense == "min" else -1
+    bounds = [s.bound for s in sols if s.exact and s.bound is not None]
+    best_bound = max(bounds, key=lambda v: sign * v) if bounds else None
+    rows = []
+    for s in sols:
+        rows.append({"method": s.method, "exact": s.exact, "objective": s.objective, "bound": s.bound,
+                     "gap": s.gap, "gap_to_best_bound": relative_gap(s.objective, best_bound),
+                     "status": s.status.value, "wall_s": round(s.wall_s, 4)})
+    return rows

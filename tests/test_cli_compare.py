@@ -1,0 +1,43 @@
+"""`chipdse compare`: every method on one instance, as a table or JSON, checked against its own invariants."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from chipdse.cli import app
+
+runner = CliRunner()
+KEYS = {"method", "exact", "objective", "bound", "gap", "gap_to_best_bound", "status", "wall_s"}
+
+
+def test_compare_hbm_partition_json_exact_methods_agree(tmp_path: Path) -> None:
+    csv = tmp_path / "rows.csv"
+    result = runner.invoke(app, ["compare", "hbm-partition", "--json", "--csv", str(csv)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert {r["method"] for r in rows} == {"milp-highs", "cpsat", "enumeration", "proportional"}
+    assert all(set(r) == KEYS for r in rows)
+    exact = [r["objective"] for r in rows if r["exact"]]
+    assert len(set(exact)) == 1  # MILP, CP-SAT and enumeration prove the same optimum
+    assert all(r["objective"] <= exact[0] for r in rows)  # maximization: no heuristic above it
+    assert csv.read_text().startswith("method,")
+
+
+def test_compare_placement_exact_bound_below_every_heuristic() -> None:
+    result = runner.invoke(app, ["compare", "placement", "--json", "--methods", "hbm-enum",
+                                 "--methods", "hydra-greedy", "--methods", "round-robin"])
+    assert result.exit_code == 0, result.output
+    rows = {r["method"]: r for r in json.loads(result.output)}
+    bound = rows["hbm-enum"]["bound"]
+    assert bound <= rows["hbm-enum"]["objective"]
+    assert all(bound <= rows[m]["objective"] for m in ("hydra-greedy", "round-robin"))
+
+
+def test_compare_rejects_unknown_problem_and_method() -> None:
+    for args in (["compare", "floorplan"], ["compare", "mapping", "--methods", "magic"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert "error:" in result.output
