@@ -149,6 +149,74 @@ def compare(
                    f"{r['status']:>12s} {r['wall_s']:8.2f}")
 
 
+@app.command()
+def sweep(
+    scenario: Annotated[Path | None, typer.Argument(
+        metavar="SCENARIO", help="Scenario YAML (default: the bundled default).", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="Run the jobs on a local process pool of N workers.", show_default=False)] = None,
+    dask_local: Annotated[int | None, typer.Option(
+        "--dask-local", min=1, help="Run the jobs on a local Dask cluster of N workers.", show_default=False)] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", help="Run the jobs on the Dask cluster at this scheduler address (tcp://host:8786).",
+        show_default=False)] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Recompute every job, even those in the store.")] = False,
+    store_path: Annotated[Path | None, typer.Option(
+        "--store", help="SQLite results store; finished jobs are reused and each new one is saved as it "
+                        "completes. Default: reports/out/<scenario name>/results.sqlite.", show_default=False)] = None,
+) -> None:
+    """Score a scenario's whole design space with the estimator (resumable; in-process, process pool or Dask)."""
+    import json
+
+    from chipdse.parallel import Backend
+    from chipdse.scenario import load_scenario
+    from chipdse.store import ResultsStore
+    from chipdse.sweep import summary_json
+    from chipdse.sweep import sweep as run_sweep
+
+    if sum(x is not None for x in (workers, dask_local, scheduler)) > 1:
+        _fail("choose at most one of --workers, --dask-local and --scheduler")
+    if workers is not None:
+        backend = Backend.processes(workers)
+    elif dask_local is not None:
+        backend = Backend.dask_local(dask_local)
+    elif scheduler is not None:
+        backend = Backend.dask(scheduler)
+    else:
+        backend = Backend.in_process()
+    path: Path | None = store_path
+    try:
+        sc = load_scenario(scenario)
+        path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
+        with ResultsStore(path) as store, Progress(
+                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                console=err, transient=True) as bar:
+            task = bar.add_task(f"sweeping {sc.spec.name} ({backend.describe()})", total=None)
+
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            result = run_sweep(sc, backend, store=store, fresh=fresh, progress=progress)
+    except ChipdseError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: finished jobs are saved in {path}; rerun the same command to resume")
+        raise typer.Exit(130) from None
+    summary = summary_json(result)
+    if as_json:
+        typer.echo(json.dumps(summary))
+        return
+    typer.echo(f"{sc.spec.name}: {summary['points']:,} points ({summary['feasible']:,} feasible, "
+               f"{summary['infeasible']:,} infeasible, {summary['pareto']} on the Pareto front) in "
+               f"{summary['wall_s']:.2f} s on {summary['backend']}; {summary['jobs_stored']} of "
+               f"{summary['jobs']} jobs read from {path}")
+    for reason, n in summary["infeasible_reasons"].items():
+        typer.echo(f"  {n:,} infeasible: {reason}")
+    for reason in summary["unbuildable"]:
+        typer.echo(f"  not built: {reason}")
+
+
 def placement_summary(sols: list) -> list[str]:
     """One line for the best exact placement (objective, bound, gap) and one per heuristic (how much worse)."""
     from chipdse.explore import best_exact

@@ -171,7 +171,7 @@ class Screen:
                      np.where(n["mamba"] > 0, tm[FAMILY_MAMBA], 0.0),
                      ta[FAMILY_SHARED], tm[FAMILY_SHARED], n["attention"], n["mamba"])
         gby = s["gbytes0"][:, None] + np.outer(s["gbytes1"], batch)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):
             hbm_bound = np.where(stacks.T > 0, gby / (stacks.T * self.hbm_GBps * 1e9), 0.0).max(axis=0)
         return np.maximum(t, hbm_bound)
 

@@ -1,0 +1,240 @@
+"""Results store, job runner backends and the design-space sweep (issue 5: scale)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from chipdse.design_space import enumerate_points
+from chipdse.errors import ChipdseError
+from chipdse.parallel import Backend, run_jobs
+from chipdse.scenario import load_scenario
+from chipdse.store import ResultsStore, code_version, job_key
+from chipdse.sweep import frame_from_json, frame_to_json, summary_json, sweep
+from evaluators.estimator import Screen
+
+SMALL_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 6, "min_per_type": 1,
+               "d2d_GBps": [256, 512], "max_batch": [8, 32]}
+
+
+def _log_run(log: str, x: int) -> None:
+    """Append one line per job run (O_APPEND writes are atomic across processes and threads)."""
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, f"{x}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def square_job(job: dict[str, Any]) -> dict[str, Any]:
+    """A cheap job (module level, so process and Dask workers can unpickle it)."""
+    _log_run(job["log"], job["x"])
+    return {"x": job["x"], "y": job["x"] ** 2 + 0.1, "tag": ("a", job["x"])}
+
+
+def runs(log: Path) -> list[int]:
+    """The jobs actually run so far, in completion order."""
+    return [int(s) for s in log.read_text().split()] if log.exists() else []
+
+
+def key_of(job: dict[str, Any]) -> str:
+    return job_key("test-square", {"x": job["x"]}, "none", "none")
+
+
+@pytest.fixture
+def small_scenario(write_scenario):
+    return load_scenario(write_scenario({"design_space": SMALL_SPACE}, name="small.yaml"))
+
+
+def test_store_round_trip_wal_and_readers(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "results.sqlite"
+    result = {"a": 1, "b": [1.5, float("nan")], "c": "text", "d": None, "e": True}
+    with ResultsStore(path) as store:
+        assert store.count() == 0 and store.get("k1") is None
+        store.put("k1", result)
+        store.put("k2", {"v": 2})
+        with ResultsStore(path) as reader:  # a second connection sees committed rows while the writer is open
+            assert reader.count() == 2
+            got = reader.get("k1")
+        assert got["a"] == 1 and got["c"] == "text" and got["d"] is None and got["e"] is True
+        assert got["b"][0] == 1.5 and got["b"][1] != got["b"][1]  # NaN survives
+        assert store.keys() == ["k1", "k2"] and "k2" in store
+        store.put("k2", {"v": 3})
+        assert store.get("k2") == {"v": 3} and store.count() == 2
+    with pytest.raises(ChipdseError, match="closed"):
+        store.count()
+    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_job_key_depends_on_every_part() -> None:
+    base = job_key("k", {"a": 1, "b": 2}, "m", "w")
+    assert base == job_key("k", {"b": 2, "a": 1}, "m", "w")  # canonical JSON: key order does not matter
+    assert len({base, job_key("k2", {"a": 1, "b": 2}, "m", "w"), job_key("k", {"a": 1, "b": 3}, "m", "w"),
+                job_key("k", {"a": 1, "b": 2}, "m2", "w"), job_key("k", {"a": 1, "b": 2}, "m", "w2"),
+                job_key("k", {"a": 1, "b": 2}, "m", "w", version="other")}) == 6
+    assert code_version().startswith("0.1.0+")
+
+
+def test_run_jobs_skips_stored_jobs(tmp_path: Path) -> None:
+    log = tmp_path / "runs.log"
+    jobs = [{"x": x, "log": str(log)} for x in range(6)]
+    expected = [{"x": x, "y": x**2 + 0.1, "tag": ["a", x]} for x in range(6)]
+    seen: list[tuple[int, int]] = []
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        out = run_jobs(square_job, jobs, store=store, key_fn=key_of, progress=lambda d, t: seen.append((d, t)))
+        assert out == expected and sorted(runs(log)) == list(range(6)) and store.count() == 6
+        assert seen == [(i, 6) for i in range(7)]
+        assert run_jobs(square_job, jobs, store=store, key_fn=key_of) == expected
+        assert len(runs(log)) == 6  # nothing recomputed
+        more = jobs + [{"x": 6, "log": str(log)}]
+        assert run_jobs(square_job, more, store=store, key_fn=key_of)[-1]["y"] == 36.1
+        assert runs(log)[6:] == [6]
+        run_jobs(square_job, jobs, store=store, key_fn=key_of, fresh=True)
+        assert len(runs(log)) == 13  # fresh recomputes every job
+
+
+def test_interrupted_run_resumes_without_recomputing(tmp_path: Path) -> None:
+    log = tmp_path / "runs.log"
+    jobs = [{"x": x, "log": str(log)} for x in range(8)]
+    with ResultsStore(tmp_path / "ref.sqlite") as ref_store:
+        reference = run_jobs(square_job, [{**j, "log": str(tmp_path / "ref.log")} for j in jobs],
+                             store=ref_store, key_fn=key_of)
+    calls = {"n": 0}
+
+    def interrupted_after_3(job: dict[str, Any]) -> dict[str, Any]:
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        calls["n"] += 1
+        return square_job(job)
+
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        with pytest.raises(KeyboardInterrupt):
+            run_jobs(interrupted_after_3, jobs, store=store, key_fn=key_of)
+        assert store.count() == 3 and runs(log) == [0, 1, 2]
+    with ResultsStore(tmp_path / "r.sqlite") as store:  # a new process would reopen the file like this
+        assert run_jobs(square_job, jobs, store=store, key_fn=key_of) == reference
+    assert runs(log) == list(range(8))  # the first three were not run again
+
+
+def test_process_pool_equals_in_process(tmp_path: Path) -> None:
+    log = tmp_path / "runs.log"
+    jobs = [{"x": x, "log": str(log)} for x in range(5)]
+    serial = run_jobs(square_job, jobs)
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        pooled = run_jobs(square_job, jobs, Backend.processes(2), store=store, key_fn=key_of)
+        assert store.count() == 5
+    assert pooled == [{**r, "tag": list(r["tag"])} for r in serial]
+    assert sorted(runs(log)) == sorted(list(range(5)) * 2)
+
+
+def test_backend_and_store_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ChipdseError, match="workers must be >= 1, got 0"):
+        Backend.processes(0)
+    with ResultsStore(tmp_path / "r.sqlite") as store, pytest.raises(ChipdseError, match="key_fn"):
+        run_jobs(square_job, [], store=store)
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed now raises ImportError
+    with pytest.raises(ChipdseError, match=r'pip install "dask\[distributed\]"'):
+        run_jobs(square_job, [{"x": 1, "log": str(tmp_path / "l")}], Backend.dask_local(2))
+    assert not (tmp_path / "l").exists()
+
+
+def test_frame_json_round_trip(small_scenario) -> None:
+    pts, _ = enumerate_points(small_scenario)
+    df = Screen(small_scenario).score(pts)
+    assert df["ttft_s"].isna().any()
+    pd.testing.assert_frame_equal(frame_from_json(frame_to_json(df)), df, check_exact=True)
+
+
+def test_sweep_equals_screen_score(small_scenario) -> None:
+    pts, _ = enumerate_points(small_scenario)
+    expected = Screen(small_scenario).score(pts)
+    res = sweep(small_scenario)
+    pd.testing.assert_frame_equal(res.points.drop(columns="pareto"), expected, check_exact=True)
+    s = summary_json(res)
+    assert s["points"] == len(pts) == s["feasible"] + s["infeasible"]
+    assert s["feasible"] == int((expected["reason"] == "").sum())
+    assert sum(s["infeasible_reasons"].values()) == s["infeasible"]
+    assert 1 <= s["pareto"] == int(res.points["pareto"].sum()) and s["wall_s"] > 0
+    assert s["jobs"] == 3 and s["jobs_stored"] == 0
+
+
+def test_sweep_interrupted_then_resumed_equals_uninterrupted(small_scenario, tmp_path: Path) -> None:
+    full = sweep(small_scenario)
+    path = tmp_path / "sweep.sqlite"
+
+    def stop_after_two(done: int, _total: int) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with ResultsStore(path) as store, pytest.raises(KeyboardInterrupt):
+        sweep(small_scenario, store=store, progress=stop_after_two)
+    with ResultsStore(path) as store:
+        assert store.count() == 2
+        resumed = sweep(small_scenario, store=store)
+        assert resumed.jobs_stored == 2 and store.count() == 3
+        again = sweep(small_scenario, store=store)
+        assert again.jobs_stored == 3
+        assert sweep(small_scenario, store=store, fresh=True).jobs_stored == 0
+    for r in (resumed, again):
+        pd.testing.assert_frame_equal(r.points, full.points, check_exact=True)
+
+
+def test_sweep_process_pool_equals_in_process(small_scenario, tmp_path: Path) -> None:
+    serial = sweep(small_scenario)
+    with ResultsStore(tmp_path / "s.sqlite") as store:
+        pooled = sweep(small_scenario, Backend.processes(2), store=store)
+        assert store.count() == 3
+    pd.testing.assert_frame_equal(pooled.points, serial.points, check_exact=True)
+    assert pooled.backend == "process pool (2 workers)"
+
+
+def test_sweep_dask_local_cluster_equals_in_process(small_scenario, tmp_path: Path) -> None:
+    pytest.importorskip("distributed", reason='dask.distributed not installed (pip install "dask[distributed]")')
+    serial = sweep(small_scenario)
+    with ResultsStore(tmp_path / "s.sqlite") as store:
+        on_dask = sweep(small_scenario, Backend.dask_local(2, processes=False), store=store)
+        assert store.count() == 3
+    pd.testing.assert_frame_equal(on_dask.points, serial.points, check_exact=True)
+
+
+def test_run_jobs_dask_local_cluster_equals_in_process(tmp_path: Path) -> None:
+    pytest.importorskip("distributed", reason='dask.distributed not installed (pip install "dask[distributed]")')
+    log = tmp_path / "runs.log"
+    jobs = [{"x": x, "log": str(log)} for x in range(5)]
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        out = run_jobs(square_job, jobs, Backend.dask_local(2, processes=False), store=store, key_fn=key_of)
+        assert run_jobs(square_job, jobs, Backend.dask_local(2, processes=False), store=store,
+                        key_fn=key_of) == out
+        assert sorted(runs(log)) == list(range(5))  # the second Dask run skipped every job
+    with ResultsStore(tmp_path / "r2.sqlite") as store:
+        assert out == run_jobs(square_job, jobs, store=store, key_fn=key_of)
+
+
+def test_cli_sweep_json_and_resume(write_scenario, tmp_path: Path) -> None:
+    """`chipdse sweep --json` prints the summary keys; a rerun reads every job from the store."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from chipdse.cli import app
+
+    path = write_scenario({"name": "cli-sweep", "design_space": {
+        "total_chiplets": 24, "hbm_min": 5, "hbm_max": 6, "d2d_GBps": [512], "max_batch": [8, 32]}})
+    store = tmp_path / "store.sqlite"
+    runner = CliRunner()
+    first = runner.invoke(app, ["sweep", str(path), "--json", "--store", str(store)])
+    assert first.exit_code == 0, first.output
+    summary = _json.loads(first.output)
+    assert {"points", "feasible", "infeasible", "pareto", "wall_s"} <= set(summary)
+    assert summary["points"] == (816 + 680) * 2 and summary["jobs_stored"] == 0
+    again = _json.loads(runner.invoke(app, ["sweep", str(path), "--json", "--store", str(store)]).output)
+    assert again["jobs_stored"] == again["jobs"] == 2
+    keys = ("points", "feasible", "pareto")
+    assert {k: again[k] for k in keys} == {k: summary[k] for k in keys}
