@@ -10,12 +10,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
 import pyomo.environ as pyo
 from ortools.sat.python import cp_model
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus as PyoSolStatus
 from pyomo.contrib.solver.common.results import TerminationCondition as PyoTerm
+from pyomo.contrib.solver.solvers.highs import Highs
 
 from chipdse.solution import SolutionStatus, TerminationCondition
 from solvers.config import SolverConfig
@@ -53,6 +55,21 @@ class BackendResult:
     def has_solution(self) -> bool:
         """True when an incumbent exists and its values are loaded / readable."""
         return self.status in (SolutionStatus.OPTIMAL, SolutionStatus.FEASIBLE)
+
+
+_HIGHS_THREADS: list[int] = []
+"""Thread count HiGHS's process-wide scheduler was started with (empty before the first solve)."""
+
+
+def _highs_threads(threads: int) -> None:
+    """Restart HiGHS's process-wide thread scheduler when a solve asks for a different thread count.
+
+    HiGHS starts one global scheduler at its first solve; a later solve with another ``threads`` value fails
+    with status 'unknown' ("scheduler has already been initialized") unless the scheduler is reset.
+    """
+    if _HIGHS_THREADS and _HIGHS_THREADS[0] != threads:
+        highspy.Highs.resetGlobalScheduler(True)
+    _HIGHS_THREADS[:] = [threads]
 
 
 def _highs_with_start(opt: object, model: pyo.ConcreteModel) -> None:
@@ -98,7 +115,11 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
         Status, termination, incumbent objective and bound (``None`` when there is none) and wall time.
         Infeasible and time-limit outcomes are results, not exceptions.
     """
-    opt = SolverFactory(solver)
+    # A fresh HiGHS interface per solve: Pyomo's factory hands out one shared instance, and the MIP-start
+    # hook below must not outlive this call.
+    opt = Highs() if solver == "highs" else SolverFactory(solver)
+    if solver == "highs":
+        _highs_threads(config.threads)
     if warm_start and solver == "highs":
         _highs_with_start(opt, model)
     options = dict(config.native)

@@ -151,7 +151,7 @@ def test_kstar_by_hand() -> None:
     for method in EXPERT_SPLIT_METHODS:
         sol = solve_expert_split(HAND, method, CFG)
         want = 7.5e-4 if method == "static-1-9" else 5e-4
-        assert sol.objective == pytest.approx(want), method
+        assert sol.objective == pytest.approx(want), (method, sol.status, sol.log_summary, sol.reason)
 
 
 def test_checker_lists_violations() -> None:

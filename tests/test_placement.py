@@ -263,3 +263,17 @@ def test_ring_enumeration_on_4x4_against_brute_force(with_compute_traffic: bool)
     assert sol.exact and sol.bound <= best + 1e-9 <= sol.objective + 2e-9
     if not with_compute_traffic:
         assert sol.status == SolutionStatus.OPTIMAL and sol.objective == pytest.approx(best)
+
+
+def test_mip_start_does_not_leak_between_solves() -> None:
+    """Regression: the HiGHS MIP-start hook was installed on Pyomo's shared solver instance, so later solves of
+    other models replayed stale starts (a NOVA MILP then returned no solution). Alternate two models."""
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    before = SolverFactory("highs")._solve
+    for _ in range(3):
+        for problem in SMALL[:2]:
+            hint = solve_placement(problem, "hydra-greedy", CONFIG).decision
+            sol = solve_placement(problem, "milp-highs", CONFIG, hint=hint)
+            assert sol.status == SolutionStatus.OPTIMAL
+    assert SolverFactory("highs")._solve == before

@@ -1,0 +1,221 @@
+"""NoI topology of the simulator: XY routes, link / port reservations, uncontended stage times."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from evaluators.sim_config import (
+    _FEATURES,
+    Phase,
+    PhaseTable,
+    SimConfig,
+    _mul,
+)
+from evaluators.sim_kernel import SimulationError
+
+
+def xy_route(cols: int, src: int, dst: int) -> list[tuple[int, int]]:
+    """Return the directed links of the XY route from cell ``src`` to cell ``dst`` (columns first, then rows).
+
+    Parameters
+    ----------
+    cols : int
+        Grid columns (cells are ``row * cols + col``).
+    src, dst : int
+        Cells.
+
+    Returns
+    -------
+    list[tuple[int, int]]
+        ``(from_cell, to_cell)`` per hop; its length is the Manhattan distance.
+    """
+    r, c = divmod(src, cols)
+    r1, c1 = divmod(dst, cols)
+    out = []
+    while c != c1:
+        n = c + (1 if c1 > c else -1)
+        out.append((r * cols + c, r * cols + n))
+        c = n
+    while r != r1:
+        n = r + (1 if r1 > r else -1)
+        out.append((r * cols + c, n * cols + c))
+        r = n
+    return out
+
+
+@dataclass
+class _Plan:
+    """How one stage template runs on one chiplet, as coefficient vectors over the phase's features.
+
+    The local (compute) time is ``sum_k max(0, d_k . f)`` with ``d_k = compute_k - hbm_bytes_k / B_HBM``:
+    tasks whose ``d_k`` is non-negative everywhere are summed into ``linear``, those that can change sign are
+    kept in ``mixed``, and tasks that can never be compute-bound drop out. ``groups`` lists, per memory group,
+    the summed byte coefficients, the stripes' resource routes (one per stack: port, then links) and the Eq. 3
+    NoI seconds per byte (mean hops / B_NoI).
+    """
+
+    linear: tuple[float, ...] | None
+    mixed: list[tuple[float, ...]]
+    groups: list[tuple[tuple[float, ...], list[tuple[int, ...]], float]]
+
+
+class _Topology:
+    """Stages, compatibility, plans and NoI resources derived from a :class:`SimConfig` (no run state)."""
+
+    def __init__(self, cfg: SimConfig) -> None:
+        self.cfg = cfg
+        self.ids = [c.id for c in cfg.chiplets]
+        self.index = {c.id: i for i, c in enumerate(cfg.chiplets)}
+        self.cells = [c.cell for c in cfg.chiplets]
+        self.groups = {g.name: i for i, g in enumerate(cfg.memory)}
+        noi = cfg.noi
+        self.cols = noi.cols
+        self._route_cache: dict[tuple[int, int], tuple[int, ...]] = {}
+        # resources: HBM ports first (one per stack), then every directed mesh link
+        self.res_keys: list[tuple[str, int, int]] = []
+        self.inv_rate: list[float] = []
+        self.latency: list[float] = []
+        self.res_id: dict[tuple[str, int, int], int] = {}
+        for g in cfg.memory:
+            for cell in g.stack_cells:
+                self._add_resource(("hbm", cell, cell), noi.hbm_GBps, 0.0)
+        for r in range(noi.rows):
+            for c in range(noi.cols):
+                a = r * noi.cols + c
+                for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+                    rr, cc = r + dr, c + dc
+                    if 0 <= rr < noi.rows and 0 <= cc < noi.cols:
+                        self._add_resource(("link", a, rr * noi.cols + cc), noi.link_GBps, noi.hop_latency_s)
+        self.templates: list[tuple[Phase, list[str], int, tuple[int, ...]]] = []
+        self.stages: dict[str, list[int]] = {}
+        self.plans: list[dict[int, _Plan]] = []
+        for phase in ("prefill", "decode"):
+            self._build_phase(phase)
+        self.compat_sets = [frozenset(t[3]) for t in self.templates]
+        peers: list[set[int]] = [set() for _ in self.ids]
+        for _, _, _, comp in self.templates:
+            for c in comp:
+                peers[c].update(comp)
+        self.peers = [tuple(sorted(p - {i})) for i, p in enumerate(peers)]
+
+    def _add_resource(self, key: tuple[str, int, int], GBps: float, latency_s: float) -> None:  # noqa: N803
+        self.res_id[key] = len(self.res_keys)
+        self.res_keys.append(key)
+        self.inv_rate.append(1.0 / (GBps * 1e9))
+        self.latency.append(latency_s)
+
+    def link_route(self, src_cell: int, dst_cell: int) -> tuple[int, ...]:
+        """Resource ids of the XY route between two cells (cached)."""
+        key = (src_cell, dst_cell)
+        route = self._route_cache.get(key)
+        if route is None:
+            route = tuple(self.res_id[("link", a, b)] for a, b in xy_route(self.cols, src_cell, dst_cell))
+            self._route_cache[key] = route
+        return route
+
+    def _build_phase(self, phase: Phase) -> None:
+        cfg = self.cfg
+        table: PhaseTable = getattr(cfg, phase)
+        order: list[str] = []
+        by_chiplet: dict[str, list[str]] = {}
+        for k in table.tasks:
+            c = table.mapping[k]
+            if c not in by_chiplet:
+                order.append(c)
+                by_chiplet[c] = []
+            by_chiplet[c].append(k)
+        self.stages[phase] = []
+        for c in order:
+            tasks = by_chiplet[c]
+            pref = self.index[c]
+            comp = [pref] + [i for i, ch in enumerate(cfg.chiplets) if i != pref and ch.phase == phase
+                             and all((k, ch.id) in table.cost for k in tasks)]
+            tid = len(self.templates)
+            self.templates.append((phase, tasks, pref, tuple(comp)))
+            self.stages[phase].append(tid)
+            self.plans.append({i: self._plan(table, tasks, i) for i in comp})
+
+    def _plan(self, table: PhaseTable, tasks: list[str], chiplet: int) -> _Plan:
+        cfg = self.cfg
+        cid, cell = self.ids[chiplet], self.cells[chiplet]
+        inv_hbm = 1.0 / (cfg.noi.hbm_GBps * 1e9)
+        n_feat = len(table.cost[(tasks[0], cid)].compute_s)
+        linear = [0.0] * n_feat
+        mixed: list[tuple[float, ...]] = []
+        group_bytes: dict[int, list[float]] = {}
+        for k in tasks:
+            cost = table.cost[(k, cid)]
+            by = tuple(float(x) for x in cost.hbm_bytes) or (0.0,) * n_feat
+            if any(by):
+                acc = group_bytes.setdefault(self.groups[cost.group], [0.0] * n_feat)
+                for i, x in enumerate(by):
+                    acc[i] += x
+            d = tuple(float(c) - b * inv_hbm for c, b in zip(cost.compute_s, by, strict=True))
+            if all(x >= 0 for x in d):
+                linear = [a + x for a, x in zip(linear, d, strict=True)]
+            elif any(x > 0 for x in d):
+                mixed.append(d)
+        groups = []
+        for g in sorted(group_bytes):
+            stacks = cfg.memory[g].stack_cells
+            routes = [(self.res_id[("hbm", st, st)], *self.link_route(st, cell)) for st in stacks]
+            hops = float(np.mean([len(xy_route(self.cols, st, cell)) for st in stacks]))
+            groups.append((tuple(group_bytes[g]), routes, hops / (cfg.noi.link_GBps * 1e9)))
+        return _Plan(tuple(linear) if any(linear) else None, mixed, groups)
+
+    def local_s(self, plan: _Plan, f: tuple[float, ...]) -> float:
+        """Compute time of ``plan`` not hidden behind its HBM reads, s."""
+        local = sum(map(_mul, plan.linear, f)) if plan.linear is not None else 0.0
+        for d in plan.mixed:
+            x = sum(map(_mul, d, f))
+            if x > 0.0:
+                local += x
+        return local
+
+    def uncontended_s(self, plan: _Plan, f: tuple[float, ...]) -> float:
+        """Stage time of ``plan`` at features ``f`` with every resource free, s."""
+        t = self.local_s(plan, f)
+        for coeffs, routes, _ in plan.groups:
+            per = sum(map(_mul, coeffs, f)) / len(routes)
+            if per > 0.0:
+                t += sum(per * self.inv_rate[r] + self.latency[r] for route in routes for r in route)
+        return t
+
+
+def uncontended_stage_times(config: SimConfig, phase: Phase, features: tuple[float, ...]) -> dict[str, float]:
+    """Return each stage's time on its preferred chiplet with no contention, s (HYDRA Eq. 4's t_c).
+
+    Parameters
+    ----------
+    config : SimConfig
+    phase : {"prefill", "decode"}
+    features : tuple[float, ...]
+        The phase's feature values (:data:`PREFILL_FEATURES` or :data:`DECODE_FEATURES`).
+
+    Returns
+    -------
+    dict[str, float]
+        Preferred chiplet id of every stage -> ``sum_k max(compute_k, bytes_k / B_HBM)`` plus the stripes'
+        port and link times (``mean_hops * bytes / B_NoI`` plus hop latencies), s.
+
+    Raises
+    ------
+    SimulationError
+        When ``features`` has the wrong length.
+    """
+    if len(features) != len(_FEATURES[phase]):
+        msg = f"{phase} features must be {_FEATURES[phase]}, got {features!r}"
+        raise SimulationError(msg)
+    topo = _Topology(config)
+    out = {}
+    for tid in topo.stages[phase]:
+        pref = topo.templates[tid][2]
+        out[topo.ids[pref]] = topo.uncontended_s(topo.plans[tid][pref], tuple(float(x) for x in features))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,790 @@
+"""Policies of the serving simulator: arrival processes, batchers and task schedulers.
+
+Each family is a small ABC with one or two abstract methods, one frozen config per policy carrying its
+``kind``, and an enum-keyed registry (STYLE.md item 10; as in Vidur ``scheduler/global_scheduler/`` and
+``utils/base_registry.py``). :func:`make_arrival`, :func:`make_batcher` and :func:`make_scheduler` turn a
+config into a policy object. The simulator's entities that policies see (:class:`SimRequest`,
+:class:`StageJob`, :class:`DecodeSlot`) are defined here too, so that this module does not import the
+simulator; what a policy may ask of the simulator is written down as the protocols :class:`AdmissionState`
+and :class:`ClusterView`.
+
+Families
+--------
+Arrival processes (:class:`ArrivalKind`)
+    ``trace``: replay the sample's timestamps, optionally rescaled to a target mean rate; ``poisson``;
+    ``gamma`` inter-arrival times with a given coefficient of variation. All draw from the seeded
+    ``numpy.random.Generator`` they are given.
+Batchers (:class:`BatcherKind`)
+    ``static``: fixed batches of ``max_batch`` requests, prefilled together and decoded until the longest
+    finishes, never refilled (HYDRA Sec. IV-B, Fig. 5 top). ``dynamic``: continuous batching with a max
+    batch and a token budget, requests joining and leaving between iterations (HYDRA Sec. IV-B).
+Task schedulers (:class:`SchedulerKind`)
+    ``static`` (the mapping's preferred chiplet), ``fcfs`` (round-robin over compatible chiplets),
+    ``work-stealing`` (an idle compatible chiplet takes queued work) and ``elastic`` (HYDRA Sec. IV-C: keep
+    the preferred chiplet under mild imbalance, else the compatible chiplet with the least queue wait plus
+    hop penalty). HYDRA Sec. VI-E compares exactly these four.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from typing import Any, ClassVar, Protocol, TypeVar
+
+import numpy as np
+
+from chipdse.workloads import LengthSample
+from evaluators.sim_kernel import SimulationError
+
+# --------------------------------------------------------------------------------------------------------------
+# Entities the policies see
+# --------------------------------------------------------------------------------------------------------------
+
+
+class RequestState(IntEnum):
+    """Where a request is."""
+
+    WAITING = 0
+    """In the request pool (new, or preempted and waiting to be recomputed)."""
+    PREFILL = 1
+    """Admitted; its prefill job is queued or running."""
+    READY = 2
+    """Prefilled; waiting for a place in a decode micro-batch (dynamic batching)."""
+    DECODE = 3
+    """A member of a decode micro-batch."""
+    DONE = 4
+    """All output tokens generated."""
+
+
+class SimRequest:
+    """One request's progress through the simulator (mutable; one per arrival).
+
+    Attributes
+    ----------
+    index : int
+        Arrival order (0-based); also the tie-break among equals (older first).
+    arrival_s : float
+    prompt_tokens, output_tokens : int
+        Prompt length and total output length, tokens (the first output token comes from prefill).
+    generated : int
+        Output tokens produced so far (kept across preemptions: they were already delivered).
+    state : RequestState
+    epoch : int
+        Bumped at every preemption, so work started for an earlier admission is recognized and dropped.
+    blocks : int
+        KV / state memory blocks held (``block_tokens`` tokens each).
+    demand_tokens : float
+        The token cost the batcher charged at admission (returned at finish or preemption).
+    slot : DecodeSlot | None
+        The decode micro-batch it belongs to (static batching binds it at admission).
+    admitted_s, prefill_start_s, first_token_s, last_token_s, finish_s : float
+        Time stamps, s (NaN until they happen; admitted and prefill start are the first occurrence).
+    preemptions : int
+    """
+
+    __slots__ = ("index", "arrival_s", "prompt_tokens", "output_tokens", "generated", "state", "epoch",
+                 "blocks", "demand_tokens", "slot", "admitted_s", "prefill_start_s", "first_token_s",
+                 "last_token_s", "finish_s", "preemptions")
+
+    def __init__(self, index: int, arrival_s: float, prompt_tokens: int, output_tokens: int) -> None:
+        self.index = index
+        self.arrival_s = arrival_s
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = output_tokens
+        self.generated = 0
+        self.state = RequestState.WAITING
+        self.epoch = 0
+        self.blocks = 0
+        self.demand_tokens = 0.0
+        self.slot: DecodeSlot | None = None
+        nan = math.nan
+        self.admitted_s = self.prefill_start_s = self.first_token_s = self.last_token_s = self.finish_s = nan
+        self.preemptions = 0
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens whose KV / state the request holds or needs now: prompt + generated output."""
+        return self.prompt_tokens + self.generated
+
+
+class DecodeSlot:
+    """One decode micro-batch: the requests that go through the decode pipeline together.
+
+    Attributes
+    ----------
+    index : int
+    members : list[SimRequest]
+        Requests of the current (or next) iteration.
+    running : bool
+        An iteration of this slot is in the pipeline.
+    bound : bool
+        Static batching: a batch is bound to the slot (from admission until its last request finishes).
+    """
+
+    __slots__ = ("index", "members", "running", "bound")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.members: list[SimRequest] = []
+        self.running = False
+        self.bound = False
+
+
+class PrefillJob:
+    """The prefill of one admitted group (one request, or one static batch), split into prompt chunks.
+
+    Attributes
+    ----------
+    requests : list[tuple[SimRequest, int]]
+        Members and the epoch each had at admission.
+    slot : DecodeSlot | None
+        Static batching: the slot the group is bound to.
+    chunks_left : int
+        Chunks that have not yet left the last prefill stage.
+    """
+
+    __slots__ = ("requests", "slot", "chunks_left")
+
+    def __init__(self, requests: list[tuple[SimRequest, int]], slot: DecodeSlot | None, chunks: int) -> None:
+        self.requests = requests
+        self.slot = slot
+        self.chunks_left = chunks
+
+
+class StageJob:
+    """The unit the task scheduler places: one pipeline stage of one prefill chunk or one decode iteration.
+
+    A stage is the set of tasks the mapping puts on one chiplet (HYDRA Eq. 4's stage); a job visits the
+    stages of its phase in order.
+
+    Attributes
+    ----------
+    decode : bool
+        Decode iteration (True) or prefill job (False).
+    stage : int
+        Position in the phase's stage list.
+    template : int
+        Global stage-template id (what the scheduler's compatibility and preference are keyed by).
+    features : tuple[float, ...]
+        The phase's cost features (see ``evaluators.simulator.PREFILL_FEATURES`` / ``DECODE_FEATURES``).
+    requests : list[tuple[SimRequest, int]]
+        Members and the epoch each had when the job was made.
+    slot : DecodeSlot | None
+        Decode iterations: the micro-batch.
+    prefill : PrefillJob | None
+        Prefill chunks: the prefill they belong to.
+    chiplet : int
+        Chiplet it is queued on or running on (-1 before dispatch).
+    ready_s : float
+        When its inputs (activations from the previous stage) are on that chiplet, s.
+    est_s : float
+        Estimated service time on ``chiplet``, s (only kept when the scheduler uses queue waits).
+    """
+
+    __slots__ = ("decode", "stage", "template", "features", "requests", "slot", "prefill", "chiplet", "ready_s",
+                 "est_s")
+
+    def __init__(self, decode: bool, template: int, features: tuple[float, ...],
+                 requests: list[tuple[SimRequest, int]], slot: DecodeSlot | None, ready_s: float,
+                 prefill: PrefillJob | None = None) -> None:
+        self.decode = decode
+        self.stage = 0
+        self.template = template
+        self.features = features
+        self.requests = requests
+        self.slot = slot
+        self.prefill = prefill
+        self.chiplet = -1
+        self.ready_s = ready_s
+        self.est_s = 0.0
+
+
+class AdmissionState(Protocol):
+    """What a batcher may ask of the simulator when admitting."""
+
+    n_admitted: int
+    """Requests admitted and not yet finished or preempted."""
+    demand_tokens: float
+    """Sum of the admitted requests' token costs."""
+
+    def fits(self, requests: Sequence[SimRequest]) -> bool:
+        """Whether the memory the requests need at admission fits in the free HBM of every group."""
+        ...
+
+    def free_slots(self) -> list[DecodeSlot]:
+        """Decode slots with no bound batch and no members (static batching binds batches to them)."""
+        ...
+
+
+class ClusterView(Protocol):
+    """What a task scheduler may read of the chiplets."""
+
+    now_s: float
+
+    def compatible(self, template: int) -> tuple[int, ...]:
+        """Chiplets (indices) that can run a stage template, preferred chiplet first."""
+        ...
+
+    def preferred(self, template: int) -> int:
+        """The mapping's chiplet for a stage template."""
+        ...
+
+    def load(self, chiplet: int) -> int:
+        """Jobs queued on the chiplet plus the one running (0 or 1)."""
+        ...
+
+    def queue(self, chiplet: int) -> deque[StageJob]:
+        """The chiplet's FIFO queue (read only; the simulator moves jobs)."""
+        ...
+
+    def can_run(self, chiplet: int, template: int) -> bool:
+        """Whether the chiplet is compatible with the stage template."""
+        ...
+
+    def peers(self, chiplet: int) -> tuple[int, ...]:
+        """Chiplets sharing at least one compatible stage template with ``chiplet`` (itself excluded)."""
+        ...
+
+    def queue_wait_s(self, chiplet: int) -> float:
+        """Estimated time until the chiplet could start a new job: running remainder + queued estimates, s."""
+        ...
+
+    def hop_penalty_s(self, job: StageJob, chiplet: int) -> float:
+        """Uncontended NoI time of the job's HBM transfers if run on the chiplet (HYDRA Eq. 3), s."""
+        ...
+
+
+P = TypeVar("P")
+
+
+def _register(registry: dict[Any, type[P]], kind: Any) -> Callable[[type[P]], type[P]]:
+    def deco(cls: type[P]) -> type[P]:
+        registry[kind] = cls
+        return cls
+
+    return deco
+
+
+def _positive(name: str, value: float) -> None:
+    if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):
+        msg = f"{name} must be a positive finite number, got {value!r}"
+        raise SimulationError(msg)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Arrival processes
+# --------------------------------------------------------------------------------------------------------------
+
+
+class ArrivalKind(StrEnum):
+    """Arrival processes (DESIGN.md, Workload)."""
+
+    TRACE = "trace"
+    POISSON = "poisson"
+    GAMMA = "gamma"
+
+
+@dataclass(frozen=True)
+class TraceArrivalConfig:
+    """Replay the sample's ``arrival_s`` timestamps (shifted to start at 0).
+
+    Attributes
+    ----------
+    rate_rps : float | None
+        Target mean rate, requests/s: timestamps are scaled so the trace's mean rate becomes this one.
+        ``None`` replays the timestamps as they are.
+    """
+
+    rate_rps: float | None = None
+    kind: ArrivalKind = field(default=ArrivalKind.TRACE, init=False)
+
+    def __post_init__(self) -> None:
+        if self.rate_rps is not None:
+            _positive("TraceArrivalConfig.rate_rps", self.rate_rps)
+
+
+@dataclass(frozen=True)
+class PoissonArrivalConfig:
+    """Poisson arrivals: independent exponential gaps.
+
+    Attributes
+    ----------
+    rate_rps : float
+        Mean rate, requests/s.
+    """
+
+    rate_rps: float
+    kind: ArrivalKind = field(default=ArrivalKind.POISSON, init=False)
+
+    def __post_init__(self) -> None:
+        _positive("PoissonArrivalConfig.rate_rps", self.rate_rps)
+
+
+@dataclass(frozen=True)
+class GammaArrivalConfig:
+    """Gamma-distributed independent gaps (bursty for cv > 1, smoother than Poisson for cv < 1).
+
+    Attributes
+    ----------
+    rate_rps : float
+        Mean rate, requests/s.
+    cv : float
+        Coefficient of variation of the gaps (1 gives Poisson).
+    """
+
+    rate_rps: float
+    cv: float = 1.0
+    kind: ArrivalKind = field(default=ArrivalKind.GAMMA, init=False)
+
+    def __post_init__(self) -> None:
+        _positive("GammaArrivalConfig.rate_rps", self.rate_rps)
+        _positive("GammaArrivalConfig.cv", self.cv)
+
+
+ArrivalConfig = TraceArrivalConfig | PoissonArrivalConfig | GammaArrivalConfig
+
+
+class ArrivalProcess(ABC):
+    """Generates the arrival times of a run."""
+
+    def __init__(self, config: ArrivalConfig) -> None:
+        self.config = config
+
+    @abstractmethod
+    def arrival_times_s(self, duration_s: float, rng: np.random.Generator, sample: LengthSample) -> np.ndarray:
+        """Return increasing arrival times in ``[0, duration_s)``, s, shape (n,).
+
+        Parameters
+        ----------
+        duration_s : float
+            Length of the simulated window, s.
+        rng : numpy.random.Generator
+            The run's seeded generator (the only source of randomness).
+        sample : LengthSample
+            The request sample (trace replay reads its ``arrival_s``).
+        """
+
+
+ARRIVAL_PROCESSES: dict[ArrivalKind, type[ArrivalProcess]] = {}
+"""Registry: arrival kind -> class."""
+
+
+def _renewal_times(gaps: Callable[[int], np.ndarray], rate_rps: float, duration_s: float) -> np.ndarray:
+    """Cumulative sums of i.i.d. gaps drawn in blocks until they pass ``duration_s``."""
+    block = int(rate_rps * duration_s + 10.0 * math.sqrt(rate_rps * duration_s) + 16)
+    parts, t = [], 0.0
+    while t < duration_s:
+        times = t + np.cumsum(gaps(block))
+        parts.append(times)
+        t = float(times[-1])
+    out = np.concatenate(parts)
+    return out[out < duration_s]
+
+
+@_register(ARRIVAL_PROCESSES, ArrivalKind.POISSON)
+class PoissonArrivals(ArrivalProcess):
+    """Poisson process: exponential gaps with mean 1 / rate (Kleinrock Vol. 1, Sec. 2.10)."""
+
+    def arrival_times_s(self, duration_s: float, rng: np.random.Generator, sample: LengthSample) -> np.ndarray:
+        """Return Poisson arrival times in ``[0, duration_s)``, s."""
+        rate = self.config.rate_rps
+        return _renewal_times(lambda n: rng.exponential(1.0 / rate, n), rate, duration_s)
+
+
+@_register(ARRIVAL_PROCESSES, ArrivalKind.GAMMA)
+class GammaArrivals(ArrivalProcess):
+    """Renewal process with Gamma gaps: shape k = 1 / cv^2, scale 1 / (rate k), so the mean gap is 1 / rate."""
+
+    def arrival_times_s(self, duration_s: float, rng: np.random.Generator, sample: LengthSample) -> np.ndarray:
+        """Return Gamma-renewal arrival times in ``[0, duration_s)``, s."""
+        cfg = self.config
+        shape = 1.0 / cfg.cv**2
+        scale = 1.0 / (cfg.rate_rps * shape)
+        return _renewal_times(lambda n: rng.gamma(shape, scale, n), cfg.rate_rps, duration_s)
+
+
+@_register(ARRIVAL_PROCESSES, ArrivalKind.TRACE)
+class TraceArrivals(ArrivalProcess):
+    """Replay of the sample's timestamps, shifted to 0 and optionally rescaled to a target mean rate.
+
+    With a target rate, times are multiplied by observed_rate / target_rate, where the observed rate is
+    (n - 1) / (t_last - t_first). A trace shorter than the window simply ends (it is not repeated).
+    """
+
+    def arrival_times_s(self, duration_s: float, rng: np.random.Generator, sample: LengthSample) -> np.ndarray:
+        """Return the replayed arrival times in ``[0, duration_s)``, s.
+
+        Raises
+        ------
+        SimulationError
+            When the sample has no timestamps, or too few distinct ones to define a rate.
+        """
+        if sample.arrival_s is None:
+            msg = f"trace arrivals need timestamps; the sample from {sample.source!r} has no arrived_at column"
+            raise SimulationError(msg)
+        t = np.sort(np.asarray(sample.arrival_s, dtype=float))
+        t = t - t[0]
+        if self.config.rate_rps is not None:
+            span = float(t[-1])
+            if len(t) < 2 or span <= 0:
+                msg = f"rescaling a trace to a rate needs two distinct timestamps; {sample.source!r} has {len(t)}"
+                raise SimulationError(msg)
+            t = t * ((len(t) - 1) / span / self.config.rate_rps)
+        return t[t < duration_s]
+
+
+def make_arrival(config: ArrivalConfig) -> ArrivalProcess:
+    """Return the arrival process of ``config`` (looked up in :data:`ARRIVAL_PROCESSES` by its kind)."""
+    return ARRIVAL_PROCESSES[config.kind](config)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Batchers
+# --------------------------------------------------------------------------------------------------------------
+
+
+class BatcherKind(StrEnum):
+    """Request batching policies (HYDRA Sec. IV-B)."""
+
+    STATIC = "static"
+    DYNAMIC = "dynamic"
+
+
+@dataclass(frozen=True)
+class StaticBatcherConfig:
+    """Static batching.
+
+    Attributes
+    ----------
+    max_batch : int
+        Requests per batch; a batch forms only when this many are waiting and a decode slot is free.
+    """
+
+    max_batch: int
+    kind: BatcherKind = field(default=BatcherKind.STATIC, init=False)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.max_batch, int) and self.max_batch >= 1):
+            msg = f"StaticBatcherConfig.max_batch must be an integer >= 1, got {self.max_batch!r}"
+            raise SimulationError(msg)
+
+
+@dataclass(frozen=True)
+class DynamicBatcherConfig:
+    """Continuous batching with a token budget (HYDRA Sec. IV-B).
+
+    Attributes
+    ----------
+    max_batch : int
+        Most requests per decode micro-batch; at most ``max_batch x slots`` requests are admitted at once.
+    token_budget_tokens : float | None
+        Admission stops while the admitted requests' estimated token demand (prompt + median output each)
+        would exceed it. ``None`` derives it as the admission limit times the median per-request token cost
+        (prompt + output) of the request sample; ``math.inf`` turns the budget off.
+    """
+
+    max_batch: int
+    token_budget_tokens: float | None = None
+    kind: BatcherKind = field(default=BatcherKind.DYNAMIC, init=False)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.max_batch, int) and self.max_batch >= 1):
+            msg = f"DynamicBatcherConfig.max_batch must be an integer >= 1, got {self.max_batch!r}"
+            raise SimulationError(msg)
+        if self.token_budget_tokens is not None and not self.token_budget_tokens > 0:
+            msg = f"DynamicBatcherConfig.token_budget_tokens must be > 0 or None, got {self.token_budget_tokens!r}"
+            raise SimulationError(msg)
+
+
+BatcherConfig = StaticBatcherConfig | DynamicBatcherConfig
+
+
+class Batcher(ABC):
+    """Decides which waiting requests are admitted and which requests form each decode iteration.
+
+    Parameters
+    ----------
+    config : BatcherConfig
+    n_slots : int
+        Decode micro-batches the pipeline holds.
+    median_prompt_tokens, median_output_tokens : float
+        Medians of the request sample, tokens (the offline profile the token budget is derived from).
+    """
+
+    def __init__(self, config: BatcherConfig, n_slots: int, median_prompt_tokens: float,
+                 median_output_tokens: float) -> None:
+        self.config = config
+        self.max_batch = config.max_batch
+        self.n_slots = n_slots
+        self.median_output_tokens = median_output_tokens
+        self.median_cost_tokens = median_prompt_tokens + median_output_tokens
+
+    def demand_of(self, request: SimRequest) -> float:
+        """Estimated token cost of a request: prompt (and recomputed output) plus the median output, tokens."""
+        return request.context_tokens + self.median_output_tokens
+
+    @abstractmethod
+    def admit(self, pool: deque[SimRequest], state: AdmissionState) -> list[list[SimRequest]]:
+        """Pop the requests to admit now from the head of ``pool``, grouped by prefill job.
+
+        The simulator allocates their memory, starts their prefill and, for static batching, binds each group
+        to a free decode slot.
+        """
+
+    @abstractmethod
+    def fill(self, slot: DecodeSlot, ready: deque[SimRequest]) -> None:
+        """Set ``slot.members`` for the slot's next iteration (prefilled requests wait in ``ready``)."""
+
+
+BATCHERS: dict[BatcherKind, type[Batcher]] = {}
+"""Registry: batcher kind -> class."""
+
+
+@_register(BATCHERS, BatcherKind.STATIC)
+class StaticBatcher(Batcher):
+    """Fixed batches: ``max_batch`` requests admitted together into a free slot, prefilled together and
+    decoded until the longest finishes; finished requests are not replaced (HYDRA Fig. 5, top).
+
+    A batch forms only when ``max_batch`` requests wait (there is no batch time-out). If the whole batch does
+    not fit in memory and nothing else is admitted, the longest prefix that fits is admitted, so a lone
+    oversized batch cannot stall the system.
+    """
+
+    def admit(self, pool: deque[SimRequest], state: AdmissionState) -> list[list[SimRequest]]:
+        """Return one group of ``max_batch`` requests per free slot while enough requests wait and fit."""
+        groups: list[list[SimRequest]] = []
+        free = state.free_slots()
+        b = self.max_batch
+        while free and len(pool) >= b:
+            batch = [pool[i] for i in range(b)]
+            if not state.fits(batch + [r for g in groups for r in g]):
+                if groups or state.n_admitted > 0:
+                    break
+                while batch and not state.fits(batch):
+                    batch.pop()
+                if not batch:
+                    break
+            for _ in batch:
+                pool.popleft()
+            groups.append(batch)
+            free.pop()
+        return groups
+
+    def fill(self, slot: DecodeSlot, ready: deque[SimRequest]) -> None:
+        """Keep the bound batch's remaining members (no replacement)."""
+
+
+@_register(BATCHERS, BatcherKind.DYNAMIC)
+class DynamicBatcher(Batcher):
+    """Continuous batching: admit from the pool head while fewer than ``max_batch x slots`` requests are
+    admitted, the token budget holds and the prompt's memory fits; refill each micro-batch from the prefilled
+    requests before every iteration (HYDRA Sec. IV-B, Fig. 5 bottom).
+
+    Notes
+    -----
+    Token budget (HYDRA Sec. IV-B: "the product of the current batch size and median per-request token
+    cost"): budget = admission limit x median(prompt + output) unless configured; a request's demand is its
+    prompt (plus any recomputed output) plus the median output. An empty system always admits its head
+    request, so a long prompt cannot block forever. Admission is first come, first served and never preempts:
+    a request that does not fit waits (under the fewest-generated-tokens rule the newcomer, with no output yet,
+    would be the victim anyway).
+    """
+
+    def __init__(self, config: BatcherConfig, n_slots: int, median_prompt_tokens: float,
+                 median_output_tokens: float) -> None:
+        super().__init__(config, n_slots, median_prompt_tokens, median_output_tokens)
+        self.limit = self.max_batch * n_slots
+        budget = getattr(config, "token_budget_tokens", None)
+        self.budget_tokens = self.limit * self.median_cost_tokens if budget is None else float(budget)
+
+    def admit(self, pool: deque[SimRequest], state: AdmissionState) -> list[list[SimRequest]]:
+        """Return single-request groups popped from the pool head while the admission conditions hold."""
+        groups: list[list[SimRequest]] = []
+        n, demand = state.n_admitted, state.demand_tokens
+        while pool and n < self.limit:
+            r = pool[0]
+            d = self.demand_of(r)
+            if n > 0 and demand + d > self.budget_tokens:
+                break
+            if not state.fits([r] if not groups else [r] + [g[0] for g in groups]):
+                break
+            pool.popleft()
+            groups.append([r])
+            n += 1
+            demand += d
+        return groups
+
+    def fill(self, slot: DecodeSlot, ready: deque[SimRequest]) -> None:
+        """Top the slot up to ``max_batch`` members with the oldest prefilled requests."""
+        members = slot.members
+        while ready and len(members) < self.max_batch:
+            members.append(ready.popleft())
+
+
+def make_batcher(config: BatcherConfig, n_slots: int, median_prompt_tokens: float,
+                 median_output_tokens: float) -> Batcher:
+    """Return the batcher of ``config`` (looked up in :data:`BATCHERS` by its kind)."""
+    return BATCHERS[config.kind](config, n_slots, median_prompt_tokens, median_output_tokens)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Task schedulers
+# --------------------------------------------------------------------------------------------------------------
+
+
+class SchedulerKind(StrEnum):
+    """Task scheduling policies (HYDRA Sec. IV-C and the baselines of Sec. VI-E)."""
+
+    STATIC = "static"
+    FCFS = "fcfs"
+    WORK_STEALING = "work-stealing"
+    ELASTIC = "elastic"
+
+
+@dataclass(frozen=True)
+class StaticSchedulerConfig:
+    """Always the mapping's preferred chiplet (HYDRA Sec. VI-E "static")."""
+
+    kind: SchedulerKind = field(default=SchedulerKind.STATIC, init=False)
+
+
+@dataclass(frozen=True)
+class FcfsSchedulerConfig:
+    """Round-robin over the compatible chiplets, ignoring preference and locality (HYDRA Sec. VI-E "FCFS")."""
+
+    kind: SchedulerKind = field(default=SchedulerKind.FCFS, init=False)
+
+
+@dataclass(frozen=True)
+class WorkStealingSchedulerConfig:
+    """Preferred chiplet, and idle compatible chiplets take queued jobs (HYDRA Sec. VI-E, ref. [50])."""
+
+    kind: SchedulerKind = field(default=SchedulerKind.WORK_STEALING, init=False)
+
+
+@dataclass(frozen=True)
+class ElasticSchedulerConfig:
+    """HYDRA's elastic scheduler (Sec. IV-C).
+
+    Attributes
+    ----------
+    imbalance_threshold : int
+        Keep the preferred chiplet while its load (queued + running jobs) exceeds the least-loaded compatible
+        chiplet's by at most this many jobs.
+    """
+
+    imbalance_threshold: int = 1
+    kind: SchedulerKind = field(default=SchedulerKind.ELASTIC, init=False)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.imbalance_threshold, int) and self.imbalance_threshold >= 0):
+            msg = ("ElasticSchedulerConfig.imbalance_threshold must be an integer >= 0, "
+                   f"got {self.imbalance_threshold!r}")
+            raise SimulationError(msg)
+
+
+SchedulerConfig = StaticSchedulerConfig | FcfsSchedulerConfig | WorkStealingSchedulerConfig | ElasticSchedulerConfig
+
+
+class TaskScheduler(ABC):
+    """Places each stage job on a compatible chiplet's FIFO queue."""
+
+    steals: ClassVar[bool] = False
+    """The simulator offers idle chiplets queued work through :meth:`steal`."""
+    uses_queue_wait: ClassVar[bool] = False
+    """The simulator keeps per-job service estimates so :meth:`ClusterView.queue_wait_s` is available."""
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        self.config = config
+
+    @abstractmethod
+    def choose(self, job: StageJob, cluster: ClusterView) -> int:
+        """Return the chiplet (index) whose queue gets ``job``."""
+
+    def steal(self, idle: int, cluster: ClusterView) -> StageJob | None:
+        """Return a queued job the idle chiplet takes over, or ``None`` (the default: no stealing)."""
+        return None
+
+
+SCHEDULERS: dict[SchedulerKind, type[TaskScheduler]] = {}
+"""Registry: scheduler kind -> class."""
+
+
+@_register(SCHEDULERS, SchedulerKind.STATIC)
+class StaticScheduler(TaskScheduler):
+    """The mapping's preferred chiplet, always."""
+
+    def choose(self, job: StageJob, cluster: ClusterView) -> int:
+        """Return the preferred chiplet."""
+        return cluster.preferred(job.template)
+
+
+@_register(SCHEDULERS, SchedulerKind.FCFS)
+class FcfsScheduler(TaskScheduler):
+    """Each stage template's jobs go to its compatible chiplets in round-robin order."""
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        super().__init__(config)
+        self._next: dict[int, int] = {}
+
+    def choose(self, job: StageJob, cluster: ClusterView) -> int:
+        """Return the next compatible chiplet in cyclic order."""
+        comp = cluster.compatible(job.template)
+        i = self._next.get(job.template, 0)
+        self._next[job.template] = i + 1
+        return comp[i % len(comp)]
+
+
+@_register(SCHEDULERS, SchedulerKind.WORK_STEALING)
+class WorkStealingScheduler(TaskScheduler):
+    """Jobs go to the preferred chiplet; an idle chiplet takes the oldest job it can run from the longest queue
+    among its peers (ties: lowest index). It is work-conserving: no compatible chiplet idles while a job waits.
+    """
+
+    steals = True
+
+    def choose(self, job: StageJob, cluster: ClusterView) -> int:
+        """Return the preferred chiplet."""
+        return cluster.preferred(job.template)
+
+    def steal(self, idle: int, cluster: ClusterView) -> StageJob | None:
+        """Return the oldest runnable job of the longest peer queue, or ``None``."""
+        best, best_len = None, 0
+        for p in cluster.peers(idle):
+            q = cluster.queue(p)
+            if len(q) > best_len:
+                for job in q:
+                    if cluster.can_run(idle, job.template):
+                        best, best_len = job, len(q)
+                        break
+        return best
+
+
+@_register(SCHEDULERS, SchedulerKind.ELASTIC)
+class ElasticScheduler(TaskScheduler):
+    """HYDRA Sec. IV-C: keep the preferred chiplet while load(preferred) - min load(compatible) is within the
+    threshold; otherwise move the job to the compatible chiplet with the least queue wait + hop penalty, the
+    uncontended Eq. 3 NoI time of the job's HBM traffic from that chiplet (ties: the preferred one, then the
+    lowest index)."""
+
+    uses_queue_wait = True
+
+    def choose(self, job: StageJob, cluster: ClusterView) -> int:
+        """Return the preferred chiplet under mild imbalance, else the best-scoring compatible chiplet."""
+        comp = cluster.compatible(job.template)
+        pref = comp[0]
+        if len(comp) == 1:
+            return pref
+        loads = [cluster.load(c) for c in comp]
+        if loads[0] - min(loads) <= self.config.imbalance_threshold:
+            return pref
+        return min(comp, key=lambda c: cluster.queue_wait_s(c) + cluster.hop_penalty_s(job, c))
+
+
+def make_scheduler(config: SchedulerConfig) -> TaskScheduler:
+    """Return the task scheduler of ``config`` (looked up in :data:`SCHEDULERS` by its kind)."""
+    return SCHEDULERS[config.kind](config)
