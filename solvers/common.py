@@ -98,3 +98,17 @@ def backend_solution(kind: ProblemKind, problem: Any, method: str, res: BackendR
         sol.status = SolutionStatus.FEASIBLE
         sol.reason = f"exact objective {sol.objective} below the solver's bound {bound} (tolerance)"
     return sol
+
+
+def enumerated_solution(kind: ProblemKind, problem: Any, method: str, decision: Any, t0: float,
+                        log_summary: str) -> Solution:
+    """Wrap the result of an exhaustive enumeration: OPTIMAL, bound equal to the checked objective."""
+    return checked_solution(kind, problem, method, decision, SolutionStatus.OPTIMAL,
+                            TerminationCondition.ENUMERATED, bound="objective", t0=t0, log_summary=log_summary)
+
+
+def heuristic_solution(kind: ProblemKind, problem: Any, method: str, decision: Any, t0: float,
+                       log_summary: str) -> Solution:
+    """Wrap a heuristic's decision: FEASIBLE, no bound."""
+    return checked_solution(kind, problem, method, decision, SolutionStatus.FEASIBLE,
+                            TerminationCondition.HEURISTIC_DONE, bound=None, t0=t0, log_summary=log_summary)

@@ -44,7 +44,7 @@ from formulations.expert_split import (
     tier_loads_s,
 )
 from solvers.backends import solve_cpsat, solve_pyomo
-from solvers.common import ProblemKind, backend_solution, checked_solution
+from solvers.common import ProblemKind, backend_solution, checked_solution, enumerated_solution, heuristic_solution
 from solvers.config import SolverConfig
 
 PROBLEM = "expert-split"
@@ -121,9 +121,7 @@ def solve_expert_split(problem: ExpertSplitProblem, method: str = "milp-highs",
                                 log_summary="trivial: no expert has routed tokens, makespan 0")
     if method == "brute-force":
         decision, n_seen = brute_force_split(problem)
-        return checked_solution(KIND, problem, method, decision, SolutionStatus.OPTIMAL,
-                                TerminationCondition.ENUMERATED, bound="objective", t0=t0,
-                                log_summary=f"brute force: {n_seen} assignments")
+        return enumerated_solution(KIND, problem, method, decision, t0, f"brute force: {n_seen} assignments")
     if method == "milp-highs":
         return _solve_milp(problem, config, t0)
     return _solve_cpsat(problem, config, t0)
@@ -131,9 +129,8 @@ def solve_expert_split(problem: ExpertSplitProblem, method: str = "milp-highs",
 
 def _heuristic(problem: ExpertSplitProblem, method: str, decision: dict[int, int], k: int, t0: float) -> Solution:
     """Wrap a sorted-split heuristic's decision as a checked FEASIBLE solution with ``extra["k"]``."""
-    sol = checked_solution(KIND, problem, method, decision, SolutionStatus.FEASIBLE,
-                           TerminationCondition.HEURISTIC_DONE, bound=None, t0=t0,
-                           log_summary=f"{method}: hottest {k} of {problem.n_experts} experts on Tier-2")
+    sol = heuristic_solution(KIND, problem, method, decision, t0,
+                             f"{method}: hottest {k} of {problem.n_experts} experts on Tier-2")
     sol.extra["k"] = k
     return sol
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from fractions import Fraction
 
-from chipdse.solution import Solution, SolutionStatus, TerminationCondition
+from chipdse.solution import Solution
 from formulations.hbm_partition import (
     HbmPartitionProblem,
     build_hbm_partition_cpsat,
@@ -35,7 +35,13 @@ from formulations.hbm_partition import (
     min_stacks,
 )
 from solvers.backends import solve_cpsat, solve_pyomo
-from solvers.common import ProblemKind, backend_solution, checked_solution, infeasible_solution
+from solvers.common import (
+    ProblemKind,
+    backend_solution,
+    enumerated_solution,
+    heuristic_solution,
+    infeasible_solution,
+)
 from solvers.config import SolverConfig
 
 PROBLEM = "hbm-partition"
@@ -52,6 +58,7 @@ MAX_COMPOSITIONS = 2_000_000
 KIND = ProblemKind(PROBLEM, "max", frozenset(EXACT_METHODS), check_hbm_partition,
                    extra=lambda p, d: {"requests": {g: group_concurrency(p, g, d[g]) for g in hbm_groups(p)}})
 """Checker, sense and exact methods of this problem, for the shared wrappers in solvers/common.py."""
+
 
 def solve_hbm_partition(
     problem: HbmPartitionProblem, method: str = "milp-highs", config: SolverConfig | None = None
@@ -100,29 +107,9 @@ def solve_hbm_partition(
         return _solve_cpsat(problem, config, t0)
     if method == "enumeration":
         decision, n_scored = enumerate_hbm_partitions(problem)
-        return checked_solution(
-            KIND,
-            problem,
-            method,
-            decision,
-            SolutionStatus.OPTIMAL,
-            TerminationCondition.ENUMERATED,
-            bound="objective",
-            t0=t0,
-            log_summary=f"enumeration: {n_scored} partitions scored",
-        )
+        return enumerated_solution(KIND, problem, method, decision, t0, f"enumeration: {n_scored} partitions scored")
     decision = proportional_partition(problem)
-    return checked_solution(
-        KIND,
-        problem,
-        method,
-        decision,
-        SolutionStatus.FEASIBLE,
-        TerminationCondition.HEURISTIC_DONE,
-        bound=None,
-        t0=t0,
-        log_summary="proportional: rounded continuous optimum",
-    )
+    return heuristic_solution(KIND, problem, method, decision, t0, "proportional: rounded continuous optimum")
 
 
 def hbm_compositions(n_hbm: int, n_groups: int) -> Iterator[tuple[int, ...]]:

@@ -25,7 +25,7 @@ import itertools
 import math
 import time
 
-from chipdse.solution import Solution, SolutionStatus, TerminationCondition
+from chipdse.solution import Solution
 from formulations.mapping import (
     MappingProblem,
     build_mapping_cpsat,
@@ -39,7 +39,14 @@ from formulations.mapping import (
     stage_times,
 )
 from solvers.backends import solve_cpsat, solve_pyomo
-from solvers.common import ProblemKind, backend_solution, checked_solution, infeasible_solution, no_solution
+from solvers.common import (
+    ProblemKind,
+    backend_solution,
+    enumerated_solution,
+    heuristic_solution,
+    infeasible_solution,
+    no_solution,
+)
 from solvers.config import SolverConfig
 
 PROBLEM = "mapping"
@@ -56,6 +63,7 @@ MAX_BRUTE_FORCE = 2_000_000
 KIND = ProblemKind(PROBLEM, "min", frozenset(EXACT_METHODS), check_mapping,
                    extra=lambda p, d: {"stage_times_s": stage_times(p, d)})
 """Checker, sense and exact methods of this problem, for the shared wrappers in solvers/common.py."""
+
 
 def solve_mapping(
     problem: MappingProblem, method: str = "milp-highs", config: SolverConfig | None = None
@@ -106,17 +114,7 @@ def solve_mapping(
         return _solve_cpsat(problem, config, t0)
     if method == "brute-force":
         decision, n_seen = brute_force_mapping(problem)
-        return checked_solution(
-            KIND,
-            problem,
-            method,
-            decision,
-            SolutionStatus.OPTIMAL,
-            TerminationCondition.ENUMERATED,
-            bound="objective",
-            t0=t0,
-            log_summary=f"brute force: {n_seen} assignments",
-        )
+        return enumerated_solution(KIND, problem, method, decision, t0, f"brute force: {n_seen} assignments")
     if method == "contiguous-dp":
         decision = contiguous_dp_mapping(problem)
         if decision is None:
@@ -126,17 +124,7 @@ def solve_mapping(
         decision = lpt_greedy_mapping(problem)
     else:
         decision = round_robin_mapping(problem)
-    return checked_solution(
-        KIND,
-        problem,
-        method,
-        decision,
-        SolutionStatus.FEASIBLE,
-        TerminationCondition.HEURISTIC_DONE,
-        bound=None,
-        t0=t0,
-        log_summary=f"{method}: done",
-    )
+    return heuristic_solution(KIND, problem, method, decision, t0, f"{method}: done")
 
 
 def brute_force_mapping(problem: MappingProblem) -> tuple[dict[str, str], int]:
