@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from chipdse.errors import ChipdseError
 
@@ -190,7 +198,8 @@ def sweep(
         sc = load_scenario(scenario)
         path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
         with ResultsStore(path) as store, Progress(
-                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("jobs"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                 console=err, transient=True) as bar:
             task = bar.add_task(f"sweeping {sc.spec.name} ({backend.describe()})", total=None)
 

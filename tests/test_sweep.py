@@ -238,3 +238,29 @@ def test_cli_sweep_json_and_resume(write_scenario, tmp_path: Path) -> None:
     assert again["jobs_stored"] == again["jobs"] == 2
     keys = ("points", "feasible", "pareto")
     assert {k: again[k] for k in keys} == {k: summary[k] for k in keys}
+
+
+def test_vectorized_pareto_equals_unvectorized_reference_on_1000_points() -> None:
+    """Issue 5: the vectorized estimator and a one-point-at-a-time reference give the same Pareto set on a random
+    sample of 1,000 points of the default scenario's Table III space."""
+    import numpy as np
+
+    from chipdse.design_space import DesignPoints, enumerate_points
+    from chipdse.scenario import load_scenario
+    from evaluators.estimator import Screen
+    from reports.pareto import pareto_mask
+
+    sc = load_scenario()
+    pts, _ = enumerate_points(sc)
+    idx = np.random.default_rng(5).choice(len(pts), 1000, replace=False)
+    sample = DesignPoints(pts.types, pts.counts[idx], pts.n_hbm[idx], pts.d2d_GBps[idx], pts.max_batch[idx])
+    screen = Screen(sc)
+    vec = screen.score(sample)
+    ref = [screen.score(DesignPoints(pts.types, pts.counts[[i]], pts.n_hbm[[i]], pts.d2d_GBps[[i]],
+                                     pts.max_batch[[i]])).iloc[0] for i in idx]
+    tp = np.array([r["throughput_tps"] for r in ref])
+    ttft = np.array([r["ttft_s"] for r in ref])
+    assert np.allclose(tp, vec["throughput_tps"], rtol=1e-12)
+    assert np.array_equal(np.isnan(ttft), vec["ttft_s"].isna().to_numpy())
+    assert np.array_equal(pareto_mask(tp, ttft), pareto_mask(vec["throughput_tps"].to_numpy(),
+                                                            vec["ttft_s"].to_numpy()))
