@@ -226,6 +226,71 @@ def sweep(
         typer.echo(f"  not built: {reason}")
 
 
+@app.command()
+def simulate(
+    scenario: Annotated[Path | None, typer.Argument(
+        metavar="SCENARIO", help="Scenario YAML (default: the bundled default).", show_default=False)] = None,
+    point: Annotated[int | None, typer.Option(
+        "--point", metavar="ID", min=0, help="Row id of the estimator table (its 'point' column).",
+        show_default=False)] = None,
+    best: Annotated[bool, typer.Option("--best", help="Simulate B* (the default when --point is not given).")] = False,
+    duration: Annotated[float | None, typer.Option(
+        "--duration", min=0.001, help="Simulated window, s (default: the workload's duration_s).",
+        show_default=False)] = None,
+    rate: Annotated[float | None, typer.Option(
+        "--rate", min=1e-9, help="Mean arrival rate, requests/s (default: the workload's).",
+        show_default=False)] = None,
+    scheduler: Annotated[str, typer.Option(
+        "--scheduler", help="Task scheduler: static, fcfs, work-stealing or elastic.")] = "static",
+    batching: Annotated[str | None, typer.Option(
+        "--batching", help="static or dynamic (default: the scenario's estimator.batching).",
+        show_default=False)] = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", min=0, help="Simulator seed (default: the scenario's).", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as one JSON object.")] = False,
+) -> None:
+    """Place (hbm-enum), map (lpt-greedy) and simulate one design point; print its serving metrics.
+
+    Metrics: output tokens/s, TTFT / TBT / E2E (mean, p50, p99), chiplet and link utilization, preemptions,
+    requests arrived and finished, events handled and the simulator's wall time.
+    """
+    import json
+
+    from chipdse.scenario import load_scenario
+    from chipdse.simulate import run_simulation
+
+    if best and point is not None:
+        _fail("choose at most one of --point and --best")
+    try:
+        sc = load_scenario(scenario)
+        res = run_simulation(sc, "best" if point is None else point, duration_s=duration, rate_rps=rate,
+                             scheduler=scheduler, batching=batching, seed=seed)
+    except (ChipdseError, ValueError) as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(res))
+        return
+    pol = res["policies"]
+
+    def lat(name: str, key: str) -> str:
+        s = res[key]
+        if s["count"] == 0:
+            return f"{name}: no samples"
+        return f"{name}: mean {s['mean']:.3f} s, p50 {s['p50']:.3f} s, p99 {s['p99']:.3f} s (n={s['count']})"
+
+    chips, links = res["utilization"]["chiplets"], res["utilization"]["links"]
+    typer.echo(f"{'B*' if res['point']['best'] else 'point'} {res['point']['id']}: {res['point']['label']}; "
+               f"{pol['batching']} batching, {pol['scheduler']} scheduler, {pol['arrival']} arrivals at "
+               f"{pol['rate_rps']:g} req/s for {pol['duration_s']:g} s, seed {pol['seed']}")
+    typer.echo(f"throughput {res['throughput_tps']:.1f} tok/s; requests {res['requests_finished']} finished of "
+               f"{res['requests_arrived']} arrived; {res['preemptions']} preemptions")
+    for name, key in (("TTFT", "ttft_s"), ("TBT", "tbt_s"), ("E2E", "e2e_s")):
+        typer.echo(f"  {lat(name, key)}")
+    typer.echo(f"utilization: chiplets mean {chips['mean']:.2f} max {chips['max']:.2f}; "
+               f"links mean {links['mean']:.3f} max {links['max']:.3f}")
+    typer.echo(f"{res['events']:,} events in {res['wall_s']:.2f} s wall")
+
+
 def placement_summary(sols: list) -> list[str]:
     """One line for the best exact placement (objective, bound, gap) and one per heuristic (how much worse)."""
     from chipdse.explore import best_exact

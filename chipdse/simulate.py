@@ -1,0 +1,224 @@
+"""Simulate one design point of a scenario end to end: pick it, place it, map it, run the event simulator.
+
+The point is B* (``"best"``, as ``explore`` picks it) or a row id of the estimator table (its ``point`` column).
+The layout uses the exact ``hbm-enum`` placement (within the scenario's time limit) and the fast ``lpt-greedy``
+mapping of both phases; :func:`run_simulation` returns the simulator's metrics as one JSON-able dict.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from chipdse.errors import InfeasibleDesignError
+from chipdse.scenario import LoadedScenario
+
+SCHEDULERS = ("static", "fcfs", "work-stealing", "elastic")
+"""Task schedulers of the simulator (``evaluators.sim_policies``), by CLI name."""
+BATCHING = ("static", "dynamic")
+"""Batchers of the simulator, by CLI name."""
+PLACEMENT_METHOD = "hbm-enum"
+MAPPING_METHOD = "lpt-greedy"
+
+
+def _scheduler_config(name: str):
+    from evaluators.sim_policies import (
+        ElasticSchedulerConfig,
+        FcfsSchedulerConfig,
+        StaticSchedulerConfig,
+        WorkStealingSchedulerConfig,
+    )
+
+    configs = {"static": StaticSchedulerConfig, "fcfs": FcfsSchedulerConfig,
+               "work-stealing": WorkStealingSchedulerConfig, "elastic": ElasticSchedulerConfig}
+    if name not in configs:
+        msg = f"scheduler must be one of {list(SCHEDULERS)}, got {name!r}"
+        raise ValueError(msg)
+    return configs[name]()
+
+
+def _batcher_config(name: str, max_batch: int):
+    from evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
+
+    if name not in BATCHING:
+        msg = f"batching must be one of {list(BATCHING)}, got {name!r}"
+        raise ValueError(msg)
+    return StaticBatcherConfig(max_batch) if name == "static" else DynamicBatcherConfig(max_batch)
+
+
+def _select_row(sc: LoadedScenario, point: str | int) -> dict:
+    """Return the estimator row of ``point`` ("best" = B*, or an integer row id)."""
+    from chipdse.design_space import enumerate_points
+    from evaluators.estimator import Screen
+    from reports.pareto import pick_b_star
+
+    pid: int | None = None
+    if isinstance(point, str):
+        if not pid_is_best(point):
+            try:
+                pid = int(point)
+            except ValueError:
+                msg = f"point must be 'best' or an integer row id of the estimator table, got {point!r}"
+                raise ValueError(msg) from None
+    elif isinstance(point, (int, np.integer)) and not isinstance(point, bool):
+        pid = int(point)
+    else:
+        msg = f"point must be 'best' or an integer row id of the estimator table, got {point!r}"
+        raise ValueError(msg)
+    pts, _ = enumerate_points(sc)
+    df = Screen(sc).score(pts)
+    if df.empty:
+        msg = f"{sc.spec.name}: the design space has no buildable point"
+        raise InfeasibleDesignError(msg)
+    if pid is None:
+        try:
+            return df.loc[pick_b_star(df)].to_dict()
+        except ValueError as exc:
+            msg = f"{sc.workload_path}: arrival_rate_rps: {exc}"
+            raise InfeasibleDesignError(msg) from None
+    ids = df["point"].astype(int)
+    match = df[ids == pid]
+    if match.empty:
+        msg = (f"point id must be 'best' or one of {int(ids.min())}..{int(ids.max())} "
+               f"({len(df)} points in the estimator table), got {pid}")
+        raise ValueError(msg)
+    row = match.iloc[0].to_dict()
+    if not bool(row["feasible"]):
+        msg = f"point {pid} ({row['label']}) is infeasible: {row['reason'] or 'see the estimator table'}"
+        raise ValueError(msg)
+    return row
+
+
+def _stats(s) -> dict:
+    return {"mean": s.mean_s, "p50": s.p50_s, "p99": s.p99_s, "count": int(s.count)}
+
+
+def _summary(values: dict) -> dict:
+    v = np.array(list(values.values()), dtype=float)
+    if len(v) == 0:
+        return {"mean": None, "max": None, "count": 0}
+    return {"mean": float(v.mean()), "max": float(v.max()), "count": len(v)}
+
+
+def run_simulation(
+    sc: LoadedScenario,
+    point: str | int,
+    duration_s: float | None = None,
+    rate_rps: float | None = None,
+    scheduler: str = "static",
+    batching: str | None = None,
+    seed: int | None = None,
+) -> dict:
+    """Place, map and simulate one design point and return its serving metrics.
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+    point : str | int
+        ``"best"`` (B*, as ``explore`` picks it) or an integer row id of the estimator table (``point`` column).
+    duration_s : float, optional
+        Simulated window, s (default: the workload's ``duration_s``).
+    rate_rps : float, optional
+        Mean arrival rate, requests/s (default: the workload's).
+    scheduler : str
+        One of :data:`SCHEDULERS`.
+    batching : str, optional
+        One of :data:`BATCHING` (default: the scenario's ``estimator.batching``).
+    seed : int, optional
+        Simulator seed (default: the scenario's).
+
+    Returns
+    -------
+    dict
+        JSON-able: ``point`` (id and label), ``policies``, ``throughput_tps``, ``ttft_s`` / ``tbt_s`` /
+        ``e2e_s`` (mean, p50, p99, count; ``None`` without samples), ``utilization`` (chiplets with a
+        per-chiplet map, links and HBM ports: mean and max), ``preemptions``, ``requests_arrived``,
+        ``requests_finished``, ``requests_in_system``, ``output_tokens``, ``events``, ``wall_s`` (simulator
+        wall time; the only entry that differs between runs with the same inputs).
+
+    Raises
+    ------
+    ValueError
+        Unknown scheduler or batching, a bad point id, an infeasible point, or a non-positive duration / rate.
+    ChipdseError
+        No stable point for ``"best"`` (``InfeasibleDesignError``), no placement found, or a simulator input
+        error (``SimulationError``, also a ``ValueError``).
+    """
+    from chipdse.problems import PointSpec, mapping_problem, placement_problem
+    from evaluators.sim_build import build_sim_config, workload_arrival
+    from evaluators.simulator import simulate
+    from solvers.config import SolverConfig
+    from solvers.mapping import solve_mapping
+    from solvers.placement import solve_placement
+
+    sched_cfg = _scheduler_config(scheduler)
+    batching = sc.spec.estimator.batching if batching is None else batching
+    if batching not in BATCHING:
+        msg = f"batching must be one of {list(BATCHING)}, got {batching!r}"
+        raise ValueError(msg)
+    for name, value in (("duration_s", duration_s), ("rate_rps", rate_rps)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            msg = f"{name} must be a positive number, got {value!r}"
+            raise ValueError(msg)
+    if seed is not None and seed < 0:
+        msg = f"seed must be >= 0, got {seed}"
+        raise ValueError(msg)
+
+    row = _select_row(sc, point)
+    spec = PointSpec.from_row(row, sc.compute_types())
+    batcher_cfg = _batcher_config(batching, spec.batch)
+    place = solve_placement(placement_problem(sc, spec, float(row["capacity_rps"])), PLACEMENT_METHOD,
+                            SolverConfig(time_limit_s=sc.spec.time_limit_s, seed=sc.spec.seed))
+    if place.decision is None:
+        msg = f"{row['label']}: {PLACEMENT_METHOD} found no placement ({place.status.value}: {place.reason})"
+        raise InfeasibleDesignError(msg)
+    maps = {}
+    for phase in ("prefill", "decode"):
+        sol = solve_mapping(mapping_problem(sc, spec, place.decision, phase, spec.batch), MAPPING_METHOD)
+        if sol.decision is None:
+            msg = f"{row['label']}: no {phase} mapping ({sol.status.value}: {sol.reason})"
+            raise InfeasibleDesignError(msg)
+        maps[phase] = sol.decision
+    arrival = workload_arrival(sc, rate_rps)
+    cfg = build_sim_config(sc, spec, place.decision, maps["prefill"], maps["decode"], batcher=batcher_cfg,
+                           scheduler=sched_cfg, arrival=arrival, duration_s=duration_s, seed=seed)
+    res = simulate(cfg, sc.lengths)
+
+    return {
+        "scenario": sc.spec.name,
+        "point": {"id": int(row["point"]), "label": str(row["label"]), "best": pid_is_best(point)},
+        "policies": {
+            "batching": batching,
+            "max_batch": int(spec.batch),
+            "scheduler": scheduler,
+            "arrival": str(arrival.kind),
+            "rate_rps": float(sc.workload.arrival_rate_rps if rate_rps is None else rate_rps),
+            "duration_s": float(cfg.duration_s),
+            "seed": int(cfg.seed),
+            "placement": PLACEMENT_METHOD,
+            "mapping": MAPPING_METHOD,
+        },
+        "throughput_tps": float(res.throughput_tps),
+        "ttft_s": _stats(res.ttft),
+        "tbt_s": _stats(res.tbt),
+        "e2e_s": _stats(res.e2e),
+        "utilization": {
+            "chiplets": {**_summary(res.chiplet_utilization),
+                         "per_chiplet": {k: float(v) for k, v in sorted(res.chiplet_utilization.items())}},
+            "links": _summary(res.link_utilization),
+            "hbm_ports": _summary(res.hbm_port_utilization),
+        },
+        "preemptions": int(res.preemptions),
+        "requests_arrived": int(res.arrived),
+        "requests_finished": int(res.finished),
+        "requests_in_system": int(res.in_system),
+        "output_tokens": int(res.output_tokens),
+        "events": int(res.n_events),
+        "wall_s": float(res.wall_s),
+    }
+
+
+def pid_is_best(point: str | int) -> bool:
+    """Whether ``point`` asks for B*."""
+    return isinstance(point, str) and point.strip().lower() in ("best", "b-star", "b*")

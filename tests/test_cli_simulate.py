@@ -1,0 +1,108 @@
+"""`chipdse.simulate.run_simulation`: one design point placed, mapped and simulated, on a one-HBM-count scenario."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chipdse.paths import instances_dir
+from chipdse.scenario import LoadedScenario, load_scenario
+from chipdse.simulate import run_simulation
+
+DURATION_S = 20.0
+SEED = 3
+
+
+def _small_scenario(folder: Path) -> Path:
+    """The default scenario with absolute paths and a small design space (5 HBM stacks, 512 GB/s, batch 8)."""
+    inst = instances_dir()
+    base = yaml.safe_load((inst / "scenarios" / "default.yaml").read_text())
+    base["library"] = str(inst / "chiplets" / "hydra.yaml")
+    base["package"] = str(inst / "packages" / "hydra-5x5.yaml")
+    base["workload"] = str(inst / "workloads" / "arxiv.yaml")
+    base["design_space"].update({"hbm_min": 5, "hbm_max": 5, "d2d_GBps": [512], "max_batch": [8]})
+    # hbm-enum proves its placement in a few seconds here; the limit is only a cap, so runs stay deterministic
+    base["time_limit_s"] = 60
+    path = folder / "small.yaml"
+    path.write_text(yaml.safe_dump(base))
+    return path
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> LoadedScenario:
+    return load_scenario(_small_scenario(tmp_path_factory.mktemp("simulate")))
+
+
+@pytest.fixture(scope="module")
+def best_run(small: LoadedScenario) -> dict:
+    return run_simulation(small, "best", duration_s=DURATION_S, seed=SEED)
+
+
+def _without_wall(res: dict) -> dict:
+    return {k: v for k, v in res.items() if k != "wall_s"}
+
+
+def test_run_is_deterministic_for_a_seed(small: LoadedScenario, best_run: dict) -> None:
+    again = run_simulation(small, "best", duration_s=DURATION_S, seed=SEED)
+    assert _without_wall(again) == _without_wall(best_run)
+
+
+def test_metrics_are_consistent_and_json_able(best_run: dict) -> None:
+    res = json.loads(json.dumps(best_run))  # JSON round trip keeps everything
+    assert res == best_run
+    assert res["point"]["best"] and res["point"]["label"].startswith("Ap")
+    assert res["policies"]["scheduler"] == "static"
+    assert res["policies"]["duration_s"] == DURATION_S and res["policies"]["seed"] == SEED
+    assert res["events"] > 0 and res["wall_s"] > 0
+    assert 0 < res["requests_finished"] <= res["requests_arrived"]
+    assert res["ttft_s"]["p50"] <= res["e2e_s"]["p50"]
+    assert res["throughput_tps"] > 0
+    chips = res["utilization"]["chiplets"]
+    assert 0 <= chips["mean"] <= chips["max"] <= 1
+    assert chips["max"] == max(chips["per_chiplet"].values())
+    assert 0 <= res["utilization"]["links"]["mean"] <= res["utilization"]["links"]["max"] <= 1
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    ({"scheduler": "round-robin"}, ["scheduler", "work-stealing", "elastic", "round-robin"]),
+    ({"batching": "greedy"}, ["batching", "static", "dynamic", "greedy"]),
+    ({"duration_s": 0.0}, ["duration_s"]),
+    ({"point": "worst"}, ["best", "worst"]),
+    ({"point": 10**6}, ["point id", "1000000"]),
+])
+def test_bad_arguments_raise_value_error_naming_valid_values(small: LoadedScenario, kwargs: dict,
+                                                             words: list[str]) -> None:
+    args = {"point": "best", **kwargs}
+    with pytest.raises(ValueError, match="must") as info:
+        run_simulation(small, **args)
+    for w in words:
+        assert w in str(info.value)
+
+
+def test_cli_simulate_json_human_and_errors(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from chipdse.cli import app
+
+    runner = CliRunner()
+    path = str(_small_scenario(tmp_path))
+    args = ["simulate", path, "--duration", "10", "--seed", "1", "--scheduler", "elastic", "--batching", "dynamic"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    res = json.loads(result.output)
+    assert res["events"] > 0 and res["wall_s"] > 0 and res["point"]["best"]
+    assert res["policies"]["scheduler"] == "elastic" and res["policies"]["batching"] == "dynamic"
+    assert res["requests_finished"] <= res["requests_arrived"]
+    human = runner.invoke(app, ["simulate", path, "--point", str(res["point"]["id"]), "--duration", "10"])
+    assert human.exit_code == 0, human.output
+    assert res["point"]["label"] in human.output and "tok/s" in human.output and "events" in human.output
+    for bad, word in ((["--scheduler", "magic"], "work-stealing"), (["--batching", "greedy"], "dynamic"),
+                      (["--point", "999999"], "point id"), (["--point", "3", "--best"], "--best")):
+        out = runner.invoke(app, ["simulate", path, "--duration", "10", *bad])
+        assert out.exit_code == 2, out.output
+        assert "error:" in out.output and word in out.output
+        assert "Traceback" not in out.output
+
