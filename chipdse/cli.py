@@ -120,7 +120,7 @@ def compare(
 
     import pandas as pd
 
-    from chipdse.io import atomic_path
+    from chipdse.io import atomic_path, ensure_writable_dir
     from chipdse.problems import finalist_instance
     from chipdse.scenario import load_scenario
     from solvers.compare import comparison_rows, run_methods, validate_methods
@@ -128,6 +128,14 @@ def compare(
 
     try:
         validate_methods(problem, methods)
+        if point not in ("b-star", "m-t"):
+            msg = f"--point must be one of ['b-star', 'm-t'], got {point!r}"
+            raise ValueError(msg)
+        if csv_path is not None:
+            if csv_path.is_dir():
+                msg = f"--csv {csv_path} is a directory; give a file name"
+                raise ValueError(msg)
+            ensure_writable_dir(csv_path.parent)
         sc = load_scenario(scenario)
         cfg = SolverConfig(time_limit_s=time_limit or sc.spec.time_limit_s, seed=sc.spec.seed)
         instance, label = finalist_instance(sc, problem, point)
@@ -194,9 +202,11 @@ def sweep(
     else:
         backend = Backend.in_process()
     path: Path | None = store_path
+    new_store = False
     try:
         sc = load_scenario(scenario)
         path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
+        new_store = not path.exists()
         with ResultsStore(path) as store, Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("jobs"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -207,7 +217,10 @@ def sweep(
                 bar.update(task, completed=done, total=total)
 
             result = run_sweep(sc, backend, store=store, fresh=fresh, progress=progress)
-    except ChipdseError as exc:
+    except (ChipdseError, ValueError) as exc:
+        if new_store and path is not None:  # leave no empty store behind
+            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                leftover.unlink(missing_ok=True)
         _fail(exc)
     except KeyboardInterrupt:
         err.print(f"interrupted: finished jobs are saved in {path}; rerun the same command to resume")

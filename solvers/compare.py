@@ -31,7 +31,7 @@ def validate_methods(problem_name: str, methods: Sequence[str] | None) -> list[s
         msg = f"PROBLEM must be one of {sorted(PROBLEMS)}, got {problem_name!r}"
         raise ValueError(msg)
     valid, default, _ = PROBLEMS[problem_name]
-    chosen = list(methods) if methods else list(default)
+    chosen = list(dict.fromkeys(methods)) if methods else list(default)  # each method once, in the given order
     bad = [m for m in chosen if m not in valid]
     if bad:
         msg = f"unknown {problem_name} method(s) {bad}; valid: {list(valid)}"

@@ -41,3 +41,16 @@ def test_compare_rejects_unknown_problem_and_method() -> None:
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and "Traceback" not in result.output
         assert "error:" in result.output
+
+
+def test_compare_checks_point_and_csv_before_solving(tmp_path: Path) -> None:
+    for args, word in ((["--point", "bogus"], "--point"), (["--csv", str(tmp_path)], "directory")):
+        result = runner.invoke(app, ["compare", "hbm-partition", *args])
+        assert result.exit_code == 2 and word in result.output and "Traceback" not in result.output
+
+
+def test_compare_runs_each_method_once() -> None:
+    result = runner.invoke(app, ["compare", "hbm-partition", "--json", "--methods", "enumeration",
+                                 "--methods", "enumeration"])
+    assert result.exit_code == 0, result.output
+    assert [r["method"] for r in json.loads(result.output)] == ["enumeration"]

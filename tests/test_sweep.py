@@ -264,3 +264,17 @@ def test_vectorized_pareto_equals_unvectorized_reference_on_1000_points() -> Non
     assert np.array_equal(np.isnan(ttft), vec["ttft_s"].isna().to_numpy())
     assert np.array_equal(pareto_mask(tp, ttft), pareto_mask(vec["throughput_tps"].to_numpy(),
                                                             vec["ttft_s"].to_numpy()))
+
+
+def test_cli_sweep_bad_scheduler_address_is_one_line_and_leaves_no_store(write_scenario, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from chipdse.cli import app
+
+    pytest.importorskip("distributed")
+    path = write_scenario({"name": "bad-address", "design_space": {
+        "total_chiplets": 24, "hbm_min": 5, "hbm_max": 5, "d2d_GBps": [512], "max_batch": [8]}})
+    store = tmp_path / "s.sqlite"
+    result = CliRunner().invoke(app, ["sweep", str(path), "--scheduler", "bogus", "--store", str(store)])
+    assert result.exit_code == 2 and "error:" in result.output and "Traceback" not in result.output
+    assert not store.exists()
