@@ -206,6 +206,9 @@ def _solve_ring_enumeration(problem: PlacementProblem, config: SolverConfig) -> 
         return _solution("hbm-enum", SolutionStatus.NO_SOLUTION, TerminationCondition.UNKNOWN, reason=str(exc))
     term = TerminationCondition.ENUMERATED if res["proven"] else TerminationCondition.TIME_LIMIT
     summary = f"hbm-enum: {res['layouts']:,} ring layouts, {res['assignments']:,} assignment problems solved"
+    if res["decision"] is None:
+        reason = f"no feasible solution found in {config.time_limit_s:g} s"
+        return _solution("hbm-enum", SolutionStatus.NO_SOLUTION, term, reason=reason, log_summary=summary)
     return _solution("hbm-enum", SolutionStatus.FEASIBLE, term, decision=res["decision"], bound=res["bound"],
                      log_summary=summary)
 

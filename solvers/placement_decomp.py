@@ -117,8 +117,10 @@ def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float,
     layouts = _ring_layouts(problem, restricted, ring)
     counts_free = np.array([problem.counts[t] for t in free], dtype=int)
     rows_type = np.repeat(np.arange(len(free)), counts_free)
-    lbs = np.empty(len(layouts))
+    lbs = np.zeros(len(layouts))  # 0 is a valid (weak) bound where the time limit stops the relaxation
     for s in range(0, len(layouts), CHUNK):
+        if time.perf_counter() - t0 > time_limit_s:
+            break
         lbs[s:s + CHUNK] = _layout_costs(layouts[s:s + CHUNK], d_ring, dist[np.ix_(ring_arr, ring_arr)], v_fg, v_gg,
                                          ring_arr, counts_free, n)[0]
     # free-to-free traffic: every pair of distinct cells is >= 1 hop apart

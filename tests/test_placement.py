@@ -276,3 +276,16 @@ def test_mip_start_does_not_leak_between_solves() -> None:
             sol = solve_placement(problem, "milp-highs", CONFIG, hint=hint)
             assert sol.status == SolutionStatus.OPTIMAL
     assert "_solve" not in vars(SolverFactory("highs"))  # the shared instance was never patched
+
+
+def test_ring_enumeration_honours_a_tiny_time_limit() -> None:
+    """With a time limit too short to finish, hbm-enum stops and returns its incumbent with a valid bound, or
+    says that no feasible solution was found in that time."""
+    volumes = {("A", "hbm:a"): 7.0, ("M", "hbm:m"): 5.0, ("A", "M"): 1.0}
+    problem = ring_problem(5, 5, {"hbm:a": 3, "hbm:m": 3, "A": 6, "M": 6}, volumes, "5x5-tight")
+    sol = solve_placement(problem, "hbm-enum", SolverConfig(time_limit_s=0.1))
+    assert sol.wall_s < 5.0
+    if sol.decision is None:
+        assert sol.status == SolutionStatus.NO_SOLUTION and "no feasible solution found in 0.1 s" in sol.reason
+    else:
+        assert sol.bound <= sol.objective and check_placement(problem, sol.decision)[1] == []
