@@ -19,6 +19,7 @@ from chipdse.problems import PointSpec, hbm_partition_problem, mapping_problem, 
 from chipdse.scenario import LoadedScenario
 from chipdse.solution import Solution
 from evaluators.estimator import Screen
+from evaluators.latency import GROUP_NAMES, BlockTable, block_table, decode_costs, prefill_costs
 from formulations.mapping import MappingProblem, stage_times
 from reports.pareto import pareto_mask, pick_b_star, pick_m_t
 from solvers.config import SolverConfig
@@ -68,21 +69,23 @@ def best_exact(solutions: list[Solution]) -> Solution | None:
     return min(exact, key=lambda s: sign * s.objective)
 
 
-def _decode_mu(screen: Screen, sc: LoadedScenario, point: PointSpec, decision: dict[int, str],
-               mapping: dict[str, str], n_stacks: dict[str, int]) -> np.ndarray:
+def _hbm_bound_s(sc: LoadedScenario, table: BlockTable, block_bytes: np.ndarray, stacks: dict[str, int]) -> float:
+    """Time to stream ``block_bytes`` from each HBM group at its stacks' bandwidth; the slowest group, s."""
+    bw = sc.library.memory.bandwidth_GBps * 1e9
+    return max(block_bytes[table.group == gi].sum() / (stacks[g] * bw)
+               for gi, g in enumerate(GROUP_NAMES) if stacks.get(g, 0) > 0)
+
+
+def _decode_mu(sc: LoadedScenario, point: PointSpec, decision: dict[int, str], mapping: dict[str, str]
+               ) -> np.ndarray:
     """Decode completion rate mu(k), k = 1..b, of a placed and mapped design (stage times re-evaluated per k)."""
     mu = np.zeros(point.batch)
-    bw = sc.library.memory.bandwidth_GBps * 1e9
-    from evaluators.latency import block_table, decode_costs
-
     t = block_table(sc.model)
     c = decode_costs(t, sc.lengths.mean_prefill + sc.lengths.mean_decode / 2.0)
     for k in range(1, point.batch + 1):
         prob = mapping_problem(sc, point, decision, "decode", k)
         t_stage = max(stage_times(prob, mapping).values())
-        by = c.bytes0 + k * c.bytes1
-        hbm_bound = max(by[t.group == gi].sum() / (n_stacks[g] * bw)
-                        for gi, g in enumerate(("attention", "mamba")) if n_stacks.get(g, 0) > 0)
+        hbm_bound = _hbm_bound_s(sc, t, c.bytes0 + k * c.bytes1, point.hbm)
         mu[k - 1] = k / max(t_stage, hbm_bound) / sc.lengths.mean_decode
     return mu
 
@@ -91,16 +94,10 @@ def serve_layout(screen: Screen, sc: LoadedScenario, point: PointSpec, decision:
                  pre_map: dict[str, str], dec_map: dict[str, str]) -> dict[str, float]:
     """Re-score one placed and mapped design with the estimator's serving model (capacity, TTFT)."""
     pre_prob = mapping_problem(sc, point, decision, "prefill", 1)
-    t_p = max(stage_times(pre_prob, pre_map).values())
-    bw = sc.library.memory.bandwidth_GBps * 1e9
-    from evaluators.latency import block_table, prefill_costs
-
     t = block_table(sc.model)
     pc = prefill_costs(t, sc.lengths.mean_prefill, sc.lengths.second_moment_prefill, sc.spec.estimator.chunk_tokens)
-    hbm_bound = max(pc.bytes0[t.group == gi].sum() / (point.hbm[g] * bw)
-                    for gi, g in enumerate(("attention", "mamba")) if point.hbm.get(g, 0) > 0)
-    t_p = max(t_p, hbm_bound)
-    mu = _decode_mu(screen, sc, point, decision, dec_map, point.hbm)
+    t_p = max(max(stage_times(pre_prob, pre_map).values()), _hbm_bound_s(sc, t, pc.bytes0, point.hbm))
+    mu = _decode_mu(sc, point, decision, dec_map)
     n_pre = sum(n for ty, n in point.counts.items() if sc.library.by_name(ty).phase == "prefill")
     m = screen.serving_metrics(np.array([t_p]), mu[:, None], np.array([point.batch]), np.array([n_pre]),
                                np.array([True]))

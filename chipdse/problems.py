@@ -44,9 +44,7 @@ class PointSpec:
 def hbm_partition_problem(sc: LoadedScenario, n_hbm: int) -> HbmPartitionProblem:
     """Return the HYDRA Eq. 1 instance for ``n_hbm`` stacks (groups the model has; absent groups' weights folded in)."""
     needs = memory_needs(sc)
-    w = needs.weight_bytes.copy()
-    if not needs.present.all():
-        w[needs.present] += w[~needs.present].sum()
+    w = needs.weight_bytes
     groups = [g for g, p in zip(GROUP_NAMES, needs.present, strict=True) if p]
     idx = {g: i for i, g in enumerate(GROUP_NAMES)}
     return HbmPartitionProblem(

@@ -54,25 +54,28 @@ class MemoryNeeds:
 
 
 def memory_needs(sc: LoadedScenario) -> MemoryNeeds:
-    """Return the Eq. 1 inputs: group weights, KV bytes per request at the mean context, state per request."""
+    """Return the Eq. 1 inputs: group weights, KV bytes per request at the mean context, state per request.
+
+    Weights of a group the model does not have (e.g. a pure transformer's Mamba group, which holds only its
+    embedding/head when those are assigned there) are folded into the group it has.
+    """
     m = sc.model
     ctx = sc.lengths.mean_prefill + sc.lengths.mean_decode
     weights = np.array([m.group_weight_bytes("attention"), m.group_weight_bytes("mamba")])
     per_req = np.array([m.kv_bytes_per_token() * ctx, m.state_bytes_per_request()])
     present = np.array(["attention" in m.families, "mamba" in m.families])
+    if not present.all():
+        weights[present] += weights[~present].sum()
     return MemoryNeeds(weights, per_req, present, sc.library.memory.capacity_GB * 1e9)
 
 
 def best_partition(needs: MemoryNeeds, n_hbm: int) -> tuple[np.ndarray, int]:
     """Return (stacks per group, min concurrency) maximizing min_g r_g by enumeration (HYDRA Eq. 1).
 
-    Groups absent from the model get 0 stacks; weights of a group with no KV/state (e.g. a pure
-    transformer's Mamba group) are folded into the present group. Returns concurrency -1 when the weights
-    do not fit in any split.
+    Groups absent from the model get 0 stacks (their weights are already folded in by :func:`memory_needs`).
+    Returns concurrency -1 when the weights do not fit in any split.
     """
-    w = needs.weight_bytes.copy()
-    if not needs.present.all():
-        w[needs.present] += w[~needs.present].sum()
+    w = needs.weight_bytes
     best_n, best_r = np.zeros(2, dtype=int), -1
     present = np.flatnonzero(needs.present)
     splits = [(n_hbm,)] if len(present) == 1 else [(k, n_hbm - k) for k in range(1, n_hbm)]
