@@ -17,8 +17,9 @@ import pandas as pd
 from chipdse.design_space import enumerate_points
 from chipdse.problems import PointSpec, hbm_partition_problem, mapping_problem, placement_problem
 from chipdse.scenario import LoadedScenario
+from chipdse.simstudy import Layout, SimulationStudy, explore_simulations
 from chipdse.solution import Solution
-from evaluators.estimator import Screen
+from evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
 from evaluators.latency import GROUP_NAMES, BlockTable, block_table, decode_costs, prefill_costs
 from formulations.mapping import MappingProblem, stage_times
 from reports.pareto import pareto_mask, pick_b_star, pick_m_t
@@ -58,6 +59,7 @@ class ExploreResult:
     finalists: list[FinalistResult]
     solver: SolverConfig
     timings_s: dict[str, float]
+    simulation: SimulationStudy | None = None
 
 
 def best_exact(solutions: list[Solution]) -> Solution | None:
@@ -76,35 +78,45 @@ def _hbm_bound_s(sc: LoadedScenario, table: BlockTable, block_bytes: np.ndarray,
                for gi, g in enumerate(GROUP_NAMES) if stacks.get(g, 0) > 0)
 
 
-def _decode_mu(sc: LoadedScenario, point: PointSpec, decision: dict[int, str], mapping: dict[str, str]
-               ) -> np.ndarray:
-    """Decode completion rate mu(k), k = 1..b, of a placed and mapped design (stage times re-evaluated per k)."""
-    mu = np.zeros(point.batch)
-    t = block_table(sc.model)
-    c = decode_costs(t, sc.lengths.mean_prefill + sc.lengths.mean_decode / 2.0)
-    for k in range(1, point.batch + 1):
-        prob = mapping_problem(sc, point, decision, "decode", k)
-        t_stage = max(stage_times(prob, mapping).values())
-        hbm_bound = _hbm_bound_s(sc, t, c.bytes0 + k * c.bytes1, point.hbm)
-        mu[k - 1] = k / max(t_stage, hbm_bound) / sc.lengths.mean_decode
-    return mu
-
-
 def serve_layout(screen: Screen, sc: LoadedScenario, point: PointSpec, decision: dict[int, str],
                  pre_map: dict[str, str], dec_map: dict[str, str]) -> dict[str, float]:
-    """Re-score one placed and mapped design with the estimator's serving model (capacity, TTFT)."""
-    pre_prob = mapping_problem(sc, point, decision, "prefill", 1)
+    """Re-score one placed and mapped design with the estimator's serving model (capacity, TTFT).
+
+    The stage times are the mapping's own (HYDRA Eqs. 3-4 on the placed chiplets) instead of the screen's
+    fluid split and assumed hop count; the rest is :meth:`Screen.serving_metrics`.
+    """
     t = block_table(sc.model)
     pc = prefill_costs(t, sc.lengths.mean_prefill, sc.lengths.second_moment_prefill, sc.spec.estimator.chunk_tokens)
-    t_p = max(max(stage_times(pre_prob, pre_map).values()), _hbm_bound_s(sc, t, pc.bytes0, point.hbm))
-    mu = _decode_mu(sc, point, decision, dec_map)
-    n_pre = sum(n for ty, n in point.counts.items() if sc.library.by_name(ty).phase == "prefill")
-    m = screen.serving_metrics(np.array([t_p]), mu[:, None], np.array([point.batch]), np.array([n_pre]),
-                               np.array([True]))
-    return {"capacity_rps": float(m["capacity_rps"][0]),
-            "throughput_tps": float(m["capacity_rps"][0] * sc.lengths.mean_decode),
-            "ttft_s": float(m["ttft_s"][0]), "stable": bool(m["stable"][0]),
-            "prefill_bottleneck_s": float(t_p), "decode_step_s": float(point.batch / mu[-1] / sc.lengths.mean_decode)}
+    c = decode_costs(t, sc.lengths.mean_prefill + sc.lengths.mean_decode / 2.0)
+    n_stages = len(set(dec_map.values()))
+    r_mem = max(memory_concurrency(screen.needs, point.hbm), 1)
+    n_conc, k = screen.decode_concurrency(np.array([point.batch]), np.array([r_mem]), np.array([n_stages]))
+    kb = int(k[0])
+    bytes_per_request = pc.bytes0.sum() + sc.lengths.mean_decode / kb * (c.bytes0 + kb * c.bytes1).sum()
+    hbm_bytes_per_s = sum(point.hbm.values()) * sc.library.memory.bandwidth_GBps * 1e9
+
+    def metrics(wait: float) -> tuple[dict[str, np.ndarray], float, float, float]:
+        pre = stage_times(mapping_problem(sc, point, decision, "prefill", 1, wait), pre_map)
+        t_p = max(max(pre.values()), _hbm_bound_s(sc, t, pc.bytes0, point.hbm))
+        dec = stage_times(mapping_problem(sc, point, decision, "decode", kb, wait), dec_map)
+        t_bn = max(max(dec.values()), _hbm_bound_s(sc, t, c.bytes0 + kb * c.bytes1, point.hbm))
+        iter_s = max(sum(dec.values()), min(float(n_conc[0]), n_stages) * t_bn)
+        m = screen.serving_metrics(np.array([t_p]), np.array([sum(pre.values())]), np.array([iter_s]), n_conc,
+                                   np.array([point.batch]), np.array([True]))
+        return m, t_p, t_bn, iter_s
+
+    wait = 0.0
+    for _ in range(CONTENTION_ITERATIONS):  # capacity vs transfer waits, as Screen.score
+        m, t_p, t_bn, iter_s = metrics(wait)
+        wait = float(transfer_wait(m["capacity_rps"] * bytes_per_request / hbm_bytes_per_s)[0])
+    m, t_p, t_bn, iter_s = metrics(wait)
+    capacity = float(m["capacity_rps"][0])
+    lam_wait = float(transfer_wait(min(screen.lam, capacity) * bytes_per_request / hbm_bytes_per_s))
+    ttft = float(metrics(lam_wait)[0]["ttft_s"][0]) if bool(m["stable"][0]) else float("nan")
+    return {"capacity_rps": capacity, "throughput_tps": capacity * sc.lengths.mean_decode,
+            "ttft_s": ttft, "stable": bool(m["stable"][0]),
+            "prefill_bottleneck_s": float(t_p), "decode_step_s": float(t_bn),
+            "decode_iteration_s": float(iter_s), "decode_concurrency": int(n_conc[0])}
 
 
 def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str, Any], cfg: SolverConfig,
@@ -148,7 +160,8 @@ def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str
             maps[phase] = best.decision
         served = serve_layout(screen, sc, point, pl.decision, maps["prefill"], maps["decode"])
         served.update({"layout": label, "placement_method": pl.method,
-                       "placement_objective": pl.objective})
+                       "placement_objective": pl.objective,
+                       "layout_data": Layout(point, pl.decision, maps["prefill"], maps["decode"], pl.method)})
         res.serving.append(served)
         progress(f"{role}: served {label}", 0.0)
     return res
@@ -209,4 +222,9 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     else:
         finalists[0].role = "B* = M_T"
     timings["finalists_s"] = time.perf_counter() - t1
-    return ExploreResult(sc, df, reasons, finalists, cfg, timings)
+    study = None
+    if sc.spec.simulation.enabled:
+        t2 = time.perf_counter()
+        study = explore_simulations(sc, df, finalists, cfg, serve_layout, Screen, progress)
+        timings["simulation_s"] = time.perf_counter() - t2
+    return ExploreResult(sc, df, reasons, finalists, cfg, timings, study)

@@ -184,13 +184,15 @@ def mean_hops_to_groups(sc: LoadedScenario, decision: dict[int, str]) -> dict[in
 
 
 def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, str], phase: str,
-                    batch: int) -> MappingProblem:
+                    batch: int, transfer_wait: float = 0.0) -> MappingProblem:
     """Return the bottleneck-mapping instance of one phase on a placed design (HYDRA Eqs. 3-5).
 
     Chiplets are the placed chiplets of the phase's types (ids ``"Md@12"`` = type at cell); a block runs on
     chiplets of its family (shared blocks on any); time = roofline t_comp + hops * V / B_NoI (Eq. 3) with
     hops the mean distance from the chiplet to its block's HBM group. Prefill: one mean-length request;
-    decode: one iteration at ``batch``.
+    decode: one iteration at ``batch``. ``transfer_wait`` (>= 0) adds queueing on the shared ports and links
+    as a multiple of the block's transfer time V / B_HBM + hops * V / B_NoI
+    (``evaluators.estimator.transfer_wait``); the default 0 is HYDRA's uncontended Eq. 3.
     """
     t = block_table(sc.model)
     ln = sc.lengths
@@ -219,6 +221,7 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
             d = hops[cell][GROUP_NAMES[t.group[k]]] if GROUP_NAMES[t.group[k]] in hops[cell] else \
                 min(hops[cell].values())
             comp = mat[k] / caps.matrix_flops[0] + vec[k] / caps.vector_flops[0]
-            times[(name, cid)] = float(max(comp, by[k] / hbm_bw) + d * by[k] / (point.d2d_GBps * 1e9))
+            port, link = by[k] / hbm_bw, d * by[k] / (point.d2d_GBps * 1e9)
+            times[(name, cid)] = float(max(comp, port) + link + transfer_wait * (port + link))
     return MappingProblem(tasks=tuple(t.names), chiplets=tuple(chiplets), time_s=times,
                           name=f"{sc.spec.name}-{phase}-mapping")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,20 @@ class LoadedScenario:
     def compute_types(self) -> list[str]:
         """Names of the library's compute chiplet types that serve this model's block families."""
         return [c.name for c in self.library.compute if c.family in self.model.families]
+
+
+def with_workload(sc: LoadedScenario, workload: str) -> LoadedScenario:
+    """Return ``sc`` with another workload (a YAML path, relative to the scenario or instances/workloads).
+
+    Raises
+    ------
+    SpecError
+        A missing or malformed workload file or trace, naming it.
+    """
+    wl_path = resolve(workload, sc.path.parent, "workloads", str(sc.path), "simulation.datasets")
+    wl = load_spec(Workload, wl_path)
+    return dataclasses.replace(sc, workload=wl, lengths=load_lengths(wl, wl_path.parent, sc.spec.seed),
+                               workload_path=wl_path)
 
 
 def load_scenario(path: Path | None = None) -> LoadedScenario:

@@ -22,7 +22,8 @@ PLACEMENT_METHOD = "hbm-enum"
 MAPPING_METHOD = "lpt-greedy"
 
 
-def _scheduler_config(name: str):
+def scheduler_config(name: str):
+    """Return the simulator's scheduler config for a CLI name (:data:`SCHEDULERS`); ValueError otherwise."""
     from evaluators.sim_policies import (
         ElasticSchedulerConfig,
         FcfsSchedulerConfig,
@@ -38,7 +39,8 @@ def _scheduler_config(name: str):
     return configs[name]()
 
 
-def _batcher_config(name: str, max_batch: int):
+def batcher_config(name: str, max_batch: int):
+    """Return the simulator's batcher config for a CLI name (:data:`BATCHING`); ValueError otherwise."""
     from evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
 
     if name not in BATCHING:
@@ -152,7 +154,7 @@ def run_simulation(
     from solvers.mapping import solve_mapping
     from solvers.placement import solve_placement
 
-    sched_cfg = _scheduler_config(scheduler)
+    sched_cfg = scheduler_config(scheduler)
     batching = sc.spec.estimator.batching if batching is None else batching
     if batching not in BATCHING:
         msg = f"batching must be one of {list(BATCHING)}, got {batching!r}"
@@ -167,7 +169,7 @@ def run_simulation(
 
     row = _select_row(sc, point)
     spec = PointSpec.from_row(row, sc.compute_types())
-    batcher_cfg = _batcher_config(batching, spec.batch)
+    batcher_cfg = batcher_config(batching, spec.batch)
     place = solve_placement(placement_problem(sc, spec, float(row["capacity_rps"])), PLACEMENT_METHOD,
                             SolverConfig(time_limit_s=sc.spec.time_limit_s, seed=sc.spec.seed))
     if place.decision is None:

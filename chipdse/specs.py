@@ -168,8 +168,27 @@ class EstimatorSettings(_Spec):
                                "real placement.")
     chunk_tokens: int = Field(512, gt=0, description="Prefill chunk size for pipelined prefill, tokens.")
     batching: Literal["static", "dynamic"] = Field(
-        "static", description="static: batches of max-batch requests prefilled together and decoded until the "
-        "longest finishes (HYDRA Sec. VI-B's DSE setting); dynamic: continuous batching (HYDRA Sec. IV-B).")
+        "dynamic", description="dynamic: continuous batching (HYDRA Sec. IV-B; what HYDRA's estimator models and "
+        "its full method runs); static: batches of max-batch requests prefilled together and decoded until the "
+        "longest finishes (the ablation baseline).")
+
+
+class SimulationSettings(_Spec):
+    """Settings of explore's simulation stage (chipdse/simstudy.py)."""
+
+    enabled: bool = Field(True, description="Run the simulator pages (fidelity, ablation, schedulers).")
+    candidates: int = Field(6, ge=0, description="Pareto points simulated against the estimator (B* and M_T "
+                            "included, the rest spread along the front).")
+    spread: int = Field(6, ge=0, description="Further points, spread evenly over the estimator's throughput ranking "
+                        "of all feasible points, simulated against the estimator (the fidelity page's range).")
+    duration_s: float = Field(60.0, gt=0, description="Simulated window of each ablation / scheduler run, s.")
+    max_duration_s: float = Field(300.0, gt=0, description="Cap on a saturated fidelity run's window, s.")
+    load: float = Field(0.9, gt=0, description="Offered load of the ablation / scheduler runs, as a fraction of "
+                        "the design's estimated capacity on each dataset.")
+    datasets: list[str] = Field(default_factory=list, description="Workload YAMLs of the ablation / scheduler "
+                                "comparison (relative to the scenario or instances/workloads); empty = the "
+                                "scenario's workload only.")
+    workers: int = Field(2, ge=1, description="Worker processes for the simulations (1 = in-process).")
 
 
 class Scenario(_Spec):
@@ -182,6 +201,7 @@ class Scenario(_Spec):
     workload: str = Field(description="Path to a workload YAML.")
     design_space: DesignSpace = DesignSpace()
     estimator: EstimatorSettings = EstimatorSettings()
+    simulation: SimulationSettings = SimulationSettings()
     time_limit_s: float = Field(20.0, gt=0, description="Time limit per exact solve, s.")
     seed: int = Field(0, ge=0)
 

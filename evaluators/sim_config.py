@@ -186,6 +186,10 @@ class SimConfig:
         Deterministic stage compute, or exponential around the table's value.
     record_timeline : bool
         Keep every handled event's (time, kind) in the result.
+    warmup_s : float
+        Warm-up, s, excluded from the measurements: throughput counts the tokens emitted in
+        ``[warmup_s, duration_s]``, and TTFT / TBT / E2E cover the requests that arrived at or after it.
+        Must be below ``duration_s``. Utilizations and occupancy cover the whole window.
     """
 
     chiplets: tuple[ChipletSpec, ...]
@@ -204,6 +208,7 @@ class SimConfig:
     pipeline_batches: int | None = None
     service_time: ServiceTime = ServiceTime.DETERMINISTIC
     record_timeline: bool = False
+    warmup_s: float = 0.0
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -287,6 +292,9 @@ def _validate(cfg: SimConfig) -> None:
     for phase in ("prefill", "decode"):
         _validate_phase(cfg, phase)
     _check_number("duration_s", cfg.duration_s, strict=True)
+    _check_number("warmup_s", cfg.warmup_s)
+    if cfg.warmup_s >= cfg.duration_s:
+        _fail("warmup_s", f"below duration_s = {cfg.duration_s:g} s, got {cfg.warmup_s!r}")
     for name in ("seed", "block_tokens", "chunk_tokens"):
         v = getattr(cfg, name)
         if not (isinstance(v, int) and v >= (0 if name == "seed" else 1)):

@@ -45,15 +45,17 @@ class SimResult:
     ----------
     duration_s : float
         Simulated window, s.
+    warmup_s : float
+        Start of the measured part of the window, s (``SimConfig.warmup_s``).
     arrived, finished, in_system : int
         Requests that arrived, finished, and are still in the system at the end.
     output_tokens : int
         Output tokens generated in the window (unfinished requests' tokens included).
     throughput_tps : float
-        ``output_tokens / duration_s``, tokens/s.
+        Output tokens emitted after the warm-up divided by ``duration_s - warmup_s``, tokens/s.
     ttft, tbt, e2e : LatencyStats
         Time to first token of every request that got one, every gap between consecutive tokens of a request,
-        and end-to-end latency of finished requests, s.
+        and end-to-end latency of finished requests, s; requests that arrived during the warm-up are left out.
     chiplet_utilization : dict[str, float]
         Busy fraction of the window per chiplet id.
     link_utilization : dict[tuple[int, int], float]
@@ -98,6 +100,7 @@ class SimResult:
     wall_s: float
     requests: pd.DataFrame
     timeline: tuple[tuple[float, EventKind], ...] | None = None
+    warmup_s: float = 0.0
 
 
 # --------------------------------------------------------------------------------------------------------------

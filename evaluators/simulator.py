@@ -171,6 +171,8 @@ class _Engine:
         self.n_admitted = 0
         self.demand_tokens = 0.0
         self.tokens = 0
+        self.warmup = float(cfg.warmup_s)
+        self.tokens_measured = 0
         self.preemptions = 0
         self.tbt: list[float] = []
         self.kernel = Kernel({EventKind.ARRIVAL: self.on_arrival, EventKind.STAGE_DONE: self.on_stage_done,
@@ -509,9 +511,11 @@ class _Engine:
         now = self.kernel.now_s
         r.generated += 1
         self.tokens += 1
+        if now >= self.warmup:
+            self.tokens_measured += 1
         if r.first_token_s != r.first_token_s:
             r.first_token_s = now
-        else:
+        elif r.arrival_s >= self.warmup:
             self.tbt.append(now - r.last_token_s)
         r.last_token_s = now
         if r.generated >= r.output_tokens:
@@ -638,8 +642,9 @@ class _Engine:
             "finish_s": times[:, 4], "preemptions": counts[:, 3],
         })
         done = df["state"] == "done"
-        ttft = (df["first_token_s"] - df["arrival_s"]).to_numpy()  # NaN (ignored) until the first token
-        e2e = (df["finish_s"] - df["arrival_s"])[done].to_numpy()
+        measured = (df["arrival_s"] >= self.warmup).to_numpy()
+        ttft = (df["first_token_s"] - df["arrival_s"]).to_numpy()[measured]  # NaN (ignored) until the first token
+        e2e = (df["finish_s"] - df["arrival_s"])[done & measured].to_numpy()
         busy = [rs[4] - sum(e - max(s, d) for s, e in zip(rs[0], rs[1], strict=True) if e > d) for rs in self.res]
         links = {(k[1], k[2]): busy[i] / d for i, k in enumerate(topo.res_keys) if k[0] == "link"}
         ports = {k[1]: busy[i] / d for i, k in enumerate(topo.res_keys) if k[0] == "hbm"}
@@ -647,7 +652,7 @@ class _Engine:
         timeline = tuple(self.kernel.timeline) if self.kernel.timeline is not None else None
         return SimResult(
             duration_s=d, arrived=len(reqs), finished=int(done.sum()), in_system=int((~done).sum()),
-            output_tokens=self.tokens, throughput_tps=self.tokens / d,
+            output_tokens=self.tokens, throughput_tps=self.tokens_measured / (d - self.warmup),
             ttft=LatencyStats.of(ttft), tbt=LatencyStats.of(np.array(self.tbt)), e2e=LatencyStats.of(e2e),
             chiplet_utilization={cid: self.chip_busy[i] / d for i, cid in enumerate(topo.ids)},
             link_utilization=links, hbm_port_utilization=ports,
@@ -655,7 +660,7 @@ class _Engine:
                                                                         enumerate(cfg.memory)},
             hbm_capacity_bytes={g.name: float(g.capacity_bytes) for g in cfg.memory},
             preemptions=self.preemptions, n_events=self.kernel.n_events, wall_s=wall_s, requests=df,
-            timeline=timeline,
+            timeline=timeline, warmup_s=self.warmup,
         )
 
 

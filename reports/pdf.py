@@ -20,6 +20,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from chipdse.explore import ExploreResult, FinalistResult, best_exact  # noqa: E402
 from chipdse.io import atomic_path, write_text_atomic  # noqa: E402
 from chipdse.solution import Solution  # noqa: E402
+from reports import sim_pages
 
 PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "matplotlib", "pydantic")
 TYPE_COLOURS = {"Ap": "#1f77b4", "Ad": "#aec7e8", "Mp": "#d62728", "Md": "#ff9896",
@@ -288,6 +289,9 @@ def manifest(r: ExploreResult) -> dict[str, Any]:
         "points": len(r.points), "stable": int(r.points["stable"].sum()),
         "pareto": int(r.points["pareto"].sum()), "infeasible_reasons": r.infeasible_reasons,
         "finalists": {f.role: f.row["label"] for f in r.finalists}, "timings_s": r.timings_s,
+        "simulation": None if r.simulation is None else {
+            "fidelity": r.simulation.metrics, "policy_gains": sim_pages.policy_gains(r.simulation.policies),
+            "skipped": r.simulation.skipped},
     }
 
 
@@ -310,5 +314,11 @@ def write_report(r: ExploreResult, out_dir: Path) -> dict[str, Path]:
         _floorplan_page(pdf, r)
         for f in r.finalists:
             _compare_page(pdf, f)
+        if r.simulation is not None:
+            b_star = r.finalists[0].row["label"]
+            if r.simulation.metrics:
+                sim_pages.fidelity_page(pdf, r.simulation, r.scenario.spec.name)
+            sim_pages.noi_page(pdf, r.simulation, r.scenario.package.rows, r.scenario.package.cols, b_star)
+            sim_pages.policy_page(pdf, r.simulation, b_star, r.scenario.spec.simulation.load)
     write_text_atomic(paths["manifest"], json.dumps(manifest(r), indent=2, default=str))
     return paths

@@ -165,8 +165,10 @@ def brute_force_mapping(problem: MappingProblem) -> tuple[dict[str, str], int]:
 def lpt_greedy_mapping(problem: MappingProblem) -> dict[str, str]:
     """Map tasks longest first, each to the compatible chiplet where it would finish earliest.
 
-    Tasks are sorted by their minimum time over compatible chiplets, descending (ties in task order); each
-    goes to the compatible chiplet minimizing its stage time after adding the task (ties in chiplet order).
+    Two task orders are tried and the mapping with the smaller bottleneck kept: plain LPT (minimum time over
+    compatible chiplets, descending) and eligibility-first LPT (tasks with fewer compatible chiplets first,
+    e.g. attention-only blocks before the MLPs any chiplet can run; then longest first). Each task goes to the
+    compatible chiplet minimizing its stage time after adding the task (ties in task and chiplet order).
 
     Returns
     -------
@@ -176,16 +178,23 @@ def lpt_greedy_mapping(problem: MappingProblem) -> dict[str, str]:
     References
     ----------
     Graham's LPT rule (1969), here for unrelated machines with eligibility; DESIGN.md item 3 ("greedy LPT
-    by affinity").
+    by affinity"); least-flexible-first ordering for restricted assignment (Pinedo, Scheduling, Sec. 5.1).
     """
     mins = min_task_times(problem)
-    order = sorted(mins, key=lambda k: -mins[k])
-    loads = dict.fromkeys(problem.chiplets, 0.0)
-    decision: dict[str, str] = {}
-    for k in order:
-        c = min(compatible_chiplets(problem, k), key=lambda c: loads[c] + problem.time_s[k, c])
-        decision[k] = c
-        loads[c] += problem.time_s[k, c]
+    compat = {k: compatible_chiplets(problem, k) for k in mins}
+    orders = (sorted(mins, key=lambda k: -mins[k]), sorted(mins, key=lambda k: (len(compat[k]), -mins[k])))
+    best: tuple[float, dict[str, str]] | None = None
+    for order in orders:
+        loads = dict.fromkeys(problem.chiplets, 0.0)
+        decision: dict[str, str] = {}
+        for k in order:
+            c = min(compat[k], key=lambda c: loads[c] + problem.time_s[k, c])
+            decision[k] = c
+            loads[c] += problem.time_s[k, c]
+        bottleneck = max(loads.values(), default=0.0)
+        if best is None or bottleneck < best[0]:
+            best = (bottleneck, decision)
+    decision = best[1] if best is not None else {}
     return {k: decision[k] for k in problem.tasks if k in decision}
 
 

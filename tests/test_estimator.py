@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from evaluators.estimator import Screen, _balance, best_partition, memory_needs
+from evaluators.estimator import _balance, best_partition, erlang_c_wait, memory_needs
 from reports.pareto import pareto_mask
 
 
-def erlang_c_wait(lam: float, mu: float, c: int) -> float:
+def erlang_c_wait_reference(lam: float, mu: float, c: int) -> float:
     """Mean M/M/c waiting time Wq = C(c, a) / (c mu - lam) (Erlang C; Kleinrock, Queueing Systems Vol. 1)."""
     a = lam / mu
     top = a**c / math.factorial(c) * c / (c - a)
@@ -21,19 +21,32 @@ def erlang_c_wait(lam: float, mu: float, c: int) -> float:
 
 @pytest.mark.parametrize("c", [1, 4])
 @pytest.mark.parametrize("rho", [0.5, 0.9])
-def test_slot_wait_reduces_to_mm1_and_mmc(c: int, rho: float) -> None:
+def test_erlang_c_wait_equals_closed_form(c: int, rho: float) -> None:
     mu1 = 2.0
     lam = rho * c * mu1
-    mu = np.array([[min(k, c) * mu1] for k in range(1, c + 1)])
-    wait = Screen._slot_wait(mu, np.array([c]), lam, np.array([True]))[0]
-    assert wait == pytest.approx(erlang_c_wait(lam, mu1, c), rel=1e-12)
+    wait = erlang_c_wait(lam, np.array([mu1]), np.array([c]))[0]
+    assert wait == pytest.approx(erlang_c_wait_reference(lam, mu1, c), rel=1e-12)
     if c == 1:  # M/M/1: Wq = rho / (mu - lam)
         assert wait == pytest.approx(rho / (mu1 - lam), rel=1e-12)
 
 
-def test_unstable_points_have_no_wait() -> None:
-    mu = np.array([[1.0]])
-    assert np.isnan(Screen._slot_wait(mu, np.array([1]), 2.0, np.array([False]))[0])
+def test_erlang_c_wait_many_servers_matches_log_space_sum() -> None:
+    """Hundreds of servers (the decode places of a big pipeline): the Poisson form against the definition
+    C = (a^c / c!) (c / (c - a)) / (sum_{k<c} a^k / k! + (a^c / c!) (c / (c - a))) summed in log space."""
+    for c, rho in ((300, 0.5), (300, 0.97), (1024, 0.9)):
+        mu1 = 0.01
+        lam = rho * c * mu1
+        a = lam / mu1
+        logs = [k * math.log(a) - math.lgamma(k + 1) for k in range(c + 1)]
+        top = logs[c] + math.log(c / (c - a))
+        shift = max(max(logs[:c]), top)
+        prob_wait = math.exp(top - shift) / (sum(math.exp(x - shift) for x in logs[:c]) + math.exp(top - shift))
+        want = prob_wait / (c * mu1 - lam)
+        assert erlang_c_wait(lam, np.array([mu1]), np.array([c]))[0] == pytest.approx(want, rel=1e-9)
+
+
+def test_unstable_queue_has_no_wait() -> None:
+    assert np.isnan(erlang_c_wait(2.0, np.array([1.0]), np.array([1]))[0])
 
 
 def test_fluid_balance_equals_brute_force_split() -> None:
