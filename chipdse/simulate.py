@@ -15,7 +15,7 @@ from chipdse.errors import InfeasibleDesignError
 from chipdse.scenario import LoadedScenario
 
 SCHEDULERS = ("static", "fcfs", "work-stealing", "elastic")
-"""Task schedulers of the simulator (``evaluators.sim_policies``), by CLI name."""
+"""Task schedulers of the simulator (``evaluators.sim_schedulers``), by CLI name."""
 BATCHING = ("static", "dynamic")
 """Batchers of the simulator, by CLI name."""
 PLACEMENT_METHOD = "hbm-enum"
@@ -24,7 +24,7 @@ MAPPING_METHOD = "lpt-greedy"
 
 def scheduler_config(name: str):
     """Return the simulator's scheduler config for a CLI name (:data:`SCHEDULERS`); ValueError otherwise."""
-    from evaluators.sim_policies import (
+    from evaluators.sim_schedulers import (
         ElasticSchedulerConfig,
         FcfsSchedulerConfig,
         StaticSchedulerConfig,

@@ -13,18 +13,10 @@ import numpy as np
 from chipdse.problems import PointSpec
 from chipdse.scenario import LoadedScenario
 from evaluators.latency import FAMILY_ATTENTION, FAMILY_MAMBA, FAMILY_SHARED, GROUP_NAMES, block_table, chiplet_caps
+from evaluators.sim_arrivals import ArrivalConfig, GammaArrivalConfig, PoissonArrivalConfig, TraceArrivalConfig
 from evaluators.sim_kernel import SimulationError
-from evaluators.sim_policies import (
-    ArrivalConfig,
-    BatcherConfig,
-    DynamicBatcherConfig,
-    GammaArrivalConfig,
-    PoissonArrivalConfig,
-    SchedulerConfig,
-    StaticBatcherConfig,
-    StaticSchedulerConfig,
-    TraceArrivalConfig,
-)
+from evaluators.sim_policies import BatcherConfig, DynamicBatcherConfig, StaticBatcherConfig
+from evaluators.sim_schedulers import SchedulerConfig, StaticSchedulerConfig
 from evaluators.simulator import ChipletSpec, MemoryGroup, NoiSpec, PhaseTable, ServiceTime, SimConfig, TaskCost
 
 

@@ -9,13 +9,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
+from evaluators.sim_arrivals import ArrivalConfig
 from evaluators.sim_kernel import SimulationError
-from evaluators.sim_policies import (
-    ArrivalConfig,
-    BatcherConfig,
-    SchedulerConfig,
-    StaticSchedulerConfig,
-)
+from evaluators.sim_policies import BatcherConfig
+from evaluators.sim_schedulers import SchedulerConfig, StaticSchedulerConfig
 
 PREFILL_FEATURES = ("requests", "tokens", "tokens_squared", "chunks")
 """Features of a prefill job over its requests of L tokens each: (sum 1, sum L, sum L^2, sum ceil(L / chunk))."""
@@ -163,11 +160,11 @@ class SimConfig:
         HBM groups.
     noi : NoiSpec
     arrival : ArrivalConfig
-        Arrival process (``sim_policies``).
+        Arrival process (``sim_arrivals``).
     batcher : BatcherConfig
         Static or dynamic batching (``sim_policies``).
     scheduler : SchedulerConfig
-        Task scheduler (``sim_policies``), static by default.
+        Task scheduler (``sim_schedulers``), static by default.
     duration_s : float
         Simulated window, s; arrivals and events after it are not simulated.
     seed : int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -217,5 +218,59 @@ def uncontended_stage_times(config: SimConfig, phase: Phase, features: tuple[flo
 
 
 # --------------------------------------------------------------------------------------------------------------
-# The run
+# Reserving ports and links
 # --------------------------------------------------------------------------------------------------------------
+
+
+def reserve_routes(routes: list[tuple[list, ...]], t: float, nbytes: float, now: float) -> float:
+    """Send ``nbytes`` store-and-forward over each route in turn from time ``t``; return the arrival time, s.
+
+    A route is a tuple of resources ``[starts, ends, seconds per byte, latency, busy seconds]``. Each
+    resource keeps its future busy intervals (sorted, disjoint); a hop takes the earliest idle gap long
+    enough for it that starts no earlier than the previous hop ended (backfilling), then adds the
+    resource's latency. ``now`` is the current simulated time (intervals ending before it are
+    forgotten).
+    """
+    for route in routes:
+        for rs in route:
+            starts, ends, inv, lat, _ = rs
+            d = nbytes * inv
+            if not ends or ends[-1] <= t:  # nothing booked after t: append (or extend the last interval)
+                e = t + d
+                if not ends:
+                    starts.append(t)
+                    ends.append(e)
+                elif ends[-1] <= now:  # everything booked is past
+                    starts[:] = (t,)
+                    ends[:] = (e,)
+                elif ends[-1] == t:
+                    ends[-1] = e
+                else:
+                    starts.append(t)
+                    ends.append(e)
+            else:
+                if len(ends) > 16 and ends[0] <= now:  # forget the past (it never blocks: t >= now)
+                    k = bisect_right(ends, now)
+                    del starts[:k], ends[:k]
+                i = bisect_right(ends, t)
+                s, n = t, len(ends)
+                while i < n and starts[i] < s + d:
+                    if ends[i] > s:
+                        s = ends[i]
+                    i += 1
+                e = s + d
+                left = i > 0 and ends[i - 1] == s
+                right = i < n and starts[i] == e
+                if left and right:
+                    ends[i - 1] = ends[i]
+                    del starts[i], ends[i]
+                elif left:
+                    ends[i - 1] = e
+                elif right:
+                    starts[i] = s
+                else:
+                    starts.insert(i, s)
+                    ends.insert(i, e)
+            rs[4] += d
+            t = e + lat
+    return t

@@ -2,7 +2,7 @@
 
 What is modeled
 ---------------
-* **Requests** arrive from a trace replay, a Poisson or a Gamma process (``evaluators.sim_policies``) and
+* **Requests** arrive from a trace replay, a Poisson or a Gamma process (``evaluators.sim_arrivals``) and
   wait in a FCFS request pool. Arrival ``i`` takes the prompt / output lengths of row ``i mod n`` of the
   :class:`~chipdse.workloads.LengthSample`. The first output token comes out of prefill (TTFT), the others
   one per decode iteration (TBT); E2E ends with the last one.
@@ -64,13 +64,13 @@ on the iteration order of a set.
 from __future__ import annotations
 
 import time
-from bisect import bisect_right
 from collections import deque
 
 import numpy as np
 import pandas as pd
 
 from chipdse.workloads import LengthSample
+from evaluators.sim_arrivals import make_arrival
 from evaluators.sim_config import (
     DECODE_FEATURES,
     PREFILL_FEATURES,
@@ -84,7 +84,7 @@ from evaluators.sim_config import (
     _mul,
 )
 from evaluators.sim_kernel import Event, EventKind, Kernel, SimulationError
-from evaluators.sim_noi import _Topology, uncontended_stage_times, xy_route
+from evaluators.sim_noi import _Topology, reserve_routes, uncontended_stage_times, xy_route
 from evaluators.sim_policies import (
     Batcher,
     BatcherKind,
@@ -93,12 +93,10 @@ from evaluators.sim_policies import (
     RequestState,
     SimRequest,
     StageJob,
-    TaskScheduler,
-    make_arrival,
     make_batcher,
-    make_scheduler,
 )
 from evaluators.sim_results import LatencyStats, SimResult
+from evaluators.sim_schedulers import TaskScheduler, make_scheduler
 
 __all__ = [
     "DECODE_FEATURES", "PREFILL_FEATURES", "ChipletSpec", "LatencyStats", "MemoryGroup", "NoiSpec", "PhaseTable",
@@ -317,57 +315,9 @@ class _Engine:
         return float(self._exp_buf[self._exp_i - 1])
 
     def _reserve(self, routes: list[tuple[list, ...]], t: float, nbytes: float) -> float:
-        """Send ``nbytes`` store-and-forward over each route in turn from time ``t``; return the arrival time, s.
-
-        A route is a tuple of resources ``[starts, ends, seconds per byte, latency, busy seconds]``. Each
-        resource keeps its future busy intervals (sorted, disjoint); a hop takes the earliest idle gap long
-        enough for it that starts no earlier than the previous hop ended (backfilling), then adds the
-        resource's latency.
-        """
-        now = self.kernel.now_s
-        for route in routes:
-            for rs in route:
-                starts, ends, inv, lat, _ = rs
-                d = nbytes * inv
-                if not ends or ends[-1] <= t:  # nothing booked after t: append (or extend the last interval)
-                    e = t + d
-                    if not ends:
-                        starts.append(t)
-                        ends.append(e)
-                    elif ends[-1] <= now:  # everything booked is past
-                        starts[:] = (t,)
-                        ends[:] = (e,)
-                    elif ends[-1] == t:
-                        ends[-1] = e
-                    else:
-                        starts.append(t)
-                        ends.append(e)
-                else:
-                    if len(ends) > 16 and ends[0] <= now:  # forget the past (it never blocks: t >= now)
-                        k = bisect_right(ends, now)
-                        del starts[:k], ends[:k]
-                    i = bisect_right(ends, t)
-                    s, n = t, len(ends)
-                    while i < n and starts[i] < s + d:
-                        if ends[i] > s:
-                            s = ends[i]
-                        i += 1
-                    e = s + d
-                    left = i > 0 and ends[i - 1] == s
-                    right = i < n and starts[i] == e
-                    if left and right:
-                        ends[i - 1] = ends[i]
-                        del starts[i], ends[i]
-                    elif left:
-                        ends[i - 1] = e
-                    elif right:
-                        starts[i] = s
-                    else:
-                        starts.insert(i, s)
-                        ends.insert(i, e)
-                rs[4] += d
-                t = e + lat
-        return t
+        """Send ``nbytes`` over each route in turn from time ``t``; return the arrival time, s
+        (:func:`evaluators.sim_noi.reserve_routes`)."""
+        return reserve_routes(routes, t, nbytes, self.kernel.now_s)
 
     def _start(self, job: StageJob, c: int) -> Event:
         """Start ``job`` on idle chiplet ``c``: reserve its transfers, return its completion event."""

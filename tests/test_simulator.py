@@ -13,18 +13,14 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from chipdse.workloads import LengthSample
+from evaluators.sim_arrivals import GammaArrivalConfig, PoissonArrivalConfig, TraceArrivalConfig, make_arrival
 from evaluators.sim_kernel import Event, EventKind, Kernel, SimulationError
-from evaluators.sim_policies import (
-    DynamicBatcherConfig,
+from evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
+from evaluators.sim_schedulers import (
     ElasticSchedulerConfig,
     FcfsSchedulerConfig,
-    GammaArrivalConfig,
-    PoissonArrivalConfig,
-    StaticBatcherConfig,
     StaticSchedulerConfig,
-    TraceArrivalConfig,
     WorkStealingSchedulerConfig,
-    make_arrival,
 )
 from evaluators.simulator import (
     ChipletSpec,
