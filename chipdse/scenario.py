@@ -78,5 +78,7 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
         msg = f"compute chiplets for the model's {missing} blocks; the library has none"
         raise SpecError(str(path), "library", msg)
     lengths = load_lengths(workload, wl_path.parent, spec.seed)
+    for ds in spec.simulation.datasets:  # checked now, not after minutes of solving
+        load_spec(Workload, resolve(ds, base, "workloads", str(path), "simulation.datasets"))
     return LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
                           pkg_path, wl_path)

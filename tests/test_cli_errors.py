@@ -43,6 +43,13 @@ def test_unknown_model_name(write_scenario, tmp_path: Path) -> None:
     _assert_one_line_error(code, out, "variant.yaml", "model", "gpt-17", "nemotron-h-4b")
 
 
+def test_missing_simulation_dataset_is_named_before_any_solve(write_scenario, tmp_path: Path) -> None:
+    path = write_scenario({"simulation": {"datasets": ["arxiv.yaml", "no-such-dataset.yaml"]}})
+    code, out = _explore(str(path), "--out", str(tmp_path / "out"))
+    _assert_one_line_error(code, out, "variant.yaml", "simulation.datasets", "no-such-dataset.yaml")
+    assert not (tmp_path / "out").exists()
+
+
 def test_negative_bandwidth(write_scenario, tmp_path: Path) -> None:
     path = write_scenario({"design_space": {"d2d_GBps": [-256, 512]}})
     code, out = _explore(str(path), "--out", str(tmp_path / "out"))

@@ -14,14 +14,18 @@ from chipdse.cli import app
 
 def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> None:
     path = write_scenario({"name": "small", "design_space": {
-        "total_chiplets": 24, "hbm_min": 5, "hbm_max": 6, "d2d_GBps": [512], "max_batch": [8, 32]}})
+        "total_chiplets": 24, "hbm_min": 5, "hbm_max": 6, "d2d_GBps": [512], "max_batch": [8, 32]},
+        "simulation": {"candidates": 2, "spread": 2, "duration_s": 8, "max_duration_s": 30,
+                       "datasets": ["arxiv.yaml", "chat.yaml"], "workers": 1}})
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["explore", str(path), "--out", str(out), "--time-limit", "2", "--seed", "3"])
     assert result.exit_code == 0, result.output
     pdf = (out / "report.pdf").read_bytes()
     assert pdf.startswith(b"%PDF")
     pages = len(re.findall(rb"/Type /Page\b", pdf))
-    assert pages >= 5  # title, Pareto, configurations, floorplans, exact-vs-heuristic (x finalists)
+    # title, Pareto, configurations, floorplans, exact-vs-heuristic (x finalists), and the simulator's fidelity,
+    # NoI / utilization and policy pages
+    assert pages >= 8
     df = pd.read_csv(out / "points.csv")
     # 5 HBM: C(18, 3) = 816 compositions of 19 compute chiplets into 4 types >= 1; 6 HBM: C(17, 3) = 680
     assert len(df) == (816 + 680) * 1 * 2
@@ -31,3 +35,8 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     assert manifest["seed"] == 3 and manifest["solver"]["time_limit_s"] == 2
     assert len(manifest["scenario_sha256"]) == 64 and "highspy" in manifest["versions"]
     assert not list(out.glob(".*.tmp"))
+    sim = manifest["simulation"]
+    assert sim["fidelity"]["points"] >= 3 and -1.0 <= sim["fidelity"]["spearman_throughput"] <= 1.0
+    assert 0.0 < sim["fidelity"]["max_throughput_recovery"] <= 1.0
+    gains = sim["policy_gains"]
+    assert gains["full_vs_baseline_throughput_x"] > 0 and gains["elastic_vs_static_throughput_x"] > 0
