@@ -166,6 +166,80 @@ def compare(
 
 
 @app.command()
+def solve(
+    problem: Annotated[str, typer.Argument(metavar="PROBLEM",
+                                           help="qap, placement, hbm-partition or mapping (decode mapping).")],
+    path: Annotated[Path | None, typer.Argument(
+        metavar="FILE", help="qap: a QAPLIB .dat file; otherwise a scenario YAML (default: the bundled default).",
+        show_default=False)] = None,
+    method: Annotated[str | None, typer.Option(
+        "--method", help="Method for placement / hbm-partition / mapping (see chipdse compare).",
+        show_default=False)] = None,
+    solver: Annotated[str, typer.Option("--solver", help="qap: highs (RLT-1 MILP) or cpsat.")] = "highs",
+    point: Annotated[str, typer.Option("--point", help="Which finalist: b-star or m-t.")] = "b-star",
+    time_limit: Annotated[float | None, typer.Option(
+        "--time-limit", min=0.1, help="Time limit, s (default: the scenario's; qap: 60).",
+        show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+) -> None:
+    """Solve one decision problem with one method: a QAPLIB file (QAP mode of the placement formulation), or a
+    scenario's B* / M_T placement, HBM partition or decode mapping.
+
+    Prints objective, proven bound, gap, status and wall time; a time limit returns the incumbent with its gap.
+    """
+    import json
+
+    from chipdse.solution import relative_gap
+    from solvers.config import SolverConfig
+
+    try:
+        if problem == "qap":
+            from formulations.qap import read_qaplib
+            from solvers.qap import solve_qap
+
+            if path is None:
+                msg = "chipdse solve qap needs a QAPLIB .dat file"
+                raise ValueError(msg)
+            inst = read_qaplib(path)
+            sol = solve_qap(inst, solver, SolverConfig(time_limit_s=time_limit or 60.0))
+            out = {"problem": "qap", "instance": inst.name, "n": inst.n, "solver": solver}
+        else:
+            from chipdse.problems import finalist_instance
+            from chipdse.scenario import load_scenario
+            from solvers.compare import run_methods, validate_methods
+
+            if method is None:
+                msg = f"--method is required for {problem!r} (chipdse compare {problem} lists the methods)"
+                raise ValueError(msg)
+            validate_methods(problem, [method])
+            if point not in ("b-star", "m-t"):
+                msg = f"--point must be one of ['b-star', 'm-t'], got {point!r}"
+                raise ValueError(msg)
+            sc = load_scenario(path)
+            cfg = SolverConfig(time_limit_s=time_limit or sc.spec.time_limit_s, seed=sc.spec.seed)
+            instance, label = finalist_instance(sc, problem, point)
+            sol = run_methods(problem, instance, [method], cfg)[0]
+            out = {"problem": problem, "instance": label, "method": method}
+    except (ChipdseError, ValueError) as exc:
+        _fail(exc)
+    out.update({"objective": sol.objective, "bound": sol.bound,
+                "gap": None if sol.objective is None else relative_gap(sol.objective, sol.bound),
+                "status": sol.status.value, "wall_s": sol.wall_s, "reason": sol.reason})
+    if problem == "qap":
+        out["permutation"] = sol.decision
+    if as_json:
+        typer.echo(json.dumps(out, default=str))
+        return
+    if sol.objective is None:
+        typer.echo(f"{out['instance']}: {sol.status.value}: {sol.reason} ({sol.wall_s:.1f} s)")
+        return
+    gap = "-" if out["gap"] is None else f"{100 * out['gap']:.3g}%"
+    bound = "-" if sol.bound is None else f"{sol.bound:.6g}"
+    typer.echo(f"{out['instance']}: objective {sol.objective:.6g}, bound {bound}, gap {gap}, {sol.status.value}, "
+               f"{sol.wall_s:.1f} s")
+
+
+@app.command()
 def sweep(
     scenario: Annotated[Path | None, typer.Argument(
         metavar="SCENARIO", help="Scenario YAML (default: the bundled default).", show_default=False)] = None,

@@ -57,6 +57,9 @@ class PlacementProblem:
     allowed: dict[str, tuple[int, ...]] = field(default_factory=dict)
     ring_cells: tuple[int, ...] = ()
     name: str = "placement"
+    distance: tuple[tuple[float, ...], ...] | None = None
+    """Cell-to-cell distance matrix replacing the Manhattan hops (QAP mode: the QAPLIB distance matrix,
+    symmetrized; ``formulations.qap``). Must be symmetric with a zero diagonal."""
     model_volume_floor: float = 0.0
     """Pairs whose volume is below this fraction of the largest are left out of the exact models. The
     objective is still evaluated in full by the checker, and the bound stays valid (volumes are >= 0, so the
@@ -71,8 +74,10 @@ def cell_row_col(problem: PlacementProblem, cell: int) -> tuple[int, int]:
     return divmod(cell, problem.cols)
 
 
-def manhattan(problem: PlacementProblem, i: int, j: int) -> int:
-    """Return the Manhattan distance in hops between cells ``i`` and ``j``."""
+def manhattan(problem: PlacementProblem, i: int, j: int) -> float:
+    """Return the distance between cells ``i`` and ``j``: Manhattan hops on the grid, or ``problem.distance``."""
+    if problem.distance is not None:
+        return problem.distance[i][j]
     (ri, ci), (rj, cj) = divmod(i, problem.cols), divmod(j, problem.cols)
     return abs(ri - rj) + abs(ci - cj)
 
@@ -403,7 +408,8 @@ def cpsat_weights(problem: PlacementProblem) -> tuple[float, dict[tuple[str, str
     if unit == 0.0 or values[-1] / unit > CPSAT_MAX_WEIGHT:
         unit = max(values[0] / 1e6, values[-1] / CPSAT_MAX_WEIGHT)
     weights = {k: round(v / unit) for k, v in vol.items()}
-    c, max_d = problem.counts, problem.rows + problem.cols - 2
+    c = problem.counts
+    max_d = problem.rows + problem.cols - 2 if problem.distance is None else max(max(r) for r in problem.distance)
     error = math.fsum(
         abs(vol[t, u] - unit * weights[t, u]) * (c[t] * c[u] if t != u else c[t] * (c[t] - 1) // 2) * max_d
         for t, u in vol

@@ -1,0 +1,112 @@
+"""QAP mode of the placement formulation: QAPLIB instances as placements of n one-chiplet types on n cells.
+
+A Koopmans-Beckmann QAP (flow matrix A, distance matrix B, cost of a permutation p:
+sum_{i,j} A[i][j] B[p(i)][p(j)]) is the placement problem of ``formulations.placement`` with facility i as a
+type ``f<i>`` of one chiplet, location k as cell k of a 1 x n grid, the pair volume between f<i> and f<j> (i < j)
+A[i][j], and the cell distance B[k][l] + B[l][k] in place of Manhattan hops. The translation is exact when A is
+symmetric and both diagonals are zero (every QAPLIB instance with n <= 12 here); otherwise the cost of an
+unordered pair is not volume x distance and :func:`to_placement_problem` says so. The same RLT-1 MILP and
+CP-SAT models then solve it (DESIGN.md item 2; Adams and Johnson 1994).
+
+QAPLIB format (``../shared/qaplib/README.md``): n, then the two n x n matrices, read as one stream of integers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from chipdse.errors import SpecError
+from formulations.placement import PlacementProblem
+
+
+@dataclass(frozen=True)
+class QapInstance:
+    """A QAPLIB instance: ``flow`` A and ``distance`` B, integer arrays of shape (n, n)."""
+
+    name: str
+    flow: np.ndarray
+    distance: np.ndarray
+
+    @property
+    def n(self) -> int:
+        """Number of facilities (= locations)."""
+        return int(self.flow.shape[0])
+
+
+def read_qaplib(path: Path | str) -> QapInstance:
+    """Read a QAPLIB ``.dat`` file.
+
+    Raises
+    ------
+    SpecError
+        Missing file, non-integer tokens, or a token count other than 1 + 2 n^2 (naming the file).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(str(path), "(file)", f"a readable QAPLIB .dat file ({exc.strerror})") from None
+    tokens = text.split()
+    try:
+        values = np.array([int(t) for t in tokens], dtype=np.int64)
+    except ValueError:
+        bad = next(t for t in tokens if not t.lstrip("-").isdigit())
+        raise SpecError(str(path), "(data)", f"integers only (n, then two n x n matrices), got {bad!r}") from None
+    if len(values) == 0 or values[0] < 1:
+        raise SpecError(str(path), "n", "a positive size n as the first integer")
+    n = int(values[0])
+    if len(values) != 1 + 2 * n * n:
+        raise SpecError(str(path), "(data)", f"1 + 2 n^2 = {1 + 2 * n * n} integers for n = {n}, got {len(values)}")
+    a = values[1:1 + n * n].reshape(n, n)
+    b = values[1 + n * n:].reshape(n, n)
+    return QapInstance(path.stem, a, b)
+
+
+def read_solution(path: Path | str) -> tuple[int, int, np.ndarray]:
+    """Read a QAPLIB ``.sln`` file: (n, published cost, 0-based permutation p with p[i] = location of i)."""
+    values = [int(t) for t in Path(path).read_text().split()]
+    n, cost = values[0], values[1]
+    return n, cost, np.array(values[2:2 + n], dtype=np.int64) - 1
+
+
+def qap_cost(inst: QapInstance, perm: np.ndarray) -> int:
+    """Cost sum_{i,j} A[i][j] B[p(i)][p(j)] of a 0-based permutation (facility i at location perm[i])."""
+    p = np.asarray(perm)
+    return int((inst.flow * inst.distance[np.ix_(p, p)]).sum())
+
+
+def facility(i: int) -> str:
+    """Type name of facility ``i`` in the placement problem."""
+    return f"f{i:03d}"
+
+
+def to_placement_problem(inst: QapInstance) -> PlacementProblem:
+    """Return the placement problem whose objective equals the QAP cost (see the module docstring).
+
+    Raises
+    ------
+    SpecError
+        A non-symmetric flow matrix or a nonzero diagonal (the unordered-pair objective cannot express it).
+    """
+    a, b = inst.flow, inst.distance
+    if not np.array_equal(a, a.T):
+        raise SpecError(inst.name, "flow", "a symmetric flow matrix (transpose the instance if the distance "
+                        "matrix is the symmetric one)")
+    if np.any(np.diag(a)) or np.any(np.diag(b)):
+        raise SpecError(inst.name, "diagonal", "zero diagonals in both matrices")
+    n = inst.n
+    d = b + b.T
+    vol = {(facility(i), facility(j)): float(a[i, j]) for i in range(n) for j in range(i + 1, n) if a[i, j]}
+    return PlacementProblem(rows=1, cols=n, counts={facility(i): 1 for i in range(n)}, pair_volume=vol,
+                            distance=tuple(tuple(float(x) for x in row) for row in d), name=f"qap-{inst.name}")
+
+
+def decision_to_perm(inst: QapInstance, decision: dict[int, str]) -> np.ndarray:
+    """Turn a placement decision (cell -> facility type) into the 0-based permutation."""
+    perm = np.full(inst.n, -1, dtype=np.int64)
+    for cell, ty in decision.items():
+        perm[int(ty[1:])] = int(cell)
+    return perm

@@ -1,0 +1,111 @@
+"""QAP mode of the placement formulation: QAPLIB optima (published) and brute force on a tiny instance."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from chipdse.cli import app
+from chipdse.errors import SpecError
+from formulations.qap import QapInstance, qap_cost, read_qaplib, read_solution
+from solvers.config import SolverConfig
+from solvers.qap import solve_qap
+from tests.conftest import shared_or_skip
+
+SMALL = ("chr12a", "chr12b", "chr12c", "had12", "nug12", "rou12", "scr12", "tai10a", "tai10b", "tai12a", "tai12b")
+"""Every QAPLIB instance with n <= 12 in ../shared/qaplib."""
+EXACT_IN_SECONDS = ("chr12a", "chr12b")
+"""Proven optimal by the RLT-1 MILP in about half a second each here."""
+
+
+def _optima(folder: Path) -> dict[str, int]:
+    with (folder / "optima.csv").open() as fh:
+        return {row["name"]: int(row["optimal_value"]) for row in csv.DictReader(fh)}
+
+
+def test_published_solutions_cost_the_published_optimum() -> None:
+    folder = shared_or_skip("qaplib")
+    optima = _optima(folder)
+    for name in SMALL:
+        inst = read_qaplib(folder / f"{name}.dat")
+        n, cost, perm = read_solution(folder / f"{name}.sln")
+        assert n == inst.n and cost == optima[name]
+        assert qap_cost(inst, perm) == optima[name], name
+
+
+@pytest.mark.parametrize("name", EXACT_IN_SECONDS)
+def test_milp_proves_the_published_optimum(name: str) -> None:
+    folder = shared_or_skip("qaplib")
+    opt = _optima(folder)[name]
+    sol = solve_qap(read_qaplib(folder / f"{name}.dat"), "highs", SolverConfig(time_limit_s=60.0))
+    assert sol.status.value == "optimal"
+    assert sol.objective == opt
+    assert sol.bound == pytest.approx(opt, rel=1e-9)
+    assert qap_cost(read_qaplib(folder / f"{name}.dat"), np.array(sol.decision)) == opt
+
+
+def test_short_time_limit_brackets_the_optimum() -> None:
+    """On the rest, after a 1 s limit: incumbent >= published optimum >= proven bound (when there is one)."""
+    folder = shared_or_skip("qaplib")
+    optima = _optima(folder)
+    for name in SMALL:
+        if name in EXACT_IN_SECONDS:
+            continue
+        inst = read_qaplib(folder / f"{name}.dat")
+        sol = solve_qap(inst, "highs", SolverConfig(time_limit_s=1.0))
+        assert sol.objective is not None and sol.objective >= optima[name], name
+        assert qap_cost(inst, np.array(sol.decision)) == sol.objective
+        if sol.bound is not None:
+            assert sol.bound <= optima[name] * (1 + 1e-9), name
+
+
+def _tiny(seed: int, n: int = 6) -> QapInstance:
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 10, (n, n))
+    a = np.triu(a, 1) + np.triu(a, 1).T
+    b = rng.integers(1, 9, (n, n))
+    np.fill_diagonal(b, 0)
+    return QapInstance(f"tiny{seed}", a, b)  # b asymmetric: the formulation symmetrizes it
+
+
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+def test_exact_equals_brute_force_on_tiny_instances(solver: str) -> None:
+    for seed in range(3):
+        inst = _tiny(seed)
+        brute = min(qap_cost(inst, np.array(p)) for p in itertools.permutations(range(inst.n)))
+        sol = solve_qap(inst, solver, SolverConfig(time_limit_s=30.0))
+        assert sol.status.value == "optimal" and sol.objective == brute
+        assert sol.bound == pytest.approx(brute, rel=1e-9)
+
+
+def test_bad_qaplib_files_are_named(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.dat"
+    bad.write_text("3\n1 2 3\n")
+    with pytest.raises(SpecError, match=r"bad\.dat.*19 integers"):
+        read_qaplib(bad)
+    bad.write_text("2\n0 1 1 0\n0 x 1 0\n")
+    with pytest.raises(SpecError, match="integers only"):
+        read_qaplib(bad)
+    asym = tmp_path / "asym.dat"
+    asym.write_text("2\n0 1 2 0\n0 1 1 0\n")
+    result = CliRunner().invoke(app, ["solve", "qap", str(asym)])
+    assert result.exit_code == 2 and "symmetric flow" in result.output
+
+
+def test_cli_solve_qap_json(tmp_path: Path) -> None:
+    inst = _tiny(7, 5)
+    path = tmp_path / "tiny.dat"
+    path.write_text(f"{inst.n}\n" + "\n".join(" ".join(map(str, r)) for r in inst.flow) + "\n"
+                    + "\n".join(" ".join(map(str, r)) for r in inst.distance) + "\n")
+    result = CliRunner().invoke(app, ["solve", "qap", str(path), "--solver", "cpsat", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    brute = min(qap_cost(inst, np.array(p)) for p in itertools.permutations(range(inst.n)))
+    assert {"objective", "bound", "status", "wall_s"} <= set(out)
+    assert out["objective"] == brute and out["status"] == "optimal"
