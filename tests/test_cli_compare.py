@@ -54,3 +54,16 @@ def test_compare_runs_each_method_once() -> None:
                                  "--methods", "enumeration"])
     assert result.exit_code == 0, result.output
     assert [r["method"] for r in json.loads(result.output)] == ["enumeration"]
+
+
+def test_solve_one_method_equals_its_compare_row() -> None:
+    """`chipdse solve hbm-partition --method enumeration` gives the optimum compare's exact methods agree on."""
+    solve = runner.invoke(app, ["solve", "hbm-partition", "--method", "enumeration", "--json"])
+    assert solve.exit_code == 0, solve.output
+    one = json.loads(solve.output)
+    rows = json.loads(runner.invoke(app, ["compare", "hbm-partition", "--json", "--methods", "milp-highs"]).output)
+    assert one["status"] == "optimal" and one["objective"] == rows[0]["objective"]
+    missing = runner.invoke(app, ["solve", "mapping"])
+    assert missing.exit_code == 2 and "--method is required" in missing.output
+    unknown = runner.invoke(app, ["solve", "placement", "--method", "magic"])
+    assert unknown.exit_code == 2 and "magic" in unknown.output
