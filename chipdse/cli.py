@@ -376,6 +376,9 @@ def simulate(
     typer.echo(f"utilization: chiplets mean {chips['mean']:.2f} max {chips['max']:.2f}; "
                f"links mean {links['mean']:.3f} max {links['max']:.3f}")
     typer.echo(f"{res['events']:,} events in {res['wall_s']:.2f} s wall")
+    if res["overloaded"]:
+        typer.echo(f"warning: overloaded: {res['requests_in_system']:,} of {res['requests_arrived']:,} requests are "
+                   "still in the system; the latency statistics cover only the requests served so far")
 
 
 def placement_summary(sols: list) -> list[str]:

@@ -202,27 +202,23 @@ def fidelity_metrics(table: pd.DataFrame) -> dict[str, float]:
 
 
 def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: float, dataset: str, *,
-                load: float = 0.9, duration_s: float = 60.0, warmup_s: float = 10.0, max_s: float = 300.0
-                ) -> list[SimJob]:
+                load: float = 0.9, duration_s: float = 60.0) -> list[SimJob]:
     """The ablation variants and the scheduler comparison on one dataset (``sc``'s workload) at ``load`` x
     the design's estimated capacity. ``layouts`` maps ``"exact"`` and ``"round-robin"`` to layouts.
 
-    A static-batching run needs several whole batches in its window: it lasts at least six batch-formation
-    times (6 max-batch / rate, capped at ``max_s``), and it is measured from t = 0 (a warm-up would credit it
-    with draining the backlog of requests that waited for their batch during the warm-up).
+    Every variant gets the same window, measured from an empty system (no warm-up), so throughputs compare
+    like with like; the scheduler study's elastic run is the ablation's CP+ET+DB run (not simulated twice).
     """
     rate = load * capacity_rps
     jobs = []
     for variant, placement, sched, batching in ABLATION:
-        dur, warm = duration_s, warmup_s
-        if batching == "static":
-            dur = min(max(duration_s, 6.0 * layouts[placement].point.batch / rate), max(max_s, duration_s))
-            warm = 0.0
-        jobs.append(SimJob(sc, layouts[placement], rate, dur, warm, batching, sched,
+        jobs.append(SimJob(sc, layouts[placement], rate, duration_s, 0.0, batching, sched,
                            tags={"study": "ablation", "variant": variant, "dataset": dataset,
                                  "placement": placement, "scheduler": sched, "batching": batching}))
     for sched in SCHEDULER_VARIANTS:
-        jobs.append(SimJob(sc, layouts["exact"], rate, duration_s, warmup_s, "dynamic", sched,
+        if sched == "elastic":
+            continue  # = CP+ET+DB; policy_rows copies it into the scheduler study
+        jobs.append(SimJob(sc, layouts["exact"], rate, duration_s, 0.0, "dynamic", sched,
                            tags={"study": "scheduler", "variant": sched, "dataset": dataset,
                                  "placement": "exact", "scheduler": sched, "batching": "dynamic"}))
     return jobs
@@ -296,15 +292,20 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
     # ablation and schedulers on B* for every dataset
     b_star = finalists[0]
     lay_b = _finalist_layouts(b_star)
-    datasets = st.datasets or [str(sc.workload_path)]
+    datasets = policy_datasets(sc)
     if set(lay_b) == {"exact", "round-robin"}:
         for ds in datasets:
             scd = with_workload(sc, ds)
             name = scd.workload.name
             served = serve(screen_of(scd), scd, lay_b["exact"].point, lay_b["exact"].placement,
                            lay_b["exact"].prefill_map, lay_b["exact"].decode_map)
-            jobs += policy_jobs(scd, lay_b, served["capacity_rps"], name, load=st.load, duration_s=st.duration_s,
-                                warmup_s=min(10.0, st.duration_s / 5), max_s=st.max_duration_s)
+            # a window of three request lifetimes (mean output x token interval), within the configured bounds
+            lifetime = scd.lengths.mean_decode * served["decode_iteration_s"]
+            window = min(max(st.duration_s, 3.0 * lifetime), max(st.max_duration_s, st.duration_s))
+            if window < 2.0 * lifetime:
+                skipped.append(f"{name}: window {window:.0f} s is under two request lifetimes ({lifetime:.0f} s "
+                               "each): its policy numbers include the ramp-up from an empty system")
+            jobs += policy_jobs(scd, lay_b, served["capacity_rps"], name, load=st.load, duration_s=window)
     else:
         skipped.append("ablation: B* has no exact and round-robin layouts")
     progress(f"simulation: {len(jobs)} runs on {st.workers} worker(s)", 0.0)
@@ -317,7 +318,13 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
             results.append(res)
     fid = fidelity_table(rows, [r for r in results if r.get("run") in ("saturated", "offered")])
     metrics = fidelity_metrics(fid) if len(fid) >= 3 else {}
-    pol = pd.DataFrame([{k: v for k, v in r.items() if not isinstance(v, dict)} for r in results if "study" in r])
+    if len(fid) < 3:
+        skipped.append(f"fidelity page: needs at least 3 simulated points, got {len(fid)} (simulation.candidates "
+                       "+ simulation.spread)")
+    flat = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in results if "study" in r]
+    flat += [{**r, "study": "scheduler", "variant": "elastic"} for r in flat
+             if r["study"] == "ablation" and r["variant"] == "CP+ET+DB"]
+    pol = pd.DataFrame(flat)
     util = {}
     home = sc.workload.name
     for r in results:
@@ -325,6 +332,11 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
             util[r["placement"]] = {"links": r["link_utilization"], "chiplets": r["chiplet_utilization"],
                                     "variant": r["variant"]}
     return SimulationStudy(fid, metrics, pol, util, skipped, time.perf_counter() - t0)
+
+
+def policy_datasets(sc: LoadedScenario) -> list[str]:
+    """Workloads of the ablation / scheduler study: ``simulation.datasets``, else the scenario's own (absolute)."""
+    return list(sc.spec.simulation.datasets) or [str(sc.workload_path.resolve())]
 
 
 @dataclass(frozen=True)

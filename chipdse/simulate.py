@@ -136,7 +136,8 @@ def run_simulation(
         JSON-able: ``point`` (id and label), ``policies``, ``throughput_tps``, ``ttft_s`` / ``tbt_s`` /
         ``e2e_s`` (mean, p50, p99, count; ``None`` without samples), ``utilization`` (chiplets with a
         per-chiplet map, links and HBM ports: mean and max), ``preemptions``, ``requests_arrived``,
-        ``requests_finished``, ``requests_in_system``, ``output_tokens``, ``events``, ``wall_s`` (simulator
+        ``requests_finished``, ``requests_in_system``, ``overloaded`` (:func:`overloaded`: the latency
+        statistics then cover only the requests served so far), ``output_tokens``, ``events``, ``wall_s`` (simulator
         wall time; the only entry that differs between runs with the same inputs).
 
     Raises
@@ -215,10 +216,17 @@ def run_simulation(
         "requests_arrived": int(res.arrived),
         "requests_finished": int(res.finished),
         "requests_in_system": int(res.in_system),
+        "overloaded": overloaded(res.arrived, res.in_system),
         "output_tokens": int(res.output_tokens),
         "events": int(res.n_events),
         "wall_s": float(res.wall_s),
     }
+
+
+def overloaded(arrived: int, in_system: int) -> bool:
+    """Whether the backlog grew: more than 10 requests and a fifth of the arrivals still in the system at the end
+    (the offered rate exceeds what the design serves; TTFT / E2E then describe only the requests served)."""
+    return in_system > max(10, 0.2 * arrived)
 
 
 def pid_is_best(point: str | int) -> bool:

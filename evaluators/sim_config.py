@@ -146,6 +146,10 @@ class NoiSpec:
     hop_latency_s: float = 0.0
 
 
+MAX_ARRIVALS = 2_000_000
+"""Most arrivals one run may generate (they are drawn up front; each request costs about 1 kB)."""
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """Everything one simulation run needs besides the request sample (frozen, validated at creation).
@@ -290,6 +294,11 @@ def _validate(cfg: SimConfig) -> None:
         _validate_phase(cfg, phase)
     _check_number("duration_s", cfg.duration_s, strict=True)
     _check_number("warmup_s", cfg.warmup_s)
+    rate = getattr(cfg.arrival, "rate_rps", None)
+    if rate is not None and rate * cfg.duration_s > MAX_ARRIVALS:
+        _fail("arrival.rate_rps", f"rate x duration at most {MAX_ARRIVALS:,} arrivals per run (memory), got "
+              f"{rate:g} req/s x {cfg.duration_s:g} s = {rate * cfg.duration_s:,.0f}; shorten the window or lower "
+              "the rate")
     if cfg.warmup_s >= cfg.duration_s:
         _fail("warmup_s", f"below duration_s = {cfg.duration_s:g} s, got {cfg.warmup_s!r}")
     for name in ("seed", "block_tokens", "chunk_tokens"):

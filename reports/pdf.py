@@ -215,7 +215,7 @@ def _draw_floorplan(ax: plt.Axes, r: ExploreResult, sol: Solution, title: str) -
 
 
 def _floorplan_page(pdf: PdfPages, r: ExploreResult) -> None:
-    fig, axes = plt.subplots(len(r.finalists), 3, figsize=PAGE)
+    fig, axes = plt.subplots(len(r.finalists), 3, figsize=PAGE, squeeze=False)
     for i, f in enumerate(r.finalists):
         by = {s.method: s for s in f.placement}
         panels = [(best_exact(f.placement), "best exact"), (by.get("hydra-greedy"), "HYDRA two-stage greedy"),
@@ -305,8 +305,8 @@ def write_report(r: ExploreResult, out_dir: Path) -> dict[str, Path]:
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"pdf": out_dir / "report.pdf", "csv": out_dir / "points.csv", "manifest": out_dir / "manifest.json"}
-    with atomic_path(paths["csv"]) as tmp:
-        r.points.to_csv(tmp, index=False)
+    manifest_text = json.dumps(manifest(r), indent=2, default=str)  # fails before anything is written
+    # the PDF first: if a page cannot be drawn, no file of the set is left behind
     with atomic_path(paths["pdf"]) as tmp, PdfPages(tmp) as pdf:
         _title_page(pdf, r)
         _pareto_page(pdf, r)
@@ -320,5 +320,7 @@ def write_report(r: ExploreResult, out_dir: Path) -> dict[str, Path]:
                 sim_pages.fidelity_page(pdf, r.simulation, r.scenario.spec.name)
             sim_pages.noi_page(pdf, r.simulation, r.scenario.package.rows, r.scenario.package.cols, b_star)
             sim_pages.policy_page(pdf, r.simulation, b_star, r.scenario.spec.simulation.load)
-    write_text_atomic(paths["manifest"], json.dumps(manifest(r), indent=2, default=str))
+    with atomic_path(paths["csv"]) as tmp:
+        r.points.to_csv(tmp, index=False)
+    write_text_atomic(paths["manifest"], manifest_text)
     return paths

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -18,14 +19,16 @@ PAGE = (11.0, 8.5)
 
 
 def _caption(fig: plt.Figure, text: str, y: float = 0.01) -> None:
-    fig.text(0.5, y, text, ha="center", va="bottom", fontsize=7.5, wrap=True)
+    fig.text(0.5, y, textwrap.fill(text, 190), ha="center", va="bottom", fontsize=7.5)
 
 
 def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> None:
     """Estimator vs simulator on the simulated Pareto candidates (throughput at saturation, TTFT at load)."""
-    fid = study.fidelity
+    fid = study.fidelity.reset_index(drop=True)
     fig, axes = plt.subplots(1, 2, figsize=PAGE)
-    fig.subplots_adjust(bottom=0.2, top=0.88, wspace=0.3)
+    fig.subplots_adjust(bottom=0.3, top=0.88, wspace=0.3)
+    key = "   ".join(f"{k + 1}: {r['label']}" for k, r in fid.iterrows())
+    fig.text(0.5, 0.2, textwrap.fill(key, 170), ha="center", va="top", fontsize=6.5, family="monospace")
     for ax, (est, sim, name) in zip(axes, (("est_throughput_tps", "sim_throughput_tps", "throughput (tok/s)"),
                                            ("est_ttft_s", "sim_ttft_s", "mean TTFT at the offered load (s)")),
                                     strict=True):
@@ -34,8 +37,8 @@ def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> 
             ax.axis("off")
             continue
         ax.scatter(d[est], d[sim], s=40, c="#1f77b4", edgecolors="k", zorder=3)
-        for _, r in d.iterrows():
-            ax.annotate(r["label"], (r[est], r[sim]), fontsize=5.5, xytext=(3, 3), textcoords="offset points")
+        for k, r in d.iterrows():
+            ax.annotate(str(k + 1), (r[est], r[sim]), fontsize=6.5, xytext=(3, 3), textcoords="offset points")
         lo, hi = min(d[est].min(), d[sim].min()), max(d[est].max(), d[sim].max())
         ax.plot([lo, hi], [lo, hi], "--", c="#888888", label="simulator = estimator")
         ax.set_xlabel(f"estimator: {name}")
@@ -102,13 +105,13 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
     fig.colorbar(ScalarMappable(norm, plt.get_cmap("inferno_r")), ax=fig.axes[:2], shrink=0.7,
                  label="link busy fraction")
     ax = fig.add_subplot(gs[1, :])
-    ids = sorted(set(util["exact"]["chiplets"]) | set(util["round-robin"]["chiplets"]),
-                 key=lambda c: (c.split("@")[0], int(c.split("@")[1])))
-    x = np.arange(len(ids))
     for k, (key, colour) in enumerate((("round-robin", "#ff7f0e"), ("exact", "#1f77b4"))):
-        vals = [util[key]["chiplets"].get(c, np.nan) for c in ids]
-        ax.bar(x + (k - 0.5) * 0.4, vals, 0.4, color=colour, label=f"{key} placement")
-    ax.set_xticks(x, ["type@cell"] if not ids else [c.split("@")[0] for c in ids], fontsize=6, rotation=90)
+        # chiplets by type, busiest first within a type: both placements hold the same type multiset
+        order = sorted(util[key]["chiplets"].items(), key=lambda kv: (kv[0].split("@")[0], -kv[1]))
+        x = np.arange(len(order))
+        ax.bar(x + (k - 0.5) * 0.4, [v for _, v in order], 0.4, color=colour, label=f"{key} placement")
+        if key == "exact":
+            ax.set_xticks(x, [c.split("@")[0] for c, _ in order], fontsize=7)
     ax.set_ylabel("chiplet busy fraction")
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=7)
@@ -117,7 +120,9 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
                  fontsize=11)
     _caption(fig, "Same design, workload, load and policies (static task scheduling, static batching: the "
              "ablation's 'baseline' and 'CP' runs); only the placement differs. Each directed link is drawn on "
-             "its side of the mesh edge; the chiplet bars are in type order (cells differ between placements).")
+             "its side of the mesh edge. Chiplet bars: by type, busiest first within a type (the cells differ "
+             "between placements). The exact placement minimizes hop-weighted volume (Eq. 2), not the busiest "
+             "link; chipdse's max-link-load objective (formulations/link_load.py) targets that.")
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -136,7 +141,7 @@ def _gain(pol: pd.DataFrame, study: str, base: str, full: str) -> tuple[float, f
         bt, ft = b["sim_ttft_s"].iloc[0], f["sim_ttft_s"].iloc[0]
         if bt and ft and not (math.isnan(bt) or math.isnan(ft)):
             tt.append(1 - ft / bt)
-    return (float(np.mean(tp)) if tp else math.nan), (float(np.mean(tt)) if tt else math.nan)
+    return (float(np.mean(tp)) if tp else None), (float(np.mean(tt)) if tt else None)
 
 
 def policy_gains(pol: pd.DataFrame) -> dict[str, Any]:
@@ -160,10 +165,11 @@ def _bars(ax: plt.Axes, pol: pd.DataFrame, study: str, variants: tuple[str, ...]
         ax.bar(x + (k - (len(variants) - 1) / 2) * w, vals, w, label=v)
     ax.set_xticks(x, datasets, fontsize=8)
     ax.set_ylabel(ylabel, fontsize=8)
-    if log:
+    values = d[metric].to_numpy(dtype=float)
+    if log and np.any(values[np.isfinite(values)] > 0):
         ax.set_yscale("log")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=6.5)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
 
 
 def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float) -> None:
@@ -172,7 +178,7 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
     if pol.empty:
         return
     fig, axes = plt.subplots(2, 2, figsize=PAGE)
-    fig.subplots_adjust(bottom=0.17, top=0.9, hspace=0.35, wspace=0.25)
+    fig.subplots_adjust(bottom=0.17, top=0.9, hspace=0.35, wspace=0.45, right=0.88)
     variants = tuple(v for v, *_ in ABLATION)
     _bars(axes[0][0], pol, "ablation", variants, "sim_throughput_tps", "throughput (tok/s)")
     _bars(axes[0][1], pol, "ablation", variants, "sim_ttft_s", "mean TTFT (s, log)", log=True)
@@ -185,14 +191,20 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
     g = policy_gains(pol)
     fig.suptitle(f"Runtime policies on B* ({b_star}), simulated on each dataset at {load:.0%} of its estimated "
                  "capacity", fontsize=11)
+    def x(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.2f}x"
+
+    def change(v: float | None) -> str:
+        return "n/a" if v is None else f"{-100 * v:+.1f}%"
+
     _caption(fig, "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = exact "
              "communication-aware placement + exact mapping; ET = HYDRA's elastic task scheduler; DB = dynamic "
-             f"batching. Averages over datasets: CP+ET+DB vs baseline {g['full_vs_baseline_throughput_x']:.2f}x "
-             f"throughput, {100 * g['full_vs_baseline_ttft_reduction']:.1f}% lower TTFT; elastic vs static "
-             f"scheduling {g['elastic_vs_static_throughput_x']:.2f}x throughput, "
-             f"{100 * g['elastic_vs_static_ttft_reduction']:.1f}% lower TTFT (HYDRA reports 1.55x and 43.7% for "
-             "its full method). A variant whose capacity is below the offered load shows its saturated throughput "
-             "and a TTFT that grows with the window." + (f" Skipped: {'; '.join(study.skipped)}."
-                                                         if study.skipped else ""))
+             "batching. Every run of a dataset has the same window, measured from an empty system. Averages over "
+             f"datasets: CP+ET+DB vs baseline {x(g['full_vs_baseline_throughput_x'])} throughput, TTFT change "
+             f"{change(g['full_vs_baseline_ttft_reduction'])}; elastic vs static scheduling "
+             f"{x(g['elastic_vs_static_throughput_x'])} throughput, TTFT change "
+             f"{change(g['elastic_vs_static_ttft_reduction'])} (HYDRA: 1.55x and -43.7% for its full method). A "
+             "variant whose capacity is below the offered load shows its saturated throughput and a TTFT that grows "
+             "with the window." + (f" Notes: {'; '.join(study.skipped)}." if study.skipped else ""))
     pdf.savefig(fig)
     plt.close(fig)

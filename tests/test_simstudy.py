@@ -92,3 +92,44 @@ def test_warmup_excludes_early_tokens_and_requests() -> None:
     assert res.ttft.count == 0 and res.e2e.count == 0
     with pytest.raises(SimulationError, match="warmup_s"):
         pipeline_config(warmup_s=2.0)
+
+
+def test_policy_page_survives_runs_without_tokens(tmp_path) -> None:
+    """All runs saturated before their first token (zero throughput, no TTFT): the page draws, no log-scale error."""
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    from chipdse.simstudy import SimulationStudy
+    from reports.sim_pages import policy_page
+
+    rows = [{"study": s, "dataset": "d", "variant": v, "sim_throughput_tps": 0.0, "sim_ttft_s": math.nan}
+            for s, v in (("ablation", "baseline"), ("ablation", "CP+ET+DB"), ("scheduler", "static"),
+                         ("scheduler", "elastic"))]
+    study = SimulationStudy(pd.DataFrame(), {}, pd.DataFrame(rows), {}, [], 0.0)
+    with PdfPages(tmp_path / "p.pdf") as pdf:
+        policy_page(pdf, study, "B*", 0.9)
+    assert (tmp_path / "p.pdf").stat().st_size > 0
+    assert policy_gains(pd.DataFrame(rows))["full_vs_baseline_throughput_x"] is None
+
+
+def test_arrival_count_is_capped_with_a_clear_error() -> None:
+    from evaluators.sim_arrivals import PoissonArrivalConfig
+    from tests.test_simulator import pipeline_config
+
+    with pytest.raises(SimulationError, match="arrival.rate_rps: rate x duration at most 2,000,000 arrivals"):
+        pipeline_config(arrival=PoissonArrivalConfig(1e7), duration_s=1.0)
+
+
+def test_default_datasets_resolve_from_a_relative_scenario_path(monkeypatch) -> None:
+    """A scenario given by a relative path and no simulation.datasets: its own workload must load again."""
+    from pathlib import Path
+
+    from chipdse.paths import instances_dir
+    from chipdse.scenario import with_workload
+    from chipdse.simstudy import policy_datasets
+
+    monkeypatch.chdir(instances_dir().parent)
+    rel = Path(instances_dir().name) / "scenarios" / "hydra-table3-nemotron-h-4b.yaml"
+    sc = load_scenario(rel)
+    assert not sc.spec.simulation.datasets
+    for ds in policy_datasets(sc):
+        assert with_workload(sc, ds).workload.name == sc.workload.name
