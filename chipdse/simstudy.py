@@ -234,6 +234,7 @@ class SimulationStudy:
     utilization: dict[str, dict[str, Any]]
     skipped: list[str]
     wall_s: float
+    layouts: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _finalist_layouts(finalist: Any) -> dict[str, Layout]:
@@ -293,6 +294,8 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
     b_star = finalists[0]
     lay_b = _finalist_layouts(b_star)
     datasets = policy_datasets(sc)
+    candidates: list[dict[str, Any]] = []
+    layout_served: dict[str, dict[str, float]] = {}
     if set(lay_b) == {"exact", "round-robin"}:
         for ds in datasets:
             scd = with_workload(sc, ds)
@@ -306,6 +309,16 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
                 skipped.append(f"{name}: window {window:.0f} s is under two request lifetimes ({lifetime:.0f} s "
                                "each): its policy numbers include the ramp-up from an empty system")
             jobs += policy_jobs(scd, lay_b, served["capacity_rps"], name, load=st.load, duration_s=window)
+            if name == sc.workload.name and not candidates:  # B*'s layouts on the scenario's own dataset
+                from chipdse.layout_study import layout_candidates, layout_jobs
+
+                progress("simulation: B*'s layouts (and the min max-link placement)", 0.0)
+                candidates = layout_candidates(sc, b_star, cfg)
+                screen = screen_of(scd)
+                layout_served = {c["name"]: serve(screen, scd, c["layout"].point, c["layout"].placement,
+                                                  c["layout"].prefill_map, c["layout"].decode_map)
+                                 for c in candidates}
+                jobs += layout_jobs(scd, candidates, st.load * served["capacity_rps"], window)
     else:
         skipped.append("ablation: B* has no exact and round-robin layouts")
     progress(f"simulation: {len(jobs)} runs on {st.workers} worker(s)", 0.0)
@@ -321,7 +334,11 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
     if len(fid) < 3:
         skipped.append(f"fidelity page: needs at least 3 simulated points, got {len(fid)} (simulation.candidates "
                        "+ simulation.spread)")
-    flat = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in results if "study" in r]
+    from chipdse.layout_study import layout_table
+
+    layouts_df = layout_table(candidates, layout_served, results)
+    flat = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in results
+            if r.get("study") in ("ablation", "scheduler")]
     flat += [{**r, "study": "scheduler", "variant": "elastic"} for r in flat
              if r["study"] == "ablation" and r["variant"] == "CP+ET+DB"]
     pol = pd.DataFrame(flat)
@@ -331,7 +348,7 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
         if r.get("study") == "ablation" and r["dataset"] == home and r["variant"] in ("baseline", "CP"):
             util[r["placement"]] = {"links": r["link_utilization"], "chiplets": r["chiplet_utilization"],
                                     "variant": r["variant"]}
-    return SimulationStudy(fid, metrics, pol, util, skipped, time.perf_counter() - t0)
+    return SimulationStudy(fid, metrics, pol, util, skipped, time.perf_counter() - t0, layouts_df)
 
 
 def policy_datasets(sc: LoadedScenario) -> list[str]:

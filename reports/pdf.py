@@ -291,6 +291,7 @@ def manifest(r: ExploreResult) -> dict[str, Any]:
         "finalists": {f.role: f.row["label"] for f in r.finalists}, "timings_s": r.timings_s,
         "simulation": None if r.simulation is None else {
             "fidelity": r.simulation.metrics, "policy_gains": sim_pages.policy_gains(r.simulation.policies),
+            "layouts": r.simulation.layouts.to_dict("records"),
             "skipped": r.simulation.skipped},
     }
 
@@ -318,6 +319,7 @@ def write_report(r: ExploreResult, out_dir: Path) -> dict[str, Path]:
             b_star = r.finalists[0].row["label"]
             if r.simulation.metrics:
                 sim_pages.fidelity_page(pdf, r.simulation, r.scenario.spec.name)
+            sim_pages.layout_page(pdf, r.simulation, b_star)
             sim_pages.noi_page(pdf, r.simulation, r.scenario.package.rows, r.scenario.package.cols, b_star)
             sim_pages.policy_page(pdf, r.simulation, b_star, r.scenario.spec.simulation.load)
     with atomic_path(paths["csv"]) as tmp:

@@ -39,5 +39,13 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     sim = manifest["simulation"]
     assert sim["fidelity"]["points"] >= 3 and -1.0 <= sim["fidelity"]["spearman_throughput"] <= 1.0
     assert 0.0 < sim["fidelity"]["max_throughput_recovery"] <= 1.0
+    layouts = {row["layout"].split(" ")[0]: row for row in sim["layouts"]}
+    assert {"exact", "HYDRA", "round-robin", "min"} <= set(layouts)
+    # the exact placement is never worse than a heuristic on Eq. 2, and the max-link MILP (warm-started from it)
+    # never has a busier link than it
+    assert layouts["exact"]["eq2_byte_hops_per_s"] <= layouts["HYDRA"]["eq2_byte_hops_per_s"] * (1 + 1e-9)
+    assert layouts["exact"]["eq2_byte_hops_per_s"] <= layouts["round-robin"]["eq2_byte_hops_per_s"] * (1 + 1e-9)
+    assert layouts["min"]["max_link_GBps"] <= layouts["exact"]["max_link_GBps"] * (1 + 1e-9)
+    assert all(row["sim_throughput_tps"] > 0 for row in sim["layouts"])
     gains = sim["policy_gains"]
     assert gains["full_vs_baseline_throughput_x"] > 0 and gains["elastic_vs_static_throughput_x"] > 0
