@@ -178,7 +178,8 @@ def solve(
     solver: Annotated[str, typer.Option("--solver", help="qap: highs (RLT-1 MILP) or cpsat.")] = "highs",
     point: Annotated[str, typer.Option("--point", help="Which finalist: b-star or m-t.")] = "b-star",
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, help="Time limit, s (default: the scenario's; qap: 60).",
+        "--time-limit", min=0.1, help="Solver time limit, s (default: the scenario's; qap: 60). Building the "
+        "model comes on top (qap: about 9 s at n = 20).",
         show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ) -> None:

@@ -16,6 +16,9 @@ from solvers.config import SolverConfig
 from solvers.placement import solve_placement
 
 QAP_SOLVERS = {"highs": "milp-highs", "cpsat": "cpsat"}
+MAX_PRODUCT_VARIABLES = 150_000
+"""Largest RLT-1 model built (product variables y; n = 24 with dense flow is about 150,000). Beyond it the Pyomo
+build alone takes minutes and gigabytes, outside any solver time limit."""
 
 
 def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | None = None) -> Solution:
@@ -39,7 +42,7 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
     Raises
     ------
     ValueError
-        An unknown solver name.
+        An unknown solver name, or an instance whose model would exceed :data:`MAX_PRODUCT_VARIABLES`.
     SpecError
         An instance the unordered-pair formulation cannot express (non-symmetric flow, nonzero diagonal).
     """
@@ -49,6 +52,11 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
     config = config or SolverConfig()
     t0 = time.perf_counter()
     problem = to_placement_problem(inst)
+    n_products = inst.n * (inst.n - 1) // 2 * 2 * len(problem.pair_volume)
+    if n_products > MAX_PRODUCT_VARIABLES:
+        msg = (f"{inst.name}: n = {inst.n} gives an RLT-1 model with {n_products:,} product variables, more than "
+               f"the {MAX_PRODUCT_VARIABLES:,} chipdse builds (about n = 24 with dense flow)")
+        raise ValueError(msg)
     start = solve_placement(problem, "local-search", config, seed=config.seed)
     sol = solve_placement(problem, QAP_SOLVERS[solver], config, seed=config.seed, hint=start.decision)
     sol.problem = "qap"

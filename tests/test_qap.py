@@ -109,3 +109,16 @@ def test_cli_solve_qap_json(tmp_path: Path) -> None:
     brute = min(qap_cost(inst, np.array(p)) for p in itertools.permutations(range(inst.n)))
     assert {"objective", "bound", "status", "wall_s"} <= set(out)
     assert out["objective"] == brute and out["status"] == "optimal"
+
+
+def test_oversized_instance_is_refused_before_building(tmp_path: Path) -> None:
+    n = 30
+    rng = np.random.default_rng(0)
+    a = np.triu(rng.integers(1, 9, (n, n)), 1)
+    a = a + a.T
+    b = rng.integers(1, 9, (n, n))
+    np.fill_diagonal(b, 0)
+    path = tmp_path / "big.dat"
+    path.write_text(f"{n}\n" + " ".join(map(str, a.ravel())) + "\n" + " ".join(map(str, b.ravel())) + "\n")
+    result = CliRunner().invoke(app, ["solve", "qap", str(path), "--time-limit", "1"])
+    assert result.exit_code == 2 and "378,450 product variables" in result.output
