@@ -194,12 +194,19 @@ def solve(
     from solvers.config import SolverConfig
 
     try:
+        problems = ("qap", "placement", "hbm-partition", "mapping")
+        if problem not in problems:
+            msg = f"PROBLEM must be one of {list(problems)}, got {problem!r}"
+            raise ValueError(msg)
         if problem == "qap":
             from formulations.qap import read_qaplib
             from solvers.qap import solve_qap
 
             if path is None:
                 msg = "chipdse solve qap needs a QAPLIB .dat file"
+                raise ValueError(msg)
+            if method is not None:
+                msg = "chipdse solve qap takes --solver highs|cpsat, not --method"
                 raise ValueError(msg)
             inst = read_qaplib(path)
             sol = solve_qap(inst, solver, SolverConfig(time_limit_s=time_limit or 60.0))
@@ -232,7 +239,7 @@ def solve(
         typer.echo(json.dumps(out, default=str))
         return
     if sol.objective is None:
-        typer.echo(f"{out['instance']}: {sol.status.value}: {sol.reason} ({sol.wall_s:.1f} s)")
+        typer.echo(f"{out['instance']}: {sol.status.value}: {sol.reason or 'no solution'} ({sol.wall_s:.1f} s)")
         return
     gap = "-" if out["gap"] is None else f"{100 * out['gap']:.3g}%"
     bound = "-" if sol.bound is None else f"{sol.bound:.6g}"

@@ -100,7 +100,8 @@ class SimJob:
                                duration_s=self.duration_s)
         cfg = dataclasses.replace(cfg, warmup_s=self.warmup_s)
         res = simulate(cfg, self.sc.lengths)
-        return {**self.tags, "rate_rps": self.rate_rps, "sim_throughput_tps": res.throughput_tps,
+        return {**self.tags, "rate_rps": self.rate_rps, "duration_s": self.duration_s,
+                "sim_throughput_tps": res.throughput_tps,
                 "sim_ttft_s": res.ttft.mean_s, "sim_ttft_p99_s": res.ttft.p99_s, "sim_e2e_s": res.e2e.mean_s,
                 "finished": res.finished, "arrived": res.arrived, "preemptions": res.preemptions,
                 "chiplet_utilization": dict(res.chiplet_utilization),
@@ -342,6 +343,10 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
     flat += [{**r, "study": "scheduler", "variant": "elastic"} for r in flat
              if r["study"] == "ablation" and r["variant"] == "CP+ET+DB"]
     pol = pd.DataFrame(flat)
+    for r in flat:
+        if r["study"] == "ablation" and r["variant"] != "CP+ET+DB" and r["sim_throughput_tps"] == 0:
+            skipped.append(f"{r['dataset']} {r['variant']}: no token in its {r.get('duration_s', 0):.0f} s window "
+                           "(static batching waits for a full batch, then prefills it whole)")
     util = {}
     home = sc.workload.name
     for r in results:

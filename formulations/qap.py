@@ -49,6 +49,8 @@ def read_qaplib(path: Path | str) -> QapInstance:
         text = path.read_text()
     except OSError as exc:
         raise SpecError(str(path), "(file)", f"a readable QAPLIB .dat file ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise SpecError(str(path), "(file)", "a text QAPLIB .dat file, got binary data") from None
     tokens = text.split()
     try:
         values = np.array([int(t) for t in tokens], dtype=np.int64)
@@ -93,8 +95,10 @@ def to_placement_problem(inst: QapInstance) -> PlacementProblem:
     """
     a, b = inst.flow, inst.distance
     if not np.array_equal(a, a.T):
-        raise SpecError(inst.name, "flow", "a symmetric flow matrix (transpose the instance if the distance "
-                        "matrix is the symmetric one)")
+        raise SpecError(inst.name, "flow", "one symmetric matrix (both the flow and the distance matrix are "
+                        "asymmetric)")
+    if np.any(a < 0) or np.any(b < 0):
+        raise SpecError(inst.name, "(data)", "non-negative flows and distances")
     if np.any(np.diag(a)) or np.any(np.diag(b)):
         raise SpecError(inst.name, "diagonal", "zero diagonals in both matrices")
     n = inst.n

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import pandas as pd
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -149,7 +150,7 @@ def _pareto_page(pdf: PdfPages, r: ExploreResult) -> None:
     ax.set_ylabel("throughput (output tokens/s)")
     ax.set_title("Pareto front: throughput vs TTFT (Markov/fluid estimator)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8, markerscale=0.7, framealpha=0.95)
+    ax.legend(loc="lower right", fontsize=8, markerscale=0.7, framealpha=0.95)
     _caption(fig, f"{len(df):,} points scored; {len(df) - len(st):,} unstable or infeasible points omitted. "
              "B* = best throughput/TTFT among stable points with above-average throughput; M_T = highest "
              "throughput. Several compositions can share one (TTFT, throughput) point.", y=0.01)
@@ -279,6 +280,12 @@ def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
                   "(HYDRA Eq. 5)", cols, _solution_rows(f.mapping, scale=1e3))])
 
 
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as dicts with NaN as None (strict JSON)."""
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+            for row in df.to_dict("records")]
+
+
 def manifest(r: ExploreResult) -> dict[str, Any]:
     """Return the run manifest: scenario hash, seed, package versions, solver settings, counts and timings."""
     sc = r.scenario
@@ -291,7 +298,7 @@ def manifest(r: ExploreResult) -> dict[str, Any]:
         "finalists": {f.role: f.row["label"] for f in r.finalists}, "timings_s": r.timings_s,
         "simulation": None if r.simulation is None else {
             "fidelity": r.simulation.metrics, "policy_gains": sim_pages.policy_gains(r.simulation.policies),
-            "layouts": r.simulation.layouts.to_dict("records"),
+            "layouts": _records(r.simulation.layouts),
             "skipped": r.simulation.skipped},
     }
 

@@ -220,7 +220,8 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str) -> None:
         return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
     cols = ["layout", "Eq. 2\nbyte-hops/s", "Eq. 2 gap\nto bound", "busiest link\nGB/s", "its bound\nGB/s",
-            "est.\ntok/s", "est.\nTTFT s", "sim.\ntok/s", "sim.\nTTFT s", "sim. TTFT\np99 s"]
+            "est. capacity\ntok/s", "est. TTFT s\n(offered)", "sim. tok/s at\n90% load", "sim.\nTTFT s",
+            "sim. TTFT\np99 s"]
     cells = []
     for _, r in t.iterrows():
         cells.append([r["layout"], f(r["eq2_byte_hops_per_s"], ".3e"),

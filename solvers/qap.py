@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import time
 
-from chipdse.solution import Solution
+import numpy as np
+
+from chipdse.solution import Solution, SolutionStatus
 from formulations.qap import QapInstance, decision_to_perm, qap_cost, to_placement_problem
 from solvers.config import SolverConfig
 from solvers.placement import solve_placement
@@ -51,6 +53,9 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
         raise ValueError(msg)
     config = config or SolverConfig()
     t0 = time.perf_counter()
+    swapped = not np.array_equal(inst.flow, inst.flow.T) and np.array_equal(inst.distance, inst.distance.T)
+    if swapped:  # sum A_ij B_p(i)p(j) = sum B_kl A_q(k)q(l) with q = p^-1: solve with the roles exchanged
+        inst = QapInstance(inst.name, inst.distance, inst.flow)
     problem = to_placement_problem(inst)
     n_products = inst.n * (inst.n - 1) // 2 * 2 * len(problem.pair_volume)
     if n_products > MAX_PRODUCT_VARIABLES:
@@ -60,8 +65,16 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
     start = solve_placement(problem, "local-search", config, seed=config.seed)
     sol = solve_placement(problem, QAP_SOLVERS[solver], config, seed=config.seed, hint=start.decision)
     sol.problem = "qap"
+    if sol.decision is None and start.decision is not None:  # the solver found nothing: keep the warm start
+        sol.decision = start.decision
+        sol.status = SolutionStatus.FEASIBLE
+        sol.reason = (f"{solver} found no solution within {config.time_limit_s:g} s; the local-search start is "
+                      "reported")
     if sol.decision is not None:
         perm = decision_to_perm(inst, sol.decision)
+        if swapped:
+            perm = np.argsort(perm)
+            inst = QapInstance(inst.name, inst.distance, inst.flow)
         sol.objective = float(qap_cost(inst, perm))
         sol.decision = [int(x) for x in perm]
     sol.wall_s = time.perf_counter() - t0

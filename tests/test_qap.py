@@ -93,9 +93,28 @@ def test_bad_qaplib_files_are_named(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="integers only"):
         read_qaplib(bad)
     asym = tmp_path / "asym.dat"
-    asym.write_text("2\n0 1 2 0\n0 1 1 0\n")
+    asym.write_text("2\n0 1 2 0\n0 1 3 0\n")
     result = CliRunner().invoke(app, ["solve", "qap", str(asym)])
-    assert result.exit_code == 2 and "symmetric flow" in result.output
+    assert result.exit_code == 2 and "one symmetric matrix" in result.output
+    binary = tmp_path / "bin.dat"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(SpecError, match="binary"):
+        read_qaplib(binary)
+
+
+def test_asymmetric_flow_with_symmetric_distance_is_solved_with_roles_exchanged() -> None:
+    """Like QAPLIB's lipa instances: the first matrix asymmetric, the second symmetric; brute force is the truth."""
+    rng = np.random.default_rng(11)
+    n = 6
+    a = rng.integers(0, 9, (n, n))
+    np.fill_diagonal(a, 0)
+    b = np.triu(rng.integers(1, 9, (n, n)), 1)
+    b = b + b.T
+    inst = QapInstance("lipa-like", a, b)
+    brute = min(qap_cost(inst, np.array(p)) for p in itertools.permutations(range(n)))
+    sol = solve_qap(inst, "highs", SolverConfig(time_limit_s=30.0))
+    assert sol.status.value == "optimal" and sol.objective == brute
+    assert qap_cost(inst, np.array(sol.decision)) == brute
 
 
 def test_cli_solve_qap_json(tmp_path: Path) -> None:
