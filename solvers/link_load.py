@@ -11,10 +11,24 @@ import time
 
 import pyomo.environ as pyo
 
-from chipdse.solution import Solution, SolutionStatus, TerminationCondition, relative_gap
+from chipdse.solution import Solution
 from formulations.link_load import brute_force_max_link, build_max_link_milp, objective_value
-from formulations.placement import PlacementProblem, decode_placement_milp, placement_infeasibility, set_placement_start
+from formulations.placement import (
+    PlacementProblem,
+    check_placement,
+    decode_placement_milp,
+    placement_infeasibility,
+    set_placement_start,
+)
 from solvers.backends import solve_pyomo
+from solvers.common import (
+    ProblemKind,
+    backend_solution,
+    enumerated_solution,
+    heuristic_solution,
+    infeasible_solution,
+    no_solution,
+)
 from solvers.config import SolverConfig
 from solvers.placement import HEURISTIC_METHODS, PlacementInputError, solve_placement
 
@@ -56,42 +70,32 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
         msg = f"unknown max-link placement method {method!r}; expected one of {MAX_LINK_METHODS}"
         raise PlacementInputError(msg)
     config = config or SolverConfig()
-    exact = method in ("milp-highs", "brute-force")
+    kind = ProblemKind(PROBLEM, "min", frozenset({"milp-highs", "brute-force"}),
+                       lambda p, d: (objective_value(p, d, hop_weight), check_placement(p, d)[1]))
     t0 = time.perf_counter()
     why = placement_infeasibility(problem)
     if why is not None:
-        return Solution(PROBLEM, method, exact, SolutionStatus.INFEASIBLE, TerminationCondition.INFEASIBLE,
-                        reason=why, wall_s=time.perf_counter() - t0)
+        return infeasible_solution(kind, method, why, t0)
     if method == "brute-force":
-        decision, value = brute_force_max_link(problem, hop_weight)
-        sol = Solution(PROBLEM, method, True, SolutionStatus.OPTIMAL, TerminationCondition.ENUMERATED,
-                       decision=decision, objective=value, bound=value)
-    elif method in HEURISTIC_METHODS:
+        decision, _ = brute_force_max_link(problem, hop_weight)
+        return enumerated_solution(kind, problem, method, decision, t0, "enumerated every placement")
+    if method in HEURISTIC_METHODS:
         base = solve_placement(problem, method, config, seed=seed)
-        sol = Solution(PROBLEM, method, False, base.status, base.termination, decision=base.decision,
-                       objective=None if base.decision is None else objective_value(problem, base.decision,
-                                                                                    hop_weight))
-    else:
-        if hint is None:
-            starts = [solve_placement(problem, m, config, seed=seed).decision for m in HEURISTIC_METHODS]
-            hint = min((d for d in starts if d is not None), key=lambda d: objective_value(problem, d, hop_weight))
-        m = build_max_link_milp(problem, hop_weight)
-        set_placement_start(m, hint)
-        build_s = time.perf_counter() - t0
-        res = solve_pyomo(m, config, warm_start=True)
-        decision = decode_placement_milp(m) if res.has_solution else None
-        bound = None if res.bound is None else res.bound * pyo.value(m.volume_unit)
-        if decision is None:
-            return Solution(PROBLEM, method, True, res.status, res.termination, wall_s=time.perf_counter() - t0,
-                            build_s=build_s, reason=f"no feasible solution found in {config.time_limit_s:g} s")
-        value = objective_value(problem, decision, hop_weight)
-        if bound is not None:
-            bound = min(bound, value)
-        gap = relative_gap(value, bound)
-        proven = res.termination == TerminationCondition.OPTIMAL or (gap is not None and gap <= config.rel_gap)
-        status = SolutionStatus.OPTIMAL if proven else SolutionStatus.FEASIBLE  # HiGHS also stops at its
-        # absolute gap (1e-6), which on loads below 1 is a relative gap above rel_gap
-        sol = Solution(PROBLEM, method, True, status, res.termination, decision=decision, objective=value,
-                       bound=bound, build_s=build_s)
-    sol.wall_s = time.perf_counter() - t0
+        if base.decision is None:
+            return no_solution(kind, method, base.reason or "no placement found", t0)
+        return heuristic_solution(kind, problem, method, base.decision, t0, f"{method} (hop objective)")
+    if hint is None:
+        starts = [solve_placement(problem, m, config, seed=seed).decision for m in HEURISTIC_METHODS]
+        hint = min((d for d in starts if d is not None), key=lambda d: objective_value(problem, d, hop_weight))
+    m = build_max_link_milp(problem, hop_weight)
+    set_placement_start(m, hint)
+    build_s = time.perf_counter() - t0
+    res = solve_pyomo(m, config, warm_start=True)
+    decision = decode_placement_milp(m) if res.has_solution else None
+    bound = None if res.bound is None else res.bound * pyo.value(m.volume_unit)
+    if decision is not None and bound is not None:  # the reduced-volume model's bound may sit a hair above
+        bound = min(bound, objective_value(problem, decision, hop_weight))
+    sol = backend_solution(kind, problem, method, res, decision, bound, build_s, t0)
+    if decision is None and not sol.reason:
+        sol.reason = f"no feasible solution found in {config.time_limit_s:g} s"
     return sol
