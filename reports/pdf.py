@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import platform
-import textwrap
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,11 @@ from chipdse.explore import ExploreResult, FinalistResult, best_exact  # noqa: E
 from chipdse.io import atomic_path, write_text_atomic  # noqa: E402
 from chipdse.solution import Solution  # noqa: E402
 from reports import sim_pages
+from reports.style import PAGE, caption, fmt
 
 PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "matplotlib", "pydantic")
 TYPE_COLOURS = {"Ap": "#1f77b4", "Ad": "#aec7e8", "Mp": "#d62728", "Md": "#ff9896",
                 "hbm:attention": "#2ca02c", "hbm:mamba": "#ff7f0e"}
-PAGE = (11.0, 8.5)
 
 
 def package_versions() -> dict[str, str]:
@@ -40,22 +39,7 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def _fmt(v: Any, digits: int = 4) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v + 0.0:.{digits}g}"  # + 0.0 turns -0.0 into 0.0
-    return str(v)
-
-
-def _caption(fig: plt.Figure, text: str, y: float = 0.02) -> None:
-    """Write a caption wrapped to the page width with equal side margins."""
-    fig.text(0.04, y, "\n".join(textwrap.wrap(text, 170)), fontsize=8, va="bottom")
-
-
-def _table_page(pdf: PdfPages, title: str, caption: str, blocks: list[tuple[str, list[str], list[list[str]]]]) -> None:
+def _table_page(pdf: PdfPages, title: str, note: str, blocks: list[tuple[str, list[str], list[list[str]]]]) -> None:
     fig = plt.figure(figsize=PAGE)
     fig.suptitle(title, fontsize=14, fontweight="bold", y=0.97)
     n = len(blocks)
@@ -71,7 +55,7 @@ def _table_page(pdf: PdfPages, title: str, caption: str, blocks: list[tuple[str,
             tb.auto_set_font_size(False)
             tb.set_fontsize(7.5)
             tb.scale(1, 1.25)
-    _caption(fig, caption)
+    caption(fig, note)
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -151,7 +135,7 @@ def _pareto_page(pdf: PdfPages, r: ExploreResult) -> None:
     ax.set_title("Pareto front: throughput vs TTFT (Markov/fluid estimator)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8, markerscale=0.7, framealpha=0.95)
-    _caption(fig, f"{len(df):,} points scored; {len(df) - len(st):,} unstable or infeasible points omitted. "
+    caption(fig, f"{len(df):,} points scored; {len(df) - len(st):,} unstable or infeasible points omitted. "
              "B* = best throughput/TTFT among stable points with above-average throughput; M_T = highest "
              "throughput. Several compositions can share one (TTFT, throughput) point.", y=0.01)
     pdf.savefig(fig)
@@ -230,7 +214,7 @@ def _floorplan_page(pdf: PdfPages, r: ExploreResult) -> None:
             _draw_floorplan(ax, r, sol, f"{f.role}: {name}")
     fig.suptitle("Floorplans: best exact placement beside HYDRA's greedy and round-robin (cell = one chiplet slot)",
                  fontsize=11)
-    _caption(fig, "Objective: sum over chiplet pairs of traffic (bytes/s at the design's capacity) x Manhattan hops "
+    caption(fig, "Objective: sum over chiplet pairs of traffic (bytes/s at the design's capacity) x Manhattan hops "
              "(HYDRA Eq. 2 plus compute-to-compute traffic). HBM stacks sit on ring cells; a white cell is an unused "
              "slot (24 chiplets on 25 cells). 'best exact' is the better of MILP and CP-SAT.", y=0.01)
     pdf.savefig(fig)
@@ -257,10 +241,10 @@ def _solution_rows(sols: list[Solution], scale: float = 1.0) -> list[list[str]]:
         worse = None if best is None or s.objective is None or not best else sign * (s.objective - best) / abs(best)
         loss = None if bound is None or s.objective is None or not bound else sign * (s.objective - bound) / abs(bound)
         status = s.status.value if s.termination.value != "time_limit" else f"{s.status.value} (time limit)"
-        rows.append([s.method, _fmt(s.exact), _fmt(None if s.objective is None else s.objective * scale),
-                     _fmt(None if s.bound is None else s.bound * scale),
-                     _fmt(None if s.gap is None else 100 * s.gap, 3), _fmt(None if worse is None else 100 * worse, 3),
-                     _fmt(None if loss is None else 100 * loss, 3), status, f"{s.wall_s:.2f}"])
+        rows.append([s.method, fmt(s.exact), fmt(None if s.objective is None else s.objective * scale),
+                     fmt(None if s.bound is None else s.bound * scale),
+                     fmt(None if s.gap is None else 100 * s.gap, 3), fmt(None if worse is None else 100 * worse, 3),
+                     fmt(None if loss is None else 100 * loss, 3), status, f"{s.wall_s:.2f}"])
     return rows
 
 

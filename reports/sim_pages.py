@@ -14,12 +14,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
 from chipdse.simstudy import ABLATION, FIDELITY_THRESHOLDS, SCHEDULER_VARIANTS, SimulationStudy
-
-PAGE = (11.0, 8.5)
-
-
-def _caption(fig: plt.Figure, text: str, y: float = 0.01) -> None:
-    fig.text(0.5, y, textwrap.fill(text, 190), ha="center", va="bottom", fontsize=7.5)
+from reports.style import PAGE, caption, fmt
 
 
 def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> None:
@@ -52,7 +47,7 @@ def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> 
             parts.append(f"{k} = {m[k]:.3f} (target >= {target}: {'met' if m[k] >= target else 'NOT met'})")
     fig.suptitle(f"Estimator vs event simulator on {len(fid)} design points of {scenario_name} (Pareto "
                  "candidates and points spread over the throughput ranking)", fontsize=10)
-    _caption(fig, "; ".join(parts) + ". Throughput: simulator saturated (Poisson arrivals at twice the estimated "
+    caption(fig, "; ".join(parts) + ". Throughput: simulator saturated (Poisson arrivals at twice the estimated "
              "capacity, after a warm-up that turns the resident requests over); TTFT: simulator at the offered "
              "load. Same placement (exact) and LPT mapping on both sides. benchmarks/bench_fidelity.py runs the "
              "same check over the whole design space's throughput range.")
@@ -118,7 +113,7 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
     ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(f"B* ({b_star}) in the simulator: NoI links and chiplets, round-robin vs exact placement",
                  fontsize=11)
-    _caption(fig, "Same design, workload, load and policies (static task scheduling, static batching: the "
+    caption(fig, "Same design, workload, load and policies (static task scheduling, static batching: the "
              "ablation's 'baseline' and 'CP' runs); only the placement differs. Each directed link is drawn on "
              "its side of the mesh edge. Chiplet bars: by type, busiest first within a type (the cells differ "
              "between placements). The exact placement minimizes hop-weighted volume (Eq. 2), not the busiest "
@@ -197,7 +192,7 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
     def change(v: float | None) -> str:
         return "n/a" if v is None else f"{-100 * v:+.1f}%"
 
-    _caption(fig, "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = exact "
+    caption(fig, "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = exact "
              "communication-aware placement + exact mapping; ET = HYDRA's elastic task scheduler; DB = dynamic "
              "batching. Every run of a dataset has the same window, measured from an empty system. Averages over "
              f"datasets: CP+ET+DB vs baseline {x(g['full_vs_baseline_throughput_x'])} throughput, TTFT change "
@@ -216,19 +211,17 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str) -> None:
     if t.empty:
         return
 
-    def f(v: Any, fmt: str) -> str:
-        return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
-
     cols = ["layout", "Eq. 2\nbyte-hops/s", "Eq. 2 gap\nto bound", "busiest link\nGB/s", "its bound\nGB/s",
             "est. capacity\ntok/s", "est. TTFT s\n(offered)", "sim. tok/s at\n90% load", "sim.\nTTFT s",
             "sim. TTFT\np99 s"]
     cells = []
     for _, r in t.iterrows():
-        cells.append([r["layout"], f(r["eq2_byte_hops_per_s"], ".3e"),
+        cells.append([r["layout"], fmt(r["eq2_byte_hops_per_s"], spec=".3e"),
                       "-" if r["eq2_gap_to_bound"] is None else f"{100 * r['eq2_gap_to_bound']:.1f}%",
-                      f(r["max_link_GBps"], ".1f"), f(r["max_link_bound_GBps"], ".1f"),
-                      f(r["est_throughput_tps"], ".0f"), f(r["est_ttft_s"], ".3f"), f(r["sim_throughput_tps"], ".0f"),
-                      f(r["sim_ttft_s"], ".3f"), f(r["sim_ttft_p99_s"], ".3f")])
+                      fmt(r["max_link_GBps"], spec=".1f"), fmt(r["max_link_bound_GBps"], spec=".1f"),
+                      fmt(r["est_throughput_tps"], spec=".0f"), fmt(r["est_ttft_s"], spec=".3f"),
+                      fmt(r["sim_throughput_tps"], spec=".0f"),
+                      fmt(r["sim_ttft_s"], spec=".3f"), fmt(r["sim_ttft_p99_s"], spec=".3f")])
     fig, ax = plt.subplots(figsize=PAGE)
     ax.axis("off")
     table = ax.table(cellText=cells, colLabels=cols, loc="upper center", cellLoc="center",
@@ -237,7 +230,7 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str) -> None:
     table.set_fontsize(7)
     table.scale(1.0, 2.2)
     fig.suptitle(f"What the layout buys at serving time: B* ({b_star})", fontsize=11)
-    _caption(fig, "Eq. 2 = HYDRA's hop-weighted volume at the design's capacity; gap = how far above the best proven "
+    caption(fig, "Eq. 2 = HYDRA's hop-weighted volume at the design's capacity; gap = how far above the best proven "
              "lower bound (from the exact placement methods) each layout is. Busiest link = the largest directed "
              "link load under XY routing at the same traffic; the last row minimizes it (MILP within the scenario's "
              "time limit, warm-started from the exact placement; its proven bound beside it). Estimator = the "
