@@ -30,6 +30,13 @@ err = Console(stderr=True)
 EXIT_USER_ERROR = 2
 
 
+def _check_finalist(point: str) -> None:
+    """``--point`` of compare / solve names a finalist: b-star or m-t (ValueError otherwise)."""
+    if point not in ("b-star", "m-t"):
+        msg = f"--point must be one of ['b-star', 'm-t'], got {point!r}"
+        raise ValueError(msg)
+
+
 def _fail(exc: BaseException) -> None:
     err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_USER_ERROR)
@@ -128,9 +135,7 @@ def compare(
 
     try:
         validate_methods(problem, methods)
-        if point not in ("b-star", "m-t"):
-            msg = f"--point must be one of ['b-star', 'm-t'], got {point!r}"
-            raise ValueError(msg)
+        _check_finalist(point)
         if csv_path is not None:
             if csv_path.is_dir():
                 msg = f"--csv {csv_path} is a directory; give a file name"
@@ -220,9 +225,7 @@ def solve(
                 msg = f"--method is required for {problem!r} (chipdse compare {problem} lists the methods)"
                 raise ValueError(msg)
             validate_methods(problem, [method])
-            if point not in ("b-star", "m-t"):
-                msg = f"--point must be one of ['b-star', 'm-t'], got {point!r}"
-                raise ValueError(msg)
+            _check_finalist(point)
             sc = load_scenario(path)
             cfg = SolverConfig(time_limit_s=time_limit or sc.spec.time_limit_s, seed=sc.spec.seed)
             instance, label = finalist_instance(sc, problem, point)
