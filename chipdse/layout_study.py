@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from chipdse.problems import PointSpec, mapping_problem, placement_problem
+from chipdse.problems import PointSpec, placement_problem
 from chipdse.scenario import LoadedScenario
-from chipdse.simstudy import Layout, SimJob
+from chipdse.simstudy import Layout, SimJob, map_placement
 from formulations.link_load import max_link_load
 from formulations.placement import check_placement
 from solvers.config import SolverConfig
@@ -34,7 +34,6 @@ def layout_candidates(sc: LoadedScenario, finalist: Any, cfg: SolverConfig) -> l
     (the best proven Eq. 2 bound, for gaps), ``max_link_bound`` (only for the max-link layout).
     """
     from solvers.link_load import solve_max_link_placement
-    from solvers.mapping import solve_mapping
 
     row = finalist.row
     point = PointSpec.from_row(row, sc.compute_types())
@@ -53,10 +52,8 @@ def layout_candidates(sc: LoadedScenario, finalist: Any, cfg: SolverConfig) -> l
     exact = next((c for c in out if c["name"] == "exact"), None)
     sol = solve_max_link_placement(problem, "milp-highs", cfg, hint=None if exact is None else
                                    exact["layout"].placement)
-    if sol.decision is not None:
-        maps = {ph: solve_mapping(mapping_problem(sc, point, sol.decision, ph, point.batch), "lpt-greedy").decision
-                for ph in ("prefill", "decode")}
-        lay = Layout(point, sol.decision, maps["prefill"], maps["decode"], "max-link milp-highs")
+    lay = None if sol.decision is None else map_placement(sc, point, sol.decision, "max-link milp-highs", cfg)
+    if lay is not None:
         out.append({"name": "max-link", "label": "min max-link placement (MILP) + LPT mapping", "layout": lay,
                     "eq2": check_placement(problem, sol.decision)[0], "max_link": sol.objective,
                     "bound": best_bound, "max_link_bound": sol.bound})

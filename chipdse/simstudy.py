@@ -57,7 +57,6 @@ def make_layout(sc: LoadedScenario, row: dict[str, Any], placement_method: str, 
                 mapping_method: str = "lpt-greedy") -> Layout | None:
     """Place (``placement_method``) and map (``mapping_method``, both phases) an estimator row; None when the
     placement method finds nothing in its time limit."""
-    from solvers.mapping import solve_mapping
     from solvers.placement import solve_placement
 
     point = PointSpec.from_row(row, sc.compute_types())
@@ -65,13 +64,21 @@ def make_layout(sc: LoadedScenario, row: dict[str, Any], placement_method: str, 
                          seed=cfg.seed)
     if pl.decision is None:
         return None
+    return map_placement(sc, point, pl.decision, placement_method, cfg, mapping_method)
+
+
+def map_placement(sc: LoadedScenario, point: PointSpec, placement: dict[int, str], placement_method: str,
+                  cfg: SolverConfig, mapping_method: str = "lpt-greedy") -> Layout | None:
+    """Map both phases of a placed design (``mapping_method``); None when a phase has no mapping."""
+    from solvers.mapping import solve_mapping
+
     maps = {}
     for phase in ("prefill", "decode"):
-        sol = solve_mapping(mapping_problem(sc, point, pl.decision, phase, point.batch), mapping_method, cfg)
+        sol = solve_mapping(mapping_problem(sc, point, placement, phase, point.batch), mapping_method, cfg)
         if sol.decision is None:
             return None
         maps[phase] = sol.decision
-    return Layout(point, pl.decision, maps["prefill"], maps["decode"], placement_method)
+    return Layout(point, placement, maps["prefill"], maps["decode"], placement_method)
 
 
 @dataclass(frozen=True)
