@@ -180,7 +180,8 @@ def solve(
     method: Annotated[str | None, typer.Option(
         "--method", help="Method for placement / hbm-partition / mapping (see chipdse compare).",
         show_default=False)] = None,
-    solver: Annotated[str, typer.Option("--solver", help="qap: highs (RLT-1 MILP) or cpsat.")] = "highs",
+    solver: Annotated[str, typer.Option(
+        "--solver", help="qap: highs (RLT-1 MILP), cpsat, or bnb (Gilmore-Lawler branch and bound).")] = "highs",
     point: Annotated[str, typer.Option("--point", help="Which finalist: b-star or m-t.")] = "b-star",
     time_limit: Annotated[float | None, typer.Option(
         "--time-limit", min=0.1, help="Solver time limit, s (default: the scenario's; qap: 60). Building the "
@@ -211,7 +212,7 @@ def solve(
                 msg = "chipdse solve qap needs a QAPLIB .dat file"
                 raise ValueError(msg)
             if method is not None:
-                msg = "chipdse solve qap takes --solver highs|cpsat, not --method"
+                msg = "chipdse solve qap takes --solver highs|cpsat|bnb, not --method"
                 raise ValueError(msg)
             inst = read_qaplib(path)
             sol = solve_qap(inst, solver, SolverConfig(time_limit_s=time_limit or 60.0))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from chipdse.cli import app
@@ -16,6 +18,7 @@ from chipdse.errors import SpecError
 from formulations.qap import QapInstance, qap_cost, read_qaplib, read_solution
 from solvers.config import SolverConfig
 from solvers.qap import solve_qap
+from solvers.qap_bnb import qap_glb_bnb
 from tests.conftest import shared_or_skip
 
 SMALL = ("chr12a", "chr12b", "chr12c", "had12", "nug12", "rou12", "scr12", "tai10a", "tai10b", "tai12a", "tai12b")
@@ -48,6 +51,43 @@ def test_milp_proves_the_published_optimum(name: str) -> None:
     assert sol.objective == opt
     assert sol.bound == pytest.approx(opt, rel=1e-9)
     assert qap_cost(read_qaplib(folder / f"{name}.dat"), np.array(sol.decision)) == opt
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_branch_and_bound_proves_every_small_qaplib_optimum(name: str) -> None:
+    """Gilmore-Lawler branch and bound: objective and bound equal to the published optimum (about 1 s each)."""
+    folder = shared_or_skip("qaplib")
+    opt = _optima(folder)[name]
+    inst = read_qaplib(folder / f"{name}.dat")
+    sol = solve_qap(inst, "bnb", SolverConfig(time_limit_s=120.0))
+    assert sol.status.value == "optimal"
+    assert sol.objective == opt and sol.bound == opt
+    assert qap_cost(inst, np.array(sol.decision)) == opt
+
+
+def test_branch_and_bound_time_limit_brackets_the_optimum() -> None:
+    folder = shared_or_skip("qaplib")
+    opt = _optima(folder)["rou12"]
+    inst = read_qaplib(folder / "rou12.dat")
+    sol = solve_qap(inst, "bnb", SolverConfig(time_limit_s=0.2))
+    assert sol.status.value == "feasible" and "time limit" in sol.reason
+    assert sol.objective >= opt >= sol.bound > 0
+    assert sol.wall_s < 0.2 * 1.1 + 0.5  # the local-search start comes first and is not interruptible
+
+
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 7), symmetric=st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_branch_and_bound_equals_brute_force(seed: int, n: int, symmetric: bool) -> None:
+    """Any square non-negative matrices, asymmetric ones and nonzero diagonals included."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, 12, (n, n)), rng.integers(0, 12, (n, n))
+    if symmetric:
+        a, b = a + a.T, b + b.T
+    inst = QapInstance("random", a, b)
+    brute = min(qap_cost(inst, np.array(p)) for p in itertools.permutations(range(n)))
+    res = qap_glb_bnb(a, b, 30.0)
+    assert res["proven"] and res["cost"] == brute == res["bound"]
+    assert qap_cost(inst, res["perm"]) == brute
 
 
 def test_short_time_limit_brackets_the_optimum() -> None:
