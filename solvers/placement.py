@@ -1,11 +1,11 @@
 """Every placement method behind one entry point, :func:`solve_placement`, each returning a ``Solution``.
 
 Exact: ``"milp-highs"`` (RLT MILP through HiGHS), ``"cpsat"`` (CP-SAT) and ``"brute-force"`` (enumeration,
-tiny instances). Bounded: ``"hbm-enum"`` (enumerate the layouts of the ring-restricted chiplets, assign the
-others optimally; exact without chiplet-to-chiplet traffic, otherwise it reports a small proven gap; see
-solvers/placement_decomp.py). Heuristics (HYDRA Sec. VI-D baselines and more): ``"hydra-greedy"`` (HYDRA Sec. IV-A,
-Steps 1-2), ``"round-robin"``, ``"random"`` (best of 32 seeded samples) and ``"local-search"`` (pairwise
-swap descent from hydra-greedy).
+tiny instances), and ``"hbm-enum"`` (enumerate the layouts of the ring-restricted chiplets up to the grid's
+symmetries, bound each by an assignment problem, solve the few still open by MILP; solvers/placement_decomp.py;
+it proves the default finalists in about 1.5 s). Heuristics (HYDRA Sec. VI-D baselines and more):
+``"hydra-greedy"`` (HYDRA Sec. IV-A, Steps 1-2), ``"round-robin"``, ``"random"`` (best of 32 seeded samples)
+and ``"local-search"`` (pairwise swap descent from hydra-greedy).
 """
 
 from __future__ import annotations
@@ -40,12 +40,11 @@ from formulations.placement import (
 from solvers.backends import BackendResult, solve_cpsat, solve_pyomo
 from solvers.config import SolverConfig
 
-EXACT_METHODS = ("milp-highs", "cpsat", "brute-force")
+EXACT_METHODS = ("hbm-enum", "milp-highs", "cpsat", "brute-force")
 """Methods that prove optimality given time (exact=True)."""
-BOUNDED_METHODS = ("hbm-enum",)
 """Methods that return a proven lower bound but may leave a gap (exact=True; the gap is reported)."""
 HEURISTIC_METHODS = ("hydra-greedy", "round-robin", "random", "local-search")
-PLACEMENT_METHODS = BOUNDED_METHODS + EXACT_METHODS + HEURISTIC_METHODS
+PLACEMENT_METHODS = EXACT_METHODS + HEURISTIC_METHODS
 BRUTE_FORCE_MAX_ASSIGNMENTS = 2_000_000
 RANDOM_SAMPLES = 32
 _BOUND_TOLERANCE = 1e-6
@@ -105,7 +104,7 @@ def solve_placement(
         msg = f"placement method must be one of {PLACEMENT_METHODS}, got {method!r}"
         raise PlacementInputError(msg)
     config = config or SolverConfig()
-    exact = method in EXACT_METHODS + BOUNDED_METHODS
+    exact = method in EXACT_METHODS
     t0 = time.perf_counter()
     if hint is not None and check_placement(problem, hint)[1]:
         msg = f"hint for {problem.name!r} is not a valid placement: {check_placement(problem, hint)[1]}"
@@ -162,7 +161,7 @@ def _exact_solution(
 
 def _solution(method: str, status: SolutionStatus, termination: TerminationCondition, **fields: Any) -> Solution:
     """Return a placement ``Solution`` of ``method`` (``exact`` follows from the method)."""
-    return Solution("placement", method, method in EXACT_METHODS + BOUNDED_METHODS, status, termination, **fields)
+    return Solution("placement", method, method in EXACT_METHODS, status, termination, **fields)
 
 
 def _solve_milp(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None) -> Solution:
@@ -201,11 +200,12 @@ def _solve_ring_enumeration(problem: PlacementProblem, config: SolverConfig) -> 
     from solvers.placement_decomp import DecompositionNotApplicable, solve_by_ring_enumeration
 
     try:
-        res = solve_by_ring_enumeration(problem, config.time_limit_s)
+        res = solve_by_ring_enumeration(problem, config.time_limit_s, rel_gap=config.rel_gap, threads=config.threads)
     except DecompositionNotApplicable as exc:
         return _solution("hbm-enum", SolutionStatus.NO_SOLUTION, TerminationCondition.UNKNOWN, reason=str(exc))
     term = TerminationCondition.ENUMERATED if res["proven"] else TerminationCondition.TIME_LIMIT
-    summary = f"hbm-enum: {res['layouts']:,} ring layouts, {res['assignments']:,} assignment problems solved"
+    summary = (f"hbm-enum: {res['layouts']:,} ring layouts ({res['canonical']:,} up to symmetry), "
+               f"{res['assignments']:,} bounded by assignment, {res['subproblems']:,} solved by MILP")
     if res["decision"] is None:
         reason = f"no feasible solution found in {config.time_limit_s:g} s"
         return _solution("hbm-enum", SolutionStatus.NO_SOLUTION, term, reason=reason, log_summary=summary)

@@ -1,26 +1,29 @@
-"""Exact placement by enumerating ring-restricted chiplets (HBM stacks) and assigning the rest optimally.
+"""Exact placement by enumerating ring-restricted chiplets (HBM stacks) and solving the rest per layout.
 
-For a fixed placement H of the ring-restricted types (HBM groups), the cost of every other chiplet is linear in
-its own cell: a chiplet of type t on cell i costs c_H(i, t) = sum_g v(t, g) * sum_{h in H_g} d(i, h). Without
-compute-to-compute traffic the remaining problem is an assignment problem (solved exactly by
-``scipy.optimize.linear_sum_assignment``), so
+For a fixed placement H of the ring-restricted types (HBM groups), the cost of every other chiplet toward the
+stacks is linear in its own cell: a chiplet of type t on cell i costs c_H(i, t) = sum_g v(t, g) * sum_{h in H_g}
+d(i, h). What remains is a small QAP among the compute chiplets. Three steps make the search exact:
 
-    T(H) = cost among restricted chiplets + min over assignments of sum c_H(i, t)
+1. **Symmetry.** Grid automorphisms (mirror images and, on square grids, rotations) that keep every type's
+   allowed cells and the distances map optimal placements onto optimal placements, so only one layout per orbit
+   (the lexicographically smallest code) is kept: about 8x fewer on a square package.
+2. **Bounds.** Per layout, the Gilmore-Lawler bound: the optimal assignment of compute chiplets to free cells with
+   cost c_H(i, t) + 1/2 * (minimal scalar product of the type's partner volumes, sorted down, and the hops from
+   i to the other free cells, sorted up). A vectorized relaxation of it (each type takes its cheapest cells,
+   ignoring competition) orders the layouts; they are processed until that relaxation reaches the incumbent.
+   Each processed layout's assignment is also a full placement, scored by the checker.
+3. **Closing.** A layout whose bound is still below the incumbent (beyond the relative gap) is solved exactly:
+   the RLT-1 MILP with the restricted chiplets fixed (Pyomo + HiGHS, every volume kept). Its optimum replaces
+   the layout's bound.
 
-is exact per H. Compute-to-compute traffic is bounded below by assuming every such pair of chiplets one hop
-apart (distinct cells are at least one hop apart), so min_H T(H) + that constant is a valid lower bound of the
-full objective (HYDRA Eq. 2 plus chiplet-to-chiplet traffic). The H are processed in order of a cheap relaxation
-LB(H) <= T(H) (each type takes its cheapest free cells, ignoring that types compete for them); once the next
-LB(H) reaches the best T found, the bound is proven. Every evaluated decision is scored in full by the checker
-and the best one is polished by swap local search. The remaining gap is at most the compute-to-compute
-traffic of the incumbent, which in HYDRA-like instances is ~1e-4 of the total.
-
-This is chipdse's decomposition of the paper's two-stage idea (HYDRA Sec. IV-A: HBM placement, then compute
-placement) into an exact algorithm.
+The bound returned is min over layouts of their (exact or lower) values; it equals the incumbent when the search
+finishes. This is chipdse's exact version of the paper's two-stage idea (HYDRA Sec. IV-A: HBM placement, then
+compute placement).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from itertools import combinations
@@ -30,9 +33,9 @@ from scipy.optimize import linear_sum_assignment
 
 from formulations.placement import PlacementProblem, active_types, allowed_cells, check_placement, volume_table
 
-CHUNK = 20_000
-
-
+CHUNK = 4_000
+MAX_KEY_STATES = 2**62
+"""Layout codes must fit an int64 for the symmetry test; larger instances skip the reduction."""
 class DecompositionNotApplicable(ValueError):
     """The instance has too many layouts of its restricted chiplets to enumerate."""
 
@@ -74,97 +77,236 @@ def count_ring_layouts(ring_size: int, counts: list[int]) -> int:
     return total
 
 
-def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float,
-                              max_layouts: int = 3_000_000) -> dict:
-    """Run the decomposition; return decision, bound, proven flag and counters.
+def grid_symmetries(problem: PlacementProblem) -> list[np.ndarray]:
+    """Cell permutations (arrays of length rows * cols, sigma[i] = image of cell i) other than the identity that
+    preserve the distances and every type's allowed cells: the problem's objective is invariant under them.
+
+    Candidates are the grid's mirror images and rotation by 180 degrees, plus the quarter turns and diagonal
+    mirrors when the grid is square (the dihedral group D4)."""
+    rows, cols = problem.rows, problem.cols
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    maps = [(r, cols - 1 - c), (rows - 1 - r, c), (rows - 1 - r, cols - 1 - c)]
+    if rows == cols:
+        maps += [(c, r), (cols - 1 - c, rows - 1 - r), (c, rows - 1 - r), (cols - 1 - c, r)]
+    n = rows * cols
+    if problem.distance is not None:
+        dist = np.array(problem.distance, dtype=float)
+    else:
+        dist = np.abs(r[:, None] - r[None, :]) + np.abs(c[:, None] - c[None, :])
+    out = []
+    for rr, cc in maps:
+        sigma = rr * cols + cc
+        if not np.array_equal(dist[np.ix_(sigma, sigma)], dist):
+            continue
+        if all(set(sigma[list(allowed_cells(problem, t))].tolist()) == set(allowed_cells(problem, t))
+               for t in problem.allowed):
+            out.append(sigma)
+    return out if n > 1 else []
+
+
+def canonical_layouts(layouts: np.ndarray, ring: tuple[int, ...], symmetries: list[np.ndarray],
+                      n_types: int) -> np.ndarray:
+    """Keep one layout per orbit of ``symmetries`` (the one with the smallest code); rows of ``layouts`` hold
+    the restricted type index per ring position, -1 for none."""
+    base = n_types + 1
+    if not symmetries or len(layouts) == 0 or base ** len(ring) >= MAX_KEY_STATES:
+        return layouts
+    pos = {cell: k for k, cell in enumerate(ring)}
+    weights = base ** np.arange(len(ring) - 1, -1, -1, dtype=np.int64)
+    codes = (layouts.astype(np.int64) + 1) @ weights
+    keep = np.ones(len(layouts), dtype=bool)
+    for sigma in symmetries:
+        perm = np.array([pos[int(sigma[cell])] for cell in ring])  # ring position k moves to perm[k]
+        image = np.empty_like(layouts)
+        image[:, perm] = layouts
+        keep &= codes <= (image.astype(np.int64) + 1) @ weights
+    return layouts[keep]
+
+
+def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float, max_layouts: int = 3_000_000,
+                              rel_gap: float = 1e-6, threads: int = 2) -> dict:
+    """Run the exact decomposition; return decision, bound, proven flag and counters.
 
     Parameters
     ----------
     problem : PlacementProblem
-        One-cell chiplets; restricted types share one allowed set (the ring).
+        One-cell chiplets; any types with restricted cells (HBM groups: the ring) are enumerated.
     time_limit_s : float
-        Wall-clock limit; on expiry the bound is the smallest relaxation bound still unprocessed.
+        Wall-clock limit; on expiry the bound is the least bound of the layouts not yet closed.
     max_layouts : int
-        Refuse (DecompositionNotApplicable) when there are more ring layouts than this.
+        Refuse (DecompositionNotApplicable) when there are more ring layouts than this (before symmetry).
+    rel_gap : float
+        Relative gap at which a layout needs no exact solve and the search counts as proven.
+    threads : int
+        HiGHS threads for the per-layout MILPs.
 
     Returns
     -------
     dict
-        ``decision`` (best full-objective placement), ``bound`` (valid lower bound), ``proven`` (bound is
-        min_H T(H)), ``layouts`` (enumerated), ``assignments`` (solved).
+        ``decision`` (best placement, full objective), ``bound`` (valid lower bound), ``proven``,
+        ``layouts`` (enumerated), ``canonical`` (kept after symmetry), ``assignments`` (layouts bounded by an
+        assignment problem), ``subproblems`` (layouts solved by the MILP).
 
     Raises
     ------
     DecompositionNotApplicable
-        Restricted types with different allowed sets, or too many layouts.
+        Too many layouts, or none.
     """
     t0 = time.perf_counter()
     restricted, free, ring = _restricted_split(problem)
     if not restricted and not free:
-        return {"decision": {}, "bound": 0.0, "proven": True, "layouts": 1, "assignments": 0}
+        return {"decision": {}, "bound": 0.0, "proven": True, "layouts": 1, "canonical": 1, "assignments": 0,
+                "subproblems": 0}
     n_layouts = count_ring_layouts(len(ring), [problem.counts[g] for g in restricted])  # an upper bound
     if n_layouts > max_layouts:
         msg = f"hbm-enum: {n_layouts:,} ring layouts exceed the limit of {max_layouts:,}"
         raise DecompositionNotApplicable(msg)
-    vol = volume_table(problem)
-    n, cols = problem.rows * problem.cols, problem.cols
-    rr, cc = np.divmod(np.arange(n), cols)
-    dist = np.abs(rr[:, None] - rr[None, :]) + np.abs(cc[:, None] - cc[None, :])
-    ring_arr = np.array(ring, dtype=int)
-    d_ring = dist[:, ring_arr]  # (cells, ring)
-    v_fg = np.array([[vol.get((t, g), 0.0) for g in restricted] for t in free]).reshape(len(free), len(restricted))
-    v_gg = np.array([[vol.get((g, h), 0.0) for h in restricted] for g in restricted])
-    layouts = _ring_layouts(problem, restricted, ring)
-    counts_free = np.array([problem.counts[t] for t in free], dtype=int)
-    rows_type = np.repeat(np.arange(len(free)), counts_free)
+    all_layouts = _ring_layouts(problem, restricted, ring)
+    if len(all_layouts) == 0:  # restricted chiplets cannot be placed at all
+        msg = "hbm-enum: the restricted chiplets have no feasible layout"
+        raise DecompositionNotApplicable(msg)
+    layouts = canonical_layouts(all_layouts, ring, grid_symmetries(problem), len(restricted))
+    ctx = _Context(problem, restricted, free, ring)
     lbs = np.zeros(len(layouts))  # 0 is a valid (weak) bound where the time limit stops the relaxation
     for s in range(0, len(layouts), CHUNK):
         if time.perf_counter() - t0 > time_limit_s:
             break
-        lbs[s:s + CHUNK] = _layout_costs(layouts[s:s + CHUNK], d_ring, dist[np.ix_(ring_arr, ring_arr)], v_fg, v_gg,
-                                         ring_arr, counts_free, n)[0]
-    # free-to-free traffic: every pair of distinct cells is >= 1 hop apart
-    cc_min = 0.0
-    for a, t in enumerate(free):
-        for u in free[a:]:
-            pairs = math.comb(problem.counts[t], 2) if t == u else problem.counts[t] * problem.counts[u]
-            cc_min += vol.get((t, u), 0.0) * pairs
-    lbs += cc_min
+        lbs[s:s + CHUNK] = ctx.relaxation(layouts[s:s + CHUNK])
     order = np.argsort(lbs, kind="stable")
-    if len(layouts) == 0:  # restricted chiplets cannot be placed at all
-        msg = "hbm-enum: the restricted chiplets have no feasible layout"
-        raise DecompositionNotApplicable(msg)
-    best_t, best_full, best_dec = math.inf, math.inf, None
-    processed = 0
-    proven = True
+    best, best_dec = math.inf, None
+    closed: dict[int, float] = {}  # layout -> bound of its assignment problem (or exact value)
+    processed, timed_out = 0, False
     for k in order:
-        if lbs[k] >= best_t * (1 - 1e-12):
+        if lbs[k] >= best * (1 - rel_gap):
             break
         if time.perf_counter() - t0 > time_limit_s:
-            proven = False
+            timed_out = True
             break
-        const, cost = _layout_costs(layouts[k:k + 1], d_ring, dist[np.ix_(ring_arr, ring_arr)], v_fg, v_gg,
-                                    ring_arr, counts_free, n, full=True)
+        closed[int(k)], decision = ctx.assignment(layouts[k])
         processed += 1
-        matrix = cost[0][:, rows_type].T  # (chiplets, cells)
-        r_idx, c_idx = linear_sum_assignment(matrix)
-        t_val = float(const[0] + matrix[r_idx, c_idx].sum()) + cc_min
-        decision = {int(ring_arr[j]): restricted[g] for j, g in enumerate(layouts[k]) if g >= 0}
-        decision.update({int(c): free[rows_type[r]] for r, c in zip(r_idx, c_idx, strict=True)})
         full = check_placement(problem, decision)[0]
-        best_t = min(best_t, t_val)
-        if full < best_full:
-            best_full, best_dec = full, decision
+        if full < best:
+            best, best_dec = full, decision
+    sub_solved = 0
+    for k in sorted(closed, key=closed.get):  # close the layouts whose bound is still below the incumbent
+        if closed[k] >= best * (1 - rel_gap) or timed_out:
+            continue
+        left = time_limit_s - (time.perf_counter() - t0)
+        if left <= 0:
+            timed_out = True
+            break
+        value, bound, decision = ctx.exact_layout(layouts[k], left, rel_gap, threads, best_dec)
+        sub_solved += 1
+        closed[k] = max(closed[k], bound)
+        if decision is not None and value < best:
+            best, best_dec = value, decision
     if best_dec is not None:
         from solvers.placement import local_search_placement  # the swap descent lives with the heuristics
 
         polished = local_search_placement(problem, best_dec)
-        if check_placement(problem, polished)[0] < best_full:
-            best_dec = polished
-    remaining = lbs[order[processed:]] if not proven else np.array([])
-    bound = min(best_t, float(remaining.min())) if len(remaining) else best_t
-    return {"decision": best_dec, "bound": bound, "proven": proven, "layouts": len(layouts),
-            "assignments": processed}
+        value = check_placement(problem, polished)[0]
+        if value < best:
+            best, best_dec = value, polished
+    open_bounds = [b for b in closed.values() if b < best * (1 - rel_gap)]
+    if processed < len(order):
+        open_bounds.append(float(lbs[order[processed]]))
+    bound = min([best, *open_bounds])
+    proven = bound >= best * (1 - rel_gap) - 1e-12 * abs(best)
+    return {"decision": best_dec, "bound": bound, "proven": proven, "layouts": len(all_layouts),
+            "canonical": len(layouts), "assignments": processed, "subproblems": sub_solved}
+
+
+class _Context:
+    """Arrays shared by the relaxation, the per-layout assignment bound and the per-layout exact solve."""
+
+    def __init__(self, problem: PlacementProblem, restricted: list[str], free: list[str],
+                 ring: tuple[int, ...]) -> None:
+        self.problem, self.restricted, self.free = problem, restricted, free
+        vol = volume_table(problem)
+        n, cols = problem.rows * problem.cols, problem.cols
+        if problem.distance is not None:
+            dist = np.array(problem.distance, dtype=float)
+        else:
+            rr, cc = np.divmod(np.arange(n), cols)
+            dist = (np.abs(rr[:, None] - rr[None, :]) + np.abs(cc[:, None] - cc[None, :])).astype(float)
+        self.n, self.dist = n, dist
+        self.ring_arr = np.array(ring, dtype=int)
+        self.d_ring = dist[:, self.ring_arr]
+        self.d_rr = dist[np.ix_(self.ring_arr, self.ring_arr)]
+        self.v_fg = np.array([[vol.get((t, g), 0.0) for g in restricted] for t in free]).reshape(
+            len(free), len(restricted))
+        self.v_gg = np.array([[vol.get((g, h), 0.0) for h in restricted] for g in restricted])
+        self.counts_free = np.array([problem.counts[t] for t in free], dtype=int)
+        self.rows_type = np.repeat(np.arange(len(free)), self.counts_free)
+        n_c = len(self.rows_type)
+        partners = []  # per free type: volumes to every other compute chiplet, sorted down
+        for a, t in enumerate(free):
+            v: list[float] = []
+            for b, u in enumerate(free):
+                v += [vol.get((t, u), 0.0)] * (problem.counts[u] - (a == b))
+            partners.append(sorted(v, reverse=True))
+        self.partners = np.array(partners, dtype=float).reshape(len(free), max(n_c - 1, 0))
+
+    def _costs(self, lay: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(restricted-pair constants (L,), Gilmore-Lawler cell x type costs (L, cells, free types))."""
+        const, cost = _layout_costs(lay, self.d_ring, self.d_rr, self.v_fg, self.v_gg, self.ring_arr,
+                                    self.counts_free, self.n, full=True)
+        k = self.partners.shape[1]
+        if k and self.partners.any():
+            occupied = np.zeros((len(lay), self.n), dtype=bool)
+            occupied[:, self.ring_arr] = lay >= 0
+            blocked = occupied[:, None, :] | np.eye(self.n, dtype=bool)[None]
+            hops = np.sort(np.where(blocked, np.inf, self.dist[None]), axis=2)[:, :, :k]
+            hops = np.where(np.isinf(hops), 0.0, hops)
+            cost = cost + 0.5 * np.einsum("lcs,ts->lct", hops, self.partners)
+        return const, cost
+
+    def relaxation(self, lay: np.ndarray) -> np.ndarray:
+        """Bound per layout: each free type takes its cheapest cells (a relaxation of the assignment)."""
+        const, cost = self._costs(lay)
+        lb = const.copy()
+        for t, k in enumerate(self.counts_free):
+            if k > 0:
+                lb += np.sort(cost[:, :, t], axis=1)[:, :k].sum(axis=1)
+        return lb
+
+    def assignment(self, lay: np.ndarray) -> tuple[float, dict[int, str]]:
+        """Gilmore-Lawler bound of one layout and the placement its optimal assignment gives."""
+        const, cost = self._costs(lay[None])
+        matrix = cost[0][:, self.rows_type].T  # (chiplets, cells)
+        r_idx, c_idx = linear_sum_assignment(matrix)
+        decision = self._fixed(lay)
+        decision.update({int(c): self.free[self.rows_type[r]] for r, c in zip(r_idx, c_idx, strict=True)})
+        return float(const[0] + matrix[r_idx, c_idx].sum()), decision
+
+    def _fixed(self, lay: np.ndarray) -> dict[int, str]:
+        return {int(self.ring_arr[j]): self.restricted[g] for j, g in enumerate(lay) if g >= 0}
+
+    def exact_layout(self, lay: np.ndarray, time_limit_s: float, rel_gap: float, threads: int,
+                     incumbent: dict[int, str] | None) -> tuple[float, float, dict[int, str] | None]:
+        """Solve one layout exactly (RLT-1 MILP, restricted chiplets fixed, every volume kept).
+
+        Returns (objective or inf, lower bound for the layout, decision or None)."""
+        from solvers.config import SolverConfig
+        from solvers.placement import solve_placement
+
+        fixed = self._fixed(lay)
+        cells: dict[str, list[int]] = {}
+        for cell, t in fixed.items():
+            cells.setdefault(t, []).append(cell)
+        rest = tuple(c for c in range(self.n) if c not in fixed)
+        allowed = {**{t: tuple(cs) for t, cs in cells.items()}, **dict.fromkeys(self.free, rest)}
+        sub = dataclasses.replace(self.problem, allowed=allowed, model_volume_floor=0.0,
+                                  name=f"{self.problem.name} (fixed layout)")
+        hint = None
+        if incumbent is not None and all(incumbent.get(c) == t for c, t in fixed.items()):
+            hint = incumbent
+        cfg = SolverConfig(time_limit_s=max(time_limit_s, 0.1), rel_gap=rel_gap, threads=threads)
+        sol = solve_placement(sub, "milp-highs", cfg, hint=hint)
+        bound = -math.inf if sol.bound is None else float(sol.bound)
+        if sol.decision is None:
+            return math.inf, bound, None
+        return float(sol.objective), bound, sol.decision
 
 
 def _layout_costs(lay: np.ndarray, d_ring: np.ndarray, d_rr: np.ndarray, v_fg: np.ndarray, v_gg: np.ndarray,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from chipdse.cli import app
@@ -34,6 +35,19 @@ def test_compare_placement_exact_bound_below_every_heuristic() -> None:
     bound = rows["hbm-enum"]["bound"]
     assert bound <= rows["hbm-enum"]["objective"]
     assert all(bound <= rows[m]["objective"] for m in ("hydra-greedy", "round-robin"))
+
+
+@pytest.mark.parametrize("point", ["b-star", "m-t"])
+def test_default_finalist_placement_is_proven_optimal_within_60_s(point: str) -> None:
+    """Issue 4: the default scenario's placement (24 chiplets, 5 x 5) proven optimal for HYDRA Eq. 2: objective
+    equal to the bound, every heuristic at or above it."""
+    result = runner.invoke(app, ["compare", "placement", "--json", "--point", point, "--time-limit", "60",
+                                 "--methods", "hbm-enum", "--methods", "hydra-greedy", "--methods", "local-search"])
+    assert result.exit_code == 0, result.output
+    rows = {r["method"]: r for r in json.loads(result.output)}
+    exact = rows["hbm-enum"]
+    assert exact["status"] == "optimal" and exact["gap"] <= 1e-6 and exact["wall_s"] < 60
+    assert all(rows[m]["objective"] >= exact["objective"] * (1 - 1e-9) for m in ("hydra-greedy", "local-search"))
 
 
 def test_compare_rejects_unknown_problem_and_method() -> None:

@@ -5,6 +5,8 @@ Oracles: brute-force enumeration (``solvers.placement.brute_force_placement``) a
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +21,6 @@ from formulations.placement import (
 )
 from solvers.config import SolverConfig
 from solvers.placement import (
-    BOUNDED_METHODS,
     EXACT_METHODS,
     HEURISTIC_METHODS,
     PLACEMENT_METHODS,
@@ -125,7 +126,7 @@ def test_hand_calculated_optimum(problem: PlacementProblem, objective: float, de
     sol = solve_placement(problem, method, CONFIG)
     assert sol.objective == pytest.approx(objective)
     assert sol.decision == decision
-    expected = SolutionStatus.OPTIMAL if method in EXACT_METHODS + BOUNDED_METHODS else SolutionStatus.FEASIBLE
+    expected = SolutionStatus.OPTIMAL if method in EXACT_METHODS else SolutionStatus.FEASIBLE
     assert sol.status == expected
     assert sol.problem == "placement" and sol.method == method
 
@@ -241,28 +242,21 @@ def test_property_every_method_feasible_and_exact_agree(problem: PlacementProble
         if method in EXACT_METHODS:
             assert sol.status == SolutionStatus.OPTIMAL
             assert sol.objective == pytest.approx(best, rel=1e-9, abs=1e-9)
-        elif method in BOUNDED_METHODS:
-            # a proven bound below the optimum; exact when no compute-to-compute traffic exists
-            assert sol.bound <= best + 1e-9 and sol.objective >= best - 1e-9
-            if not any(not t.startswith("hbm:") and not u.startswith("hbm:") and v > 0
-                       for (t, u), v in problem.pair_volume.items()):
-                assert sol.objective == pytest.approx(best, rel=1e-9, abs=1e-9)
         else:
             assert sol.objective >= best - 1e-9
 
 
 @pytest.mark.parametrize("with_compute_traffic", [False, True])
 def test_ring_enumeration_on_4x4_against_brute_force(with_compute_traffic: bool) -> None:
-    """hbm-enum: exact without compute-to-compute traffic; otherwise its bound brackets the brute-force optimum."""
+    """hbm-enum proves the brute-force optimum, with and without compute-to-compute traffic."""
     volumes = {("A", "hbm:a"): 7.0, ("M", "hbm:m"): 5.0, ("A", "hbm:m"): 1.0}
     if with_compute_traffic:
         volumes.update({("A", "M"): 2.0, ("M", "M"): 1.0})
     problem = ring_problem(4, 4, {"hbm:a": 1, "hbm:m": 2, "A": 1, "M": 2}, volumes, "4x4-enum")
     best = check_placement(problem, brute_force_placement(problem)[0])[0]
     sol = solve_placement(problem, "hbm-enum", CONFIG)
-    assert sol.exact and sol.bound <= best + 1e-9 <= sol.objective + 2e-9
-    if not with_compute_traffic:
-        assert sol.status == SolutionStatus.OPTIMAL and sol.objective == pytest.approx(best)
+    assert sol.exact and sol.status == SolutionStatus.OPTIMAL
+    assert sol.objective == pytest.approx(best) and sol.bound == pytest.approx(best)
 
 
 def test_mip_start_does_not_leak_between_solves() -> None:
@@ -289,3 +283,32 @@ def test_ring_enumeration_honours_a_tiny_time_limit() -> None:
         assert sol.status == SolutionStatus.NO_SOLUTION and "no feasible solution found in 0.1 s" in sol.reason
     else:
         assert sol.bound <= sol.objective and check_placement(problem, sol.decision)[1] == []
+
+
+@pytest.mark.parametrize(("rows", "cols", "group_size"), [(4, 4, 8), (3, 4, 4), (5, 5, 8)])
+def test_symmetry_keeps_one_layout_per_orbit(rows: int, cols: int, group_size: int) -> None:
+    """The kept layouts are exactly one per orbit of the grid's symmetry group, counted by brute force: apply every
+    symmetry to every layout and collect the distinct orbits."""
+    from solvers.placement_decomp import _restricted_split, _ring_layouts, canonical_layouts, grid_symmetries
+
+    problem = ring_problem(rows, cols, {"hbm:a": 2, "hbm:m": 1, "A": 1}, {("A", "hbm:a"): 1.0}, "orbits")
+    sigmas = grid_symmetries(problem)
+    assert len(sigmas) + 1 == group_size
+    restricted, _, ring = _restricted_split(problem)
+    layouts = _ring_layouts(problem, restricted, ring)
+    as_cells = [frozenset((ring[k], int(g)) for k, g in enumerate(lay) if g >= 0) for lay in layouts]
+    orbits = {frozenset([cells, *(frozenset((int(s[c]), g) for c, g in cells) for s in sigmas)])
+              for cells in as_cells}
+    kept = canonical_layouts(layouts, ring, sigmas, len(restricted))
+    assert len(kept) == len(orbits)
+    kept_cells = {frozenset((ring[k], int(g)) for k, g in enumerate(lay) if g >= 0) for lay in kept}
+    assert all(len(orbit & kept_cells) == 1 for orbit in orbits)
+
+
+def test_symmetry_is_not_used_when_allowed_cells_break_it() -> None:
+    from solvers.placement_decomp import grid_symmetries
+
+    problem = ring_problem(4, 4, {"hbm:a": 2, "A": 1}, {("A", "hbm:a"): 1.0}, "asym")
+    problem = dataclasses.replace(problem, allowed={"hbm:a": (0, 1, 2, 3)})
+    sigmas = grid_symmetries(problem)  # only the left-right mirror keeps the top row
+    assert len(sigmas) == 1 and sorted(sigmas[0][:4]) == [0, 1, 2, 3]
