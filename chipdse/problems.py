@@ -157,12 +157,13 @@ def finalist_instance(sc: LoadedScenario, problem_name: str, point: str = "b-sta
     if problem_name == "hbm-partition":
         return hbm_partition_problem(sc, int(row["n_hbm"])), row["label"]
     placement = placement_problem(sc, spec, float(row["capacity_rps"]))
-    if problem_name == "placement":
+    if problem_name in ("placement", "placement-max-link"):
         return placement, row["label"]
     if problem_name == "mapping":
         layout = solve_placement(placement, "hbm-enum", SolverConfig(time_limit_s=sc.spec.time_limit_s))
         return mapping_problem(sc, spec, layout.decision, "decode", spec.batch), row["label"]
-    msg = f"PROBLEM must be one of ['hbm-partition', 'mapping', 'placement'], got {problem_name!r}"
+    names = ["hbm-partition", "mapping", "placement", "placement-max-link"]
+    msg = f"PROBLEM must be one of {names}, got {problem_name!r}"
     raise ValueError(msg)
 
 

@@ -95,8 +95,13 @@ def objective_value(problem: PlacementProblem, decision: dict[int, str], hop_wei
     return max_link_load(problem, decision) + hop_weight * hops
 
 
-def build_max_link_milp(problem: PlacementProblem, hop_weight: float = 0.0) -> pyo.ConcreteModel:
+def build_max_link_milp(problem: PlacementProblem, hop_weight: float = 0.0,
+                        hop_limit: float | None = None) -> pyo.ConcreteModel:
     """The placement RLT MILP with the min-max link-load objective (plus ``hop_weight`` x Eq. 2).
+
+    ``hop_limit`` (bytes x hops) adds Eq. 2 <= hop_limit: with the proven Eq. 2 optimum it makes the pair
+    lexicographic (least hop-weighted volume first, then the least busy link among those placements). Give it
+    only for problems without a ``model_volume_floor``, so that the constraint covers every volume.
 
     Returns
     -------
@@ -121,12 +126,14 @@ def build_max_link_milp(problem: PlacementProblem, hop_weight: float = 0.0) -> p
         m.links, rule=lambda m, a, b: m.max_link >= sum(c * m.cell_pair_assign[k] for c, k in terms[a, b]))
     hop_expr = m.traffic_cost.expr
     m.traffic_cost.deactivate()
+    if hop_limit is not None:
+        m.hop_limit = pyo.Constraint(expr=hop_expr <= hop_limit / unit)
     m.link_cost = pyo.Objective(expr=m.max_link + hop_weight * hop_expr, sense=pyo.minimize)
     return m
 
 
-def brute_force_max_link(problem: PlacementProblem, hop_weight: float = 0.0,
-                         max_placements: int = 500_000) -> tuple[dict[int, str], float]:
+def brute_force_max_link(problem: PlacementProblem, hop_weight: float = 0.0, max_placements: int = 500_000,
+                         hop_limit: float | None = None) -> tuple[dict[int, str], float]:
     """Enumerate every placement (tiny instances) and return one minimizing the objective, with its value.
 
     Raises
@@ -149,6 +156,8 @@ def brute_force_max_link(problem: PlacementProblem, hop_weight: float = 0.0,
         if key in seen or any(t in problem.allowed and c not in problem.allowed[t] for c, t in decision.items()):
             continue
         seen.add(key)
+        if hop_limit is not None and check_placement(problem, decision)[0] > hop_limit * (1 + 1e-9):
+            continue
         value = objective_value(problem, decision, hop_weight)
         if value < best[0]:
             best = (value, decision)

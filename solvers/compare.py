@@ -8,13 +8,15 @@ from typing import Any
 from chipdse.solution import Solution, relative_gap
 from solvers.config import SolverConfig
 from solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition
+from solvers.link_load import MAX_LINK_METHODS, solve_max_link_placement
 from solvers.mapping import MAPPING_METHODS, solve_mapping
-from solvers.placement import PLACEMENT_METHODS, solve_placement
+from solvers.placement import HEURISTIC_METHODS, PLACEMENT_METHODS, solve_placement
 
 #: problem name -> (all methods, methods run by default, solve function)
 PROBLEMS: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable[..., Solution]]] = {
     "placement": (PLACEMENT_METHODS, tuple(m for m in PLACEMENT_METHODS if m != "brute-force"), solve_placement),
     "hbm-partition": (HBM_PARTITION_METHODS, HBM_PARTITION_METHODS, solve_hbm_partition),
+    "placement-max-link": (MAX_LINK_METHODS, (*HEURISTIC_METHODS, "milp-highs"), solve_max_link_placement),
     "mapping": (MAPPING_METHODS, tuple(m for m in MAPPING_METHODS if m != "brute-force"), solve_mapping),
 }
 
@@ -46,7 +48,8 @@ def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None,
     Parameters
     ----------
     problem_name : str
-        ``"placement"``, ``"hbm-partition"`` or ``"mapping"``.
+        ``"placement"`` (HYDRA Eq. 2), ``"placement-max-link"`` (busiest NoI link under XY routing),
+        ``"hbm-partition"`` or ``"mapping"``.
     instance : PlacementProblem | HbmPartitionProblem | MappingProblem
     methods : sequence of str, optional
         Default: every method except brute force.
@@ -66,7 +69,7 @@ def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None,
     solve = PROBLEMS[problem_name][2]
     sols: list[Solution] = []
     for m in chosen:
-        if problem_name == "placement":
+        if problem_name in ("placement", "placement-max-link"):
             found = [s for s in sols if s.objective is not None]
             hint = min(found, key=lambda s: s.objective).decision if found else None
             sols.append(solve(instance, m, config, seed=config.seed, hint=hint))

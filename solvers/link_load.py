@@ -7,6 +7,7 @@ best heuristic); ``"brute-force"``: enumeration (tiny grids); heuristics: the ho
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pyomo.environ as pyo
@@ -37,7 +38,7 @@ PROBLEM = "placement-max-link"
 
 
 def solve_max_link_placement(problem: PlacementProblem, method: str, config: SolverConfig | None = None, *,
-                             hop_weight: float = 0.0, seed: int = 0,
+                             hop_weight: float = 0.0, hop_limit: float | None = None, seed: int = 0,
                              hint: dict[int, str] | None = None) -> Solution:
     """Place chiplets minimizing ``max link load + hop_weight x hop-weighted volume`` under XY routing.
 
@@ -49,6 +50,9 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
     config : SolverConfig, optional
     hop_weight : float
         Weight of HYDRA Eq. 2's hop-weighted volume next to the max link load (0 = max link load alone).
+    hop_limit : float, optional
+        Only placements with Eq. 2 <= hop_limit (bytes x hops) are feasible; with the proven Eq. 2 optimum (see
+        :func:`solve_lexicographic`) the pair is lexicographic. Exact methods only.
     seed : int
         Seed of the randomized heuristics.
     hint : dict[int, str], optional
@@ -64,33 +68,45 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
     Raises
     ------
     PlacementInputError
-        An unknown method.
+        An unknown method, or ``hop_limit`` with a heuristic.
     """
     if method not in MAX_LINK_METHODS:
         msg = f"unknown max-link placement method {method!r}; expected one of {MAX_LINK_METHODS}"
         raise PlacementInputError(msg)
     config = config or SolverConfig()
-    kind = ProblemKind(PROBLEM, "min", frozenset({"milp-highs", "brute-force"}),
-                       lambda p, d: (objective_value(p, d, hop_weight), check_placement(p, d)[1]))
+    if hop_limit is not None:
+        if method in HEURISTIC_METHODS:
+            msg = f"hop_limit applies to the exact methods (milp-highs, brute-force), not {method!r}"
+            raise PlacementInputError(msg)
+        problem = dataclasses.replace(problem, model_volume_floor=0.0)
+
+    def checker(p: PlacementProblem, d: dict[int, str]) -> tuple[float, list[str]]:
+        hops, violations = check_placement(p, d)
+        if hop_limit is not None and hops > hop_limit * (1 + 1e-9):
+            violations = [*violations, f"hop-weighted volume {hops:.6g} exceeds the limit {hop_limit:.6g}"]
+        return objective_value(p, d, hop_weight), violations
+
+    kind = ProblemKind(PROBLEM, "min", frozenset({"milp-highs", "brute-force"}), checker)
     t0 = time.perf_counter()
     why = placement_infeasibility(problem)
     if why is not None:
         return infeasible_solution(kind, method, why, t0)
     if method == "brute-force":
-        decision, _ = brute_force_max_link(problem, hop_weight)
+        decision, _ = brute_force_max_link(problem, hop_weight, hop_limit=hop_limit)
         return enumerated_solution(kind, problem, method, decision, t0, "enumerated every placement")
     if method in HEURISTIC_METHODS:
         base = solve_placement(problem, method, config, seed=seed)
         if base.decision is None:
             return no_solution(kind, method, base.reason or "no placement found", t0)
         return heuristic_solution(kind, problem, method, base.decision, t0, f"{method} (hop objective)")
-    if hint is None:
+    if hint is None and hop_limit is None:
         starts = [solve_placement(problem, m, config, seed=seed).decision for m in HEURISTIC_METHODS]
         hint = min((d for d in starts if d is not None), key=lambda d: objective_value(problem, d, hop_weight))
-    m = build_max_link_milp(problem, hop_weight)
-    set_placement_start(m, hint)
+    m = build_max_link_milp(problem, hop_weight, hop_limit)
+    if hint is not None:
+        set_placement_start(m, hint)
     build_s = time.perf_counter() - t0
-    res = solve_pyomo(m, config, warm_start=True)
+    res = solve_pyomo(m, config, warm_start=hint is not None)
     decision = decode_placement_milp(m) if res.has_solution else None
     bound = None if res.bound is None else res.bound * pyo.value(m.volume_unit)
     if decision is not None and bound is not None:  # the reduced-volume model's bound may sit a hair above
@@ -99,3 +115,23 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
     if decision is None and not sol.reason:
         sol.reason = f"no feasible solution found in {config.time_limit_s:g} s"
     return sol
+
+
+def solve_lexicographic(problem: PlacementProblem, config: SolverConfig | None = None) -> tuple[Solution, Solution]:
+    """Lexicographic pair: the least hop-weighted volume (HYDRA Eq. 2, proven by ``hbm-enum``), then the least
+    busy link among the placements that keep it.
+
+    Returns
+    -------
+    (Solution, Solution)
+        The Eq. 2 solution, and the max-link solution under ``hop_limit`` = its objective (``milp-highs``,
+        started from the Eq. 2 placement). When Eq. 2 is not proven, the limit is its incumbent and the second
+        stage is lexicographic only relative to that placement.
+    """
+    config = config or SolverConfig()
+    first = solve_placement(problem, "hbm-enum", config)
+    if first.decision is None:
+        return first, first
+    second = solve_max_link_placement(problem, "milp-highs", config, hop_limit=first.objective,
+                                      hint=first.decision)
+    return first, second

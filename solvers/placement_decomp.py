@@ -109,7 +109,7 @@ def canonical_layouts(layouts: np.ndarray, ring: tuple[int, ...], symmetries: li
     """Keep one layout per orbit of ``symmetries`` (the one with the smallest code); rows of ``layouts`` hold
     the restricted type index per ring position, -1 for none."""
     base = n_types + 1
-    if not symmetries or len(layouts) == 0 or base ** len(ring) >= MAX_KEY_STATES:
+    if not symmetries or len(layouts) == 0 or not ring or base ** len(ring) >= MAX_KEY_STATES:
         return layouts
     pos = {cell: k for k, cell in enumerate(ring)}
     weights = base ** np.arange(len(ring) - 1, -1, -1, dtype=np.int64)
@@ -235,7 +235,8 @@ class _Context:
         self.d_rr = dist[np.ix_(self.ring_arr, self.ring_arr)]
         self.v_fg = np.array([[vol.get((t, g), 0.0) for g in restricted] for t in free]).reshape(
             len(free), len(restricted))
-        self.v_gg = np.array([[vol.get((g, h), 0.0) for h in restricted] for g in restricted])
+        self.v_gg = np.array([[vol.get((g, h), 0.0) for h in restricted] for g in restricted]).reshape(
+            len(restricted), len(restricted))
         self.counts_free = np.array([problem.counts[t] for t in free], dtype=int)
         self.rows_type = np.repeat(np.arange(len(free)), self.counts_free)
         n_c = len(self.rows_type)

@@ -50,6 +50,18 @@ def test_default_finalist_placement_is_proven_optimal_within_60_s(point: str) ->
     assert all(rows[m]["objective"] >= exact["objective"] * (1 - 1e-9) for m in ("hydra-greedy", "local-search"))
 
 
+def test_compare_max_link_exact_is_warm_started_and_bounded() -> None:
+    """Busiest-link objective: the MILP starts from the best heuristic, so it is never worse than any of them,
+    and its proven bound is below every objective."""
+    result = runner.invoke(app, ["compare", "placement-max-link", "--json", "--time-limit", "2"])
+    assert result.exit_code == 0, result.output
+    rows = {r["method"]: r for r in json.loads(result.output)}
+    exact = rows["milp-highs"]
+    assert exact["exact"] and exact["bound"] is not None
+    assert all(exact["objective"] <= r["objective"] * (1 + 1e-9) for r in rows.values())
+    assert all(exact["bound"] <= r["objective"] for r in rows.values())
+
+
 def test_compare_rejects_unknown_problem_and_method() -> None:
     for args in (["compare", "floorplan"], ["compare", "mapping", "--methods", "magic"]):
         result = runner.invoke(app, args)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from chipdse.problems import PointSpec, placement_problem
 from chipdse.scenario import load_scenario
-from formulations.link_load import link_loads, max_link_load, objective_value
+from formulations.link_load import brute_force_max_link, link_loads, max_link_load, objective_value
 from formulations.placement import PlacementProblem, check_placement
 from solvers.config import SolverConfig
 from solvers.link_load import solve_max_link_placement
@@ -92,3 +92,19 @@ def test_infeasible_names_the_capacity() -> None:
     p = PlacementProblem(3, 3, {"A": 6, "B": 4}, {("A", "B"): 1.0})
     sol = solve_max_link_placement(p, "milp-highs")
     assert sol.status.value == "infeasible" and sol.reason == "10 chiplets need 10 cells, the grid has 9"
+
+
+@settings(max_examples=12, deadline=None)
+@given(problem=small_problems())
+def test_lexicographic_pair_against_brute_force(problem: PlacementProblem) -> None:
+    """Least Eq. 2 volume first (proven), then the least busy link among those placements: brute force agrees."""
+    from solvers.link_load import solve_lexicographic
+
+    first, second = solve_lexicographic(problem, SolverConfig(time_limit_s=30.0))
+    best_hops = solve_max_link_placement(problem, "brute-force", hop_weight=0.0)  # unconstrained max link
+    brute_decision, brute_link = brute_force_max_link(problem, hop_limit=first.objective)
+    assert first.status.value == "optimal" and second.status.value == "optimal"
+    assert check_placement(problem, second.decision)[0] <= first.objective * (1 + 1e-9)
+    assert second.objective == pytest.approx(brute_link, rel=1e-9, abs=1e-9)
+    assert second.objective >= best_hops.objective - 1e-9  # the constraint can only cost link load
+    assert check_placement(problem, brute_decision)[0] <= first.objective * (1 + 1e-9)
