@@ -40,9 +40,9 @@ from formulations.placement import (
 from solvers.backends import BackendResult, solve_cpsat, solve_pyomo
 from solvers.config import SolverConfig
 
-EXACT_METHODS = ("hbm-enum", "milp-highs", "cpsat", "brute-force")
-"""Methods that prove optimality given time (exact=True)."""
-"""Methods that return a proven lower bound but may leave a gap (exact=True; the gap is reported)."""
+EXACT_METHODS = ("hbm-enum", "milp-highs", "milp-compact", "cpsat", "brute-force")
+"""Methods that prove optimality given time (exact=True). ``milp-compact`` is the Kaufman-Broeckx linearization
+(formulations/placement_compact.py), kept to compare with RLT-1 (``milp-highs``)."""
 HEURISTIC_METHODS = ("hydra-greedy", "round-robin", "random", "local-search")
 PLACEMENT_METHODS = EXACT_METHODS + HEURISTIC_METHODS
 BRUTE_FORCE_MAX_ASSIGNMENTS = 2_000_000
@@ -113,8 +113,8 @@ def solve_placement(
     if reason is not None:
         infeasible = SolutionStatus.INFEASIBLE, TerminationCondition.INFEASIBLE
         return _solution(method, *infeasible, reason=reason, wall_s=time.perf_counter() - t0)
-    if method == "milp-highs":
-        sol = _solve_milp(problem, config, hint)
+    if method in ("milp-highs", "milp-compact"):
+        sol = _solve_milp(problem, config, hint, compact=method == "milp-compact")
     elif method == "cpsat":
         sol = _solve_cpsat(problem, config, hint)
     elif method == "hbm-enum":
@@ -164,20 +164,24 @@ def _solution(method: str, status: SolutionStatus, termination: TerminationCondi
     return Solution("placement", method, method in EXACT_METHODS, status, termination, **fields)
 
 
-def _solve_milp(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None) -> Solution:
-    """Build, solve (HiGHS, warm-started from ``hint`` when given) and decode the RLT MILP."""
+def _solve_milp(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None,
+                compact: bool = False) -> Solution:
+    """Build, solve (HiGHS, warm-started from ``hint`` when given) and decode the RLT-1 (or compact) MILP."""
+    from formulations.placement_compact import build_placement_compact_milp, set_compact_start
+
     t0 = time.perf_counter()
-    model = build_placement_milp(problem)
+    method = "milp-compact" if compact else "milp-highs"
+    model = build_placement_compact_milp(problem) if compact else build_placement_milp(problem)
     if hint is not None:
-        set_placement_start(model, hint)
+        (set_compact_start if compact else set_placement_start)(model, hint)
     build_s = time.perf_counter() - t0
     if not model.cell_type:  # no chiplets: the empty placement, and HiGHS rejects a model without columns
         optimal = SolutionStatus.OPTIMAL, TerminationCondition.OPTIMAL
-        return _solution("milp-highs", *optimal, decision={}, bound=0.0, build_s=build_s)
+        return _solution(method, *optimal, decision={}, bound=0.0, build_s=build_s)
     res = solve_pyomo(model, config, warm_start=hint is not None)
     decision = decode_placement_milp(model) if res.has_solution else None
     bound = None if res.bound is None else res.bound * pyo.value(model.volume_unit)
-    return _exact_solution("milp-highs", res, decision, bound, build_s)
+    return _exact_solution(method, res, decision, bound, build_s)
 
 
 def _solve_cpsat(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None) -> Solution:

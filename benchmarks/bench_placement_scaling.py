@@ -1,0 +1,74 @@
+"""Placement solve time vs size: grids 5x5 to 8x8, 8 to 40 compute chiplets, sparse and dense traffic.
+
+Instances: compute types Ap, Ad, Mp, Md in the default B*'s proportions and two HBM groups on the ring, with the
+B* pair volumes per type pair. Sparse traffic keeps only compute <-> HBM pairs; dense keeps every pair B* has
+(also prefill -> decode hand-off and stage-to-stage activations). For each instance: the exact ring
+decomposition (``hbm-enum``; it refuses above 3,000,000 ring layouts), the type-count RLT-1 MILP through Pyomo +
+HiGHS and CP-SAT, each warm-started from swap local search; Pyomo / CP-SAT build time and solve time reported
+apart. Run: python benchmarks/bench_placement_scaling.py [TIME_LIMIT_S]
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+from chipdse.design_space import enumerate_points
+from chipdse.problems import PointSpec, placement_problem
+from chipdse.scenario import load_scenario
+from evaluators.estimator import Screen
+from formulations.placement import PlacementProblem, grid_ring_cells
+from reports.pareto import pick_b_star
+from solvers.config import SolverConfig
+from solvers.placement import solve_placement
+
+SIZES = [(5, 8, 4), (5, 16, 5), (6, 16, 6), (6, 24, 8), (7, 24, 8), (7, 32, 10), (8, 32, 12), (8, 40, 12)]
+"""(grid side, compute chiplets, HBM stacks)."""
+SHARE = {"Ap": 1, "Ad": 2, "Mp": 3, "Md": 2}
+"""Compute chiplets per type, in eighths."""
+
+
+def instance(side: int, n_compute: int, n_hbm: int, volumes: dict, dense: bool) -> PlacementProblem:
+    counts = {t: max(1, n_compute * k // 8) for t, k in SHARE.items()}
+    counts["Md"] += n_compute - sum(counts.values())
+    counts["hbm:attention"] = max(1, n_hbm // 3)
+    counts["hbm:mamba"] = n_hbm - counts["hbm:attention"]
+    vol = {k: v for k, v in volumes.items() if dense or k[0].startswith("hbm:") or k[1].startswith("hbm:")}
+    ring = grid_ring_cells(side, side)
+    name = f"{side}x{side}-{n_compute}c-{n_hbm}h-{'dense' if dense else 'sparse'}"
+    return PlacementProblem(side, side, counts, vol, allowed={t: ring for t in counts if t.startswith("hbm:")},
+                            ring_cells=ring, name=name)
+
+
+def b_star_placement() -> PlacementProblem:
+    """The default scenario's B* placement instance (its pair volumes seed every instance here)."""
+    sc = load_scenario()
+    df = Screen(sc).score(enumerate_points(sc)[0])
+    row = df.loc[pick_b_star(df)].to_dict()
+    return placement_problem(sc, PointSpec.from_row(row, sc.compute_types()), row["capacity_rps"])
+
+
+def main() -> None:
+    limit = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0
+    base = b_star_placement()
+    print(f"machine: {platform.machine()}, python {platform.python_version()}; time limit {limit:g} s per exact "
+          "solve, 2 threads; objective in byte-hops/s")
+    print(f"{'instance':26s} {'method':10s} {'objective':>11s} {'bound':>11s} {'gap':>8s} {'build s':>8s} "
+          f"{'solve s':>8s}  status")
+    cfg = SolverConfig(time_limit_s=limit, seed=0)
+    for side, n_compute, n_hbm in SIZES:
+        for dense in (False, True):
+            problem = instance(side, n_compute, n_hbm, dict(base.pair_volume), dense)
+            start = solve_placement(problem, "local-search", cfg)
+            for method in ("hbm-enum", "milp-highs", "cpsat"):
+                sol = solve_placement(problem, method, cfg, hint=start.decision)
+                gap = "-" if sol.gap is None else f"{100 * sol.gap:.2f}%"
+                bound = "-" if sol.bound is None else f"{sol.bound:.4e}"
+                obj = "-" if sol.objective is None else f"{sol.objective:.4e}"
+                note = f" ({sol.reason})" if sol.reason and sol.objective is None else ""
+                print(f"{problem.name:26s} {method:10s} {obj:>11s} {bound:>11s} {gap:>8s} {sol.build_s:8.2f} "
+                      f"{sol.wall_s - sol.build_s:8.2f}  {sol.status.value}{note}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
