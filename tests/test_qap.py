@@ -157,12 +157,13 @@ def test_asymmetric_flow_with_symmetric_distance_is_solved_with_roles_exchanged(
     assert qap_cost(inst, np.array(sol.decision)) == brute
 
 
-def test_cli_solve_qap_json(tmp_path: Path) -> None:
+@pytest.mark.parametrize("solver", ["cpsat", "bnb"])
+def test_cli_solve_qap_json(tmp_path: Path, solver: str) -> None:
     inst = _tiny(7, 5)
     path = tmp_path / "tiny.dat"
     path.write_text(f"{inst.n}\n" + "\n".join(" ".join(map(str, r)) for r in inst.flow) + "\n"
                     + "\n".join(" ".join(map(str, r)) for r in inst.distance) + "\n")
-    result = CliRunner().invoke(app, ["solve", "qap", str(path), "--solver", "cpsat", "--json"])
+    result = CliRunner().invoke(app, ["solve", "qap", str(path), "--solver", solver, "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     brute = min(qap_cost(inst, np.array(p)) for p in itertools.permutations(range(inst.n)))
