@@ -106,7 +106,7 @@ def explore(
 def compare(
     problem: Annotated[str, typer.Argument(
         metavar="PROBLEM", help="placement (HYDRA Eq. 2), placement-max-link (busiest NoI link, XY routing), "
-        "hbm-partition or mapping (decode mapping).")],
+        "hbm-partition, hbm-packing (per-stack, Eq. 1 split) or mapping (decode mapping).")],
     scenario: Annotated[Path | None, typer.Argument(
         metavar="SCENARIO", help="Scenario YAML (default: the bundled default).", show_default=False)] = None,
     methods: Annotated[list[str] | None, typer.Option(
@@ -173,8 +173,8 @@ def compare(
 
 @app.command()
 def solve(
-    problem: Annotated[str, typer.Argument(metavar="PROBLEM",
-                                           help="qap, placement, placement-max-link, hbm-partition or mapping.")],
+    problem: Annotated[str, typer.Argument(
+        metavar="PROBLEM", help="qap, placement, placement-max-link, hbm-partition, hbm-packing or mapping.")],
     path: Annotated[Path | None, typer.Argument(
         metavar="FILE", help="qap: a QAPLIB .dat file; otherwise a scenario YAML (default: the bundled default).",
         show_default=False)] = None,
@@ -201,7 +201,7 @@ def solve(
     from solvers.config import SolverConfig
 
     try:
-        problems = ("qap", "placement", "placement-max-link", "hbm-partition", "mapping")
+        problems = ("qap", "placement", "placement-max-link", "hbm-partition", "hbm-packing", "mapping")
         if problem not in problems:
             msg = f"PROBLEM must be one of {list(problems)}, got {problem!r}"
             raise ValueError(msg)

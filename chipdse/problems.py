@@ -20,6 +20,7 @@ from evaluators.latency import (
     decode_costs,
     prefill_costs,
 )
+from formulations.hbm_packing import HbmPackingProblem, PackBlock
 from formulations.hbm_partition import HbmPartitionProblem
 from formulations.mapping import MappingProblem
 from formulations.placement import PlacementProblem
@@ -53,6 +54,34 @@ def hbm_partition_problem(sc: LoadedScenario, n_hbm: int) -> HbmPartitionProblem
         per_request_bytes={g: float(needs.per_request_bytes[idx[g]]) for g in groups},
         name=f"{sc.spec.name}-hbm{n_hbm}",
     )
+
+
+def hbm_packing_problem(sc: LoadedScenario, n_hbm: int) -> HbmPackingProblem:
+    """Return the per-stack packing instance of ``n_hbm`` stacks: the stacks per group of the Eq. 1 optimum
+    (enumeration, as HYDRA), and every block with its weights and its per-request KV cache (at the workload's
+    mean context, as :func:`evaluators.estimator.memory_needs`) or SSM state.
+
+    Raises
+    ------
+    InfeasibleDesignError
+        When the weights fit no Eq. 1 split of ``n_hbm`` stacks.
+    """
+    from chipdse.errors import InfeasibleDesignError
+    from evaluators.estimator import best_partition
+
+    needs = memory_needs(sc)
+    stacks, r = best_partition(needs, n_hbm)
+    if r < 0:
+        msg = f"{sc.spec.name}: the model's weights fit no split of {n_hbm} HBM stacks"
+        raise InfeasibleDesignError(msg)
+    ctx = sc.lengths.mean_prefill + sc.lengths.mean_decode
+    m = sc.model
+    present = {g for g, p in zip(GROUP_NAMES, needs.present, strict=True) if p}
+    only = next(iter(present)) if len(present) == 1 else None  # absent groups' blocks fold into the present one
+    blocks = tuple(PackBlock(b.name, only or b.group, float(b.params * m.dtype_bytes),
+                             float(b.kv_bytes_per_token * ctx + b.state_bytes_per_request)) for b in m.blocks)
+    return HbmPackingProblem({g: int(n) for g, n in zip(GROUP_NAMES, stacks, strict=True) if n > 0},
+                             needs.capacity_bytes, blocks, name=f"{sc.spec.name}-hbm{n_hbm}-packing")
 
 
 def _phase_of(sc: LoadedScenario, t: str) -> str:
@@ -156,13 +185,15 @@ def finalist_instance(sc: LoadedScenario, problem_name: str, point: str = "b-sta
     spec = PointSpec.from_row(row, sc.compute_types())
     if problem_name == "hbm-partition":
         return hbm_partition_problem(sc, int(row["n_hbm"])), row["label"]
+    if problem_name == "hbm-packing":
+        return hbm_packing_problem(sc, int(row["n_hbm"])), row["label"]
     placement = placement_problem(sc, spec, float(row["capacity_rps"]))
     if problem_name in ("placement", "placement-max-link"):
         return placement, row["label"]
     if problem_name == "mapping":
         layout = solve_placement(placement, "hbm-enum", SolverConfig(time_limit_s=sc.spec.time_limit_s))
         return mapping_problem(sc, spec, layout.decision, "decode", spec.batch), row["label"]
-    names = ["hbm-partition", "mapping", "placement", "placement-max-link"]
+    names = ["hbm-packing", "hbm-partition", "mapping", "placement", "placement-max-link"]
     msg = f"PROBLEM must be one of {names}, got {problem_name!r}"
     raise ValueError(msg)
 

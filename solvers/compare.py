@@ -7,6 +7,7 @@ from typing import Any
 
 from chipdse.solution import Solution, relative_gap
 from solvers.config import SolverConfig
+from solvers.hbm_packing import HBM_PACKING_METHODS, solve_hbm_packing
 from solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition
 from solvers.link_load import MAX_LINK_METHODS, solve_max_link_placement
 from solvers.mapping import MAPPING_METHODS, solve_mapping
@@ -16,6 +17,7 @@ from solvers.placement import HEURISTIC_METHODS, PLACEMENT_METHODS, solve_placem
 PROBLEMS: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable[..., Solution]]] = {
     "placement": (PLACEMENT_METHODS, tuple(m for m in PLACEMENT_METHODS if m != "brute-force"), solve_placement),
     "hbm-partition": (HBM_PARTITION_METHODS, HBM_PARTITION_METHODS, solve_hbm_partition),
+    "hbm-packing": (HBM_PACKING_METHODS, ("first-fit", "milp-highs"), solve_hbm_packing),
     "placement-max-link": (MAX_LINK_METHODS, (*HEURISTIC_METHODS, "milp-highs"), solve_max_link_placement),
     "mapping": (MAPPING_METHODS, tuple(m for m in MAPPING_METHODS if m != "brute-force"), solve_mapping),
 }

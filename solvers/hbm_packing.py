@@ -1,0 +1,123 @@
+"""Per-stack HBM packing (``formulations.hbm_packing``) with every method, one :class:`Solution` each.
+
+``"milp-highs"`` (exact, Pyomo + HiGHS), ``"first-fit"`` (first-fit decreasing by weight + r x state, with a
+binary search on r; a heuristic) and ``"brute-force"`` (every assignment; tiny instances and tests).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+from chipdse.solution import Solution
+from formulations.hbm_packing import (
+    HbmPackingProblem,
+    build_hbm_packing_milp,
+    check_hbm_packing,
+    decode_hbm_packing_milp,
+    eq1_bound,
+    packing_infeasibility,
+)
+from solvers.backends import solve_pyomo
+from solvers.common import (
+    ProblemKind,
+    backend_solution,
+    enumerated_solution,
+    heuristic_solution,
+    infeasible_solution,
+    no_solution,
+)
+from solvers.config import SolverConfig
+
+PROBLEM = "hbm-packing"
+HBM_PACKING_METHODS = ("milp-highs", "first-fit", "brute-force")
+BRUTE_FORCE_MAX = 200_000
+KIND = ProblemKind(PROBLEM, "max", frozenset({"milp-highs", "brute-force"}), check_hbm_packing)
+
+
+def first_fit(problem: HbmPackingProblem, r: int) -> dict[str, int] | None:
+    """First-fit decreasing packing that supports ``r`` requests on every stack, or None."""
+    groups = problem.stack_groups()
+    left = [problem.capacity_bytes] * len(groups)
+    decision = {}
+    for b in sorted(problem.blocks, key=lambda b: -(b.weight_bytes + r * b.per_request_bytes)):
+        need = b.weight_bytes + r * b.per_request_bytes
+        fit = next((s for s, g in enumerate(groups) if g == b.group and left[s] >= need), None)
+        if fit is None:
+            return None
+        left[fit] -= need
+        decision[b.name] = fit
+    return decision
+
+
+def _first_fit_best(problem: HbmPackingProblem) -> dict[str, int] | None:
+    """Binary search on r for the largest r first-fit packs (first fit is not monotone: keep the best seen)."""
+    lo, hi, best = 0, max(eq1_bound(problem), 0), None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        found = first_fit(problem, mid)
+        if found is not None and check_hbm_packing(problem, found)[1] == []:
+            best, lo = found, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def solve_hbm_packing(problem: HbmPackingProblem, method: str, config: SolverConfig | None = None) -> Solution:
+    """Pack one partition's blocks into stacks with ``method``.
+
+    Returns
+    -------
+    Solution
+        ``objective`` = concurrent requests of the packing (checker, exact arithmetic), ``bound`` = the MILP's
+        (never above Eq. 1's pooled value), ``status`` infeasible with the violated capacity named when a block
+        or a group's weights cannot fit.
+
+    Raises
+    ------
+    ValueError
+        Unknown method, or brute force on more than :data:`BRUTE_FORCE_MAX` assignments.
+    """
+    if method not in HBM_PACKING_METHODS:
+        msg = f"hbm-packing method must be one of {HBM_PACKING_METHODS}, got {method!r}"
+        raise ValueError(msg)
+    config = config or SolverConfig()
+    t0 = time.perf_counter()
+    why = packing_infeasibility(problem)
+    if why is not None:
+        return infeasible_solution(KIND, method, why, t0)
+    if method == "first-fit":
+        found = _first_fit_best(problem)
+        if found is None:
+            return no_solution(KIND, method, "first fit packs no stack layout with r >= 0", t0)
+        return heuristic_solution(KIND, problem, method, found, t0, "first-fit decreasing, binary search on r")
+    if method == "brute-force":
+        return _brute_force(problem, t0)
+    m = build_hbm_packing_milp(problem)
+    build_s = time.perf_counter() - t0
+    res = solve_pyomo(m, config)
+    decision = decode_hbm_packing_milp(m) if res.has_solution else None
+    sol = backend_solution(KIND, problem, method, res, decision, res.bound, build_s, t0)
+    if decision is None and res.status.value == "infeasible":
+        sol.reason = "no packing keeps every stack within capacity"
+    return sol
+
+
+def _brute_force(problem: HbmPackingProblem, t0: float) -> Solution:
+    groups = problem.stack_groups()
+    options = [[s for s, g in enumerate(groups) if g == b.group] for b in problem.blocks]
+    count = 1
+    for o in options:
+        count *= len(o)
+    if count > BRUTE_FORCE_MAX:
+        msg = f"brute force would try {count:,} packings, more than {BRUTE_FORCE_MAX:,}"
+        raise ValueError(msg)
+    best, best_r = None, -1.0
+    for combo in itertools.product(*options):
+        decision = {b.name: s for b, s in zip(problem.blocks, combo, strict=True)}
+        r, violations = check_hbm_packing(problem, decision)
+        if not violations and r > best_r:
+            best, best_r = decision, r
+    if best is None:
+        return infeasible_solution(KIND, "brute-force", "no packing keeps every stack within capacity", t0)
+    return enumerated_solution(KIND, problem, "brute-force", best, t0, f"{count:,} packings enumerated")
