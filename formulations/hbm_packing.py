@@ -131,8 +131,10 @@ def check_hbm_packing(problem: HbmPackingProblem, decision: dict[str, int]) -> t
 
 
 def build_hbm_packing_milp(problem: HbmPackingProblem) -> pyo.ConcreteModel:
-    """The packing MILP of the module docstring (sizes in units of one stack's capacity, so C = 1). Variables ``pack[b, s]`` (binary), ``requests``
-    (integer r), ``pack_requests[b, s]`` (q); objective ``concurrency`` (maximize)."""
+    """The packing MILP of the module docstring (sizes in units of one stack's capacity, so C = 1).
+
+    Variables ``pack[b, s]`` (binary), ``requests`` (integer r), ``pack_requests[b, s]`` (q); objective
+    ``concurrency`` (maximize)."""
     groups = problem.stack_groups()
     r_max = max(eq1_bound(problem), 0)
     m = pyo.ConcreteModel(name=problem.name)
