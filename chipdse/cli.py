@@ -248,8 +248,9 @@ def solve(
         return
     gap = "-" if out["gap"] is None else f"{100 * out['gap']:.3g}%"
     bound = "-" if sol.bound is None else f"{sol.bound:.6g}"
+    note = f" ({sol.reason})" if sol.reason and sol.status.value != "optimal" else ""
     typer.echo(f"{out['instance']}: objective {sol.objective:.6g}, bound {bound}, gap {gap}, {sol.status.value}, "
-               f"{sol.wall_s:.1f} s")
+               f"{sol.wall_s:.1f} s{note}")
 
 
 @app.command()

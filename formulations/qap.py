@@ -21,6 +21,11 @@ import numpy as np
 from chipdse.errors import SpecError
 from formulations.placement import PlacementProblem
 
+MAX_ENTRY = 2**31
+"""Largest absolute matrix entry read (QAPLIB entries are far smaller)."""
+MAX_COST = 2**53
+"""Largest worst-case cost max|A| max|B| n^2 accepted: costs stay exact in float64 and never wrap in int64."""
+
 
 @dataclass(frozen=True)
 class QapInstance:
@@ -53,10 +58,14 @@ def read_qaplib(path: Path | str) -> QapInstance:
         raise SpecError(str(path), "(file)", "a text QAPLIB .dat file, got binary data") from None
     tokens = text.split()
     try:
-        values = np.array([int(t) for t in tokens], dtype=np.int64)
+        ints = [int(t) for t in tokens]
     except ValueError:
         bad = next(t for t in tokens if not t.lstrip("-").isdigit())
         raise SpecError(str(path), "(data)", f"integers only (n, then two n x n matrices), got {bad!r}") from None
+    big = max((abs(v) for v in ints), default=0)
+    if big > MAX_ENTRY:
+        raise SpecError(str(path), "(data)", f"entries of at most {MAX_ENTRY:,} in absolute value, got {big:,}")
+    values = np.array(ints, dtype=np.int64)
     if len(values) == 0 or values[0] < 1:
         raise SpecError(str(path), "n", "a positive size n as the first integer")
     n = int(values[0])
@@ -64,6 +73,10 @@ def read_qaplib(path: Path | str) -> QapInstance:
         raise SpecError(str(path), "(data)", f"1 + 2 n^2 = {1 + 2 * n * n} integers for n = {n}, got {len(values)}")
     a = values[1:1 + n * n].reshape(n, n)
     b = values[1 + n * n:].reshape(n, n)
+    worst = int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) * n * n
+    if worst > MAX_COST:
+        raise SpecError(str(path), "(data)", f"a cost bound max|A| max|B| n^2 of at most 2^53 (exact in float64 and "
+                        f"int64 arithmetic), got {worst:.3g}")
     return QapInstance(path.stem, a, b)
 
 

@@ -45,7 +45,8 @@ def validate_methods(problem_name: str, methods: Sequence[str] | None) -> list[s
 
 def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None, config: SolverConfig
                 ) -> list[Solution]:
-    """Solve ``instance`` with each method (heuristics first; exact placement methods start from the best so far).
+    """Solve ``instance`` with each method; the MILP / CP-SAT placement methods start from the best decision found
+    so far, heuristics always from scratch (their rows show what they find alone).
 
     Parameters
     ----------
@@ -73,7 +74,8 @@ def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None,
     for m in chosen:
         if problem_name in ("placement", "placement-max-link"):
             found = [s for s in sols if s.objective is not None]
-            hint = min(found, key=lambda s: s.objective).decision if found else None
+            exact = m in ("milp-highs", "milp-compact", "cpsat")  # heuristics run from scratch, whatever the order
+            hint = min(found, key=lambda s: s.objective).decision if found and exact else None
             sols.append(solve(instance, m, config, seed=config.seed, hint=hint))
         else:
             sols.append(solve(instance, m, config))

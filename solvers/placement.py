@@ -193,7 +193,7 @@ def _solve_cpsat(problem: PlacementProblem, config: SolverConfig, hint: dict[int
     build_s = time.perf_counter() - t0
     res, solver = solve_cpsat(model, config)
     decision = decode_placement_cpsat(solver, cp_vars) if res.has_solution else None
-    bound = None if res.bound is None else res.bound * cp_vars.volume_unit - cp_vars.rounding_error
+    bound = None if res.bound is None else max(0.0, res.bound * cp_vars.volume_unit - cp_vars.rounding_error)
     sol = _exact_solution("cpsat", res, decision, bound, build_s)
     sol.extra = {"volume_unit": cp_vars.volume_unit, "rounding_error": cp_vars.rounding_error}
     return sol

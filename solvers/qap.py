@@ -18,6 +18,7 @@ from chipdse.solution import Solution, SolutionStatus, TerminationCondition
 from formulations.qap import QapInstance, decision_to_perm, qap_cost, to_placement_problem
 from solvers.config import SolverConfig
 from solvers.placement import solve_placement
+from solvers.qap_bnb import qap_glb_bnb
 
 QAP_SOLVERS = {"highs": "milp-highs", "cpsat": "cpsat", "bnb": "glb-bnb"}
 MAX_PRODUCT_VARIABLES = 150_000
@@ -87,8 +88,6 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
 
 def _solve_bnb(inst: QapInstance, config: SolverConfig, t0: float) -> Solution:
     """GLB branch and bound from a local-search start (any square matrices, no symmetry needed)."""
-    from solvers.qap_bnb import qap_glb_bnb
-
     start = None
     if np.array_equal(inst.flow, inst.flow.T) and not np.any(np.diag(inst.flow)) and not np.any(
             np.diag(inst.distance)):

@@ -46,6 +46,19 @@ def _others(m: int) -> tuple[np.ndarray, np.ndarray]:
     return one, two
 
 
+def _root_bound(a: np.ndarray, b: np.ndarray) -> float:
+    """The Gilmore-Lawler bound with nothing fixed (so a run stopped before its first node still proves one)."""
+    n = a.shape[0]
+    if n < 2:
+        return float((a * b).sum())
+    one, _ = _others(n)
+    rows = np.arange(n)[:, None]
+    msp = np.sort(a[rows, one], axis=1) @ (-np.sort(-b[rows, one], axis=1)).T
+    cost = np.diag(a)[:, None] * np.diag(b)[None, :] + msp
+    r_idx, c_idx = linear_sum_assignment(cost)
+    return float(cost[r_idx, c_idx].sum())
+
+
 def _cost(a: np.ndarray, b: np.ndarray, perm: np.ndarray) -> float:
     return float((a * b[np.ix_(perm, perm)]).sum())
 
@@ -80,7 +93,7 @@ def qap_glb_bnb(flow: np.ndarray, distance: np.ndarray, time_limit_s: float,
     best_perm = np.arange(n) if start is None else np.asarray(start, dtype=np.intp)
     best = _cost(a, b, best_perm)
     slack = 1.0 - 1e-9 if integral else 1e-9 * max(1.0, abs(best))  # prune when bound > best - slack
-    stack: list[tuple[float, tuple[int, ...]]] = [(0.0, ())]  # (bound, locations of order[:d])
+    stack: list[tuple[float, tuple[int, ...]]] = [(_root_bound(a, b), ())]  # (bound, locations of order[:d])
     nodes, timed_out = 0, False
     diag_a, diag_b = np.diag(a), np.diag(b)
     while stack:

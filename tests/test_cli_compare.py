@@ -62,6 +62,16 @@ def test_compare_max_link_exact_is_warm_started_and_bounded() -> None:
     assert all(exact["bound"] <= r["objective"] for r in rows.values())
 
 
+def test_heuristic_rows_do_not_inherit_an_exact_start() -> None:
+    """A heuristic listed after an exact method reports what it finds alone (same as `solve`)."""
+    both = runner.invoke(app, ["compare", "placement", "--json", "--methods", "hbm-enum", "--methods", "local-search"])
+    alone = runner.invoke(app, ["solve", "placement", "--method", "local-search", "--json"])
+    assert both.exit_code == 0 and alone.exit_code == 0, both.output + alone.output
+    rows = {r["method"]: r for r in json.loads(both.output)}
+    assert rows["local-search"]["objective"] == json.loads(alone.output)["objective"]
+    assert rows["local-search"]["objective"] > rows["hbm-enum"]["objective"]
+
+
 def test_compare_rejects_unknown_problem_and_method() -> None:
     for args in (["compare", "floorplan"], ["compare", "mapping", "--methods", "magic"]):
         result = runner.invoke(app, args)

@@ -136,6 +136,14 @@ def test_bad_qaplib_files_are_named(tmp_path: Path) -> None:
     asym.write_text("2\n0 1 2 0\n0 1 3 0\n")
     result = CliRunner().invoke(app, ["solve", "qap", str(asym)])
     assert result.exit_code == 2 and "one symmetric matrix" in result.output
+    huge = tmp_path / "huge.dat"
+    huge.write_text("1\n99999999999999999999\n0\n")
+    with pytest.raises(SpecError, match="at most 2,147,483,648"):
+        read_qaplib(huge)
+    wraps = tmp_path / "wraps.dat"  # int64 products would wrap around: refused, not mis-solved
+    wraps.write_text("2\n0 2000000000 2000000000 0\n0 2000000000 2000000000 0\n")
+    with pytest.raises(SpecError, match="2\\^53"):
+        read_qaplib(wraps)
     binary = tmp_path / "bin.dat"
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(SpecError, match="binary"):
