@@ -1,8 +1,10 @@
 """Placement for the maximum NoI link load under XY routing (``formulations.link_load``), one entry point.
 
-``"milp-highs"``: the RLT MILP with the min-max objective through Pyomo + HiGHS (exact; warm-started from the
-best heuristic); ``"brute-force"``: enumeration (tiny grids); heuristics: the hop-objective placements of
-``solvers.placement`` (``hydra-greedy``, ``round-robin``, ``random``, ``local-search``) scored on link load.
+``"layout-bnb"``: exact search over HBM stack layouts with a linear model per layout
+(``solvers.link_load_decomp``; proves the default B* in about a minute); ``"milp-highs"``: the RLT MILP with the
+min-max objective through Pyomo + HiGHS (exact; warm-started from the best heuristic); ``"brute-force"``:
+enumeration (tiny grids); heuristics: the hop-objective placements of ``solvers.placement`` (``hydra-greedy``,
+``round-robin``, ``random``, ``local-search``) scored on link load.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from solvers.backends import solve_pyomo
 from solvers.common import (
     ProblemKind,
     backend_solution,
+    checked_solution,
     enumerated_solution,
     heuristic_solution,
     infeasible_solution,
@@ -33,7 +36,7 @@ from solvers.common import (
 from solvers.config import SolverConfig
 from solvers.placement import HEURISTIC_METHODS, PlacementInputError, solve_placement
 
-MAX_LINK_METHODS = ("milp-highs", "brute-force", *HEURISTIC_METHODS)
+MAX_LINK_METHODS = ("layout-bnb", "milp-highs", "brute-force", *HEURISTIC_METHODS)
 PROBLEM = "placement-max-link"
 
 
@@ -86,11 +89,16 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
             violations = [*violations, f"hop-weighted volume {hops:.6g} exceeds the limit {hop_limit:.6g}"]
         return objective_value(p, d, hop_weight), violations
 
-    kind = ProblemKind(PROBLEM, "min", frozenset({"milp-highs", "brute-force"}), checker)
+    kind = ProblemKind(PROBLEM, "min", frozenset({"layout-bnb", "milp-highs", "brute-force"}), checker)
     t0 = time.perf_counter()
     why = placement_infeasibility(problem)
     if why is not None:
         return infeasible_solution(kind, method, why, t0)
+    if method == "layout-bnb":
+        if hop_weight or hop_limit is not None or problem.distance is not None:
+            msg = "layout-bnb minimizes the busiest link alone on a grid (no hop_weight, hop_limit or distance)"
+            raise PlacementInputError(msg)
+        return _solve_layout_bnb(problem, kind, config, seed, hint, t0)
     if method == "brute-force":
         decision, _ = brute_force_max_link(problem, hop_weight, hop_limit=hop_limit)
         return enumerated_solution(kind, problem, method, decision, t0, "enumerated every placement")
@@ -135,3 +143,27 @@ def solve_lexicographic(problem: PlacementProblem, config: SolverConfig | None =
     second = solve_max_link_placement(problem, "milp-highs", config, hop_limit=first.objective,
                                       hint=first.decision)
     return first, second
+
+
+def _solve_layout_bnb(problem: PlacementProblem, kind: ProblemKind, config: SolverConfig, seed: int,
+                      hint: dict[int, str] | None, t0: float) -> Solution:
+    """Run ``solvers.link_load_decomp`` from the best heuristic (or ``hint``) and wrap its result."""
+    from chipdse.solution import SolutionStatus, TerminationCondition
+    from solvers.link_load_decomp import solve_max_link_by_layouts
+
+    starts = [solve_placement(problem, m, config, seed=seed).decision for m in HEURISTIC_METHODS]
+    starts = [d for d in [*starts, hint] if d is not None]
+    start = min(starts, key=lambda d: objective_value(problem, d)) if starts else None
+    left = max(0.1, config.time_limit_s - (time.perf_counter() - t0))
+    res = solve_max_link_by_layouts(problem, left, rel_gap=config.rel_gap, start=start, threads=config.threads)
+    if res["decision"] is None:
+        return no_solution(kind, "layout-bnb", f"no feasible solution found in {config.time_limit_s:g} s", t0)
+    status = SolutionStatus.OPTIMAL if res["proven"] else SolutionStatus.FEASIBLE
+    term = TerminationCondition.OPTIMAL if res["proven"] else TerminationCondition.TIME_LIMIT
+    summary = (f"layout-bnb: {res['level1']} level-1 layouts, {res['layouts']} LPs, {res['milps']} MILPs, "
+               f"{res['closed']} closed with every volume")
+    sol = checked_solution(kind, problem, "layout-bnb", res["decision"], status, term,
+                           bound=min(res["bound"], res["objective"]), t0=t0, log_summary=summary)
+    if not res["proven"]:
+        sol.reason = f"time limit {config.time_limit_s:g} s ({summary})"
+    return sol

@@ -70,6 +70,33 @@ def test_exact_equals_brute_force_and_beats_heuristics(problem: PlacementProblem
         assert h.objective >= milp.objective - 1e-9
 
 
+@settings(max_examples=12, deadline=None)
+@given(small_problems())
+def test_layout_search_equals_brute_force(problem: PlacementProblem) -> None:
+    """layout-bnb (stack layouts up to XY-preserving symmetry, a linear model per layout) proves the brute-force
+    optimum of the busiest link, with and without restricted (ring) types."""
+    cfg = SolverConfig(time_limit_s=30.0)
+    brute = solve_max_link_placement(problem, "brute-force", cfg)
+    exact = solve_max_link_placement(problem, "layout-bnb", cfg)
+    assert exact.status.value == "optimal" and check_placement(problem, exact.decision)[1] == []
+    assert exact.objective == pytest.approx(brute.objective, rel=1e-9, abs=1e-9)
+    assert exact.bound == pytest.approx(brute.objective, rel=1e-6, abs=1e-9)
+
+
+def test_xy_symmetries_exclude_the_diagonal_mirrors() -> None:
+    """Transposing the grid turns XY routes into YX routes, so of the 7 non-trivial symmetries of a square grid
+    only the two mirrors and the half turn keep every link load."""
+    from solvers.link_load_decomp import xy_symmetries
+    from solvers.placement_decomp import grid_symmetries
+
+    p = PlacementProblem(4, 4, {"A": 1, "B": 1}, {("A", "B"): 1.0})
+    assert len(grid_symmetries(p)) == 7 and len(xy_symmetries(p)) == 3
+    for sigma in xy_symmetries(p):  # the images of a placement have the same busiest link
+        d = {0: "A", 6: "B"}
+        image = {int(sigma[c]): t for c, t in d.items()}
+        assert max_link_load(p, image) == max_link_load(p, d)
+
+
 def test_time_limit_is_honoured_and_returns_the_incumbent() -> None:
     """The default B* (24 chiplets on 5 x 5) is not proven in 3 s: the solve stops within 10% of the limit."""
     sc = load_scenario()

@@ -1,0 +1,299 @@
+"""Exact min-max link load under XY routing by branching on HBM stack layouts (``"layout-bnb"``).
+
+With every stack fixed, the load of each directed link is linear in where the compute chiplets sit (pair traffic
+compute <-> stack follows a known route once both cells are known), except the small compute <-> compute part.
+Dropping that part (volumes are >= 0, so loads only fall) gives, per stack layout H, the linear model
+
+    min M  s.t.  fixed_e(H) + sum_{c, t} a_e(c, t; H) z[c, t] <= M  for every link e,
+                 sum_t z[c, t] <= 1,  sum_c z[c, t] = n_t,
+
+whose LP is a lower bound for every placement with layout H and whose MILP (scipy / HiGHS, about 0.1 s) is an exact
+bound without the compute <-> compute traffic and a good placement. Two levels keep the LP count low: the stacks of
+the heaviest group first, with the other groups' traffic dropped and their cells left to compute (a relaxation, so
+again a valid bound), then every completion of a promising level-1 layout. Layouts are reduced by the grid
+symmetries that keep XY routes (mirrors and the 180-degree turn; never the diagonal mirrors, which turn XY into
+YX routing). The few layouts still below the incumbent after their MILP are solved with all traffic by the RLT
+max-link MILP with stacks fixed.
+
+The bound returned is the least of: the incumbent, the next unprocessed level-1 bound, and the bounds of the
+layouts left open. Source: chipdse (issue 4); objective as in ``formulations.link_load``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from itertools import combinations
+
+import highspy
+import numpy as np
+import scipy.sparse as sparse
+
+from formulations.link_load import max_link_load, pair_links
+from formulations.placement import PlacementProblem, allowed_cells, volume_table
+from solvers.backends import _highs_threads
+from solvers.placement_decomp import _restricted_split, canonical_layouts, grid_symmetries
+
+
+def xy_symmetries(problem: PlacementProblem) -> list[np.ndarray]:
+    """Grid symmetries (see :func:`solvers.placement_decomp.grid_symmetries`) that map every XY route onto the XY
+    route of the image cells, so that they preserve every link load."""
+    n = problem.rows * problem.cols
+    keep = []
+    for sigma in grid_symmetries(problem):
+        ok = True
+        for i in range(n):
+            for j in range(i + 1, n):
+                image = {(int(sigma[a]), int(sigma[b])): s for (a, b), s in pair_links(problem, i, j).items()}
+                if image != dict(pair_links(problem, int(sigma[i]), int(sigma[j]))):
+                    ok = False
+                    break
+            if not ok:
+                break
+        if ok:
+            keep.append(sigma)
+    return keep
+
+
+class _LinkModel:
+    """Route shares S[i, j, e] of every cell pair on every directed link, and the per-layout linear models."""
+
+    def __init__(self, problem: PlacementProblem, restricted: list[str], free: list[str]) -> None:
+        self.problem, self.restricted, self.free = problem, restricted, free
+        n = problem.rows * problem.cols
+        self.n = n
+        links: dict[tuple[int, int], int] = {}
+        entries = []
+        for i in range(n):
+            for j in range(i + 1, n):
+                for link, s in pair_links(problem, i, j).items():
+                    entries.append((i, j, links.setdefault(link, len(links)), s))
+        self.share = np.zeros((n, n, max(len(links), 1)))
+        for i, j, e, s in entries:
+            self.share[i, j, e] += s
+            self.share[j, i, e] += s
+        self.vol = volume_table(problem)
+        self.scale = max(self.vol.values(), default=1.0)
+        self.counts = np.array([problem.counts[t] for t in free])
+
+    def bound(self, stacks: dict[int, str], integral: bool, time_limit_s: float = 30.0,
+              cutoff_bytes: float | None = None) -> tuple[float, dict[int, str] | None]:
+        """LP (or MILP) bound of the linear model for the given fixed stacks, in bytes; compute <-> compute traffic
+        and the traffic of stacks not in ``stacks`` are left out. Returns (bound, decision or None); with a
+        cutoff, a MILP that proves nothing below it returns (cutoff, None)."""
+        cells = [c for c in range(self.n) if c not in stacks]
+        items = list(stacks.items())
+        n_links = self.share.shape[2]
+        fixed = np.zeros(n_links)
+        for a in range(len(items)):
+            for b in range(a + 1, len(items)):
+                v = self.vol.get((items[a][1], items[b][1]), 0.0)
+                if v:
+                    fixed += v * self.share[items[a][0], items[b][0]]
+        w = np.array([[self.vol.get((t, g), 0.0) for _, g in items] for t in self.free]).reshape(
+            len(self.free), len(items))  # (types, stacks)
+        h_cells = np.array([h for h, _ in items], dtype=int)
+        # a[e, c, t] = sum_h w[t, h] share[c, h, e]
+        a = np.einsum("th,che->ect", w, self.share[np.ix_(cells, h_cells)] if len(items) else
+                      np.zeros((len(cells), 0, n_links)))
+        n_t = len(self.free)
+        nz = len(cells) * n_t
+        cap = np.zeros((len(cells), nz + 1))
+        for k in range(len(cells)):
+            cap[k, k * n_t:(k + 1) * n_t] = 1.0
+        cnt = np.zeros((n_t, nz + 1))
+        for t in range(n_t):
+            cnt[t, t:nz:n_t] = 1.0
+        rows = np.vstack([np.hstack([a.reshape(n_links, nz) / self.scale, -np.ones((n_links, 1))]), cap, cnt])
+        lo = np.r_[np.full(n_links, -np.inf), np.zeros(len(cells)), self.counts]
+        hi = np.r_[-fixed / self.scale, np.ones(len(cells)), self.counts]
+        cutoff = None if cutoff_bytes is None else cutoff_bytes / self.scale
+        status, value, x = _highs(rows, lo, hi, nz, integral, cutoff, time_limit_s)
+        if status == "pruned":
+            return cutoff_bytes, None
+        if x is None:
+            return -math.inf, None
+        value *= self.scale
+        if not integral:
+            return value, None
+        z = x[:nz].reshape(len(cells), n_t)
+        decision = dict(stacks)
+        for k, c in enumerate(cells):
+            t = int(np.argmax(z[k]))
+            if z[k, t] > 0.5:
+                decision[c] = self.free[t]
+        return value, decision
+
+
+def _highs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_binary: int, integral: bool, cutoff: float | None,
+           time_limit_s: float) -> tuple[str, float, np.ndarray | None]:
+    """Solve min x[-1] over rows (dense), binaries (or [0, 1] in the LP) then one free continuous column, with
+    HiGHS; a cutoff prunes every node whose bound reaches it. Returns (status, dual bound, x or None)."""
+    _highs_threads(1)  # HiGHS's global scheduler must match the thread count (see solvers.backends)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("time_limit", max(time_limit_s, 0.1))
+    h.setOptionValue("mip_rel_gap", 1e-7)
+    n_cols = rows.shape[1]
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_cols, rows.shape[0]
+    lp.col_cost_ = np.r_[np.zeros(n_cols - 1), 1.0]
+    lp.col_lower_ = np.zeros(n_cols)
+    lp.col_upper_ = np.r_[np.ones(n_binary), highspy.kHighsInf]
+    lp.row_lower_ = np.where(np.isinf(lo), -highspy.kHighsInf, lo)
+    lp.row_upper_ = hi
+    mat = sparse.csc_matrix(rows)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = mat.indptr, mat.indices, mat.data
+    if integral:
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * n_binary + [highspy.HighsVarType.kContinuous]
+        if cutoff is not None:
+            h.setOptionValue("objective_bound", float(cutoff))
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    info = h.getInfo()
+    if integral and cutoff is not None and status in (highspy.HighsModelStatus.kInfeasible,
+                                                     highspy.HighsModelStatus.kObjectiveBound):
+        return "pruned", cutoff, None
+    if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
+        return "failed", -math.inf, None
+    if info.primal_solution_status != 2:  # no feasible point
+        return "failed", -math.inf, None
+    x = np.array(h.getSolution().col_value)
+    value = info.mip_dual_bound if integral else info.objective_function_value
+    return "ok", float(value), x
+
+
+def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, rel_gap: float = 1e-6,
+                              start: dict[int, str] | None = None, threads: int = 2) -> dict:
+    """Run the two-level layout search; return decision, bound, proven flag and counters.
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+        A grid instance (no ``distance`` matrix) whose restricted types (HBM groups) have allowed cells.
+    time_limit_s : float
+        Wall-clock limit for the whole search.
+    rel_gap : float
+        Relative gap at which a layout needs no further work and the search counts as proven.
+    start : dict[int, str], optional
+        A placement used as the first incumbent.
+
+    Returns
+    -------
+    dict
+        ``decision``, ``objective`` (its max link load), ``bound``, ``proven``, ``level1`` (stack layouts of the
+        heaviest group bounded), ``layouts`` (full layouts bounded by LP), ``milps`` (per-layout MILPs),
+        ``closed`` (layouts solved with all traffic).
+    """
+    t0 = time.perf_counter()
+    restricted, free, ring = _restricted_split(problem)
+    model = _LinkModel(problem, restricted, free)
+    best_dec = start
+    best = max_link_load(problem, start) if start is not None else math.inf
+    counters = {"level1": 0, "layouts": 0, "milps": 0, "closed": 0}
+    weight = {g: sum(model.vol.get((t, g), 0.0) * problem.counts[t] for t in free) * problem.counts[g]
+              for g in restricted}
+    order = sorted(restricted, key=lambda g: -weight[g])
+    head, tail = (order[0], order[1:]) if order else (None, [])
+    sym = xy_symmetries(problem)
+    if head is None:
+        level1 = [{}]
+    else:
+        cells = allowed_cells(problem, head)
+        combos = combinations(cells, problem.counts[head])
+        picks = np.array([[1 if c in combo else -1 for c in cells] for combo in combos],
+                         dtype=np.int8).reshape(-1, len(cells))
+        picks = canonical_layouts(np.where(picks > 0, 0, -1).astype(np.int8), tuple(cells), sym, 1)
+        level1 = [{int(cells[k]): head for k in np.flatnonzero(p >= 0)} for p in picks]
+    bounds1 = []
+    for stacks in level1:
+        if time.perf_counter() - t0 > time_limit_s:
+            bounds1.append(0.0)
+            continue
+        bounds1.append(model.bound(stacks, integral=False)[0] if tail else -math.inf)
+        counters["level1"] += 1
+    open_layouts: list[tuple[float, dict[int, str]]] = []
+    next_bound = None
+    for k in np.argsort(bounds1, kind="stable"):  # level-1 layouts, most promising first
+        if bounds1[k] >= best * (1 - rel_gap):
+            break
+        if time.perf_counter() - t0 > time_limit_s:
+            next_bound = bounds1[k]
+            break
+        for stacks in _completions(problem, level1[int(k)], tail):
+            left = time_limit_s - (time.perf_counter() - t0)
+            if left <= 0:
+                open_layouts.append((float(bounds1[k]), stacks))
+                continue
+            lp, _ = model.bound(stacks, integral=False)
+            counters["layouts"] += 1
+            if lp >= best * (1 - rel_gap):
+                continue
+            value, decision = model.bound(stacks, integral=True, cutoff_bytes=best * (1 - rel_gap),
+                                          time_limit_s=left)
+            counters["milps"] += 1
+            if decision is not None and len(decision) == sum(problem.counts.values()):
+                full = max_link_load(problem, decision)
+                if full < best:
+                    best, best_dec = full, decision
+            if value < best * (1 - rel_gap):
+                open_layouts.append((max(value, lp), stacks))
+    still_open = []
+    for value, stacks in sorted(open_layouts, key=lambda x: x[0]):
+        if value >= best * (1 - rel_gap):
+            continue
+        left = time_limit_s - (time.perf_counter() - t0)
+        if left <= 0.1:
+            still_open.append(value)
+            continue
+        exact_value, exact_bound, decision, proven_layout = _close_layout(problem, stacks, left, rel_gap, threads,
+                                                                          best_dec)
+        counters["closed"] += 1
+        if decision is not None and exact_value < best:
+            best, best_dec = exact_value, decision
+        if proven_layout:  # the solver proved it within its own tolerances (relative and absolute gap)
+            exact_bound = max(exact_bound, min(exact_value, best))
+        if max(value, exact_bound) < best * (1 - rel_gap) * (1 - 1e-9):
+            still_open.append(max(value, exact_bound))
+    candidates = [best, *still_open] + ([next_bound] if next_bound is not None else [])
+    bound = max(0.0, min(candidates))
+    proven = bound >= best * (1 - rel_gap) * (1 - 1e-9) - 1e-12 * abs(best)
+    return {"decision": best_dec, "objective": best, "bound": bound, "proven": proven, **counters}
+
+
+def _completions(problem: PlacementProblem, stacks: dict[int, str], groups: list[str]):
+    """Every way to add the stacks of ``groups`` to ``stacks`` on their allowed free cells."""
+    if not groups:
+        yield dict(stacks)
+        return
+    g, rest = groups[0], groups[1:]
+    cells = [c for c in allowed_cells(problem, g) if c not in stacks]
+    for combo in combinations(cells, problem.counts[g]):
+        yield from _completions(problem, {**stacks, **dict.fromkeys(combo, g)}, rest)
+
+
+def _close_layout(problem: PlacementProblem, stacks: dict[int, str], time_limit_s: float, rel_gap: float,
+                  threads: int, incumbent: dict[int, str] | None
+                  ) -> tuple[float, float, dict[int, str] | None, bool]:
+    """Solve one stack layout with every volume (RLT max-link MILP, stacks fixed)."""
+    from solvers.config import SolverConfig
+    from solvers.link_load import solve_max_link_placement
+
+    cells: dict[str, list[int]] = {}
+    for c, g in stacks.items():
+        cells.setdefault(g, []).append(c)
+    rest = tuple(c for c in range(problem.rows * problem.cols) if c not in stacks)
+    free = [t for t in problem.counts if t not in cells and problem.counts[t] > 0]
+    allowed = {**{g: tuple(cs) for g, cs in cells.items()}, **dict.fromkeys(free, rest)}
+    sub = dataclasses.replace(problem, allowed=allowed, model_volume_floor=0.0)
+    hint = incumbent if incumbent is not None and all(incumbent.get(c) == g for c, g in stacks.items()) else None
+    sol = solve_max_link_placement(sub, "milp-highs", SolverConfig(time_limit_s=time_limit_s, rel_gap=rel_gap,
+                                                                    threads=threads), hint=hint)
+    bound = -math.inf if sol.bound is None else float(sol.bound)
+    if sol.decision is None:
+        return math.inf, bound, None, False
+    return float(sol.objective), bound, sol.decision, sol.status.value == "optimal"
