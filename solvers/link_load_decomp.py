@@ -76,6 +76,21 @@ class _LinkModel:
         self.vol = volume_table(problem)
         self.scale = max(self.vol.values(), default=1.0)
         self.counts = np.array([problem.counts[t] for t in free])
+        self._rows_cache: dict[int, np.ndarray] = {}
+
+    def _assignment_rows(self, n_cells: int) -> np.ndarray:
+        """Cell-capacity rows then type-count rows over z (cell-major) and M (cached per cell count)."""
+        if n_cells not in self._rows_cache:
+            n_t = len(self.free)
+            nz = n_cells * n_t
+            cap = np.zeros((n_cells, nz + 1))
+            for k in range(n_cells):
+                cap[k, k * n_t:(k + 1) * n_t] = 1.0
+            cnt = np.zeros((n_t, nz + 1))
+            for t in range(n_t):
+                cnt[t, t:nz:n_t] = 1.0
+            self._rows_cache[n_cells] = np.vstack([cap, cnt])
+        return self._rows_cache[n_cells]
 
     def bound(self, stacks: dict[int, str], integral: bool, time_limit_s: float = 30.0,
               cutoff_bytes: float | None = None) -> tuple[float, dict[int, str] | None]:
@@ -99,13 +114,8 @@ class _LinkModel:
                       np.zeros((len(cells), 0, n_links)))
         n_t = len(self.free)
         nz = len(cells) * n_t
-        cap = np.zeros((len(cells), nz + 1))
-        for k in range(len(cells)):
-            cap[k, k * n_t:(k + 1) * n_t] = 1.0
-        cnt = np.zeros((n_t, nz + 1))
-        for t in range(n_t):
-            cnt[t, t:nz:n_t] = 1.0
-        rows = np.vstack([np.hstack([a.reshape(n_links, nz) / self.scale, -np.ones((n_links, 1))]), cap, cnt])
+        rows = np.vstack([np.hstack([a.reshape(n_links, nz) / self.scale, -np.ones((n_links, 1))]),
+                          self._assignment_rows(len(cells))])
         lo = np.r_[np.full(n_links, -np.inf), np.zeros(len(cells)), self.counts]
         hi = np.r_[-fixed / self.scale, np.ones(len(cells)), self.counts]
         cutoff = None if cutoff_bytes is None else cutoff_bytes / self.scale

@@ -121,7 +121,7 @@ def test_infeasible_names_the_capacity() -> None:
     assert sol.status.value == "infeasible" and sol.reason == "10 chiplets need 10 cells, the grid has 9"
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(problem=small_problems())
 def test_lexicographic_pair_against_brute_force(problem: PlacementProblem) -> None:
     """Least Eq. 2 volume first (proven), then the least busy link among those placements: brute force agrees."""
