@@ -18,7 +18,8 @@ PROBLEMS: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable[..., Soluti
     "placement": (PLACEMENT_METHODS, tuple(m for m in PLACEMENT_METHODS if m != "brute-force"), solve_placement),
     "hbm-partition": (HBM_PARTITION_METHODS, HBM_PARTITION_METHODS, solve_hbm_partition),
     "hbm-packing": (HBM_PACKING_METHODS, ("first-fit", "milp-highs"), solve_hbm_packing),
-    "placement-max-link": (MAX_LINK_METHODS, (*HEURISTIC_METHODS, "milp-highs"), solve_max_link_placement),
+    "placement-max-link": (MAX_LINK_METHODS, (*HEURISTIC_METHODS, "layout-bnb", "milp-highs"),
+                           solve_max_link_placement),
     "mapping": (MAPPING_METHODS, tuple(m for m in MAPPING_METHODS if m != "brute-force"), solve_mapping),
 }
 
@@ -74,7 +75,7 @@ def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None,
     for m in chosen:
         if problem_name in ("placement", "placement-max-link"):
             found = [s for s in sols if s.objective is not None]
-            exact = m in ("milp-highs", "milp-compact", "cpsat")  # heuristics run from scratch, whatever the order
+            exact = m in ("milp-highs", "milp-compact", "cpsat", "layout-bnb")  # heuristics always from scratch
             hint = min(found, key=lambda s: s.objective).decision if found and exact else None
             sols.append(solve(instance, m, config, seed=config.seed, hint=hint))
         else:

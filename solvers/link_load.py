@@ -155,7 +155,7 @@ def _solve_layout_bnb(problem: PlacementProblem, kind: ProblemKind, config: Solv
     starts = [d for d in [*starts, hint] if d is not None]
     start = min(starts, key=lambda d: objective_value(problem, d)) if starts else None
     left = max(0.1, config.time_limit_s - (time.perf_counter() - t0))
-    res = solve_max_link_by_layouts(problem, left, rel_gap=config.rel_gap, start=start, threads=config.threads)
+    res = solve_max_link_by_layouts(problem, left, rel_gap=config.rel_gap, start=start, workers=config.threads)
     if res["decision"] is None:
         return no_solution(kind, "layout-bnb", f"no feasible solution found in {config.time_limit_s:g} s", t0)
     status = SolutionStatus.OPTIMAL if res["proven"] else SolutionStatus.FEASIBLE

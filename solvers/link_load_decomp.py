@@ -12,8 +12,9 @@ bound without the compute <-> compute traffic and a good placement. Two levels k
 the heaviest group first, with the other groups' traffic dropped and their cells left to compute (a relaxation, so
 again a valid bound), then every completion of a promising level-1 layout. Layouts are reduced by the grid
 symmetries that keep XY routes (mirrors and the 180-degree turn; never the diagonal mirrors, which turn XY into
-YX routing). The few layouts still below the incumbent after their MILP are solved with all traffic by the RLT
-max-link MILP with stacks fixed.
+YX routing). The few layouts still below the incumbent after their MILP are solved with all traffic: compute <->
+compute pairs are added exactly (y >= z + z' - 1, y >= 0) on the busiest link of each solution, one link at a
+time, until the busiest link is one already modelled.
 
 The bound returned is the least of: the incumbent, the next unprocessed level-1 bound, and the bounds of the
 layouts left open. Source: chipdse (issue 4); objective as in ``formulations.link_load``.
@@ -21,16 +22,17 @@ layouts left open. Source: chipdse (issue 4); objective as in ``formulations.lin
 
 from __future__ import annotations
 
-import dataclasses
 import math
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 
 import highspy
 import numpy as np
 import scipy.sparse as sparse
 
-from formulations.link_load import max_link_load, pair_links
+from formulations.link_load import link_loads, max_link_load, pair_links
 from formulations.placement import PlacementProblem, allowed_cells, volume_table
 from solvers.backends import _highs_threads
 from solvers.placement_decomp import _restricted_split, canonical_layouts, grid_symmetries
@@ -69,6 +71,7 @@ class _LinkModel:
             for j in range(i + 1, n):
                 for link, s in pair_links(problem, i, j).items():
                     entries.append((i, j, links.setdefault(link, len(links)), s))
+        self.link_index = links
         self.share = np.zeros((n, n, max(len(links), 1)))
         for i, j, e, s in entries:
             self.share[i, j, e] += s
@@ -77,6 +80,55 @@ class _LinkModel:
         self.scale = max(self.vol.values(), default=1.0)
         self.counts = np.array([problem.counts[t] for t in free])
         self._rows_cache: dict[int, np.ndarray] = {}
+
+    def exact(self, stacks: dict[int, str], best: float, time_limit_s: float, rel_gap: float
+              ) -> tuple[float, float, dict[int, str] | None, bool]:
+        """Solve one stack layout with every volume by adding compute <-> compute traffic exactly on the links whose
+        true load exceeds the model's bound at each solution, until the busiest link is already modelled (lazy
+        constraints).
+
+        Returns (busiest link of the best decision or inf, lower bound for the layout, decision or None, closed:
+        True when the layout is solved or proven no better than ``best``)."""
+        t0 = time.perf_counter()
+        links: frozenset[int] = frozenset()
+        cutoff = best * (1 - rel_gap)
+        bound, found, found_value = -math.inf, None, math.inf
+        while True:
+            left = time_limit_s - (time.perf_counter() - t0)
+            if left <= 0:
+                return found_value, bound, found, False
+            value, decision = self.bound(stacks, True, left, cutoff, links)
+            if decision is None:
+                if value == cutoff:  # nothing in this layout beats the cutoff
+                    return found_value, max(bound, cutoff), found, True
+                return found_value, bound, found, False
+            bound = max(bound, value)
+            loads = link_loads(self.problem, decision)
+            worst_link = max(loads, key=loads.get)
+            full = loads[worst_link]
+            if full < found_value:
+                found, found_value = decision, full
+            if self.link_index[worst_link] in links:  # modelled exactly: the model's optimum is this layout's
+                return found_value, bound, found, True
+            links = links | {self.link_index[e] for e, load in loads.items() if load > value}
+
+    def _products(self, cells: list[int], cc_links: frozenset[int]) -> list[tuple[int, int, int, int, float]]:
+        """(cell index i, type t, cell index j, type u, volume) for i < j whose pair route uses a link of
+        ``cc_links`` and whose compute types exchange traffic."""
+        if not cc_links:
+            return []
+        links = sorted(cc_links)
+        out = []
+        for i in range(len(cells)):
+            for j in range(i + 1, len(cells)):
+                if not self.share[cells[i], cells[j], links].any():
+                    continue
+                for t, tn in enumerate(self.free):
+                    for u, un in enumerate(self.free):
+                        v = self.vol.get((tn, un), 0.0)
+                        if v:
+                            out.append((i, t, j, u, v))
+        return out
 
     def _assignment_rows(self, n_cells: int) -> np.ndarray:
         """Cell-capacity rows then type-count rows over z (cell-major) and M (cached per cell count)."""
@@ -93,10 +145,13 @@ class _LinkModel:
         return self._rows_cache[n_cells]
 
     def bound(self, stacks: dict[int, str], integral: bool, time_limit_s: float = 30.0,
-              cutoff_bytes: float | None = None) -> tuple[float, dict[int, str] | None]:
+              cutoff_bytes: float | None = None, cc_links: frozenset[int] = frozenset()
+              ) -> tuple[float, dict[int, str] | None]:
         """LP (or MILP) bound of the linear model for the given fixed stacks, in bytes; compute <-> compute traffic
-        and the traffic of stacks not in ``stacks`` are left out. Returns (bound, decision or None); with a
-        cutoff, a MILP that proves nothing below it returns (cutoff, None)."""
+        and the traffic of stacks not in ``stacks`` are left out, except on the links ``cc_links``, where
+        compute <-> compute pairs enter exactly through y >= z + z' - 1, y >= 0 (exact at binary z: the link
+        rows push y down). Returns (bound, decision or None); with a cutoff, a MILP that proves nothing below it
+        returns (cutoff, None)."""
         cells = [c for c in range(self.n) if c not in stacks]
         items = list(stacks.items())
         n_links = self.share.shape[2]
@@ -114,12 +169,22 @@ class _LinkModel:
                       np.zeros((len(cells), 0, n_links)))
         n_t = len(self.free)
         nz = len(cells) * n_t
-        rows = np.vstack([np.hstack([a.reshape(n_links, nz) / self.scale, -np.ones((n_links, 1))]),
-                          self._assignment_rows(len(cells))])
-        lo = np.r_[np.full(n_links, -np.inf), np.zeros(len(cells)), self.counts]
-        hi = np.r_[-fixed / self.scale, np.ones(len(cells)), self.counts]
+        products = self._products(cells, cc_links)
+        ny = len(products)
+        link_rows = np.hstack([a.reshape(n_links, nz) / self.scale, np.zeros((n_links, ny)), -np.ones((n_links, 1))])
+        prod_rows = np.zeros((ny, nz + ny + 1))
+        for k, (ci, t, cj, u, v) in enumerate(products):
+            for e in cc_links:
+                link_rows[e, nz + k] = v * self.share[cells[ci], cells[cj], e] / self.scale
+            prod_rows[k, [ci * n_t + t, cj * n_t + u]] = -1.0
+            prod_rows[k, nz + k] = 1.0
+        assign = self._assignment_rows(len(cells))
+        assign = np.hstack([assign[:, :nz], np.zeros((assign.shape[0], ny)), assign[:, nz:]])
+        rows = np.vstack([link_rows, assign, prod_rows])
+        lo = np.r_[np.full(n_links, -np.inf), np.zeros(len(cells)), self.counts, np.full(ny, -1.0)]
+        hi = np.r_[-fixed / self.scale, np.ones(len(cells)), self.counts, np.full(ny, np.inf)]
         cutoff = None if cutoff_bytes is None else cutoff_bytes / self.scale
-        status, value, x = _highs(rows, lo, hi, nz, integral, cutoff, time_limit_s)
+        status, value, x = _highs(rows, lo, hi, nz, integral, cutoff, time_limit_s, n_continuous=ny)
         if status == "pruned":
             return cutoff_bytes, None
         if x is None:
@@ -137,9 +202,10 @@ class _LinkModel:
 
 
 def _highs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_binary: int, integral: bool, cutoff: float | None,
-           time_limit_s: float) -> tuple[str, float, np.ndarray | None]:
-    """Solve min x[-1] over rows (dense), binaries (or [0, 1] in the LP) then one free continuous column, with
-    HiGHS; a cutoff prunes every node whose bound reaches it. Returns (status, dual bound, x or None)."""
+           time_limit_s: float, n_continuous: int = 0) -> tuple[str, float, np.ndarray | None]:
+    """Solve min x[-1] over rows (dense): binaries (or [0, 1] in the LP), ``n_continuous`` columns in [0, 1], then
+    one free continuous column, with HiGHS; a cutoff prunes every node whose bound reaches it. Returns (status,
+    dual bound, x or None)."""
     _highs_threads(1)  # HiGHS's global scheduler must match the thread count (see solvers.backends)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
@@ -151,14 +217,15 @@ def _highs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_binary: int, inte
     lp.num_col_, lp.num_row_ = n_cols, rows.shape[0]
     lp.col_cost_ = np.r_[np.zeros(n_cols - 1), 1.0]
     lp.col_lower_ = np.zeros(n_cols)
-    lp.col_upper_ = np.r_[np.ones(n_binary), highspy.kHighsInf]
+    lp.col_upper_ = np.r_[np.ones(n_binary + n_continuous), highspy.kHighsInf]
     lp.row_lower_ = np.where(np.isinf(lo), -highspy.kHighsInf, lo)
     lp.row_upper_ = hi
     mat = sparse.csc_matrix(rows)
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = mat.indptr, mat.indices, mat.data
     if integral:
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * n_binary + [highspy.HighsVarType.kContinuous]
+        lp.integrality_ = ([highspy.HighsVarType.kInteger] * n_binary
+                           + [highspy.HighsVarType.kContinuous] * (n_continuous + 1))
         if cutoff is not None:
             h.setOptionValue("objective_bound", float(cutoff))
     h.passModel(lp)
@@ -178,7 +245,7 @@ def _highs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_binary: int, inte
 
 
 def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, rel_gap: float = 1e-6,
-                              start: dict[int, str] | None = None, threads: int = 2) -> dict:
+                              start: dict[int, str] | None = None, workers: int = 2) -> dict:
     """Run the two-level layout search; return decision, bound, proven flag and counters.
 
     Parameters
@@ -191,6 +258,8 @@ def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, re
         Relative gap at which a layout needs no further work and the search counts as proven.
     start : dict[int, str], optional
         A placement used as the first incumbent.
+    workers : int
+        Threads solving layouts in parallel (HiGHS releases the GIL).
 
     Returns
     -------
@@ -228,30 +297,40 @@ def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, re
         counters["level1"] += 1
     open_layouts: list[tuple[float, dict[int, str]]] = []
     next_bound = None
-    for k in np.argsort(bounds1, kind="stable"):  # level-1 layouts, most promising first
-        if bounds1[k] >= best * (1 - rel_gap):
-            break
-        if time.perf_counter() - t0 > time_limit_s:
-            next_bound = bounds1[k]
-            break
-        for stacks in _completions(problem, level1[int(k)], tail):
-            left = time_limit_s - (time.perf_counter() - t0)
-            if left <= 0:
-                open_layouts.append((float(bounds1[k]), stacks))
-                continue
-            lp, _ = model.bound(stacks, integral=False)
+    lock = threading.Lock()
+    state = {"best": best, "best_dec": best_dec}
+    n_chiplets = sum(problem.counts.values())
+
+    def evaluate(stacks: dict[int, str]) -> tuple[float, dict[int, str]] | None:
+        """LP, then MILP with the incumbent as cutoff; the layout's bound when it stays open, else None."""
+        left = time_limit_s - (time.perf_counter() - t0)
+        if left <= 0:
+            return 0.0, stacks
+        lp, _ = model.bound(stacks, integral=False)
+        with lock:
             counters["layouts"] += 1
-            if lp >= best * (1 - rel_gap):
-                continue
-            value, decision = model.bound(stacks, integral=True, cutoff_bytes=best * (1 - rel_gap),
-                                          time_limit_s=left)
+            cutoff = state["best"] * (1 - rel_gap)
+        if lp >= cutoff:
+            return None
+        value, decision = model.bound(stacks, integral=True, cutoff_bytes=cutoff, time_limit_s=left)
+        with lock:
             counters["milps"] += 1
-            if decision is not None and len(decision) == sum(problem.counts.values()):
+            if decision is not None and len(decision) == n_chiplets:
                 full = max_link_load(problem, decision)
-                if full < best:
-                    best, best_dec = full, decision
-            if value < best * (1 - rel_gap):
-                open_layouts.append((max(value, lp), stacks))
+                if full < state["best"]:
+                    state["best"], state["best_dec"] = full, decision
+            return (max(value, lp), stacks) if value < state["best"] * (1 - rel_gap) else None
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:  # HiGHS releases the GIL: threads run solves in parallel
+        for k in np.argsort(bounds1, kind="stable"):  # level-1 layouts, most promising first
+            if bounds1[k] >= state["best"] * (1 - rel_gap):
+                break
+            if time.perf_counter() - t0 > time_limit_s:
+                next_bound = bounds1[k]
+                break
+            results = pool.map(evaluate, _completions(problem, level1[int(k)], tail))
+            open_layouts += [r for r in results if r is not None]
+    best, best_dec = state["best"], state["best_dec"]
     still_open = []
     for value, stacks in sorted(open_layouts, key=lambda x: x[0]):
         if value >= best * (1 - rel_gap):
@@ -260,13 +339,12 @@ def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, re
         if left <= 0.1:
             still_open.append(value)
             continue
-        exact_value, exact_bound, decision, proven_layout = _close_layout(problem, stacks, left, rel_gap, threads,
-                                                                          best_dec)
+        exact_value, exact_bound, decision, proven_layout = model.exact(stacks, best, left, rel_gap)
         counters["closed"] += 1
         if decision is not None and exact_value < best:
             best, best_dec = exact_value, decision
-        if proven_layout:  # the solver proved it within its own tolerances (relative and absolute gap)
-            exact_bound = max(exact_bound, min(exact_value, best))
+        if proven_layout:  # solved, or proven no better than the incumbent
+            exact_bound = max(exact_bound, min(exact_value, best) * (1 - rel_gap))
         if max(value, exact_bound) < best * (1 - rel_gap) * (1 - 1e-9):
             still_open.append(max(value, exact_bound))
     candidates = [best, *still_open] + ([next_bound] if next_bound is not None else [])
@@ -284,26 +362,3 @@ def _completions(problem: PlacementProblem, stacks: dict[int, str], groups: list
     cells = [c for c in allowed_cells(problem, g) if c not in stacks]
     for combo in combinations(cells, problem.counts[g]):
         yield from _completions(problem, {**stacks, **dict.fromkeys(combo, g)}, rest)
-
-
-def _close_layout(problem: PlacementProblem, stacks: dict[int, str], time_limit_s: float, rel_gap: float,
-                  threads: int, incumbent: dict[int, str] | None
-                  ) -> tuple[float, float, dict[int, str] | None, bool]:
-    """Solve one stack layout with every volume (RLT max-link MILP, stacks fixed)."""
-    from solvers.config import SolverConfig
-    from solvers.link_load import solve_max_link_placement
-
-    cells: dict[str, list[int]] = {}
-    for c, g in stacks.items():
-        cells.setdefault(g, []).append(c)
-    rest = tuple(c for c in range(problem.rows * problem.cols) if c not in stacks)
-    free = [t for t in problem.counts if t not in cells and problem.counts[t] > 0]
-    allowed = {**{g: tuple(cs) for g, cs in cells.items()}, **dict.fromkeys(free, rest)}
-    sub = dataclasses.replace(problem, allowed=allowed, model_volume_floor=0.0)
-    hint = incumbent if incumbent is not None and all(incumbent.get(c) == g for c, g in stacks.items()) else None
-    sol = solve_max_link_placement(sub, "milp-highs", SolverConfig(time_limit_s=time_limit_s, rel_gap=rel_gap,
-                                                                    threads=threads), hint=hint)
-    bound = -math.inf if sol.bound is None else float(sol.bound)
-    if sol.decision is None:
-        return math.inf, bound, None, False
-    return float(sol.objective), bound, sol.decision, sol.status.value == "optimal"

@@ -70,7 +70,7 @@ def test_exact_equals_brute_force_and_beats_heuristics(problem: PlacementProblem
         assert h.objective >= milp.objective - 1e-9
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(small_problems())
 def test_layout_search_equals_brute_force(problem: PlacementProblem) -> None:
     """layout-bnb (stack layouts up to XY-preserving symmetry, a linear model per layout) proves the brute-force
