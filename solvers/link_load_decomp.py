@@ -206,7 +206,6 @@ def _highs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_binary: int, inte
     """Solve min x[-1] over rows (dense): binaries (or [0, 1] in the LP), ``n_continuous`` columns in [0, 1], then
     one free continuous column, with HiGHS; a cutoff prunes every node whose bound reaches it. Returns (status,
     dual bound, x or None)."""
-    _highs_threads(1)  # HiGHS's global scheduler must match the thread count (see solvers.backends)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
@@ -269,6 +268,7 @@ def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, re
         ``closed`` (layouts solved with all traffic).
     """
     t0 = time.perf_counter()
+    _highs_threads(1)  # one-thread solves: HiGHS's global scheduler must match (set once, before any thread runs)
     restricted, free, ring = _restricted_split(problem)
     model = _LinkModel(problem, restricted, free)
     best_dec = start

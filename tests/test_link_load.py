@@ -78,7 +78,8 @@ def test_layout_search_equals_brute_force(problem: PlacementProblem) -> None:
     cfg = SolverConfig(time_limit_s=30.0)
     brute = solve_max_link_placement(problem, "brute-force", cfg)
     exact = solve_max_link_placement(problem, "layout-bnb", cfg)
-    assert exact.status.value == "optimal" and check_placement(problem, exact.decision)[1] == []
+    assert exact.status.value == "optimal", (exact.reason, exact.log_summary)
+    assert check_placement(problem, exact.decision)[1] == []
     assert exact.objective == pytest.approx(brute.objective, rel=1e-9, abs=1e-9)
     assert exact.bound == pytest.approx(brute.objective, rel=1e-6, abs=1e-9)
 
