@@ -52,7 +52,7 @@ def small_problems(draw: st.DrawFn) -> PlacementProblem:
     return PlacementProblem(rows, cols, counts, vol, allowed=allowed, name="tiny")
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(small_problems(), st.sampled_from([0.0, 0.25]))
 def test_exact_equals_brute_force_and_beats_heuristics(problem: PlacementProblem, hop_weight: float) -> None:
     cfg = SolverConfig(time_limit_s=30.0)

@@ -91,12 +91,11 @@ def test_branch_and_bound_equals_brute_force(seed: int, n: int, symmetric: bool)
 
 
 def test_short_time_limit_brackets_the_optimum() -> None:
-    """On the rest, after a 0.3 s limit: incumbent >= published optimum >= proven bound (when there is one)."""
+    """The RLT-1 MILP after a 0.3 s limit on dense instances it cannot prove: incumbent >= published optimum >=
+    proven bound (when there is one). (Every instance is proven exactly by the branch and bound above.)"""
     folder = shared_or_skip("qaplib")
     optima = _optima(folder)
-    for name in SMALL:
-        if name in EXACT_IN_SECONDS:
-            continue
+    for name in ("had12", "nug12", "tai12a"):
         inst = read_qaplib(folder / f"{name}.dat")
         sol = solve_qap(inst, "highs", SolverConfig(time_limit_s=0.3))
         assert sol.objective is not None and sol.objective >= optima[name], name
