@@ -23,6 +23,8 @@ layouts left open. Source: chipdse (issue 4); objective as in ``formulations.lin
 from __future__ import annotations
 
 import math
+import os
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -110,7 +112,8 @@ class _LinkModel:
                 found, found_value = decision, full
             if self.link_index[worst_link] in links:  # modelled exactly: the model's optimum is this layout's
                 return found_value, bound, found, True
-            links = links | {self.link_index[e] for e, load in loads.items() if load > value}
+            links = links | {self.link_index[worst_link]} | {self.link_index[e] for e, load in loads.items()
+                                                              if load > value}
 
     def _products(self, cells: list[int], cc_links: frozenset[int]) -> list[tuple[int, int, int, int, float]]:
         """(cell index i, type t, cell index j, type u, volume) for i < j whose pair route uses a link of
@@ -201,12 +204,35 @@ class _LinkModel:
         return value, decision
 
 
+_BANNER_LOCK = threading.Lock()
+_BANNER_SHOWN = []
+
+
+def _new_highs() -> highspy.Highs:
+    """A ``highspy.Highs``; the first one of the process is created with file descriptor 1 sent to /dev/null,
+    because HiGHS prints its banner to stdout from C++ then (it would corrupt ``--json`` output)."""
+    with _BANNER_LOCK:
+        if _BANNER_SHOWN:
+            return highspy.Highs()
+        sys.stdout.flush()
+        saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+        _BANNER_SHOWN.append(True)
+        return h
+
+
 def _highs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_binary: int, integral: bool, cutoff: float | None,
            time_limit_s: float, n_continuous: int = 0) -> tuple[str, float, np.ndarray | None]:
     """Solve min x[-1] over rows (dense): binaries (or [0, 1] in the LP), ``n_continuous`` columns in [0, 1], then
     one free continuous column, with HiGHS; a cutoff prunes every node whose bound reaches it. Returns (status,
     dual bound, x or None)."""
-    h = highspy.Highs()
+    h = _new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     h.setOptionValue("time_limit", max(time_limit_s, 0.1))
@@ -301,11 +327,11 @@ def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, re
     state = {"best": best, "best_dec": best_dec}
     n_chiplets = sum(problem.counts.values())
 
-    def evaluate(stacks: dict[int, str]) -> tuple[float, dict[int, str]] | None:
+    def evaluate(stacks: dict[int, str], level1_bound: float) -> tuple[float, dict[int, str]] | None:
         """LP, then MILP with the incumbent as cutoff; the layout's bound when it stays open, else None."""
         left = time_limit_s - (time.perf_counter() - t0)
-        if left <= 0:
-            return 0.0, stacks
+        if left <= 0:  # not reached: its level-1 bound still holds
+            return max(level1_bound, 0.0), stacks
         lp, _ = model.bound(stacks, integral=False)
         with lock:
             counters["layouts"] += 1
@@ -328,7 +354,8 @@ def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, re
             if time.perf_counter() - t0 > time_limit_s:
                 next_bound = bounds1[k]
                 break
-            results = pool.map(evaluate, _completions(problem, level1[int(k)], tail))
+            layouts = list(_completions(problem, level1[int(k)], tail))
+            results = pool.map(evaluate, layouts, [float(bounds1[k])] * len(layouts))
             open_layouts += [r for r in results if r is not None]
     best, best_dec = state["best"], state["best_dec"]
     still_open = []

@@ -136,3 +136,18 @@ def test_lexicographic_pair_against_brute_force(problem: PlacementProblem) -> No
     assert second.objective == pytest.approx(brute_link, rel=1e-9, abs=1e-9)
     assert second.objective >= best_hops.objective - 1e-9  # the constraint can only cost link load
     assert check_placement(problem, brute_decision)[0] <= first.objective * (1 + 1e-9)
+
+
+def test_layout_search_regression_busiest_link_at_the_bound() -> None:
+    """Regression: the busiest link carried exactly the model's bound, was never added to the modelled links, and
+    the same model was re-solved until the time limit (5.0 reported against the brute-force 4.0)."""
+    from formulations.placement import grid_ring_cells
+
+    ring = grid_ring_cells(3, 3)
+    p = PlacementProblem(3, 3, {"hbm:a": 2, "hbm:b": 1, "A": 2, "B": 2},
+                         {("A", "hbm:a"): 5.0, ("B", "hbm:b"): 3.0, ("A", "B"): 2.0, ("A", "A"): 1.0},
+                         allowed={"hbm:a": ring, "hbm:b": ring}, ring_cells=ring)
+    brute = solve_max_link_placement(p, "brute-force")
+    exact = solve_max_link_placement(p, "layout-bnb", SolverConfig(time_limit_s=20.0))
+    assert exact.status.value == "optimal" and exact.objective == brute.objective == 4.0
+    assert exact.wall_s < 15.0
