@@ -70,7 +70,7 @@ def test_exact_equals_brute_force_and_beats_heuristics(problem: PlacementProblem
         assert h.objective >= milp.objective - 1e-9
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(small_problems())
 def test_layout_search_equals_brute_force(problem: PlacementProblem) -> None:
     """layout-bnb (stack layouts up to XY-preserving symmetry, a linear model per layout) proves the brute-force
@@ -122,7 +122,7 @@ def test_infeasible_names_the_capacity() -> None:
     assert sol.status.value == "infeasible" and sol.reason == "10 chiplets need 10 cells, the grid has 9"
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(problem=small_problems())
 def test_lexicographic_pair_against_brute_force(problem: PlacementProblem) -> None:
     """Least Eq. 2 volume first (proven), then the least busy link among those placements: brute force agrees."""
