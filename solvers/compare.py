@@ -46,8 +46,8 @@ def validate_methods(problem_name: str, methods: Sequence[str] | None) -> list[s
 
 def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None, config: SolverConfig
                 ) -> list[Solution]:
-    """Solve ``instance`` with each method; the MILP / CP-SAT placement methods start from the best decision found
-    so far, heuristics always from scratch (their rows show what they find alone).
+    """Solve ``instance`` with each method; exact placement methods get the best decision found so far as their
+    start, heuristics always start from scratch (their rows show what they find alone).
 
     Parameters
     ----------
@@ -75,8 +75,8 @@ def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None,
     for m in chosen:
         if problem_name in ("placement", "placement-max-link"):
             found = [s for s in sols if s.objective is not None]
-            exact = m in ("milp-highs", "milp-compact", "cpsat", "layout-bnb")  # heuristics always from scratch
-            hint = min(found, key=lambda s: s.objective).decision if found and exact else None
+            heuristic = m in HEURISTIC_METHODS  # heuristics always from scratch: their rows show what they find
+            hint = min(found, key=lambda s: s.objective).decision if found and not heuristic else None
             sols.append(solve(instance, m, config, seed=config.seed, hint=hint))
         else:
             sols.append(solve(instance, m, config))

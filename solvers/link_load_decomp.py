@@ -310,9 +310,9 @@ def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, re
     else:
         cells = allowed_cells(problem, head)
         combos = combinations(cells, problem.counts[head])
-        picks = np.array([[1 if c in combo else -1 for c in cells] for combo in combos],
-                         dtype=np.int8).reshape(-1, len(cells))
-        picks = canonical_layouts(np.where(picks > 0, 0, -1).astype(np.int8), tuple(cells), sym, 1)
+        picks = np.array([[0 if c in combo else -1 for c in cells] for combo in combos],
+                         dtype=np.int8).reshape(-1, len(cells))  # 0 = a stack of ``head``, -1 = free
+        picks = canonical_layouts(picks, tuple(cells), sym, 1)
         level1 = [{int(cells[k]): head for k in np.flatnonzero(p >= 0)} for p in picks]
     bounds1 = []
     for stacks in level1:

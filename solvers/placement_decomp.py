@@ -36,6 +36,8 @@ from formulations.placement import PlacementProblem, active_types, allowed_cells
 CHUNK = 4_000
 MAX_KEY_STATES = 2**62
 """Layout codes must fit an int64 for the symmetry test; larger instances skip the reduction."""
+
+
 class DecompositionNotApplicable(ValueError):
     """The instance has too many layouts of its restricted chiplets to enumerate."""
 
@@ -77,6 +79,15 @@ def count_ring_layouts(ring_size: int, counts: list[int]) -> int:
     return total
 
 
+def cell_distances(problem: PlacementProblem) -> np.ndarray:
+    """Cell-to-cell distance matrix, shape (cells, cells): ``problem.distance`` when given (QAP mode), else
+    Manhattan hops on the grid (as :func:`formulations.placement.manhattan`)."""
+    if problem.distance is not None:
+        return np.array(problem.distance, dtype=float)
+    r, c = np.divmod(np.arange(problem.rows * problem.cols), problem.cols)
+    return (np.abs(r[:, None] - r[None, :]) + np.abs(c[:, None] - c[None, :])).astype(float)
+
+
 def grid_symmetries(problem: PlacementProblem) -> list[np.ndarray]:
     """Cell permutations (arrays of length rows * cols, sigma[i] = image of cell i) other than the identity that
     preserve the distances and every type's allowed cells: the problem's objective is invariant under them.
@@ -89,10 +100,7 @@ def grid_symmetries(problem: PlacementProblem) -> list[np.ndarray]:
     if rows == cols:
         maps += [(c, r), (cols - 1 - c, rows - 1 - r), (c, rows - 1 - r), (cols - 1 - c, r)]
     n = rows * cols
-    if problem.distance is not None:
-        dist = np.array(problem.distance, dtype=float)
-    else:
-        dist = np.abs(r[:, None] - r[None, :]) + np.abs(c[:, None] - c[None, :])
+    dist = cell_distances(problem)
     out = []
     for rr, cc in maps:
         sigma = rr * cols + cc
@@ -223,13 +231,8 @@ class _Context:
                  ring: tuple[int, ...]) -> None:
         self.problem, self.restricted, self.free = problem, restricted, free
         vol = volume_table(problem)
-        n, cols = problem.rows * problem.cols, problem.cols
-        if problem.distance is not None:
-            dist = np.array(problem.distance, dtype=float)
-        else:
-            rr, cc = np.divmod(np.arange(n), cols)
-            dist = (np.abs(rr[:, None] - rr[None, :]) + np.abs(cc[:, None] - cc[None, :])).astype(float)
-        self.n, self.dist = n, dist
+        dist = cell_distances(problem)
+        self.n, self.dist = problem.rows * problem.cols, dist
         self.ring_arr = np.array(ring, dtype=int)
         self.d_ring = dist[:, self.ring_arr]
         self.d_rr = dist[np.ix_(self.ring_arr, self.ring_arr)]
@@ -250,12 +253,17 @@ class _Context:
 
     def _costs(self, lay: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(restricted-pair constants (L,), Gilmore-Lawler cell x type costs (L, cells, free types))."""
-        const, cost = _layout_costs(lay, self.d_ring, self.d_rr, self.v_fg, self.v_gg, self.ring_arr,
-                                    self.counts_free, self.n, full=True)
+        n_g = self.v_gg.shape[0]
+        member = (lay[:, None, :] == np.arange(n_g)[None, :, None]).astype(float)  # (L, G, ring)
+        dsum = np.einsum("lgr,cr->lgc", member, self.d_ring)  # (L, G, cells): sum of hops to each group's stacks
+        cost = np.einsum("tg,lgc->lct", self.v_fg, dsum)  # (L, cells, free types)
+        occupied = np.zeros((len(lay), self.n), dtype=bool)
+        occupied[:, self.ring_arr] = lay >= 0
+        cost = np.where(occupied[:, :, None], np.inf, cost)  # occupied ring cells are closed to free types
+        pair = np.einsum("lgr,rs,lhs->lgh", member, self.d_rr, member)  # hops between groups g and h
+        const = 0.5 * np.einsum("gh,lgh->l", self.v_gg, pair)
         k = self.partners.shape[1]
         if k and self.partners.any():
-            occupied = np.zeros((len(lay), self.n), dtype=bool)
-            occupied[:, self.ring_arr] = lay >= 0
             blocked = occupied[:, None, :] | np.eye(self.n, dtype=bool)[None]
             hops = np.sort(np.where(blocked, np.inf, self.dist[None]), axis=2)[:, :, :k]
             hops = np.where(np.isinf(hops), 0.0, hops)
@@ -308,29 +316,3 @@ class _Context:
         if sol.decision is None:
             return math.inf, bound, None
         return float(sol.objective), bound, sol.decision
-
-
-def _layout_costs(lay: np.ndarray, d_ring: np.ndarray, d_rr: np.ndarray, v_fg: np.ndarray, v_gg: np.ndarray,
-                  ring_arr: np.ndarray, counts_free: np.ndarray, n: int, full: bool = False
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """For a block of ring layouts: (relaxation bound or restricted-pair constant, cell x type costs).
-
-    Returns ``(lb, None)`` by default, or ``(const, cost)`` with ``cost`` shaped (layouts, cells, free types)
-    when ``full`` is set; occupied ring cells cost +inf for free types.
-    """
-    n_g = v_gg.shape[0]
-    member = (lay[:, None, :] == np.arange(n_g)[None, :, None]).astype(float)  # (L, G, ring)
-    dsum = np.einsum("lgr,cr->lgc", member, d_ring)  # (L, G, cells): sum of hops to each group's stacks
-    cost = np.einsum("tg,lgc->lct", v_fg, dsum)  # (L, cells, free types)
-    occupied = np.zeros((len(lay), n), dtype=bool)
-    occupied[:, ring_arr] = lay >= 0
-    cost = np.where(occupied[:, :, None], np.inf, cost)
-    pair = np.einsum("lgr,rs,lhs->lgh", member, d_rr, member)  # hops between groups g and h
-    const = 0.5 * np.einsum("gh,lgh->l", v_gg, pair)
-    if full:
-        return const, cost
-    lb = const.copy()
-    for t, k in enumerate(counts_free):
-        if k > 0:
-            lb += np.sort(cost[:, :, t], axis=1)[:, :k].sum(axis=1)
-    return lb, None
