@@ -328,6 +328,48 @@ def sweep(
 
 
 @app.command()
+def generality(
+    scenario: Annotated[Path | None, typer.Argument(
+        metavar="SCENARIO", help="Scenario YAML with a generality section (default: the bundled Table IV "
+        "scenario, instances/scenarios/hydra-table4-chat.yaml).", show_default=False)] = None,
+    models: Annotated[list[str] | None, typer.Option(
+        "--model", help="A model to compare (repeat; default: the scenario's generality.models).",
+        show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the matrices as one JSON object.")] = False,
+) -> None:
+    """Specialization vs generality (HYDRA Table IV): the design for every subset of models, scored on all."""
+    import json
+
+    from chipdse.generality import OBJECTIVES
+    from chipdse.generality import generality as run_generality
+    from chipdse.paths import instances_dir
+    from chipdse.scenario import load_scenario
+
+    try:
+        sc = load_scenario(scenario or instances_dir() / "scenarios" / "hydra-table4-chat.yaml")
+        if models is not None and len(models) < 2:
+            _fail("--model: give at least two models to compare")
+        result = run_generality(sc, models)
+    except (ChipdseError, ValueError) as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(result.to_json()))
+        return
+    typer.echo(f"{sc.spec.name}: {result.n_points:,} points x {len(result.models)} models on {result.workload} at "
+               f"{result.arrival_rate_rps:g} req/s ({result.wall_s:.1f} s); 1.00 = the model's own optimum, "
+               "u = unstable at the offered load")
+    for obj in OBJECTIVES:
+        df = result.scores[obj]
+        width = max(len(str(t)) for t in df.index)
+        typer.echo(f"{obj}: " + ("throughput / TTFT" if obj == "B*" else "throughput"))
+        typer.echo(" " * (width + 2) + "".join(f"{n:>9s}" for n in result.names))
+        for target, row in df.iterrows():
+            cells = "".join(f"{row[n]:>8.2f}{' ' if result.stable[obj].loc[target, n] else 'u'}"
+                            for n in result.names)
+            typer.echo(f"  {target!s:<{width}s}{cells}")
+
+
+@app.command()
 def simulate(
     scenario: Annotated[Path | None, typer.Argument(
         metavar="SCENARIO", help="Scenario YAML (default: the bundled default).", show_default=False)] = None,

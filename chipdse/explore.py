@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from chipdse.design_space import enumerate_points
+from chipdse.generality import GeneralityResult, generality
 from chipdse.problems import PointSpec, hbm_partition_problem, mapping_problem, placement_problem
 from chipdse.scenario import LoadedScenario
 from chipdse.simstudy import Layout, SimulationStudy, explore_simulations
@@ -60,6 +61,7 @@ class ExploreResult:
     solver: SolverConfig
     timings_s: dict[str, float]
     simulation: SimulationStudy | None = None
+    generality: GeneralityResult | None = None
 
 
 def best_exact(solutions: list[Solution]) -> Solution | None:
@@ -227,4 +229,14 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
         t2 = time.perf_counter()
         study = explore_simulations(sc, df, finalists, cfg, serve_layout, Screen, progress)
         timings["simulation_s"] = time.perf_counter() - t2
-    return ExploreResult(sc, df, reasons, finalists, cfg, timings, study)
+    table_iv = None
+    if sc.spec.generality is not None:
+        t3 = time.perf_counter()
+        progress(f"specialization vs generality: {len(sc.spec.generality.models)} models x {len(df):,} points", 0.0)
+        try:
+            table_iv = generality(sc)
+        except ValueError as exc:
+            msg = f"{sc.path}: generality: {exc}"
+            raise InfeasibleDesignError(msg) from None
+        timings["generality_s"] = time.perf_counter() - t3
+    return ExploreResult(sc, df, reasons, finalists, cfg, timings, study, table_iv)

@@ -17,12 +17,14 @@ from typing import Any, Literal
 from chipdse.errors import SpecError
 from chipdse.paths import instances_dir
 
-BlockKind = Literal["embedding", "attention", "mamba2", "mlp", "moe", "head"]
+BlockKind = Literal["embedding", "attention", "mamba1", "mamba2", "mlp", "moe", "head"]
 MemoryGroup = Literal["attention", "mamba"]
 
 #: Mixers and FFNs this version builds; other cards load with a clear error.
-SUPPORTED_MIXERS = {"attention", "mamba2", "none"}
-SUPPORTED_FFNS = {"mlp", "moe", "none"}
+SUPPORTED_MIXERS = {"attention", "mamba", "mamba2", "mamba2+shared_attention", "none"}
+SUPPORTED_FFNS = {"mlp", "moe", "shared_mlp", "none"}
+SSM_KINDS = ("mamba1", "mamba2")
+"""Block kinds run on Mamba (SSM) chiplets: Mamba-1 (Jamba) and Mamba-2 mixers."""
 
 
 @dataclass(frozen=True)
@@ -34,12 +36,12 @@ class Block:
     name : str
         E.g. ``"L07.attention"``.
     kind : BlockKind
-        Operator family; decides chiplet compatibility (attention -> A chiplets, mamba2 -> M chiplets,
+        Operator family; decides chiplet compatibility (attention -> A chiplets, mamba1 / mamba2 -> M chiplets,
         mlp / moe / embedding / head -> any compute chiplet).
     layer : int
         Layer index (-1 for the embedding, ``num_layers`` for the head).
     params : int
-        Parameters of the block (its pre-norm included).
+        Parameters stored for the block (its pre-norm included); 0 for a re-use of weight-shared weights.
     active_params : int
         Parameters touched per token (MoE: shared + top-k experts + router).
     group : MemoryGroup
@@ -54,7 +56,10 @@ class Block:
     kv_bytes_per_token : float
         KV cache bytes added per token of context (attention only).
     state_bytes_per_request : float
-        SSM state + conv state bytes per request (mamba2 only).
+        SSM state + conv state bytes per request (mamba1 / mamba2 only).
+    shared_params : int
+        Parameters of weight-shared weights stored with another block and read again by this one (Zamba2's
+        shared transformer blocks): they cost HBM traffic here but no capacity.
     """
 
     name: str
@@ -68,6 +73,12 @@ class Block:
     vector_flops_per_token: float = 0.0
     kv_bytes_per_token: float = 0.0
     state_bytes_per_request: float = 0.0
+    shared_params: int = 0
+
+    @property
+    def streamed_params(self) -> int:
+        """Parameters read from HBM per use of the block (stored plus weight-shared)."""
+        return self.params + self.shared_params
 
 
 @dataclass(frozen=True)
@@ -114,7 +125,7 @@ class ModelDescriptor:
         fams = []
         if any(b.kind == "attention" for b in self.blocks):
             fams.append("attention")
-        if any(b.kind == "mamba2" for b in self.blocks):
+        if any(b.kind in SSM_KINDS for b in self.blocks):
             fams.append("mamba")
         return tuple(fams)
 
@@ -138,18 +149,44 @@ def _get(card: dict[str, Any], key: str, source: str) -> Any:
     return value
 
 
-def _attention_block(card: dict[str, Any], layer: int, group: MemoryGroup, dt: int, src: str) -> Block:
+def _attention_block(card: dict[str, Any], layer: int, group: MemoryGroup, dt: int, src: str,
+                     in_width: int | None = None, stored: bool = True) -> Block:
+    """GQA block; ``in_width``: width of its input when not the hidden size (Zamba2's shared block reads
+    concat[h, embedding], 2H wide); ``stored=False``: a re-use of weight-shared weights."""
     h = _get(card, "hidden_size", src)
     nh = _get(card, "num_attention_heads", src)
     kv = _get(card, "num_key_value_heads", src)
     hd = card.get("head_dim") or h // nh
-    matmul = h * nh * hd + 2 * h * kv * hd + nh * hd * h
+    w = in_width or h
+    matmul = w * nh * hd + 2 * w * kv * hd + nh * hd * h
     qk_norm = 2 * hd if "q/k RMSNorm" in str(card.get("attention_type", "")) else 0
-    params = matmul + qk_norm + h
+    params = matmul + qk_norm + w
     return Block(
-        name=f"L{layer:02d}.attention", kind="attention", layer=layer, params=params, active_params=params,
-        group=group, matmul_flops_per_token=2.0 * matmul,
+        name=f"L{layer:02d}.attention", kind="attention", layer=layer, params=params if stored else 0,
+        active_params=params, group=group, matmul_flops_per_token=2.0 * matmul,
         attn_flops_per_token_per_ctx=4.0 * nh * hd, kv_bytes_per_token=2.0 * kv * hd * dt,
+        shared_params=0 if stored else params,
+    )
+
+
+def _mamba1_block(card: dict[str, Any], layer: int, dt: int, src: str) -> Block:
+    """Mamba-1 mixer (Jamba): in_proj H->2E, depthwise conv K, x_proj E->(R+2N), dt_proj R->E, A (E x N), D,
+    out_proj E->H, Jamba's dt/B/C RMSNorms (R + 2N), block norm H."""
+    h = _get(card, "hidden_size", src)
+    e = _get(card, "ssm_d_inner", src)
+    n = _get(card, "ssm_state_size", src)
+    k = _get(card, "ssm_conv_kernel", src)
+    r = _get(card, "mamba_dt_rank", src)
+    in_proj, x_proj, dt_proj, out_proj = h * 2 * e, e * (r + 2 * n), r * e, e * h
+    params = in_proj + e * k + e + x_proj + dt_proj + e + e * n + e + out_proj + r + 2 * n + h
+    # per token: selective scan over E x N state elements (discretize, update, read-out: ~5 ops each), the
+    # causal conv (2k ops per channel) and gating / softplus (~5 per channel)
+    vector = 5.0 * e * n + 2.0 * k * e + 5.0 * e
+    state = (e * n + e * (k - 1)) * dt
+    return Block(
+        name=f"L{layer:02d}.mamba1", kind="mamba1", layer=layer, params=params, active_params=params,
+        group="mamba", matmul_flops_per_token=2.0 * (in_proj + x_proj + dt_proj + out_proj),
+        vector_flops_per_token=vector, state_bytes_per_request=float(state),
     )
 
 
@@ -183,6 +220,21 @@ def _mlp_block(card: dict[str, Any], layer: int, group: MemoryGroup, src: str) -
     return Block(
         name=f"L{layer:02d}.mlp", kind="mlp", layer=layer, params=matmul + h, active_params=matmul + h,
         group=group, matmul_flops_per_token=2.0 * matmul, vector_flops_per_token=2.0 * inter,
+    )
+
+
+def _shared_mlp_block(card: dict[str, Any], layer: int, group: MemoryGroup, src: str, stored: bool) -> Block:
+    """Zamba2 hybrid layer after its shared attention: the shared gated MLP (stored once per shared block),
+    plus this layer's own LoRA adapter on it (H*r + r*2I) and its H x H output linear."""
+    h = _get(card, "hidden_size", src)
+    inter = _get(card, "intermediate_size", src)
+    rank = int((card.get("extra") or {}).get("adapter_rank") or 0)
+    shared = (3 if card.get("mlp_gated") else 2) * h * inter + h
+    own = h * h + h * rank + rank * 2 * inter
+    return Block(
+        name=f"L{layer:02d}.mlp", kind="mlp", layer=layer, params=own + (shared if stored else 0),
+        active_params=own + shared, group=group, matmul_flops_per_token=2.0 * (own + shared - h),
+        vector_flops_per_token=2.0 * inter, shared_params=0 if stored else shared,
     )
 
 
@@ -230,8 +282,11 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
     Notes
     -----
     Parameter counts: attention ``H*nh*hd + 2*H*kv*hd + nh*hd*H``; Mamba-2 ``H*(2*d_in + 2*G*N + nh) +
-    (d_in + 2*G*N)*(K+1) + 3*nh + d_in + d_in*H``; MLP ``(2 or 3)*H*I``; MoE experts, shared experts and router;
-    one RMSNorm of H per block, embedding ``V*H``, untied head ``V*H``, final norm ``H``.
+    (d_in + 2*G*N)*(K+1) + 3*nh + d_in + d_in*H``; Mamba-1 ``H*2E + E*K + E + E*(R+2N) + R*E + E + E*N + E +
+    E*H + R + 2N``; MLP ``(2 or 3)*H*I``; MoE experts, shared experts and router; one RMSNorm of H per block,
+    embedding ``V*H``, untied head ``V*H``, final norm ``H``. Zamba2's ``num_mem_blocks`` shared transformer
+    blocks (attention on a 2H input, gated MLP) are stored once and re-read by every hybrid layer that uses them
+    (``Block.shared_params``); each hybrid layer adds its own LoRA adapter and H x H linear.
     """
     dt = 2 if str(card.get("torch_dtype") or "bfloat16") in ("bfloat16", "float16") else 4
     h = _get(card, "hidden_size", source)
@@ -240,7 +295,8 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
     if len(mixers) != len(ffns):
         raise SpecError(source, "layer_ffn", f"same length as layer_mixer ({len(mixers)}), got {len(ffns)}")
     has_attn = "attention" in mixers
-    group: MemoryGroup = "attention" if has_attn and "mamba2" not in mixers else "mamba"
+    has_ssm = any(m.startswith("mamba") for m in mixers)
+    group: MemoryGroup = "attention" if has_attn and not has_ssm else "mamba"
     if mixers and mixers[0] == "attention":
         group = "attention"
     vocab = _get(card, "vocab_size", source)
@@ -250,15 +306,32 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
         Block(name="embedding", kind="embedding", layer=-1, params=vocab_p * h, active_params=0,
               group=group, matmul_flops_per_token=0.0)
     ]
+    extra = card.get("extra") or {}
+    n_shared_blocks = int(extra.get("num_mem_blocks") or 1)
+    hybrid = 0  # Zamba2 hybrid layers seen so far; they use shared blocks A, B, A, B, ...
     for i, (mixer, ffn) in enumerate(zip(mixers, ffns, strict=True)):
         if mixer not in SUPPORTED_MIXERS:
             raise SpecError(source, f"layer_mixer[{i}]", f"one of {sorted(SUPPORTED_MIXERS)}, got {mixer!r}")
         if ffn not in SUPPORTED_FFNS:
             raise SpecError(source, f"layer_ffn[{i}]", f"one of {sorted(SUPPORTED_FFNS)}, got {ffn!r}")
+        if (ffn == "shared_mlp") != (mixer == "mamba2+shared_attention"):
+            msg = f"'shared_mlp' exactly on 'mamba2+shared_attention' layers, got {mixer!r} with {ffn!r}"
+            raise SpecError(source, f"layer_ffn[{i}]", msg)
         if mixer == "attention":
             group = "attention"
             blocks.append(_attention_block(card, i, group, dt, source))
+        elif mixer == "mamba":
+            group = "mamba"
+            blocks.append(_mamba1_block(card, i, dt, source))
         elif mixer == "mamba2":
+            group = "mamba"
+            blocks.append(_mamba2_block(card, i, dt, source))
+        elif mixer == "mamba2+shared_attention":  # shared block (attention, MLP) -> linear -> Mamba-2
+            stored = hybrid < n_shared_blocks
+            hybrid += 1
+            width = int(extra.get("attention_hidden_size") or 2 * h)
+            blocks.append(_attention_block(card, i, "attention", dt, source, in_width=width, stored=stored))
+            blocks.append(_shared_mlp_block(card, i, "attention", source, stored))
             group = "mamba"
             blocks.append(_mamba2_block(card, i, dt, source))
         if ffn == "mlp":

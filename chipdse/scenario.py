@@ -65,6 +65,8 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
     library = load_spec(ChipletLibrary, resolve(spec.library, base, "chiplets", str(path), "library"))
     wl_path = resolve(spec.workload, base, "workloads", str(path), "workload")
     workload = load_spec(Workload, wl_path)
+    if spec.arrival_rate_rps is not None:
+        workload = workload.model_copy(update={"arrival_rate_rps": spec.arrival_rate_rps})
     try:
         json_card = spec.model.endswith(".json")
         ref = resolve(spec.model, base, "models", str(path), "model") if json_card else spec.model
@@ -80,5 +82,10 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
     lengths = load_lengths(workload, wl_path.parent, spec.seed)
     for ds in spec.simulation.datasets:  # checked now, not after minutes of solving
         load_spec(Workload, resolve(ds, base, "workloads", str(path), "simulation.datasets"))
-    return LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
-                          pkg_path, wl_path)
+    loaded = LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
+                            pkg_path, wl_path)
+    if spec.generality is not None:  # every model checked now, not after the sweep
+        from chipdse.generality import model_scenarios
+
+        model_scenarios(loaded, spec.generality.models)
+    return loaded

@@ -191,6 +191,13 @@ class SimulationSettings(_Spec):
     workers: int = Field(2, ge=1, description="Worker processes for the simulations (1 = in-process).")
 
 
+class GeneralitySettings(_Spec):
+    """HYDRA Table IV: designs chosen for every subset of these models, each evaluated on all of them."""
+
+    models: list[str] = Field(min_length=2, description="Model keys (instances/models) or card paths; each must "
+                              "use the same chiplet types as the scenario's model.")
+
+
 class Scenario(_Spec):
     """One file naming package, library, model, workload, design space and solver settings."""
 
@@ -199,9 +206,13 @@ class Scenario(_Spec):
     library: str = Field(description="Path to a chiplet library YAML (relative to the scenario or instances/).")
     package: str = Field(description="Path to a package YAML.")
     workload: str = Field(description="Path to a workload YAML.")
+    arrival_rate_rps: PositiveFloat | None = Field(None, description="Offered load, req/s, replacing the "
+                                                   "workload's own (e.g. one every compared model sustains).")
     design_space: DesignSpace = DesignSpace()
     estimator: EstimatorSettings = EstimatorSettings()
     simulation: SimulationSettings = SimulationSettings()
+    generality: GeneralitySettings | None = Field(None, description="Specialization-generality study (HYDRA "
+                                                   "Table IV) added to the explore report.")
     time_limit_s: float = Field(20.0, gt=0, description="Time limit per exact solve, s.")
     seed: int = Field(0, ge=0)
 

@@ -98,14 +98,17 @@ class BlockTable:
     family, group : numpy.ndarray of int
         FAMILY_* and GROUP_* codes.
     weight_bytes, matmul_fpt, attn_fpt_ctx, vector_fpt, kv_bpt, state_bpr, act_bpt : numpy.ndarray
-        Weights (bytes); matmul FLOPs per token; attention FLOPs per token per context token; vector FLOPs per
-        token; KV bytes per token; SSM state bytes per request; activation bytes passed on per token.
+        Weights read per use (bytes); matmul FLOPs per token; attention FLOPs per token per context token; vector
+        FLOPs per token; KV bytes per token; SSM state bytes per request; activation bytes passed on per token.
+    stored_weight_bytes : numpy.ndarray
+        Weights held in HBM (bytes): ``weight_bytes`` less re-uses of weight-shared blocks (Zamba2).
     """
 
     names: list[str]
     family: np.ndarray
     group: np.ndarray
     weight_bytes: np.ndarray
+    stored_weight_bytes: np.ndarray
     matmul_fpt: np.ndarray
     attn_fpt_ctx: np.ndarray
     vector_fpt: np.ndarray
@@ -118,14 +121,15 @@ class BlockTable:
 
 def block_table(model: ModelDescriptor) -> BlockTable:
     """Return the model's blocks as cost arrays (see :class:`BlockTable`)."""
-    fam = {"attention": FAMILY_ATTENTION, "mamba2": FAMILY_MAMBA}
+    fam = {"attention": FAMILY_ATTENTION, "mamba1": FAMILY_MAMBA, "mamba2": FAMILY_MAMBA}
     grp = {"attention": GROUP_ATTENTION, "mamba": GROUP_MAMBA}
     bl = model.blocks
     return BlockTable(
         names=[b.name for b in bl],
         family=np.array([fam.get(b.kind, FAMILY_SHARED) for b in bl]),
         group=np.array([grp[b.group] for b in bl]),
-        weight_bytes=np.array([b.params * model.dtype_bytes for b in bl], dtype=float),
+        weight_bytes=np.array([b.streamed_params * model.dtype_bytes for b in bl], dtype=float),
+        stored_weight_bytes=np.array([b.params * model.dtype_bytes for b in bl], dtype=float),
         matmul_fpt=np.array([b.matmul_flops_per_token for b in bl]),
         attn_fpt_ctx=np.array([b.attn_flops_per_token_per_ctx for b in bl]),
         vector_fpt=np.array([b.vector_flops_per_token for b in bl]),

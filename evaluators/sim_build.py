@@ -118,7 +118,7 @@ def build_sim_config(
     memory = []
     for g in present:
         sel = np.array([x == g for x in group_of])
-        free = point.hbm[g] * cap - float(t.weight_bytes[sel].sum())
+        free = point.hbm[g] * cap - float(t.stored_weight_bytes[sel].sum())
         if free < 0:
             msg = f"the weights of HBM group {g!r} ({-free + point.hbm[g] * cap:.4g} bytes) exceed its stacks"
             raise SimulationError(msg)

@@ -21,7 +21,8 @@ from chipdse.explore import ExploreResult, FinalistResult, best_exact  # noqa: E
 from chipdse.io import atomic_path, write_text_atomic  # noqa: E402
 from chipdse.solution import Solution  # noqa: E402
 from reports import sim_pages
-from reports.style import PAGE, caption, fmt
+from reports.generality_page import generality_pages
+from reports.style import PAGE, caption, fmt, table_page
 
 PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "matplotlib", "pydantic")
 TYPE_COLOURS = {"Ap": "#1f77b4", "Ad": "#aec7e8", "Mp": "#d62728", "Md": "#ff9896",
@@ -37,27 +38,6 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[p] = "not installed"
     return out
-
-
-def _table_page(pdf: PdfPages, title: str, note: str, blocks: list[tuple[str, list[str], list[list[str]]]]) -> None:
-    fig = plt.figure(figsize=PAGE)
-    fig.suptitle(title, fontsize=14, fontweight="bold", y=0.97)
-    n = len(blocks)
-    for i, (sub, cols, rows) in enumerate(blocks):
-        ax = fig.add_axes((0.04, 0.1 + (n - 1 - i) * 0.83 / n, 0.92, 0.83 / n - 0.05))
-        ax.axis("off")
-        ax.set_title(sub, fontsize=10, loc="left")
-        if rows:
-            widths = [max(len(str(r[k])) for r in [cols, *rows]) + 2 for k in range(len(cols))]
-            total = sum(widths)
-            tb = ax.table(cellText=rows, colLabels=cols, loc="upper center", cellLoc="center",
-                          colWidths=[w / total for w in widths])
-            tb.auto_set_font_size(False)
-            tb.set_fontsize(7.5)
-            tb.scale(1, 1.25)
-    caption(fig, note)
-    pdf.savefig(fig)
-    plt.close(fig)
 
 
 def _title_page(pdf: PdfPages, r: ExploreResult) -> None:
@@ -161,7 +141,7 @@ def _config_page(pdf: PdfPages, r: ExploreResult) -> None:
             serve_rows.append([f.role, s["layout"], f"{s['placement_objective']:.3e}", f"{s['throughput_tps']:.1f}",
                                f"{s['ttft_s']:.3f}" if s["stable"] else "unstable",
                                f"{1e3 * s['prefill_bottleneck_s']:.1f}", f"{1e3 * s['decode_step_s']:.2f}"])
-    _table_page(pdf, "Chosen configurations (B* and M_T)",
+    table_page(pdf, "Chosen configurations (B* and M_T)",
                 "Top: the two configurations as scored by the sweep screen (fluid mapping, assumed mean hop count). "
                 "Bottom: the same configurations re-scored with real layouts: placement and bottleneck mapping "
                 "(HYDRA Eqs. 2-5) solved with MILP/CP-SAT (best of both, within the time limit; gaps on the next "
@@ -251,7 +231,7 @@ def _solution_rows(sols: list[Solution], scale: float = 1.0) -> list[list[str]]:
 def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
     cols = ["method", "exact", "objective", "own bound", "MILP gap %", "worse than best known %",
             "at most worse than optimum %", "status", "wall s"]
-    _table_page(pdf, f"Exact vs heuristic: {f.role} ({f.row['label']})",
+    table_page(pdf, f"Exact vs heuristic: {f.role} ({f.row['label']})",
                 "Worse than best known: relative to the best objective any method found. At most worse than optimum: "
                 "relative to the tightest proven bound, so it caps the method's loss against the true optimum. "
                 "MILP gap: the method's own |objective - bound| / objective; 0 means proven optimal. Exact methods "
@@ -284,6 +264,7 @@ def manifest(r: ExploreResult) -> dict[str, Any]:
             "fidelity": r.simulation.metrics, "policy_gains": sim_pages.policy_gains(r.simulation.policies),
             "layouts": _records(r.simulation.layouts),
             "skipped": r.simulation.skipped},
+        "generality": None if r.generality is None else r.generality.to_json(),
     }
 
 
@@ -313,6 +294,8 @@ def write_report(r: ExploreResult, out_dir: Path) -> dict[str, Path]:
             sim_pages.layout_page(pdf, r.simulation, b_star)
             sim_pages.noi_page(pdf, r.simulation, r.scenario.package.rows, r.scenario.package.cols, b_star)
             sim_pages.policy_page(pdf, r.simulation, b_star, r.scenario.spec.simulation.load)
+        if r.generality is not None:
+            generality_pages(pdf, r.generality)
     with atomic_path(paths["csv"]) as tmp:
         r.points.to_csv(tmp, index=False)
     write_text_atomic(paths["manifest"], manifest_text)

@@ -7,6 +7,7 @@ import textwrap
 from typing import Any
 
 import matplotlib.pyplot as plt
+from matplotlib.backends.backend_pdf import PdfPages
 
 PAGE = (11.0, 8.5)
 """US letter, landscape, inches."""
@@ -29,3 +30,26 @@ def fmt(v: Any, digits: int = 4, spec: str | None = None) -> str:
 def caption(fig: plt.Figure, text: str, y: float = 0.02) -> None:
     """Write a caption wrapped to the page width with equal side margins."""
     fig.text(0.04, y, "\n".join(textwrap.wrap(text, 170)), fontsize=8, va="bottom")
+
+
+def table_page(pdf: PdfPages, title: str, note: str, blocks: list[tuple[str, list[str], list[list[str]]]]) -> None:
+    """Add a page of tables: ``blocks`` of (subtitle, column labels, rows of cell strings), stacked top to bottom,
+    with ``note`` as the caption."""
+    fig = plt.figure(figsize=PAGE)
+    fig.suptitle(title, fontsize=14, fontweight="bold", y=0.97)
+    n = len(blocks)
+    for i, (sub, cols, rows) in enumerate(blocks):
+        ax = fig.add_axes((0.04, 0.1 + (n - 1 - i) * 0.83 / n, 0.92, 0.83 / n - 0.05))
+        ax.axis("off")
+        ax.set_title(sub, fontsize=10, loc="left")
+        if rows:
+            widths = [max(len(str(r[k])) for r in [cols, *rows]) + 2 for k in range(len(cols))]
+            total = sum(widths)
+            tb = ax.table(cellText=rows, colLabels=cols, loc="upper center", cellLoc="center",
+                          colWidths=[w / total for w in widths])
+            tb.auto_set_font_size(False)
+            tb.set_fontsize(7.5)
+            tb.scale(1, 1.25)
+    caption(fig, note)
+    pdf.savefig(fig)
+    plt.close(fig)

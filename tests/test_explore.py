@@ -17,7 +17,8 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     path = write_scenario({"name": "small", "design_space": {
         "total_chiplets": 24, "hbm_min": 4, "hbm_max": 5, "d2d_GBps": [512], "max_batch": [64]},
         "simulation": {"candidates": 2, "spread": 2, "duration_s": 8, "max_duration_s": 30,
-                       "datasets": ["arxiv.yaml", "chat.yaml"], "workers": 1}})
+                       "datasets": ["arxiv.yaml", "chat.yaml"], "workers": 1},
+        "generality": {"models": ["nemotron-h-4b", "nemotron-h-8b", "jamba-tiny-dev"]}})
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["explore", str(path), "--out", str(out), "--time-limit", "2", "--seed", "3"])
     assert result.exit_code == 0, result.output
@@ -25,8 +26,8 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     assert pdf.startswith(b"%PDF")
     pages = len(re.findall(rb"/Type /Page\b", pdf))
     # title, Pareto, configurations, floorplans, exact-vs-heuristic (x finalists), and the simulator's fidelity,
-    # NoI / utilization and policy pages
-    assert pages >= 8
+    # NoI / utilization and policy pages, and the two Table IV pages
+    assert pages >= 10
     df = pd.read_csv(out / "points.csv")
     # 4 HBM: C(19, 3) = 969 compositions of 20 compute chiplets into 4 types >= 1; 5 HBM: C(18, 3) = 816
     assert len(df) == (969 + 816) * 1 * 1
@@ -47,5 +48,8 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     assert layouts["exact"]["eq2_byte_hops_per_s"] <= layouts["round-robin"]["eq2_byte_hops_per_s"] * (1 + 1e-9)
     assert layouts["min"]["max_link_GBps"] <= layouts["exact"]["max_link_GBps"] * (1 + 1e-9)
     assert all(row["sim_throughput_tps"] > 0 for row in sim["layouts"])
+    table4 = manifest["generality"]
+    assert table4["models"] == ["nemotron-h-4b", "nemotron-h-8b", "jamba-tiny-dev"] and table4["points"] == len(df)
+    assert all(table4["scores"][o][n][n] == 1.0 for o in ("B*", "M_T") for n in table4["names"])
     gains = sim["policy_gains"]
     assert gains["full_vs_baseline_throughput_x"] > 0 and gains["elastic_vs_static_throughput_x"] > 0

@@ -18,6 +18,10 @@ PUBLISHED = {
     "llama-3-8b": 8_030_261_248,
     # state-spaces/mamba2-2.7b: "2.7B" (Mamba-2 paper, Dao & Gu 2024)
     "mamba2-2.7b": 2.7e9,
+    # ai21labs/Jamba-tiny-dev: "319M parameters" (AI21 model card)
+    "jamba-tiny-dev": 319e6,
+    # Zyphra/Zamba2-7B: "7.4B parameters" (Zamba2 suite technical report, arXiv:2411.15242)
+    "zamba2-7b": 7.4e9,
 }
 
 
@@ -50,9 +54,34 @@ def test_block_structure_of_nemotron_h_4b() -> None:
     assert m.state_bytes_per_request() == 24 * (7168 * 128 + (7168 + 2 * 8 * 128) * 3) * 2
 
 
+def test_table_iv_models_have_hydras_block_counts() -> None:
+    # HYDRA Sec. VI-C: "Jamba contains 2 Attention and 14 Mamba blocks, Zamba contains 13 Attention and 81 Mamba
+    # blocks, and Nemotron-H contains 4 Attention and 24 Mamba blocks."
+    for key, attn, ssm in (("jamba-tiny-dev", 2, 14), ("zamba2-7b", 13, 81), ("nemotron-h-4b", 4, 24)):
+        kinds = [b.kind for b in load_model(key).blocks]
+        assert kinds.count("attention") == attn
+        assert kinds.count("mamba1") + kinds.count("mamba2") == ssm
+
+
+def test_zamba2_shared_blocks_are_stored_once_and_read_by_every_hybrid_layer() -> None:
+    m = load_model("zamba2-7b")
+    attn = [b for b in m.blocks if b.kind == "attention"]
+    # 2 shared transformer blocks (num_mem_blocks) serve 13 hybrid layers: weights stored by the first two uses
+    assert sum(b.params > 0 for b in attn) == 2
+    # every use reads the whole block: q, k, v on the 2H = 7168 wide input (3 x 7168^2), o back to H (7168 x 3584)
+    assert all(b.streamed_params == 3 * 7168**2 + 7168 * 3584 + 7168 for b in attn)
+    # KV cache on the 13 hybrid layers only: 2 (K,V) x 32 heads x 224 head_dim x 2 bytes each
+    assert m.kv_bytes_per_token() == 13 * 2 * 32 * 224 * 2
+
+
+def test_jamba_mamba1_state_per_request() -> None:
+    # 14 Mamba-1 layers x (d_inner 1024 x d_state 16 + conv 1024 x 3) x 2 bytes
+    assert load_model("jamba-tiny-dev").state_bytes_per_request() == 14 * (1024 * 16 + 1024 * 3) * 2
+
+
 def test_recount_agrees_with_shared_cards() -> None:
     folder = shared_or_skip("models")
-    for key in ("nemotron-h-4b", "llama-3-8b", "mamba2-2.7b"):
+    for key in ("nemotron-h-4b", "llama-3-8b", "mamba2-2.7b", "jamba-tiny-dev", "zamba2-7b"):
         card = json.loads((folder / f"{key}.json").read_text())
         assert abs(load_model(key).total_params / card["computed_params_total"] - 1) < 1e-3
 

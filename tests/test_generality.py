@@ -1,0 +1,136 @@
+"""Specialization vs generality (HYDRA Table IV): single-model rows reproduce each model's own B* / M_T, and the
+multi-model choice equals brute force over every point and is never worse than any other row's design."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from matplotlib.backends.backend_pdf import PdfPages
+from typer.testing import CliRunner
+
+from chipdse.cli import app
+from chipdse.design_space import enumerate_points
+from chipdse.errors import SpecError
+from chipdse.generality import generality, model_scenarios, target_sets
+from chipdse.paths import instances_dir
+from chipdse.scenario import load_scenario
+from evaluators.estimator import Screen
+from reports.generality_page import generality_pages
+from reports.pareto import pick_b_star, pick_m_t
+
+MODELS = ["jamba-tiny-dev", "zamba2-7b", "nemotron-h-4b"]
+SMALL_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 8, "d2d_GBps": [640], "max_batch": [16, 64]}
+
+
+@pytest.fixture(scope="module")
+def table4_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    inst = instances_dir()
+    spec = yaml.safe_load((inst / "scenarios" / "hydra-table4-chat.yaml").read_text())
+    spec.update(library=str(inst / "chiplets" / "hydra.yaml"), package=str(inst / "packages" / "hydra-5x5.yaml"),
+                workload=str(inst / "workloads" / "chat.yaml"), design_space=SMALL_SPACE)
+    path = tmp_path_factory.mktemp("t4") / "table4-small.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+@pytest.fixture(scope="module")
+def result(table4_path: Path):
+    return generality(load_scenario(table4_path))
+
+
+def test_single_model_rows_are_each_models_own_optimum(table4_path: Path, result) -> None:
+    sc = load_scenario(table4_path)
+    pts, _ = enumerate_points(sc)
+    for m, variant in enumerate(model_scenarios(sc, MODELS)):
+        df = Screen(variant).score(pts)
+        name = result.names[m]
+        d = result.designs.set_index(["objective", "target"])
+        assert d.loc[("B*", name), "design"] == df.loc[pick_b_star(df), "label"]
+        assert d.loc[("M_T", name), "design"] == df.loc[pick_m_t(df), "label"]
+        assert result.scores["B*"].loc[name, name] == 1.0 and result.scores["M_T"].loc[name, name] == 1.0
+
+
+def test_multi_model_choice_equals_brute_force(table4_path: Path, result) -> None:
+    """A plain loop over every point and target set finds the same best worst-case score (maximin)."""
+    sc = load_scenario(table4_path)
+    pts, _ = enumerate_points(sc)
+    frames = [Screen(v).score(pts) for v in model_scenarios(sc, MODELS)]
+    opt_b = [float(f.loc[pick_b_star(f), "throughput_tps"] / f.loc[pick_b_star(f), "ttft_s"]) for f in frames]
+    opt_t = [float(f.loc[pick_m_t(f), "throughput_tps"]) for f in frames]
+    means = [f.loc[f["stable"], "throughput_tps"].mean() for f in frames]
+    records = [f[["stable", "throughput_tps", "ttft_s"]].to_dict("records") for f in frames]
+    for targets in target_sets(3):
+        best_b = best_t = -1.0
+        for p in range(len(pts)):
+            rows = [records[m][p] for m in targets]
+            if not all(r["stable"] for r in rows):
+                continue
+            best_t = max(best_t, min(r["throughput_tps"] / opt_t[m] for m, r in zip(targets, rows, strict=True)))
+            if all(r["throughput_tps"] >= means[m] for m, r in zip(targets, rows, strict=True)):
+                best_b = max(best_b, min(r["throughput_tps"] / r["ttft_s"] / opt_b[m]
+                                         for m, r in zip(targets, rows, strict=True)))
+        name = " + ".join(result.names[m] for m in targets)
+        d = result.designs.set_index(["objective", "target"])
+        assert d.loc[("B*", name), "worst_on_target"] == pytest.approx(best_b, rel=1e-12)
+        assert d.loc[("M_T", name), "worst_on_target"] == pytest.approx(best_t, rel=1e-12)
+
+
+def test_m_t_target_design_is_never_worse_on_its_targets_than_any_other_rows_design(result) -> None:
+    """Every other row's M_T design that is stable on my targets is a candidate of my maximin choice."""
+    scores, stable = result.scores["M_T"], result.stable["M_T"]
+    for target in scores.index:
+        members = target.split(" + ")
+        mine = scores.loc[target, members].min()
+        for other in scores.index:
+            if stable.loc[other, members].all():
+                assert mine >= scores.loc[other, members].min() * (1 - 1e-12)
+
+
+def test_all_model_design_is_stable_everywhere_and_pages_draw(result, tmp_path: Path) -> None:
+    everything = " + ".join(result.names)
+    assert result.stable["B*"].loc[everything].all() and result.stable["M_T"].loc[everything].all()
+    out = tmp_path / "t4.pdf"
+    with PdfPages(out) as pdf:
+        generality_pages(pdf, result)
+    assert len(re.findall(rb"/Type /Page\b", out.read_bytes())) == 2
+    assert json.loads(json.dumps(result.to_json()))["scores"]["B*"][everything]
+
+
+def test_models_with_other_chiplet_types_or_unknown_names_are_refused(table4_path: Path) -> None:
+    sc = load_scenario(table4_path)
+    with pytest.raises(SpecError, match=r"generality.models\[1\].*same chiplet types"):
+        model_scenarios(sc, ["nemotron-h-4b", "llama-3-8b"])  # attention only: Ap/Ad, not Ap/Ad/Mp/Md
+    with pytest.raises(SpecError, match=r"generality.models\[0\].*nemotron-h-4b"):
+        model_scenarios(sc, ["gpt-17", "nemotron-h-4b"])
+
+
+def test_cli_generality_json_and_errors(table4_path: Path, write_scenario) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["generality", str(table4_path), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["names"] == ["Jamba", "Zamba", "Nemo"] and out["points"] == 6960
+    assert out["scores"]["M_T"]["Nemo"]["Nemo"] == 1.0
+    # no generality section and no --model: one line naming the field
+    res = runner.invoke(app, ["generality", str(write_scenario())])
+    assert res.exit_code == 2 and "generality.models" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["generality", str(table4_path), "--model", "zamba2-7b"])
+    assert res.exit_code == 2 and "at least two" in res.output
+    # a load no design sustains for Zamba2-7B: the error says which model and what to change
+    spec = yaml.safe_load(table4_path.read_text())
+    spec["arrival_rate_rps"] = 50.0
+    hot = table4_path.with_name("hot.yaml")
+    hot.write_text(yaml.safe_dump(spec))
+    res = runner.invoke(app, ["generality", str(hot)])
+    assert res.exit_code == 2 and "no stable design point" in res.output and "arrival_rate_rps" in res.output
+
+
+def test_arrival_rate_override_replaces_the_workload_rate(table4_path: Path) -> None:
+    sc = load_scenario(table4_path)
+    assert sc.workload.arrival_rate_rps == 2.0  # the scenario's override, not chat.yaml's 5.5
+    assert np.isclose(sc.workload.model_dump()["arrival_rate_rps"], 2.0)
