@@ -12,11 +12,14 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from chipdse.errors import ChipdseError
 
@@ -28,6 +31,15 @@ app = typer.Typer(
 err = Console(stderr=True)
 
 EXIT_USER_ERROR = 2
+
+
+class RateColumn(ProgressColumn):
+    """Units per second of a progress task (points/s or runs/s), from rich's speed estimate."""
+
+    def render(self, task: Task) -> Text:
+        """Return e.g. ``"41,230 points/s"``; empty until rich has a speed estimate."""
+        speed = task.speed
+        return Text("" if speed is None else f"{speed:,.0f} {task.fields.get('unit', '')}/s")
 
 
 def _check_finalist(point: str) -> None:
@@ -295,13 +307,19 @@ def sweep(
         sc = load_scenario(scenario)
         path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
         new_store = not path.exists()
+        units = {"screen": "points", "simulate": "runs"}
         with ResultsStore(path) as store, Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("jobs"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                console=err, transient=True) as bar:
-            task = bar.add_task(f"sweeping {sc.spec.name} ({backend.describe()})", total=None)
+                TextColumn("{task.fields[unit]}"), RateColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                TimeRemainingColumn(), console=err, transient=True) as bar:
+            task = bar.add_task(f"sweeping {sc.spec.name} ({backend.describe()})", total=None, unit="points")
+            current = ["screen"]
 
-            def progress(done: int, total: int) -> None:
+            def progress(stage: str, done: float, total: float) -> None:
+                if stage != current[0]:  # a new stage: restart the bar so rate and ETA are the stage's own
+                    current[0] = stage
+                    bar.reset(task, total=total, completed=done, unit=units[stage],
+                              description=f"simulating Pareto candidates ({backend.describe()})")
                 bar.update(task, completed=done, total=total)
 
             result = run_sweep(sc, backend, store=store, fresh=fresh, progress=progress)
@@ -320,11 +338,23 @@ def sweep(
     typer.echo(f"{sc.spec.name}: {summary['points']:,} points ({summary['feasible']:,} feasible, "
                f"{summary['infeasible']:,} infeasible, {summary['pareto']} on the Pareto front) in "
                f"{summary['wall_s']:.2f} s on {summary['backend']}; {summary['jobs_stored']} of "
-               f"{summary['jobs']} jobs read from {path}")
+               f"{summary['jobs']} screen jobs and {summary['sim_jobs_stored']} of {summary['sim_jobs']} "
+               f"simulations read from {path}")
+    if len(summary["workloads"]) > 1:
+        for name, c in summary["workloads"].items():
+            typer.echo(f"  {name}: {c['points']:,} points, {c['feasible']:,} feasible, {c['pareto']} Pareto")
     for reason, n in summary["infeasible_reasons"].items():
         typer.echo(f"  {n:,} infeasible: {reason}")
     for reason in summary["unbuildable"]:
         typer.echo(f"  not built: {reason}")
+    for r in summary["simulated"]:
+        if r["error"]:
+            typer.echo(f"  simulated {r['workload']} {r['role']} {r['label']}: {r['error']}")
+            continue
+        ttft = "-" if r["sim_ttft_s"] is None else f"{r['sim_ttft_s']:.3f} s"
+        typer.echo(f"  simulated {r['workload']} {r['role']} {r['label']}: throughput {r['sim_throughput_tps']:.0f} "
+                   f"tok/s (estimator {r['est_throughput_tps']:.0f}), TTFT {ttft} (estimator "
+                   f"{r['est_ttft_s']:.3f} s)")
 
 
 @app.command()

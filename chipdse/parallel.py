@@ -20,7 +20,7 @@ from chipdse.errors import ChipdseError
 from chipdse.store import ResultsStore, canonical_json
 
 BackendKind = Literal["in-process", "processes", "dask"]
-Progress = Callable[[int, int], None]
+Progress = Callable[[float, float], None]
 
 DASK_HINT = 'pip install "dask[distributed]"'
 
@@ -108,7 +108,8 @@ def _normalize(result: Any) -> Any:
 
 def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], backend: Backend | None = None,
              store: ResultsStore | None = None, key_fn: Callable[[Any], str] | None = None,
-             progress: Progress | None = None, fresh: bool = False) -> list[Any]:
+             progress: Progress | None = None, fresh: bool = False,
+             weights: Sequence[float] | None = None) -> list[Any]:
     """Run ``fn(job)`` for every job and return the results in job order.
 
     Parameters
@@ -129,6 +130,8 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], backend: Backend | N
         Called once with the number of jobs found in the store, then after each finished job.
     fresh : bool
         Recompute every job even when the store holds its result (and overwrite it).
+    weights : sequence of float, optional
+        Work per job (e.g. its design points); ``progress`` then counts weight instead of jobs.
 
     Returns
     -------
@@ -159,9 +162,14 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], backend: Backend | N
             todo.append(i)
         else:
             results[i] = stored
-    done = total - len(todo)
+    weight = [1.0] * total if weights is None else [float(w) for w in weights]
+    if len(weight) != total:
+        msg = f"run_jobs: {len(weight)} weights for {total} jobs"
+        raise ChipdseError(msg)
+    work = sum(weight)
+    done = work - sum(weight[i] for i in todo)
     if progress is not None:
-        progress(done, total)
+        progress(done, work)
 
     def finish(i: int, value: Any) -> None:
         nonlocal done
@@ -169,9 +177,9 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], backend: Backend | N
             store.put(keys[i], value)
             value = _normalize(value)
         results[i] = value
-        done += 1
+        done += weight[i]
         if progress is not None:
-            progress(done, total)
+            progress(done, work)
 
     if not todo:
         return results

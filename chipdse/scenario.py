@@ -35,16 +35,19 @@ class LoadedScenario:
         return [c.name for c in self.library.compute if c.family in self.model.families]
 
 
-def with_workload(sc: LoadedScenario, workload: str) -> LoadedScenario:
-    """Return ``sc`` with another workload (a YAML path, relative to the scenario or instances/workloads).
+def with_workload(sc: LoadedScenario, workload: str, field: str = "simulation.datasets") -> LoadedScenario:
+    """Return ``sc`` with another workload (a YAML path, relative to the scenario or instances/workloads); the
+    scenario's ``arrival_rate_rps``, when set, replaces the workload's.
 
     Raises
     ------
     SpecError
-        A missing or malformed workload file or trace, naming it.
+        A missing or malformed workload file or trace, naming it and the scenario ``field`` that refers to it.
     """
-    wl_path = resolve(workload, sc.path.parent, "workloads", str(sc.path), "simulation.datasets")
+    wl_path = resolve(workload, sc.path.parent, "workloads", str(sc.path), field)
     wl = load_spec(Workload, wl_path)
+    if sc.spec.arrival_rate_rps is not None:
+        wl = wl.model_copy(update={"arrival_rate_rps": sc.spec.arrival_rate_rps})
     return dataclasses.replace(sc, workload=wl, lengths=load_lengths(wl, wl_path.parent, sc.spec.seed),
                                workload_path=wl_path)
 
@@ -80,8 +83,9 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
         msg = f"compute chiplets for the model's {missing} blocks; the library has none"
         raise SpecError(str(path), "library", msg)
     lengths = load_lengths(workload, wl_path.parent, spec.seed)
-    for ds in spec.simulation.datasets:  # checked now, not after minutes of solving
-        load_spec(Workload, resolve(ds, base, "workloads", str(path), "simulation.datasets"))
+    for field, refs in (("simulation.datasets", spec.simulation.datasets), ("sweep.workloads", spec.sweep.workloads)):
+        for ds in refs:  # checked now, not after minutes of solving
+            load_spec(Workload, resolve(ds, base, "workloads", str(path), field))
     loaded = LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
                             pkg_path, wl_path)
     if spec.generality is not None:  # every model checked now, not after the sweep

@@ -191,6 +191,19 @@ class SimulationSettings(_Spec):
     workers: int = Field(2, ge=1, description="Worker processes for the simulations (1 = in-process).")
 
 
+class SweepSettings(_Spec):
+    """Settings of ``chipdse sweep`` (chipdse/sweep.py): the workloads screened and the simulation stage."""
+
+    workloads: list[str] = Field(default_factory=list, description="Workload YAMLs to sweep (relative to the "
+                                 "scenario or instances/workloads); empty = the scenario's workload only.")
+    simulate: int = Field(0, ge=0, description="Pareto candidates per workload (B* and M_T first, the rest spread "
+                          "along the front) placed exactly, mapped and simulated at the offered load; 0 = none.")
+    placement: Literal["hbm-enum", "hydra-greedy"] = Field("hbm-enum", description="Placement of the simulated "
+                                                           "candidates: hbm-enum (exact, HYDRA Eq. 2) or the "
+                                                           "paper's greedy.")
+    sim_duration_s: float = Field(30.0, gt=0, description="Simulated window of each candidate, s.")
+
+
 class GeneralitySettings(_Spec):
     """HYDRA Table IV: designs chosen for every subset of these models, each evaluated on all of them."""
 
@@ -211,6 +224,7 @@ class Scenario(_Spec):
     design_space: DesignSpace = DesignSpace()
     estimator: EstimatorSettings = EstimatorSettings()
     simulation: SimulationSettings = SimulationSettings()
+    sweep: SweepSettings = SweepSettings()
     generality: GeneralitySettings | None = Field(None, description="Specialization-generality study (HYDRA "
                                                    "Table IV) added to the explore report.")
     time_limit_s: float = Field(20.0, gt=0, description="Time limit per exact solve, s.")

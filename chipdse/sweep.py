@@ -1,9 +1,17 @@
-"""Score a scenario's whole design space with the vectorized estimator, as storable, distributable jobs.
+"""Sweep a scenario's design space on one or more workloads, then simulate its Pareto candidates; every job is
+storable and distributable.
 
-The space is cut into one job per HBM count (HYDRA Table III has 15: 2..16). Each job enumerates the space, keeps
-its HBM count and scores those points with :class:`evaluators.estimator.Screen`; the estimator is pointwise, so
-the concatenated chunks equal one ``Screen.score`` over every point. The Pareto front is computed afterwards over
-the whole space.
+Stage 1 (screen): one job per (workload, HBM count) (HYDRA Table III has 15 HBM counts: 2..16). Each job
+enumerates the space, keeps its HBM count and scores those points with :class:`evaluators.estimator.Screen`; the
+estimator is pointwise, so the concatenated chunks equal one ``Screen.score`` over every point. The Pareto front
+is computed afterwards per workload over the whole space.
+
+Stage 2 (simulate, ``sweep.simulate`` > 0): per workload, B*, M_T and further Pareto points spread along the
+front are placed (exactly, ``hbm-enum``, by default), mapped (LPT) and run through the event simulator at the
+offered load, one job each.
+
+Jobs of both stages go to the same :class:`chipdse.parallel.Backend` and the same results store: each finished
+job is committed at once, so an interrupted sweep (Ctrl-C in either stage) resumes without recomputing anything.
 """
 
 from __future__ import annotations
@@ -12,7 +20,6 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,33 +27,49 @@ import pandas as pd
 
 from chipdse.design_space import DesignPoints, enumerate_points
 from chipdse.parallel import Backend, run_jobs
-from chipdse.scenario import LoadedScenario
+from chipdse.scenario import LoadedScenario, with_workload
 from chipdse.specs import file_sha256
 from chipdse.store import ResultsStore, job_key
-from reports.pareto import pareto_mask
+from reports.pareto import pareto_mask, pick_b_star, pick_m_t
 
 JOB_KIND = "sweep-screen"
+SIM_JOB_KIND = "sweep-simulate"
+SIM_COLUMNS = ("sim_throughput_tps", "sim_ttft_s", "sim_ttft_p99_s", "sim_e2e_s", "finished", "arrived",
+               "preemptions", "events")
+"""Simulator outputs kept per candidate (wall-clock times are left out, so reruns compare equal)."""
+SIMULATED_COLUMNS = ("workload", "point", "label", "role", "est_throughput_tps", "est_ttft_s", "placement_method",
+                     *SIM_COLUMNS, "error")
+"""Columns of :attr:`SweepResult.simulated`, in order."""
+
+Progress = Callable[[str, float, float], None]
+"""``progress(stage, done, total)``: stage ``"screen"`` counts points, ``"simulate"`` counts runs."""
 
 
 @dataclass
 class SweepResult:
-    """A scored design space.
+    """A scored design space, per workload, and its simulated Pareto candidates.
 
     Attributes
     ----------
     points : pandas.DataFrame
-        One row per buildable point, in :func:`chipdse.design_space.enumerate_points` order, with the estimator's
-        columns (``Screen.score``) plus ``pareto``.
+        One row per (workload, buildable point), in workload order then
+        :func:`chipdse.design_space.enumerate_points` order, with the estimator's columns (``Screen.score``) plus
+        ``workload``, ``point`` (row id within its workload) and ``pareto`` (per workload).
     n_points, n_feasible, n_infeasible, n_pareto : int
-        Feasible: fits the HBM stacks and is stable at the offered load (empty ``reason``); infeasible: the rest.
+        Over all workloads. Feasible: fits the HBM stacks and is stable at the offered load (empty ``reason``).
+    per_workload : dict[str, dict[str, int]]
+        points, feasible, infeasible and pareto per workload name.
     infeasible_reasons : dict[str, int]
         Points per reason (the ``reason`` column of infeasible points).
     unbuildable : list[str]
         Kinds of design point dropped before scoring (e.g. too much interposer area), with counts.
+    simulated : pandas.DataFrame
+        One row per simulated candidate: workload, point, label, role, the estimator's throughput / TTFT, the
+        simulator's (``SIM_COLUMNS``) and ``error`` (empty when the run finished).
     wall_s : float
         Wall time of the sweep, s (store look-ups included).
-    jobs, jobs_stored : int
-        Jobs in the sweep, and how many of them were read from the store instead of being run.
+    jobs, jobs_stored, sim_jobs, sim_jobs_stored : int
+        Jobs of each stage, and how many of them were read from the store instead of being run.
     """
 
     points: pd.DataFrame
@@ -54,11 +77,15 @@ class SweepResult:
     n_feasible: int
     n_infeasible: int
     n_pareto: int
+    per_workload: dict[str, dict[str, int]]
     infeasible_reasons: dict[str, int]
     unbuildable: list[str]
+    simulated: pd.DataFrame
     wall_s: float
     jobs: int
     jobs_stored: int
+    sim_jobs: int = 0
+    sim_jobs_stored: int = 0
     backend: str = field(default="in-process")
 
 
@@ -80,7 +107,7 @@ def frame_from_json(obj: dict[str, Any]) -> pd.DataFrame:
 
 
 def score_hbm_chunk(sc: LoadedScenario, n_hbm: int) -> dict[str, Any]:
-    """Score every buildable point of the scenario with ``n_hbm`` HBM stacks (one sweep job).
+    """Score every buildable point of the scenario with ``n_hbm`` HBM stacks (one screen job).
 
     Returns
     -------
@@ -92,6 +119,11 @@ def score_hbm_chunk(sc: LoadedScenario, n_hbm: int) -> dict[str, Any]:
     pts, _ = enumerate_points(sc)
     df = Screen(sc).score(subset_points(pts, pts.n_hbm == n_hbm))
     return frame_to_json(df)
+
+
+def _screen_job(job: tuple[LoadedScenario, int]) -> dict[str, Any]:
+    """Module-level entry point of a screen job (workload scenario, HBM count) for process / Dask workers."""
+    return score_hbm_chunk(*job)
 
 
 def _digest(*arrays: np.ndarray) -> str:
@@ -120,8 +152,21 @@ def scenario_identity(sc: LoadedScenario) -> dict[str, Any]:
     }
 
 
-def sweep_jobs(sc: LoadedScenario) -> tuple[list[int], list[str]]:
-    """Return the HBM counts to score (one job each) and the reasons points were dropped before scoring.
+def sweep_workloads(sc: LoadedScenario) -> list[LoadedScenario]:
+    """The scenario once per workload of ``sweep.workloads`` (the scenario's own workload when empty).
+
+    Raises
+    ------
+    SpecError
+        A missing or malformed workload, naming ``sweep.workloads``.
+    """
+    refs = sc.spec.sweep.workloads
+    return [with_workload(sc, w, "sweep.workloads") for w in refs] if refs else [sc]
+
+
+def sweep_jobs(sc: LoadedScenario) -> tuple[list[int], list[int], list[str]]:
+    """Return the HBM counts to score (one job each), their point counts, and the reasons points were dropped
+    before scoring.
 
     Raises
     ------
@@ -129,24 +174,90 @@ def sweep_jobs(sc: LoadedScenario) -> tuple[list[int], list[str]]:
         When no design point can be built.
     """
     pts, reasons = enumerate_points(sc)
-    return sorted(int(h) for h in np.unique(pts.n_hbm)), reasons
+    counts, sizes = np.unique(pts.n_hbm, return_counts=True)
+    return [int(h) for h in counts], [int(n) for n in sizes], reasons
+
+
+def pareto_candidates(df: pd.DataFrame, n: int) -> list[tuple[int, str]]:
+    """Up to ``n`` (row index, role) of one workload's table: B*, M_T, then Pareto points spread evenly over the
+    front's throughput range (none when no point is stable).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One workload's estimator table with its ``pareto`` column.
+    n : int
+        Candidates wanted (B* and M_T count among them).
+    """
+    if n <= 0 or not df["stable"].any():
+        return []
+    roles = {pick_b_star(df): "B*"}
+    roles.setdefault(pick_m_t(df), "M_T")
+    front = df.index[df["pareto"]][np.argsort(df.loc[df["pareto"], "throughput_tps"].to_numpy(), kind="stable")]
+    spread = [int(front[j]) for j in np.linspace(0, len(front) - 1, min(n, len(front))).astype(int)]
+    picks = list(roles.items()) + [(i, "pareto") for i in dict.fromkeys(spread) if i not in roles]
+    return picks[:n]
+
+
+@dataclass(frozen=True)
+class SimCandidate:
+    """One simulation job of the sweep: a workload scenario and an estimator row (plain values)."""
+
+    sc: LoadedScenario
+    row: dict[str, Any]
+    role: str
+
+
+def simulate_candidate(job: SimCandidate) -> dict[str, Any]:
+    """Place (``sweep.placement``), map (LPT, both phases) and simulate one candidate at the offered load.
+
+    Returns
+    -------
+    dict
+        workload, point, label, role, est_throughput_tps, est_ttft_s, placement_method, ``SIM_COLUMNS`` and
+        error (empty, or why there is no simulation: no placement, or a simulator input error).
+    """
+    from chipdse.simstudy import SimJob, make_layout
+    from evaluators.sim_kernel import SimulationError
+    from solvers.config import SolverConfig
+
+    sc, row, st = job.sc, job.row, job.sc.spec.sweep
+    out: dict[str, Any] = {"workload": sc.workload.name, "point": int(row["point"]), "label": row["label"],
+                           "role": job.role, "est_throughput_tps": float(row["throughput_tps"]),
+                           "est_ttft_s": float(row["ttft_s"]), "placement_method": st.placement}
+    cfg = SolverConfig(time_limit_s=sc.spec.time_limit_s, seed=sc.spec.seed)
+    lay = make_layout(sc, row, st.placement, cfg)
+    if lay is None:
+        return {**out, **dict.fromkeys(SIM_COLUMNS), "error": f"no placement found in {cfg.time_limit_s:g} s"}
+    dur = st.sim_duration_s
+    try:
+        res = SimJob(sc, lay, sc.workload.arrival_rate_rps, dur, min(20.0, dur / 5.0),
+                     sc.spec.estimator.batching).run()
+    except SimulationError as exc:
+        return {**out, **dict.fromkeys(SIM_COLUMNS), "error": str(exc)}
+    return {**out, **{k: res[k] for k in SIM_COLUMNS}, "error": ""}
+
+
+def _plain(row: pd.Series) -> dict[str, Any]:
+    """An estimator row as plain Python values (picklable, JSON-able, stable across processes)."""
+    return {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
 
 
 def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStore | None = None,
-          fresh: bool = False, progress: Callable[[int, int], None] | None = None) -> SweepResult:
-    """Score the scenario's whole design space, one job per HBM count, reusing stored jobs.
+          fresh: bool = False, progress: Progress | None = None) -> SweepResult:
+    """Score the scenario's design space on every sweep workload, then simulate its Pareto candidates.
 
     Parameters
     ----------
     sc : LoadedScenario
     backend : Backend, optional
-        Where jobs run (default in-process).
+        Where jobs of both stages run (default in-process).
     store : ResultsStore, optional
         Results store; jobs already in it are read, not run, and each finished job is written at once.
     fresh : bool
         Recompute every job even when stored.
-    progress : callable(done, total), optional
-        Jobs done out of the total (see :func:`chipdse.parallel.run_jobs`).
+    progress : callable(stage, done, total), optional
+        ``"screen"`` with points scored so far, then ``"simulate"`` with runs finished.
 
     Returns
     -------
@@ -156,49 +267,95 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
     ------
     InfeasibleDesignError
         When no design point can be built.
+    SpecError
+        A missing or malformed sweep workload.
     ChipdseError
         Dask selected but not installed, or an unreachable scheduler.
+    KeyboardInterrupt
+        Passed on; every job finished before it is in the store.
     """
     t0 = time.perf_counter()
     backend = backend or Backend.in_process()
-    hbm_counts, reasons = sweep_jobs(sc)
-    ident = scenario_identity(sc)
+    hbm_counts, sizes, reasons = sweep_jobs(sc)
+    variants = sweep_workloads(sc)
+    idents = [scenario_identity(v) for v in variants]
+    jobs = [(w, h) for w in range(len(variants)) for h in hbm_counts]
+    screen = [(variants[w], h) for w, h in jobs]
+    weights = [float(n) for _ in variants for n in sizes]
+    screen_keys = {id(j): job_key(JOB_KIND, {**idents[w], "n_hbm": h}, sc.model.key, variants[w].workload.name)
+                   for j, (w, h) in zip(screen, jobs, strict=True)}
 
-    def key(h: int) -> str:
-        return job_key(JOB_KIND, {**ident, "n_hbm": h}, sc.model.key, sc.workload.name)
+    def stage(name: str) -> Callable[[float, float], None] | None:
+        return None if progress is None else (lambda done, total: progress(name, done, total))
 
-    stored = 0 if (store is None or fresh) else sum(key(h) in store for h in hbm_counts)
-    chunks = run_jobs(partial(score_hbm_chunk, sc), hbm_counts, backend, store=store,
-                      key_fn=key if store is not None else None, progress=progress, fresh=fresh)
-    frames = [frame_from_json(c) for c in chunks]
-    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    df["point"] = np.arange(len(df))
-    df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
+    use_store = store is not None
+    stored = 0 if (not use_store or fresh) else sum(k in store for k in screen_keys.values())
+    chunks = run_jobs(_screen_job, screen, backend, store=store,
+                      key_fn=(lambda j: screen_keys[id(j)]) if use_store else None, progress=stage("screen"),
+                      fresh=fresh, weights=weights)
+    frames, per_workload = [], {}
+    for w, v in enumerate(variants):
+        parts = [frame_from_json(c) for (jw, _), c in zip(jobs, chunks, strict=True) if jw == w]
+        df = pd.concat(parts, ignore_index=True)
+        df.insert(0, "workload", v.workload.name)
+        df["point"] = np.arange(len(df))
+        df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
+        ok = df["reason"] == ""
+        per_workload[v.workload.name] = {"points": len(df), "feasible": int(ok.sum()),
+                                         "infeasible": int((~ok).sum()), "pareto": int(df["pareto"].sum())}
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    sims, sim_keys = [], []
+    for v, ident, part in zip(variants, idents, frames, strict=True):
+        for i, role in pareto_candidates(part, sc.spec.sweep.simulate):
+            row = _plain(part.loc[i])
+            sims.append(SimCandidate(v, row, role))
+            settings = sc.spec.sweep.model_dump(mode="json", exclude={"workloads", "simulate"})
+            sim_keys.append(job_key(SIM_JOB_KIND, {**ident, "label": row["label"], "role": role, "sweep": settings,
+                                                   "time_limit_s": sc.spec.time_limit_s}, sc.model.key,
+                                    v.workload.name))
+    key_of = dict(zip(map(id, sims), sim_keys, strict=True))
+    sim_stored = 0 if (not use_store or fresh) else sum(k in store for k in sim_keys)
+    results = run_jobs(simulate_candidate, sims, backend, store=store,
+                       key_fn=(lambda j: key_of[id(j)]) if use_store else None, progress=stage("simulate"),
+                       fresh=fresh) if sims else []
     ok = df["reason"] == ""
     counts = df.loc[~ok, "reason"].value_counts()
     return SweepResult(
         points=df, n_points=len(df), n_feasible=int(ok.sum()), n_infeasible=int((~ok).sum()),
-        n_pareto=int(df["pareto"].sum()), infeasible_reasons={str(k): int(v) for k, v in counts.items()},
-        unbuildable=reasons, wall_s=time.perf_counter() - t0, jobs=len(hbm_counts), jobs_stored=stored,
-        backend=backend.describe(),
+        n_pareto=int(df["pareto"].sum()), per_workload=per_workload,
+        infeasible_reasons={str(k): int(v) for k, v in counts.items()}, unbuildable=reasons,
+        simulated=pd.DataFrame(results, columns=list(SIMULATED_COLUMNS)), wall_s=time.perf_counter() - t0,
+        jobs=len(jobs), jobs_stored=stored,
+        sim_jobs=len(sims), sim_jobs_stored=sim_stored, backend=backend.describe(),
     )
 
 
 def summary_json(result: SweepResult) -> dict[str, Any]:
     """Return the sweep's counts as a JSON-able dict.
 
-    Keys: points, feasible, infeasible, pareto, wall_s, plus infeasible_reasons (points per reason), unbuildable,
-    jobs, jobs_stored and backend.
+    Keys: points, feasible, infeasible, pareto, wall_s (over all workloads), workloads (the same counts per
+    workload), infeasible_reasons (points per reason), unbuildable, jobs, jobs_stored, jobs_run, sim_jobs,
+    sim_jobs_stored, sim_jobs_run, simulated (one record per simulated candidate; NaN as null) and backend.
     """
+    sim = result.simulated
+    records = [] if sim.empty else [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                                    for r in sim.to_dict("records")]
     return {
         "points": result.n_points,
         "feasible": result.n_feasible,
         "infeasible": result.n_infeasible,
         "pareto": result.n_pareto,
         "wall_s": round(result.wall_s, 3),
+        "workloads": result.per_workload,
         "infeasible_reasons": result.infeasible_reasons,
         "unbuildable": result.unbuildable,
         "jobs": result.jobs,
         "jobs_stored": result.jobs_stored,
+        "jobs_run": result.jobs - result.jobs_stored,
+        "sim_jobs": result.sim_jobs,
+        "sim_jobs_stored": result.sim_jobs_stored,
+        "sim_jobs_run": result.sim_jobs - result.sim_jobs_stored,
+        "simulated": records,
         "backend": result.backend,
     }

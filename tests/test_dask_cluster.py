@@ -29,7 +29,8 @@ def test_sweep_on_a_loopback_dask_cluster_equals_in_process(write_scenario, tmp_
     if dask is None or chipdse is None:
         pytest.skip("dask / chipdse console scripts not installed in this environment")
     path = write_scenario({"name": "dask-sweep", "design_space": {
-        "total_chiplets": 24, "hbm_min": 5, "hbm_max": 6, "d2d_GBps": [512], "max_batch": [8, 32]}})
+        "total_chiplets": 24, "hbm_min": 5, "hbm_max": 6, "d2d_GBps": [512], "max_batch": [8, 32]},
+        "sweep": {"simulate": 1, "sim_duration_s": 5}})
     sched_file = tmp_path / "scheduler.json"
     procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                                "--scheduler-file", str(sched_file)], stdout=subprocess.DEVNULL,
@@ -51,5 +52,6 @@ def test_sweep_on_a_loopback_dask_cluster_equals_in_process(write_scenario, tmp_
     assert on_cluster.returncode == 0, on_cluster.stderr
     a, b = json.loads(on_cluster.stdout), json.loads(local.stdout)
     assert a["backend"] != b["backend"]
-    assert {k: a[k] for k in ("points", "feasible", "infeasible", "pareto")} == \
-        {k: b[k] for k in ("points", "feasible", "infeasible", "pareto")}
+    keys = ("points", "feasible", "infeasible", "pareto", "workloads", "sim_jobs", "simulated")
+    assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
+    assert a["sim_jobs"] == 1 and a["simulated"][0]["error"] == "" and a["simulated"][0]["events"] > 0

@@ -156,7 +156,8 @@ def test_sweep_equals_screen_score(small_scenario) -> None:
     pts, _ = enumerate_points(small_scenario)
     expected = Screen(small_scenario).score(pts)
     res = sweep(small_scenario)
-    pd.testing.assert_frame_equal(res.points.drop(columns="pareto"), expected, check_exact=True)
+    pd.testing.assert_frame_equal(res.points.drop(columns=["pareto", "workload"]), expected, check_exact=True)
+    assert (res.points["workload"] == small_scenario.workload.name).all()
     s = summary_json(res)
     assert s["points"] == len(pts) == s["feasible"] + s["infeasible"]
     assert s["feasible"] == int((expected["reason"] == "").sum())
@@ -165,25 +166,100 @@ def test_sweep_equals_screen_score(small_scenario) -> None:
     assert s["jobs"] == 3 and s["jobs_stored"] == 0
 
 
-def test_sweep_interrupted_then_resumed_equals_uninterrupted(small_scenario, tmp_path: Path) -> None:
-    full = sweep(small_scenario)
+SIM_SWEEP = {"simulate": 3, "sim_duration_s": 10}
+"""Three Pareto candidates simulated for 10 s each (about 1-2 s of wall time per run)."""
+
+
+def _comparable(result) -> dict[str, Any]:
+    """The sweep's results without wall times and store counters (what must not depend on interruptions)."""
+    s = summary_json(result)
+    for k in ("wall_s", "jobs_stored", "jobs_run", "sim_jobs_stored", "sim_jobs_run", "backend"):
+        s.pop(k)
+    return s
+
+
+def test_sigint_during_simulation_stage_then_rerun_equals_uninterrupted(write_scenario, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 5: Ctrl-C (a real SIGINT) while `chipdse sweep` simulates its Pareto candidates, then a rerun: the
+    results equal an uninterrupted run, and the rerun runs exactly the jobs the store did not hold."""
+    import signal
+    import subprocess
+    import time
+
+    import chipdse.sweep as sweep_module
+
+    path = write_scenario({"name": "sigint", "design_space": SMALL_SPACE, "sweep": SIM_SWEEP})
+    sc = load_scenario(path)
+    full = sweep(sc)
+    assert full.jobs == 3 and full.sim_jobs == 3 and (full.simulated["error"] == "").all()
+    store_path = tmp_path / "store.sqlite"
+    cmd = [sys.executable, "-c", "from chipdse.cli import app; app()", "sweep", str(path), "--store",
+           str(store_path), "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 120
+        stored = 0
+        while time.monotonic() < end and proc.poll() is None:  # wait for the screen jobs and one simulation
+            if store_path.exists():
+                with sqlite3.connect(store_path, timeout=5) as conn:
+                    try:
+                        stored = conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+                    except sqlite3.OperationalError:  # table not created yet
+                        stored = 0
+                if stored >= 4:
+                    break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "rerun the same command to resume" in stderr
+    with ResultsStore(store_path) as store:
+        before = store.count()
+    assert 4 <= before < 6  # interrupted inside the simulation stage: 3 screen jobs and 1 or 2 simulations
+
+    calls = {"screen": 0, "simulate": 0}
+    screen_job, simulate = sweep_module._screen_job, sweep_module.simulate_candidate
+
+    def counted_screen(job):  # noqa: ANN001, ANN202
+        calls["screen"] += 1
+        return screen_job(job)
+
+    def counted_simulate(job):  # noqa: ANN001, ANN202
+        calls["simulate"] += 1
+        return simulate(job)
+
+    monkeypatch.setattr(sweep_module, "_screen_job", counted_screen)
+    monkeypatch.setattr(sweep_module, "simulate_candidate", counted_simulate)
+    with ResultsStore(store_path) as store:
+        resumed = sweep(sc, store=store)
+        assert store.count() == 6
+    assert calls == {"screen": 0, "simulate": 6 - before}
+    assert resumed.jobs_stored == 3 and resumed.sim_jobs_stored == before - 3
+    assert _comparable(resumed) == _comparable(full)
+    pd.testing.assert_frame_equal(resumed.points, full.points, check_exact=True)
+    pd.testing.assert_frame_equal(resumed.simulated, full.simulated, check_exact=True)
+
+
+def test_sweep_interrupted_in_screen_stage_keeps_finished_jobs(small_scenario, tmp_path: Path) -> None:
     path = tmp_path / "sweep.sqlite"
 
-    def stop_after_two(done: int, _total: int) -> None:
-        if done == 2:
+    def stop_after_two_chunks(stage: str, done: float, total: float) -> None:
+        if done > 0 and done < total and stage == "screen" and done >= 2 * total / 3 - 1e-9:
             raise KeyboardInterrupt
 
     with ResultsStore(path) as store, pytest.raises(KeyboardInterrupt):
-        sweep(small_scenario, store=store, progress=stop_after_two)
+        sweep(small_scenario, store=store, progress=stop_after_two_chunks)
     with ResultsStore(path) as store:
-        assert store.count() == 2
+        assert 1 <= store.count() < 3
+        kept = store.count()
         resumed = sweep(small_scenario, store=store)
-        assert resumed.jobs_stored == 2 and store.count() == 3
-        again = sweep(small_scenario, store=store)
-        assert again.jobs_stored == 3
+        assert resumed.jobs_stored == kept and store.count() == 3
+        assert sweep(small_scenario, store=store).jobs_stored == 3
         assert sweep(small_scenario, store=store, fresh=True).jobs_stored == 0
-    for r in (resumed, again):
-        pd.testing.assert_frame_equal(r.points, full.points, check_exact=True)
+    pd.testing.assert_frame_equal(resumed.points, sweep(small_scenario).points, check_exact=True)
 
 
 def test_sweep_process_pool_equals_in_process(small_scenario, tmp_path: Path) -> None:
@@ -195,13 +271,19 @@ def test_sweep_process_pool_equals_in_process(small_scenario, tmp_path: Path) ->
     assert pooled.backend == "process pool (2 workers)"
 
 
-def test_sweep_dask_local_cluster_equals_in_process(small_scenario, tmp_path: Path) -> None:
+def test_sweep_dask_local_cluster_equals_in_process(write_scenario, tmp_path: Path) -> None:
+    """Issue 5: both stages (screen and the simulations of Pareto candidates) on a 2-worker Dask LocalCluster give
+    the in-process results."""
     pytest.importorskip("distributed", reason='dask.distributed not installed (pip install "dask[distributed]")')
-    serial = sweep(small_scenario)
+    sc = load_scenario(write_scenario({"name": "dask", "design_space": SMALL_SPACE,
+                                       "sweep": {"simulate": 2, "sim_duration_s": 5}}))
+    serial = sweep(sc)
     with ResultsStore(tmp_path / "s.sqlite") as store:
-        on_dask = sweep(small_scenario, Backend.dask_local(2, processes=False), store=store)
-        assert store.count() == 3
+        on_dask = sweep(sc, Backend.dask_local(2, processes=False), store=store)
+        assert store.count() == 3 + 2
     pd.testing.assert_frame_equal(on_dask.points, serial.points, check_exact=True)
+    pd.testing.assert_frame_equal(on_dask.simulated, serial.simulated, check_exact=True)
+    assert _comparable(on_dask) == _comparable(serial) and on_dask.backend != serial.backend
 
 
 def test_run_jobs_dask_local_cluster_equals_in_process(tmp_path: Path) -> None:
