@@ -282,7 +282,8 @@ def sweep(
         "--store", help="SQLite results store; finished jobs are reused and each new one is saved as it "
                         "completes. Default: reports/out/<scenario name>/results.sqlite.", show_default=False)] = None,
 ) -> None:
-    """Score a scenario's whole design space with the estimator (resumable; in-process, process pool or Dask)."""
+    """Score a design space with the estimator on every sweep workload, then simulate its Pareto candidates
+    (sweep.simulate per workload); resumable, in-process, on a process pool or on Dask."""
     import json
 
     from chipdse.parallel import Backend
@@ -306,6 +307,8 @@ def sweep(
     try:
         sc = load_scenario(scenario)
         path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
+        if path.is_dir():
+            _fail(f"--store {path}: is a directory; give the path of a results file (e.g. {path / 'results.sqlite'})")
         new_store = not path.exists()
         units = {"screen": "points", "simulate": "runs"}
         with ResultsStore(path) as store, Progress(
@@ -348,20 +351,24 @@ def sweep(
     for reason in summary["unbuildable"]:
         typer.echo(f"  not built: {reason}")
     for r in summary["simulated"]:
+        head = f"  simulated {r['workload']} {r['role']} {r['label']}"
         if r["error"]:
-            typer.echo(f"  simulated {r['workload']} {r['role']} {r['label']}: {r['error']}")
+            typer.echo(f"{head}: {r['error']}")
             continue
         ttft = "-" if r["sim_ttft_s"] is None else f"{r['sim_ttft_s']:.3f} s"
-        typer.echo(f"  simulated {r['workload']} {r['role']} {r['label']}: throughput {r['sim_throughput_tps']:.0f} "
-                   f"tok/s (estimator {r['est_throughput_tps']:.0f}), TTFT {ttft} (estimator "
-                   f"{r['est_ttft_s']:.3f} s)")
+        typer.echo(f"{head}: TTFT {ttft} (estimator {r['est_ttft_s']:.3f} s) at the offered load; "
+                   f"{r['finished']} of {r['arrived']} measured requests finished, {r['sim_throughput_tps']:.0f} "
+                   f"tok/s delivered (the estimator's capacity is {r['est_throughput_tps']:.0f} tok/s)")
+        if not r["finished"]:
+            typer.echo("    no request finished in the window: raise sweep.sim_duration_s for E2E latency")
 
 
 @app.command()
 def generality(
     scenario: Annotated[Path | None, typer.Argument(
-        metavar="SCENARIO", help="Scenario YAML with a generality section (default: the bundled Table IV "
-        "scenario, instances/scenarios/hydra-table4-chat.yaml).", show_default=False)] = None,
+        metavar="SCENARIO", help="Scenario YAML: its design space, package, library and workload, and its "
+        "generality.models unless --model is given (default: the bundled Table IV scenario, "
+        "instances/scenarios/hydra-table4-chat.yaml).", show_default=False)] = None,
     models: Annotated[list[str] | None, typer.Option(
         "--model", help="A model to compare (repeat; default: the scenario's generality.models).",
         show_default=False)] = None,
@@ -388,13 +395,14 @@ def generality(
     typer.echo(f"{sc.spec.name}: {result.n_points:,} points x {len(result.models)} models on {result.workload} at "
                f"{result.arrival_rate_rps:g} req/s ({result.wall_s:.1f} s); 1.00 = the model's own optimum, "
                "u = unstable at the offered load")
+    cell = max(8, *(len(n) + 1 for n in result.names))
     for obj in OBJECTIVES:
         df = result.scores[obj]
         width = max(len(str(t)) for t in df.index)
         typer.echo(f"{obj}: " + ("throughput / TTFT" if obj == "B*" else "throughput"))
-        typer.echo(" " * (width + 2) + "".join(f"{n:>9s}" for n in result.names))
+        typer.echo(" " * (width + 2) + "".join(f"{n:>{cell + 1}s}" for n in result.names))
         for target, row in df.iterrows():
-            cells = "".join(f"{row[n]:>8.2f}{' ' if result.stable[obj].loc[target, n] else 'u'}"
+            cells = "".join(f"{row[n]:>{cell}.2f}{' ' if result.stable[obj].loc[target, n] else 'u'}"
                             for n in result.names)
             typer.echo(f"  {target!s:<{width}s}{cells}")
 

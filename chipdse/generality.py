@@ -90,39 +90,53 @@ class GeneralityResult:
     wall_s: float
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-able summary: matrices as {target: {model: score}}, designs, optima and counts."""
+        """JSON-able summary: matrices as {target: {model: score}} (keys: the short names), whether each design is
+        stable on each model, designs, optima and counts."""
         return {
             "models": self.models, "names": self.names, "points": self.n_points, "workload": self.workload,
             "arrival_rate_rps": self.arrival_rate_rps, "wall_s": round(self.wall_s, 3),
             "scores": {o: {t: {m: round(float(v), 4) for m, v in row.items()} for t, row in df.iterrows()}
                        for o, df in self.scores.items()},
+            "stable": {o: {t: {m: bool(v) for m, v in row.items()} for t, row in df.iterrows()}
+                       for o, df in self.stable.items()},
             "designs": self.designs.to_dict("records"),
             "optima": self.optima.to_dict("records"),
         }
 
 
-def model_scenarios(sc: LoadedScenario, models: list[str]) -> list[LoadedScenario]:
+def model_scenarios(sc: LoadedScenario, models: list[str], field: str = "generality.models"
+                    ) -> list[LoadedScenario]:
     """Return ``sc`` once per model (bundled key or card path, relative to the scenario or instances/models).
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+    models : list of str
+    field : str
+        Where the list came from, for messages (the scenario field, or ``--model`` on the command line).
 
     Raises
     ------
     SpecError
-        An unknown model, or one whose compute chiplet types differ from the scenario model's (the design
-        space would differ, so the models could not be compared point by point).
+        An unknown or repeated model, or one whose compute chiplet types differ from the first model's (the
+        design spaces would differ, so the models could not be compared point by point).
     """
-    out = []
+    out: list[LoadedScenario] = []
+    source = str(sc.path) if field.startswith("generality") else "command line"
     for i, ref in enumerate(models):
-        where = f"generality.models[{i}]"
+        where = f"{field}[{i}]" if field.startswith("generality") else f"{field} {ref}"
         try:
             card = resolve(ref, sc.path.parent, "models", str(sc.path), where) if ref.endswith(".json") else ref
             model = load_model(card)
         except SpecError as exc:
-            raise SpecError(str(sc.path), where, exc.expected) from None
+            raise SpecError(source, where, exc.expected) from None
         variant = dataclasses.replace(sc, model=model)
-        if variant.compute_types() != sc.compute_types():
-            msg = (f"a model served by the same chiplet types as {sc.model.key} ({sc.compute_types()}); "
+        if any(v.model.key == model.key for v in out):
+            raise SpecError(source, where, f"each model once; {model.key} is listed twice")
+        if out and variant.compute_types() != out[0].compute_types():
+            msg = (f"a model served by the same chiplet types as {out[0].model.key} ({out[0].compute_types()}); "
                    f"{model.key} uses {variant.compute_types()}")
-            raise SpecError(str(sc.path), where, msg)
+            raise SpecError(source, where, msg)
         out.append(variant)
     return out
 
@@ -204,12 +218,14 @@ def generality(sc: LoadedScenario, models: list[str] | None = None) -> Generalit
     from evaluators.estimator import Screen
 
     t0 = time.perf_counter()
+    field = "--model"
     if models is None:
         if sc.spec.generality is None:
-            raise SpecError(str(sc.path), "generality.models", "a list of at least two models")
-        models = sc.spec.generality.models
-    variants = model_scenarios(sc, models)
-    pts, _ = enumerate_points(sc)
+            raise SpecError(str(sc.path), "generality.models", "a list of at least two models (or give --model "
+                            "twice or more)")
+        models, field = sc.spec.generality.models, "generality.models"
+    variants = model_scenarios(sc, models, field)
+    pts, _ = enumerate_points(variants[0])  # the models' shared chiplet types span the space
     frames = []
     for v in variants:
         df = Screen(v).score(pts)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import signal
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ BackendKind = Literal["in-process", "processes", "dask"]
 Progress = Callable[[float, float], None]
 
 DASK_HINT = 'pip install "dask[distributed]"'
+DASK_CONNECT_TIMEOUT_S = 10
+"""Seconds to wait for a remote Dask scheduler before giving up."""
 
 
 @dataclass(frozen=True)
@@ -193,11 +196,17 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], backend: Backend | N
     return results
 
 
+def _ignore_sigint() -> None:
+    """Pool worker initializer: Ctrl-C reaches the whole process group; only the parent handles it (it cancels
+    the pool and keeps every finished job), so workers ignore it instead of each printing a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], todo: list[int], backend: Backend,
               finish: Callable[[int, Any], None]) -> None:
     """Run the ``todo`` jobs on a process pool, calling ``finish`` in the caller as each completes."""
     ctx = multiprocessing.get_context(backend.start_method)
-    pool = ProcessPoolExecutor(max_workers=backend.workers, mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=backend.workers, mp_context=ctx, initializer=_ignore_sigint)
     try:
         pending: dict[Future[Any], int] = {pool.submit(fn, jobs[i]): i for i in todo}
         while pending:
@@ -214,15 +223,16 @@ def _run_dask(distributed: Any, fn: Callable[[Any], Any], jobs: Sequence[Any], t
     cluster = None
     try:
         if backend.scheduler is not None:
-            client = distributed.Client(backend.scheduler)
+            client = distributed.Client(backend.scheduler, timeout=DASK_CONNECT_TIMEOUT_S)
         else:
             cluster = distributed.LocalCluster(n_workers=backend.workers or 1, threads_per_worker=1,
                                                processes=backend.dask_processes, dashboard_address=None)
             client = distributed.Client(cluster)
-    except OSError as exc:
+    except (OSError, ValueError, TypeError) as exc:
         if cluster is not None:
             cluster.close()
-        msg = f"cannot connect to the Dask scheduler {backend.scheduler or '(local cluster)'}: {exc}"
+        where = f"--scheduler {backend.scheduler}" if backend.scheduler else "--dask-local"
+        msg = f"{where}: cannot connect to the Dask scheduler: {exc}"
         raise ChipdseError(msg) from None
     try:
         futures = [client.submit(fn, jobs[i], pure=False) for i in todo]

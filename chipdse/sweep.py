@@ -191,8 +191,9 @@ def pareto_candidates(df: pd.DataFrame, n: int) -> list[tuple[int, str]]:
     """
     if n <= 0 or not df["stable"].any():
         return []
-    roles = {pick_b_star(df): "B*"}
-    roles.setdefault(pick_m_t(df), "M_T")
+    b_star, m_t = pick_b_star(df), pick_m_t(df)
+    roles = {b_star: "B*"} if b_star != m_t else {b_star: "B*,M_T"}
+    roles.setdefault(m_t, "M_T")
     front = df.index[df["pareto"]][np.argsort(df.loc[df["pareto"], "throughput_tps"].to_numpy(), kind="stable")]
     spread = [int(front[j]) for j in np.linspace(0, len(front) - 1, min(n, len(front))).astype(int)]
     picks = list(roles.items()) + [(i, "pareto") for i in dict.fromkeys(spread) if i not in roles]

@@ -7,7 +7,11 @@ solver's own codes through one table onto :class:`chipdse.solution.SolutionStatu
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import highspy
@@ -94,6 +98,31 @@ def _highs_with_start(opt: object, model: pyo.ConcreteModel) -> None:
     opt._solve = _solve_with_start  # type: ignore[attr-defined]
 
 
+@contextlib.contextmanager
+def _sigint_recorder() -> Iterator[list[bool]]:
+    """Record Ctrl-C during a Pyomo HiGHS solve, so the caller can re-raise it afterwards.
+
+    Pyomo sets ``HandleKeyboardInterrupt`` on highspy, which catches the KeyboardInterrupt, stops the solve and
+    returns a "solve error"; without this record an interrupted sweep would go on and store the cut-short result
+    as if it were finished. The handler still raises KeyboardInterrupt, so HiGHS stops as before. Signal handlers
+    can only be set in the main thread; elsewhere nothing is recorded.
+    """
+    seen = [False]
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        seen[0] = True
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "highs",
                 warm_start: bool = False) -> BackendResult:
     """Solve a Pyomo model and load the incumbent's values into it when there is one.
@@ -126,16 +155,19 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
     if solver == "highs":
         options.setdefault("random_seed", config.seed)
     t0 = time.perf_counter()
-    res = opt.solve(
-        model,
-        tee=config.log,
-        time_limit=config.time_limit_s,
-        rel_gap=config.rel_gap,
-        threads=config.threads,
-        raise_exception_on_nonoptimal_result=False,
-        load_solutions=False,
-        solver_options=options,
-    )
+    with _sigint_recorder() as interrupted:
+        res = opt.solve(
+            model,
+            tee=config.log,
+            time_limit=config.time_limit_s,
+            rel_gap=config.rel_gap,
+            threads=config.threads,
+            raise_exception_on_nonoptimal_result=False,
+            load_solutions=False,
+            solver_options=options,
+        )
+    if interrupted[0]:
+        raise KeyboardInterrupt
     wall = time.perf_counter() - t0
     term = _PYOMO_TERMINATION.get(res.termination_condition, TerminationCondition.UNKNOWN)
     has_incumbent = res.solution_status in (PyoSolStatus.optimal, PyoSolStatus.feasible)
@@ -155,6 +187,17 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
         bound = objective
     summary = f"{solver}: {res.termination_condition.name}, incumbent={objective}, bound={bound}"
     return BackendResult(status, term, objective, bound, wall, summary)
+
+
+def _solve_cpsat_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
+    """``solver.Solve(model)`` with Ctrl-C left to Python, so that it raises KeyboardInterrupt.
+
+    CP-SAT's own SIGINT handler would stop the search and return a normal-looking FEASIBLE result, so a sweep
+    would store a cut-short solve as finished. With it off, Python records the signal and raises
+    KeyboardInterrupt as soon as the solve returns (at the latest at its time limit).
+    """
+    solver.parameters.catch_sigint_signal = False
+    return solver.Solve(model)
 
 
 def solve_cpsat(model: cp_model.CpModel, config: SolverConfig) -> tuple[BackendResult, cp_model.CpSolver]:
@@ -184,7 +227,7 @@ def solve_cpsat(model: cp_model.CpModel, config: SolverConfig) -> tuple[BackendR
     for key, value in config.native.items():
         setattr(p, key, value)
     t0 = time.perf_counter()
-    code = solver.Solve(model)
+    code = _solve_cpsat_interruptible(solver, model)
     wall = time.perf_counter() - t0
     status, term = _CPSAT_STATUS.get(code, (SolutionStatus.UNKNOWN, TerminationCondition.UNKNOWN))
     has = status in (SolutionStatus.OPTIMAL, SolutionStatus.FEASIBLE)

@@ -107,6 +107,11 @@ def test_models_with_other_chiplet_types_or_unknown_names_are_refused(table4_pat
         model_scenarios(sc, ["nemotron-h-4b", "llama-3-8b"])  # attention only: Ap/Ad, not Ap/Ad/Mp/Md
     with pytest.raises(SpecError, match=r"generality.models\[0\].*nemotron-h-4b"):
         model_scenarios(sc, ["gpt-17", "nemotron-h-4b"])
+    with pytest.raises(SpecError, match="nemotron-h-4b is listed twice"):
+        model_scenarios(sc, ["nemotron-h-4b", "zamba2-7b", "nemotron-h-4b"])
+    # models of another family compare among themselves: attention-only Llama-3 8B and 70B share Ap/Ad
+    assert [v.model.key for v in model_scenarios(sc, ["llama-3-8b", "llama-3-70b"], "--model")] == \
+        ["llama-3-8b", "llama-3-70b"]
 
 
 def test_cli_generality_json_and_errors(table4_path: Path, write_scenario) -> None:
@@ -115,7 +120,9 @@ def test_cli_generality_json_and_errors(table4_path: Path, write_scenario) -> No
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["names"] == ["Jamba", "Zamba", "Nemo"] and out["points"] == 6960
-    assert out["scores"]["M_T"]["Nemo"]["Nemo"] == 1.0
+    assert out["scores"]["M_T"]["Nemo"]["Nemo"] == 1.0 and out["stable"]["B*"]["Nemo"]["Nemo"] is True
+    res = runner.invoke(app, ["generality", str(table4_path), "--model", "gpt-17", "--model", "zamba2-7b"])
+    assert res.exit_code == 2 and "--model gpt-17" in res.output and "Traceback" not in res.output
     # no generality section and no --model: one line naming the field
     res = runner.invoke(app, ["generality", str(write_scenario())])
     assert res.exit_code == 2 and "generality.models" in res.output and "Traceback" not in res.output

@@ -359,4 +359,6 @@ def test_cli_sweep_bad_scheduler_address_is_one_line_and_leaves_no_store(write_s
     store = tmp_path / "s.sqlite"
     result = CliRunner().invoke(app, ["sweep", str(path), "--scheduler", "bogus", "--store", str(store)])
     assert result.exit_code == 2 and "error:" in result.output and "Traceback" not in result.output
-    assert not store.exists()
+    assert "--scheduler bogus" in result.output and not store.exists()
+    result = CliRunner().invoke(app, ["sweep", str(path), "--store", str(tmp_path)])
+    assert result.exit_code == 2 and "is a directory" in result.output
