@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from chipdse.errors import ChipdseError
-from chipdse.paths import shared_dir
+from chipdse.paths import instances_dir
 from evaluators.systolic import DATAFLOWS, compute_cycles_array
 
 #: SNAKE logical shapes (rows, cols) carved from one 64x64 physical array, both orientations (SNAKE Sec. 4).
@@ -147,27 +147,18 @@ def _positive_int(name: str, value: object) -> int:
 
 
 def models_dir() -> Path:
-    """Return ``../shared/models``, raising :class:`SnakeError` when it is absent.
+    """Return the folder of the bundled model cards, ``instances/models``.
 
     Returns
     -------
     Path
-        Folder of the JSON model cards.
-
-    Raises
-    ------
-    SnakeError
-        If ``../shared/models`` does not exist (a user's clone without the shared research folder).
+        Folder of the JSON model cards (the SNAKE Table 1 models included).
     """
-    path = shared_dir() / "models"
-    if not path.is_dir():
-        msg = f"model cards folder {path} not found; SNAKE decode GEMMs need ../shared/models next to the project"
-        raise SnakeError(msg)
-    return path
+    return instances_dir() / "models"
 
 
 def load_card(model: str | Path) -> dict:
-    """Return a model card as a dict, by file stem under ``../shared/models`` or by path.
+    """Return a model card as a dict, by file stem under ``instances/models`` or by path.
 
     Parameters
     ----------
@@ -182,7 +173,7 @@ def load_card(model: str | Path) -> dict:
     Raises
     ------
     SnakeError
-        If the shared folder or the card is missing or the card is not valid JSON.
+        If the card is missing or not valid JSON.
     """
     path = Path(model)
     if path.suffix != ".json":

@@ -33,6 +33,10 @@ def test_parameter_count_matches_published_within_1pct(key: str) -> None:
 
 @pytest.mark.parametrize("key", available_models())
 def test_every_bundled_card_matches_its_published_total(key: str) -> None:
+    if key == "deepseek-v2":  # MLA: only the SNAKE decode-GEMM view reads it; the serving model refuses it clearly
+        with pytest.raises(SpecError, match=r"layer_mixer\[0\].*'mla'"):
+            load_model(key)
+        return
     m = load_model(key)
     assert abs(m.total_params / m.published_params - 1) < 0.01
 
