@@ -76,11 +76,14 @@ def explore(
 ) -> None:
     """Sweep a scenario's design space, solve B* and M_T layouts exactly and with heuristics, write a PDF report."""
     from chipdse.explore import explore as run_explore
-    from chipdse.io import ensure_writable_dir, remove_if_empty
+    from chipdse.io import ensure_writable_dir
     from chipdse.scenario import load_scenario
     from reports.pdf import write_report
 
     created: list[Path] = []
+    if scenario is not None and _scenario_kind(scenario) == "snake":
+        _explore_snake(scenario, out, time_limit)
+        return
     try:
         sc = load_scenario(scenario)
         out_dir = out if out is not None else Path("reports") / "out" / sc.spec.name
@@ -96,12 +99,8 @@ def explore(
             bar.update(task, description="writing the report")
             paths = write_report(result, out_dir)
             bar.update(task, description="done", total=1, completed=1)
-    except ChipdseError as exc:
-        remove_if_empty(created)
-        _fail(exc)
-    except OSError as exc:
-        remove_if_empty(created)
-        _fail(exc if "output folder" in str(exc) else f"cannot write output: {exc.strerror or exc}")
+    except (ChipdseError, OSError) as exc:
+        _fail_output(exc, created)
     for f in result.finalists:
         typer.echo(f"{f.role}: {f.row['label']}  screen: throughput {f.row['throughput_tps']:.0f} tok/s, "
                    f"TTFT {f.row['ttft_s']:.3f} s")
@@ -110,6 +109,52 @@ def explore(
             typer.echo(f"  {s['layout']}: throughput {s['throughput_tps']:.0f} tok/s, {ttft}")
         for line in placement_summary(f.placement):
             typer.echo(f"  {line}")
+    for kind, p in paths.items():
+        typer.echo(f"wrote {kind}: {p}")
+
+
+def _fail_output(exc: BaseException, created: list[Path]) -> None:
+    """Exit with a one-line error after removing the output folders this run created (still empty)."""
+    from chipdse.io import remove_if_empty
+
+    remove_if_empty(created)
+    if isinstance(exc, OSError) and not isinstance(exc, ChipdseError) and "output folder" not in str(exc):
+        _fail(f"cannot write output: {exc.strerror or exc}")
+    _fail(exc)
+
+
+def _scenario_kind(path: Path) -> str:
+    """The scenario's ``kind`` field (``"hydra"`` when absent); a bad file exits with its one-line error."""
+    from chipdse.specs import read_yaml
+
+    try:
+        return str(read_yaml(path).get("kind", "hydra"))
+    except ChipdseError as exc:
+        _fail(exc)
+    return "hydra"
+
+
+def _explore_snake(path: Path, out: Path | None, time_limit: float | None) -> None:
+    """``chipdse explore`` on a ``kind: snake`` scenario: the SNAKE study and its report."""
+    from chipdse.io import ensure_writable_dir
+    from chipdse.snake_study import average_speedups, load_snake_scenario, run_snake_study
+    from reports.snake_pages import write_snake_report
+
+    created: list[Path] = []
+    try:
+        spec = load_snake_scenario(path)
+        out_dir = out if out is not None else Path("reports") / "out" / spec.name
+        created = ensure_writable_dir(out_dir)
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                      transient=True) as bar:
+            bar.add_task(f"SNAKE study: {len(spec.models)} models x {len(spec.batches)} batches, shape set, "
+                         "area split", total=None)
+            study = run_snake_study(spec, time_limit)
+            paths = write_snake_report(study, out_dir)
+    except (ChipdseError, OSError) as exc:
+        _fail_output(exc, created)
+    for b, v in average_speedups(study.speedups).items():
+        typer.echo(f"SNAKE vs {b}: {v:.2f}x average decode speedup")
     for kind, p in paths.items():
         typer.echo(f"wrote {kind}: {p}")
 

@@ -121,6 +121,9 @@ class Design:
         Candidate dataflows (systolic only).
     lanes : int
         MAC-tree size ``L`` of an ``L x L x L`` tree (MAC tree only).
+    reconfigurable : bool
+        SNAKE-style: shape, dataflow and multi-PU mode chosen per operator (``evaluators.snake_pu``); fixed
+        designs run the template's own split.
     """
 
     name: str
@@ -129,9 +132,10 @@ class Design:
     shapes: tuple[tuple[int, int], ...] = ()
     dataflows: tuple[str, ...] = SNAKE_DATAFLOWS
     lanes: int = 16
+    reconfigurable: bool = False
 
 
-SNAKE = Design("snake", "systolic", SNAKE_FREQ_HZ, SNAKE_SHAPES, SNAKE_DATAFLOWS)
+SNAKE = Design("snake", "systolic", SNAKE_FREQ_HZ, SNAKE_SHAPES, SNAKE_DATAFLOWS, reconfigurable=True)
 SA_48X48 = Design("sa48x48", "systolic", BASELINE_FREQ_HZ, ((48, 48),), SNAKE_DATAFLOWS)
 SA_8X288 = Design("sa8x288", "systolic", BASELINE_FREQ_HZ, ((8, 288),), SNAKE_DATAFLOWS)
 MAC_TREE = Design("mac_tree", "mac_tree", BASELINE_FREQ_HZ, lanes=16)

@@ -1,0 +1,228 @@
+"""The SNAKE study behind ``chipdse explore`` on a ``kind: snake`` scenario: decode speedups against the baselines,
+multi-PU mode choice, fixed-mode slowdowns, shape choice vs batch, and the two exact hardware choices.
+
+The scenario (``instances/scenarios/snake-stratum.yaml``) names the NMP template (SNAKE Sec. 6.1.2), the Table 1
+models and batches, and the area assumptions of the shape-set and area-split formulations; every number there
+has its source or is marked as an assumption.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, PositiveFloat, PositiveInt
+
+from chipdse.solution import Solution
+from chipdse.specs import _Spec, load_spec
+from evaluators.snake import SNAKE, Design, decode_gemms, load_card
+from evaluators.snake_pu import (
+    BASELINE_DESIGNS,
+    MODES,
+    NmpTemplate,
+    decode_step_s,
+    design_speedups,
+    fixed_mode_slowdowns,
+    schedule,
+    schedule_op,
+)
+from formulations.snake_area import AreaSplitProblem
+from formulations.snake_shapes import ShapeSetProblem
+from solvers.config import SolverConfig
+from solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
+
+PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00}
+"""SNAKE Sec. 6.3: average decode speedup of SNAKE over each baseline across the five models."""
+
+
+class TemplateSpec(_Spec):
+    """The 3D-stacked NMP template (SNAKE Sec. 6.1.2, Stratum-like)."""
+
+    name: str = "stratum-like"
+    pus: PositiveInt = 16
+    cores_per_pu: PositiveInt = 4
+    dram_TBps: PositiveFloat = 24.0
+    pu_area_mm2: PositiveFloat = 2.35
+    link_GBps: PositiveFloat = 64.0
+    link_latency_ns: float = Field(20.0, ge=0)
+    mesh_side: PositiveInt = 4
+
+    def template(self) -> NmpTemplate:
+        """The evaluator's :class:`NmpTemplate`."""
+        return NmpTemplate(self.name, self.pus, self.cores_per_pu, self.dram_TBps, self.pu_area_mm2,
+                           self.link_GBps, self.link_latency_ns * 1e-9, 2, self.mesh_side)
+
+
+class ShapeSetSpec(_Spec):
+    """Inputs of the shape-set formulation (``formulations.snake_shapes``)."""
+
+    rows: list[PositiveInt] = Field([4, 8, 16, 32, 64], description="Logical array heights; width = 4096 / rows.")
+    port_area_mm2: PositiveFloat = Field(0.012, description="One weight-injection port on the 4 cores of a PU.")
+    config_area_mm2: PositiveFloat = Field(0.01, description="Reconfiguration paths of one shape, per PU.")
+    budgets_mm2: list[PositiveFloat] = Field([0.05, 0.12, 0.2, 0.3], min_length=1,
+                                             description="Area budgets for ports and reconfiguration, per PU.")
+
+
+class AreaSplitSpec(_Spec):
+    """Inputs of the area-split formulation (``formulations.snake_area``, SNAKE Fig. 4a)."""
+
+    model: str = "opt-66b"
+    batch: PositiveInt = 8
+    rows: PositiveInt = 8
+    cols: list[PositiveInt] = Field([128, 256, 384, 512, 640, 768])
+    buffer_kb: list[PositiveInt] = Field([16, 32, 64, 128, 256, 384, 512])
+    pe_area_mm2: PositiveFloat = Field(7.5e-5, description="One FP16 PE with its pipeline registers.")
+    sram_mm2_per_kb: PositiveFloat = 6e-4
+    pu_fixed_area_mm2: PositiveFloat = Field(0.55, description="Vector core and control of a PU.")
+    dram_latency_ns: PositiveFloat = Field(200.0, description="DRAM access latency seen by a refill request.")
+
+
+class SnakeScenario(_Spec):
+    """A SNAKE study scenario (``kind: snake``)."""
+
+    kind: Literal["snake"]
+    name: str
+    template: TemplateSpec = TemplateSpec()
+    models: list[str] = Field(min_length=1, description="Model cards (instances/models) of SNAKE Table 1.")
+    batches: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1)
+    tp: PositiveInt = 8
+    mode_models: list[str] = Field(["llama-3-70b", "qwen3-30b-a3b"], description="Models of the mode pages "
+                                   "(SNAKE Figs. 13-14: one dense, one MoE).")
+    shape_set: ShapeSetSpec = ShapeSetSpec()
+    area_split: AreaSplitSpec = AreaSplitSpec()
+    time_limit_s: PositiveFloat = 20.0
+
+
+def load_snake_scenario(path: Path) -> SnakeScenario:
+    """Load and check a SNAKE scenario; every model card must exist and be a supported decode model.
+
+    Raises
+    ------
+    SpecError
+        A malformed field, naming the file and field.
+    SnakeError
+        A missing card or an unsupported layer type.
+    """
+    spec = load_spec(SnakeScenario, path)
+    for m in {*spec.models, *spec.mode_models, spec.area_split.model}:
+        decode_gemms(load_card(m), spec.batches[0], spec.tp)
+    return spec
+
+
+@dataclass
+class SnakeStudy:
+    """Every table of the SNAKE report."""
+
+    spec: SnakeScenario
+    speedups: pd.DataFrame
+    modes: pd.DataFrame
+    slowdowns: pd.DataFrame
+    shapes: pd.DataFrame
+    shape_set: list[dict] = field(default_factory=list)
+    area_split: list[Solution] = field(default_factory=list)
+    area_grid: pd.DataFrame = field(default_factory=pd.DataFrame)
+    area_problem: AreaSplitProblem | None = None
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+
+def shape_set_problem(spec: SnakeScenario, budget_mm2: float) -> ShapeSetProblem:
+    """The shape-set instance over the scenario's models and batches (every decode GEMM, weighted by count)."""
+    t = spec.template.template()
+    shapes = tuple((r, 4096 // r) for r in spec.shape_set.rows)
+    ops = [op for m in spec.models for b in spec.batches for op in decode_gemms(load_card(m), b, spec.tp)]
+    times = np.array([[schedule_op(op, dataclasses.replace(SNAKE, shapes=((r, c), (c, r))), t).time_s
+                       for r, c in shapes] for op in ops])
+    always = tuple(i for i, (r, c) in enumerate(shapes) if r == c)
+    return ShapeSetProblem(shapes, tuple(64 // r if r <= 64 else 1 for r, _ in shapes),
+                           tuple(spec.shape_set.config_area_mm2 for _ in shapes), spec.shape_set.port_area_mm2,
+                           budget_mm2, tuple(f"{op.name}@{op.m}" for op in ops),
+                           np.array([float(op.count) for op in ops]), times, always,
+                           name=f"{spec.name}-shape-set-{budget_mm2:g}mm2")
+
+
+def area_split_problem(spec: SnakeScenario) -> AreaSplitProblem:
+    """The area-split instance: each (array, buffer) pair's decode latency with the buffer-limited streaming rate."""
+    a = spec.area_split
+    base = spec.template.template()
+    ops = decode_gemms(load_card(a.model), a.batch, spec.tp)
+    budget = (spec.template.pu_area_mm2 - a.pu_fixed_area_mm2) / spec.template.cores_per_pu
+    core_share = base.dram_TBps * 1e12 / base.cores
+    lat = np.zeros((len(a.cols), len(a.buffer_kb)))
+    for j, kb in enumerate(a.buffer_kb):
+        rate = min(core_share, kb * 1024 / 2 / (a.dram_latency_ns * 1e-9))  # Little's law on the refill half
+        t = dataclasses.replace(base, dram_TBps=rate * base.cores / 1e12)
+        for i, c in enumerate(a.cols):
+            design = Design(f"{a.rows}x{c}", "systolic", SNAKE.freq_hz, ((a.rows, c), (c, a.rows)), SNAKE.dataflows,
+                            reconfigurable=True)
+            lat[i, j] = decode_step_s(ops, design, t)
+    return AreaSplitProblem(tuple((a.rows, c) for c in a.cols), np.array([a.rows * c * a.pe_area_mm2 for c in a.cols]),
+                            tuple(a.buffer_kb), np.array([kb * a.sram_mm2_per_kb for kb in a.buffer_kb]), budget, lat,
+                            name=f"{spec.name}-area-split")
+
+
+def run_snake_study(spec: SnakeScenario, time_limit_s: float | None = None) -> SnakeStudy:
+    """Compute every table of the SNAKE report (SNAKE Secs. 6.3, 6.5, 6.6 and Fig. 4a).
+
+    Raises
+    ------
+    SnakeError
+        A missing card or unsupported layer type.
+    """
+    t = spec.template.template()
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    sp, modes, slow, shapes = [], [], [], []
+    for m in spec.models:
+        card = load_card(m)
+        for b in spec.batches:
+            ops = decode_gemms(card, b, spec.tp)
+            ours = decode_step_s(ops, SNAKE, t)
+            for d, x in design_speedups(ops, t).items():
+                sp.append({"model": m, "batch": b, "baseline": d, "speedup": x, "snake_step_s": ours})
+            if m in spec.mode_models:
+                sched = schedule(ops, SNAKE, t)
+                for r in sched.to_dict("records"):
+                    modes.append({"model": m, "batch": b, **r, "shape": f"{min(r['rows'], r['cols'])}x"
+                                  f"{max(r['rows'], r['cols'])}"})
+                for mode, x in fixed_mode_slowdowns(ops, t).items():
+                    slow.append({"model": m, "batch": b, "mode": mode, "slowdown": x})
+    timings["decode_s"] = time.perf_counter() - t0
+    md = pd.DataFrame(modes)
+    if not md.empty:
+        shapes = md.groupby(["model", "batch", "shape"], as_index=False)["total_s"].sum()
+        shapes["share"] = shapes["total_s"] / shapes.groupby(["model", "batch"])["total_s"].transform("sum")
+    cfg = SolverConfig(time_limit_s=time_limit_s or spec.time_limit_s)
+    t1 = time.perf_counter()
+    shape_rows = []
+    for budget in spec.shape_set.budgets_mm2:
+        prob = shape_set_problem(spec, budget)
+        for method in SHAPE_SET_METHODS:
+            sol = solve_shape_set(prob, method, cfg)
+            shape_rows.append({"budget_mm2": budget, "method": method, "solution": sol,
+                               "shapes": [] if sol.decision is None else [prob.shapes[s] for s in sorted(sol.decision)],
+                               "area_mm2": None if sol.decision is None else prob.area_mm2(sol.decision)})
+    timings["shape_set_s"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    ap = area_split_problem(spec)
+    area = [solve_area_split(ap, method, cfg) for method in AREA_SPLIT_METHODS]
+    grid = pd.DataFrame(ap.latency_s, index=[f"{r}x{c}" for r, c in ap.pe_configs], columns=list(ap.buffer_kb))
+    timings["area_split_s"] = time.perf_counter() - t2
+    return SnakeStudy(spec, pd.DataFrame(sp), md, pd.DataFrame(slow), pd.DataFrame(shapes), shape_rows, area, grid, ap,
+                      timings)
+
+
+def mode_distribution(modes: pd.DataFrame) -> pd.DataFrame:
+    """Share of operators choosing each mode, per model (SNAKE Fig. 13a), over operators x batches."""
+    counts = modes.groupby(["model", "mode"]).size().unstack(fill_value=0).reindex(columns=list(MODES), fill_value=0)
+    return counts.div(counts.sum(axis=1), axis=0)
+
+
+def average_speedups(speedups: pd.DataFrame) -> dict[str, float]:
+    """Mean speedup over SNAKE per baseline across models and batches (SNAKE Sec. 6.3 averages over models)."""
+    per_model = speedups.groupby(["baseline", "model"])["speedup"].mean()
+    return {b: float(per_model[b].mean()) for b in (d.name for d in BASELINE_DESIGNS)}

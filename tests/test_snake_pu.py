@@ -1,0 +1,150 @@
+"""SNAKE multi-PU modes, the per-operator scheduler, and the two hardware formulations against enumeration."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from chipdse.cli import app
+from chipdse.paths import instances_dir
+from evaluators.snake import MAC_TREE, SNAKE, GemmOp, decode_gemms, load_card
+from evaluators.snake_pu import MODES, STRATUM, collective_s, mode_plan, schedule_op
+from formulations.snake_area import AreaSplitProblem
+from formulations.snake_shapes import ShapeSetProblem
+from solvers.snake_hw import solve_area_split, solve_shape_set
+
+gemms = st.builds(GemmOp, st.just("g"), st.integers(1, 64), st.integers(16, 8192), st.integers(16, 8192),
+                  st.just(1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(gemms)
+def test_per_operator_choice_is_never_slower_than_any_fixed_mode(op: GemmOp) -> None:
+    best = schedule_op(op, SNAKE).time_s
+    for mode in MODES:
+        assert best <= schedule_op(op, SNAKE, modes=(mode,)).time_s * (1 + 1e-12)
+
+
+def test_collectives_follow_the_ring_formulas_by_hand() -> None:
+    # all-gather of 1 MiB over the 16-PU chain: 15 steps of (20 ns + 1 MiB / 16 / 64 GB/s)
+    v = 2**20
+    assert collective_s("allgather", 16, v, STRATUM) == pytest.approx(15 * (20e-9 + v / 16 / 64e9), rel=1e-12)
+    assert collective_s("allreduce", 4, v, STRATUM) == pytest.approx(2 * 3 * (20e-9 + v / 4 / 64e9), rel=1e-12)
+    assert collective_s("allgather", 1, v, STRATUM) == 0.0
+
+
+def test_mode_plans_split_the_gemm_as_snake_sec5_says() -> None:
+    op = GemmOp("ffn", 8, 8192, 7168, 1)
+    # OS-S: n over 16 PUs x 4 cores; IS-S: k over them; ST: both by 4 across the mesh, then the cores split
+    assert mode_plan(op, "OS-S", STRATUM)[:2] == ((8, 8192, 112), "os")
+    assert mode_plan(op, "IS-S", STRATUM)[:2] == ((8, 128, 7168), "is")
+    assert mode_plan(op, "OS-ST", STRATUM)[:2] == ((8, 2048, 448), "os")
+    assert mode_plan(op, "IS-ST", STRATUM)[:2] == ((8, 512, 1792), "is")
+
+
+def test_mac_tree_is_one_16_cubed_tree_per_pu_by_hand() -> None:
+    op = GemmOp("ffn", 8, 8192, 7168, 1)
+    s = schedule_op(op, MAC_TREE)
+    # per PU n = 7168 / 16 = 448: ceil(8/16) * ceil(448/16) * ceil(8192/16) = 14336 blocks + log2(16) = 14340 cycles
+    compute = 14340 / 1e9
+    memory = (8 * 8192 + 8192 * 448 + 8 * 448) * 2 / (24e12 / 16)
+    assert s.compute_s == pytest.approx(max(compute, memory), rel=1e-12)
+
+
+def test_logical_shape_follows_the_batch_for_the_large_ffn() -> None:
+    """Under OS the array's short side holds m = batch: LLaMA-3-70B's FFN picks 8x512 at batch 8 ... 64x64 at 64
+    (SNAKE Fig. 14a: the preferred shape shifts with batch)."""
+    card = load_card("llama-3-70b")
+    for b in (8, 16, 32, 64):
+        op = next(o for o in decode_gemms(card, b) if o.name == "ffn_up_gate")
+        s = schedule_op(op, SNAKE)
+        assert min(s.rows, s.cols) == b, (b, s)
+
+
+@st.composite
+def shape_set_instances(draw: st.DrawFn) -> ShapeSetProblem:
+    n_shapes = draw(st.integers(2, 5))
+    n_ops = draw(st.integers(1, 6))
+    times = np.array(draw(st.lists(st.floats(1e-6, 1e-3), min_size=n_ops * n_shapes, max_size=n_ops * n_shapes)))
+    ports = tuple(draw(st.lists(st.integers(1, 16), min_size=n_shapes, max_size=n_shapes)))
+    cfg = tuple(draw(st.lists(st.floats(0.0, 0.05), min_size=n_shapes, max_size=n_shapes)))
+    return ShapeSetProblem(tuple((i + 1, 64) for i in range(n_shapes)), ports, cfg, draw(st.floats(0.001, 0.02)),
+                           draw(st.floats(0.0, 0.3)), tuple(f"op{i}" for i in range(n_ops)),
+                           np.array(draw(st.lists(st.integers(1, 100), min_size=n_ops, max_size=n_ops)), dtype=float),
+                           times.reshape(n_ops, n_shapes), always=(0,))
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape_set_instances())
+def test_shape_set_milp_equals_enumeration_and_beats_greedy(p: ShapeSetProblem) -> None:
+    milp, enum, greedy = (solve_shape_set(p, m) for m in ("milp-highs", "enumeration", "greedy"))
+    assert enum.objective is not None
+    assert milp.objective == pytest.approx(enum.objective, rel=1e-6)
+    assert greedy.objective >= enum.objective * (1 - 1e-9)
+    assert p.area_mm2(milp.decision) <= p.area_budget_mm2 * (1 + 1e-9)
+
+
+@st.composite
+def area_split_instances(draw: st.DrawFn) -> AreaSplitProblem:
+    n_pe, n_buf = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    lat = np.array(draw(st.lists(st.floats(1e-6, 1e-2), min_size=n_pe * n_buf, max_size=n_pe * n_buf)))
+    pe = np.array(draw(st.lists(st.floats(0.01, 0.3), min_size=n_pe, max_size=n_pe)))
+    buf = np.array(draw(st.lists(st.floats(0.01, 0.3), min_size=n_buf, max_size=n_buf)))
+    return AreaSplitProblem(tuple((8, 128 * (i + 1)) for i in range(n_pe)), pe,
+                            tuple(16 * (j + 1) for j in range(n_buf)), buf, draw(st.floats(0.05, 0.6)),
+                            lat.reshape(n_pe, n_buf))
+
+
+@settings(max_examples=25, deadline=None)
+@given(area_split_instances())
+def test_area_split_milp_equals_enumeration(p: AreaSplitProblem) -> None:
+    milp, enum = solve_area_split(p, "milp-highs"), solve_area_split(p, "enumeration")
+    assert milp.status == enum.status
+    if enum.objective is not None:
+        assert milp.objective == pytest.approx(enum.objective, rel=1e-6)
+    else:
+        assert "smallest array" in enum.reason
+
+
+def _small_snake(tmp_path: Path, **changes: object) -> Path:
+    spec = yaml.safe_load((instances_dir() / "scenarios" / "snake-stratum.yaml").read_text())
+    spec.update(models=["llama-3-70b", "qwen3-30b-a3b"], batches=[8, 32])
+    spec["shape_set"]["budgets_mm2"] = [0.12]
+    spec.update(changes)
+    path = tmp_path / "snake.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_explore_on_the_bundled_snake_scenario_writes_the_report(tmp_path: Path) -> None:
+    """The README's command: `chipdse explore instances/scenarios/snake-stratum.yaml`."""
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "snake-stratum.yaml"),
+                                   "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 5
+    man = json.loads((out / "manifest.json").read_text())
+    assert set(man["average_speedups"]) == {"mac_tree", "sa48x48", "sa8x288"}
+    assert all(v > 0 for v in man["average_speedups"].values()) and len(man["models"]) == 5
+    methods = {r["method"]: r["decode_time_s"] for r in man["shape_set"]}
+    assert methods["milp-highs"] == pytest.approx(methods["enumeration"], rel=1e-6)
+    assert methods["enumeration"] <= methods["greedy"] * (1 + 1e-9)
+    assert man["area_split"][0]["latency_s"] == pytest.approx(man["area_split"][1]["latency_s"], rel=1e-6)
+
+
+def test_snake_scenario_errors_are_one_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["explore", str(_small_snake(tmp_path, models=["gpt-17"])), "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "gpt-17" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["explore", str(_small_snake(tmp_path, batches=[0])), "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "batches" in res.output
+    res = runner.invoke(app, ["explore", str(_small_snake(tmp_path, models=["mamba2-2.7b"])), "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "not supported by the SNAKE evaluator" in res.output
