@@ -81,8 +81,9 @@ def explore(
     from reports.pdf import write_report
 
     created: list[Path] = []
-    if scenario is not None and _scenario_kind(scenario) == "snake":
-        _explore_snake(scenario, out, time_limit)
+    kind = "hydra" if scenario is None else _scenario_kind(scenario)
+    if kind in ("snake", "nova"):
+        _explore_study(kind, scenario, out, time_limit)
         return
     try:
         sc = load_scenario(scenario)
@@ -134,29 +135,48 @@ def _scenario_kind(path: Path) -> str:
     return "hydra"
 
 
-def _explore_snake(path: Path, out: Path | None, time_limit: float | None) -> None:
-    """``chipdse explore`` on a ``kind: snake`` scenario: the SNAKE study and its report."""
+def _explore_study(kind: str, path: Path, out: Path | None, time_limit: float | None) -> None:
+    """``chipdse explore`` on a ``kind: snake`` or ``kind: nova`` scenario: that study and its report."""
     from chipdse.io import ensure_writable_dir
-    from chipdse.snake_study import average_speedups, load_snake_scenario, run_snake_study
-    from reports.snake_pages import write_snake_report
 
     created: list[Path] = []
     try:
-        spec = load_snake_scenario(path)
+        if kind == "snake":
+            from chipdse.snake_study import average_speedups, load_snake_scenario, run_snake_study
+            from reports.snake_pages import write_snake_report
+
+            spec = load_snake_scenario(path)
+            label = f"SNAKE study: {len(spec.models)} models x {len(spec.batches)} batches, shape set, area split"
+        else:
+            from chipdse.nova_study import load_nova_scenario, run_nova_study
+            from reports.nova_pages import manifest as nova_manifest
+            from reports.nova_pages import write_nova_report
+
+            spec = load_nova_scenario(path)
+            label = f"NOVA study: {len(spec.models)} models x 5 designs, capacity, expert split"
         out_dir = out if out is not None else Path("reports") / "out" / spec.name
         created = ensure_writable_dir(out_dir)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
                       transient=True) as bar:
-            bar.add_task(f"SNAKE study: {len(spec.models)} models x {len(spec.batches)} batches, shape set, "
-                         "area split", total=None)
-            study = run_snake_study(spec, time_limit)
-            paths = write_snake_report(study, out_dir)
+            bar.add_task(label, total=None)
+            if kind == "snake":
+                study = run_snake_study(spec, time_limit)
+                paths = write_snake_report(study, out_dir)
+            else:
+                study = run_nova_study(spec, time_limit)
+                paths = write_nova_report(study, out_dir)
     except (ChipdseError, OSError) as exc:
         _fail_output(exc, created)
-    for b, v in average_speedups(study.speedups).items():
-        typer.echo(f"SNAKE vs {b}: {v:.2f}x average decode speedup")
-    for kind, p in paths.items():
-        typer.echo(f"wrote {kind}: {p}")
+    if kind == "snake":
+        for b, v in average_speedups(study.speedups).items():
+            typer.echo(f"SNAKE vs {b}: {v:.2f}x average decode speedup")
+    else:
+        sm = nova_manifest(study)["summary"]
+        if sm["nova_vs_gpu_throughput_x"] is not None:
+            typer.echo(f"NOVA vs GPU over {sm['runs_compared']} runs: {sm['nova_vs_gpu_throughput_x']:.2f}x "
+                       f"throughput, {100 * sm['nova_vs_gpu_e2e_reduction']:.1f}% lower E2E latency")
+    for k, p in paths.items():
+        typer.echo(f"wrote {k}: {p}")
 
 
 @app.command()

@@ -247,14 +247,16 @@ def _moe_block(card: dict[str, Any], layer: int, group: MemoryGroup, src: str) -
     n_shared = card.get("num_shared_experts") or 0
     shared_inter = card.get("shared_expert_intermediate_size") or inter
     router_bias = e if "bias" in str(card.get("moe_router_scoring", "")) else 0
-    expert = mats * h * inter
+    latent = card.get("moe_latent_size") or 0  # LatentMoE: experts work in a smaller space, with two projections
+    expert = mats * (latent or h) * inter
     shared = n_shared * mats * h * shared_inter
     router = e * h + router_bias
-    params = e * expert + shared + router + h
-    active = top_k * expert + shared + router + h
+    projections = 2 * h * latent
+    params = e * expert + shared + router + projections + h
+    active = top_k * expert + shared + router + projections + h
     return Block(
         name=f"L{layer:02d}.moe", kind="moe", layer=layer, params=params, active_params=active, group=group,
-        matmul_flops_per_token=2.0 * (top_k * expert + shared + e * h),
+        matmul_flops_per_token=2.0 * (top_k * expert + shared + e * h + projections),
     )
 
 
@@ -290,6 +292,9 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
     """
     dt = 2 if str(card.get("torch_dtype") or "bfloat16") in ("bfloat16", "float16") else 4
     h = _get(card, "hidden_size", source)
+    if card.get("num_nextn_predict_layers"):
+        raise SpecError(source, "num_nextn_predict_layers", "no multi-token-prediction module: the serving model "
+                        "does not place or run one (NOVA's decode view, evaluators/nova_model.py, counts it)")
     mixers = _get(card, "layer_mixer", source)
     ffns = _get(card, "layer_ffn", source)
     if len(mixers) != len(ffns):

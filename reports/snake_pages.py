@@ -3,7 +3,6 @@ shape-set and area-split choices next to enumeration; written atomically with a 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
-from chipdse.io import atomic_path, write_text_atomic  # noqa: E402
 from chipdse.snake_study import PAPER_SPEEDUPS, SnakeStudy, average_speedups, mode_distribution  # noqa: E402
 from evaluators.snake_pu import MODES  # noqa: E402
+from reports.files import write_study_files  # noqa: E402
 from reports.style import PAGE, caption, fmt, table_page  # noqa: E402
 
 BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288"}
@@ -167,15 +166,11 @@ def manifest(s: SnakeStudy) -> dict[str, Any]:
 
 def write_snake_report(s: SnakeStudy, out_dir: Path) -> dict[str, Path]:
     """Write ``report.pdf``, ``speedups.csv`` and ``manifest.json`` into ``out_dir``, each atomically."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"pdf": out_dir / "report.pdf", "csv": out_dir / "speedups.csv", "manifest": out_dir / "manifest.json"}
-    text = json.dumps(manifest(s), indent=2, default=str)
-    with atomic_path(paths["pdf"]) as tmp, PdfPages(tmp) as pdf:
+
+    def draw(pdf: PdfPages) -> None:
         _speedup_page(pdf, s)
         _mode_page(pdf, s)
         _shape_page(pdf, s)
         _hardware_page(pdf, s)
-    with atomic_path(paths["csv"]) as tmp:
-        s.speedups.to_csv(tmp, index=False)
-    write_text_atomic(paths["manifest"], text)
-    return paths
+
+    return write_study_files(out_dir, draw, s.speedups, "speedups.csv", manifest(s))

@@ -1,0 +1,183 @@
+"""Decode view of a hybrid LLM for NOVA: parameters by kind, and the per-step work of each offloadable operator.
+
+NOVA offloads three decode operator classes to near-memory processing (NOVA Sec. VI-A): **GQA** (the attention
+core over the KV cache), **SSM** (the Mamba-2 state update) and **MoE** (the routed experts). Everything else
+(QKV / output projections, SSM in / out projections, routers, shared experts, dense MLPs, latent projections,
+embedding and LM head) stays on the GPU.
+
+Parameter counts follow each card's own formula (``computed_params_formula``): Mamba-2
+``H(2 d_in + 2 G N + nh) + (d_in + 2 G N)(K + 1) + 3 nh + d_in + d_in H``; GQA ``H nh hd + 2 H kv hd + nh hd H``;
+MLP ``(2 or 3) H I``; MoE ``E m d_e I + m_s H I_s + E H (+ E bias) (+ 2 H latent)`` with ``d_e`` the latent
+size when there is one; one RMSNorm of H per block, untied embedding and head, final norm; Falcon-H1's parallel
+layer holds both mixers; an MTP module is counted in the stored weights but not run.
+
+References
+----------
+NOVA Sec. III-A (per-operator Op/B), Sec. VI-A (offloaded operators, Table II models).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from chipdse.errors import SpecError
+from evaluators.snake import load_card
+
+BYTES = 2
+"""BF16 weights, KV cache and state (NOVA Sec. VI-A)."""
+
+
+@dataclass(frozen=True)
+class LayerWork:
+    """One layer's decode work per request (GQA, SSM) or per step (MoE), and its GPU-side parameters.
+
+    Attributes
+    ----------
+    gpu_params : int
+        Parameters the GPU reads each step for this layer (projections, router, shared experts, dense MLP).
+    attention : tuple[int, int, int] or None
+        (query heads, KV heads, head dim) of a GQA core.
+    ssm : tuple[int, int] or None
+        (d_inner, d_state) of a Mamba-2 state update.
+    moe : tuple[int, int, int] or None
+        (experts, top-k, parameters per expert) of the routed experts.
+    parallel : bool
+        Attention and SSM run side by side on the same input (Falcon-H1).
+    """
+
+    gpu_params: int
+    attention: tuple[int, int, int] | None = None
+    ssm: tuple[int, int] | None = None
+    moe: tuple[int, int, int] | None = None
+    parallel: bool = False
+
+
+@dataclass(frozen=True)
+class NovaModel:
+    """A model as NOVA sees it.
+
+    Attributes
+    ----------
+    key, name : str
+    published_params : float
+        The vendor's total (exact where published).
+    params : dict[str, int]
+        Stored parameters by kind: ``attention``, ``ssm``, ``routed_experts``, ``other`` (projections of MoE
+        layers, routers, shared experts, dense MLPs, norms), ``embedding_head`` and ``mtp``.
+    layers : tuple[LayerWork, ...]
+    gpu_fixed_params : int
+        Parameters read once per step outside the layers (the LM head).
+    """
+
+    key: str
+    name: str
+    published_params: float
+    params: dict[str, int] = field(default_factory=dict)
+    layers: tuple[LayerWork, ...] = ()
+    gpu_fixed_params: int = 0
+
+    @property
+    def total_params(self) -> int:
+        """All stored parameters."""
+        return sum(self.params.values())
+
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes per context token over every attention layer."""
+        return float(sum(2 * a[1] * a[2] * BYTES for a in (w.attention for w in self.layers) if a))
+
+    def state_bytes_per_request(self) -> float:
+        """SSM state bytes per request (d_inner x d_state per Mamba-2 layer; the small conv state is neglected)."""
+        return float(sum(s[0] * s[1] * BYTES for s in (w.ssm for w in self.layers) if s))
+
+
+def _get(card: dict, key: str) -> int:
+    value = card.get(key)
+    if value is None:
+        raise SpecError(card.get("name", "model card"), key, "a value for this model's layer types")
+    return int(value)
+
+
+def _mamba2(card: dict) -> tuple[int, tuple[int, int], int]:
+    """(mixer parameters, (d_inner, d_state), in/out projection parameters) of one Mamba-2 mixer."""
+    h, d_in, g, n, nh, k = (_get(card, f) for f in ("hidden_size", "ssm_d_inner", "ssm_n_groups", "ssm_state_size",
+                                                    "mamba_num_heads", "ssm_conv_kernel"))
+    proj = h * (2 * d_in + 2 * g * n + nh) + d_in * h
+    return proj + (d_in + 2 * g * n) * (k + 1) + 3 * nh + d_in, (d_in, n), proj
+
+
+def _gqa(card: dict) -> tuple[int, tuple[int, int, int]]:
+    h, nh, kv = (_get(card, f) for f in ("hidden_size", "num_attention_heads", "num_key_value_heads"))
+    hd = int(card.get("head_dim") or h // nh)
+    return h * nh * hd + 2 * h * kv * hd + nh * hd * h, (nh, kv, hd)
+
+
+def _moe(card: dict) -> tuple[int, int, tuple[int, int, int]]:
+    """(other MoE parameters, routed expert parameters, (experts, top-k, per-expert parameters))."""
+    h, e, top_k, inter = (_get(card, f) for f in ("hidden_size", "num_experts", "num_experts_per_tok",
+                                                  "moe_intermediate_size"))
+    mats = 3 if card.get("mlp_gated") else 2
+    latent = card.get("moe_latent_size") or 0
+    d_e = latent or h
+    per_expert = mats * d_e * inter
+    n_shared = card.get("num_shared_experts") or 0
+    shared = n_shared * mats * h * int(card.get("shared_expert_intermediate_size") or inter)
+    bias = e if "bias" in str(card.get("moe_router_scoring", "")) else 0
+    return shared + e * h + bias + 2 * h * latent, e * per_expert, (e, top_k, per_expert)
+
+
+def build_nova_model(card: dict, key: str) -> NovaModel:
+    """Build the NOVA decode view of a model card (schema of ``instances/models/SOURCE.md``).
+
+    Raises
+    ------
+    SpecError
+        A layer type NOVA's offload model does not cover (e.g. MLA) or a missing hyper-parameter.
+    """
+    h = _get(card, "hidden_size")
+    params = dict.fromkeys(("attention", "ssm", "routed_experts", "other", "embedding_head", "mtp"), 0)
+    layers = []
+    for i, (mixer, ffn) in enumerate(zip(card["layer_mixer"], card["layer_ffn"], strict=True)):
+        gpu, att, ssm, moe = 0, None, None, None
+        if mixer in ("attention", "attention||mamba2"):
+            p, att = _gqa(card)
+            params["attention"] += p + h
+            gpu += p
+        if mixer in ("mamba2", "attention||mamba2"):
+            p, ssm, proj = _mamba2(card)
+            params["ssm"] += p + (h if mixer == "mamba2" else 0)
+            gpu += proj
+        if mixer not in ("attention", "mamba2", "attention||mamba2", "none"):
+            raise SpecError(str(card.get("name", key)), f"layer_mixer[{i}]", f"GQA / Mamba-2 layers, got {mixer!r}")
+        if ffn == "mlp":
+            p = (3 if card.get("mlp_gated") else 2) * h * _get(card, "intermediate_size")
+            params["other"] += p + h
+            gpu += p
+        elif ffn == "moe":
+            other, routed, moe = _moe(card)
+            params["other"] += other + h
+            params["routed_experts"] += routed
+            gpu += other
+        elif ffn != "none":
+            raise SpecError(str(card.get("name", key)), f"layer_ffn[{i}]", f"mlp, moe or none, got {ffn!r}")
+        layers.append(LayerWork(gpu, att, ssm, moe, parallel=mixer == "attention||mamba2"))
+    vocab = _get(card, "vocab_size")
+    head = 0 if card.get("tie_word_embeddings") else vocab * h
+    params["embedding_head"] = vocab * h + head + h
+    if card.get("num_nextn_predict_layers"):
+        att_p, _ = _gqa(card)
+        other, routed, _ = _moe(card)
+        params["mtp"] = 2 * h * h + 3 * h + att_p + h + other + routed + h  # eh_proj, norms, one attn + one MoE
+    published = card.get("published_params_total_exact") or card.get("published_params_total")
+    return NovaModel(key, str(card.get("name", key)), float(published), params, tuple(layers),
+                     gpu_fixed_params=vocab * h)
+
+
+def load_nova_model(key: str) -> NovaModel:
+    """Load a bundled card (``instances/models``) as a :class:`NovaModel`.
+
+    Raises
+    ------
+    SnakeError, SpecError
+        Missing card or unsupported layer type.
+    """
+    return build_nova_model(load_card(key), key)

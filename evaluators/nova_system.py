@@ -1,0 +1,319 @@
+"""NOVA system model: an H100 with five HBM4 cubes, with or without near-memory processing, per decode step.
+
+Every design is the same GPU and five cubes (NOVA Sec. VI-A); the designs differ in which decode operators run
+near memory, on which rooflines, and in capacity:
+
+==========  ======================  ============================================  ========================
+design      offloaded operators     near-memory roofline per cube                 capacity per cube
+==========  ======================  ============================================  ========================
+GPU         none                    -                                             36 GB
+AttAcc      GQA                     in-die, Op/B 1 (16 TFLOPS at 16 TB/s)         36 GB
+PIMBA       GQA, SSM                in-die, Op/B 1 (16 TFLOPS at 16 TB/s)         36 GB
+Duplex      GQA, MoE                base-die, 4096 TSVs (64 TFLOPS at 4 TB/s)     36 GB
+NOVA        GQA, SSM, MoE           Tier-1 (32 TFLOPS, 16 TB/s) + Tier-2           72 GB (4F^2 + POC, 2x)
+                                    (64 TFLOPS, 4 TB/s), three modes
+==========  ======================  ============================================  ========================
+
+A decode step runs the layers in order. In each layer the GPU reads its weights (projections, routers, shared
+experts, dense MLPs) at the cubes' external bandwidth; offloaded operators run on every cube's NMP on a fifth of
+the work, each boundary between GPU and NMP costs one synchronization (``sync_s``); operators a design does not
+support fall back to the GPU's roofline. NOVA picks Tier-1, Tier-2 or cross-tier per operator
+(:func:`evaluators.nmp.best_mode`), runs Falcon-H1's parallel GQA and SSM on the two tiers at once when that is
+faster, and splits each MoE layer's experts between the tiers exactly (:mod:`solvers.expert_split`, MILP).
+
+Prefill runs on the GPU for every design (compute-bound roofline). E2E latency of a batch =
+prefill + ``L_out`` decode steps at the mean context ``L_in + L_out / 2``; throughput = batch / step time.
+
+References
+----------
+NOVA Sec. VI-A (H100 + 5 HBM4 cubes, 12-high 36 GB, 8 Gb/s pins, 2048 vs 4096 TSVs, offload sets, fallback to the
+GPU with synchronization), Sec. VI-E (tier rooflines, alpha*, k*), Sec. IV-A (2x density).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+
+import numpy as np
+
+from evaluators.nmp import NOVA_TIERS, NovaTiers, best_mode
+from evaluators.nova_model import BYTES, NovaModel
+
+OPS = ("gqa", "ssm", "moe")
+
+
+@dataclass(frozen=True)
+class Hbm4Cube:
+    """One HBM4 cube (NOVA Table III / Sec. VI-A).
+
+    Attributes
+    ----------
+    capacity_GB : float
+        36 GB (12-high).
+    pin_Gbps : float
+        8 Gb/s per I/O pin.
+    io_pins : int
+        2048 data pins (the conventional HBM4 interface; 2048 TSVs).
+    channels, pseudo_channels : int
+        8 channels x 2 pseudo-channels.
+    """
+
+    capacity_GB: float = 36.0
+    pin_Gbps: float = 8.0
+    io_pins: int = 2048
+    channels: int = 8
+    pseudo_channels: int = 2
+
+    @property
+    def external_Bps(self) -> float:
+        """Bandwidth to the GPU, bytes/s (2048 pins x 8 Gb/s = 2.048 TB/s)."""
+        return self.io_pins * self.pin_Gbps * 1e9 / 8
+
+    @property
+    def pseudo_channels_total(self) -> int:
+        """Pseudo-channels per cube."""
+        return self.channels * self.pseudo_channels
+
+
+@dataclass(frozen=True)
+class NovaDesign:
+    """A GPU + five-cube system with its near-memory processing.
+
+    Attributes
+    ----------
+    name : str
+    offload : frozenset[str]
+        Operator classes run near memory (subset of ``OPS``).
+    nmp : str
+        ``"none"``, ``"in-die"``, ``"base-die"`` or ``"two-tier"``.
+    density : float
+        Capacity multiplier of each cube (2 for NOVA's 4F^2 + POC cube).
+    in_die_flops, in_die_Bps : float
+        In-die NMP roofline per cube (AttAcc / PIMBA: 16 BF16 GEMV lanes per bank, Op/B 1).
+    """
+
+    name: str
+    offload: frozenset[str] = frozenset()
+    nmp: str = "none"
+    density: float = 1.0
+    in_die_flops: float = 16e12
+    in_die_Bps: float = 16e12
+
+
+GPU = NovaDesign("GPU")
+ATTACC = NovaDesign("AttAcc", frozenset({"gqa"}), "in-die")
+PIMBA = NovaDesign("PIMBA", frozenset({"gqa", "ssm"}), "in-die")
+DUPLEX = NovaDesign("Duplex", frozenset({"gqa", "moe"}), "base-die")
+NOVA = NovaDesign("NOVA", frozenset(OPS), "two-tier", density=2.0)
+DESIGNS = (GPU, ATTACC, PIMBA, DUPLEX, NOVA)
+
+
+@dataclass(frozen=True)
+class NovaSystem:
+    """The shared system: GPU, cubes, tiers and synchronization cost.
+
+    Attributes
+    ----------
+    gpu_flops : float
+        H100 dense BF16 peak, FLOP/s (989 TFLOPS) ...
+    gpu_efficiency : float
+        ... of which this fraction is sustained (assumption).
+    cubes : int
+        Five cubes (the H100's five HBM sites).
+    cube : Hbm4Cube
+    tiers : NovaTiers
+        NOVA's two tiers; Duplex's base-die NMP uses Tier-2's roofline (same 4096 TSVs).
+    sync_s : float
+        One GPU <-> NMP synchronization with the activation hand-off (assumption: 2 us).
+    """
+
+    gpu_flops: float = 989e12
+    gpu_efficiency: float = 0.7
+    cubes: int = 5
+    cube: Hbm4Cube = field(default_factory=Hbm4Cube)
+    tiers: NovaTiers = NOVA_TIERS
+    sync_s: float = 2e-6
+
+    def gpu_time_s(self, flops: float, nbytes: float) -> float:
+        """GPU roofline time of an operator: the larger of compute and streaming from the cubes, s."""
+        return max(flops / (self.gpu_flops * self.gpu_efficiency), nbytes / (self.cubes * self.cube.external_Bps))
+
+    def capacity_bytes(self, design: NovaDesign) -> float:
+        """Memory of the five cubes, bytes."""
+        return self.cubes * self.cube.capacity_GB * 1e9 * design.density
+
+
+SYSTEM = NovaSystem()
+
+
+def nmp_time_s(design: NovaDesign, flops: float, intensity: float, system: NovaSystem = SYSTEM) -> float:
+    """Time of an offloaded operator spread over the five cubes' NMP, s (NOVA: best of its three modes)."""
+    per_cube = flops / system.cubes
+    if per_cube <= 0:
+        return 0.0
+    if design.nmp == "in-die":
+        return per_cube / min(design.in_die_flops, intensity * design.in_die_Bps)
+    if design.nmp == "base-die":
+        t = system.tiers
+        return per_cube / min(t.tier2_peak_flops, intensity * t.tier2_bandwidth_Bps)
+    if design.nmp == "two-tier":
+        return float(best_mode(per_cube, intensity, system.tiers)[1])
+    msg = f"design {design.name!r} has no near-memory processing"
+    raise ValueError(msg)
+
+
+@cache
+def _expert_split_s(tokens: tuple[int, ...], expert_bytes: float, cubes: int, tiers: NovaTiers) -> float:
+    """Makespan of one MoE layer's routed experts on one cube's two tiers, exact split (MILP), s."""
+    from formulations.expert_split import ExpertSplitProblem
+    from solvers.config import SolverConfig
+    from solvers.expert_split import solve_expert_split
+
+    # each cube holds a fifth of every expert (cube-local GEMVs), so each cube splits the same expert set
+    prob = ExpertSplitProblem(tuple(expert_bytes / cubes for _ in tokens), tokens, tiers)
+    sol = solve_expert_split(prob, "milp-highs", SolverConfig(time_limit_s=20))
+    return float(sol.objective or 0.0)
+
+
+def routed_tokens(batch: int, experts: int, top_k: int) -> tuple[int, ...]:
+    """Tokens per expert under uniform routing: ``batch * top_k`` tokens dealt round-robin (NOVA Sec. VI-A)."""
+    total = batch * top_k
+    base, extra = divmod(total, experts)
+    return tuple(base + (1 if e < extra else 0) for e in range(experts))
+
+
+def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: float,
+                  system: NovaSystem = SYSTEM) -> dict[str, float]:
+    """Time of one decode step of ``batch`` requests at mean context ``context`` tokens.
+
+    Returns
+    -------
+    dict
+        ``step_s`` and its parts: ``gpu_s`` (GPU operators and fallbacks), ``nmp_s`` (offloaded operators),
+        ``sync_s``; plus ``gqa_s``, ``ssm_s``, ``moe_s`` (wherever they ran).
+    """
+    parts = dict.fromkeys(("gpu_s", "nmp_s", "sync_s", "gqa_s", "ssm_s", "moe_s"), 0.0)
+    gpu_bytes = float(model.gpu_fixed_params * BYTES)
+    parts["gpu_s"] += system.gpu_time_s(2.0 * model.gpu_fixed_params * batch, gpu_bytes)
+    for w in model.layers:
+        parts["gpu_s"] += system.gpu_time_s(2.0 * w.gpu_params * batch, w.gpu_params * BYTES)
+        offloaded = False
+        times: dict[str, float] = {}
+        if w.attention:
+            nh, kv, hd = w.attention
+            flops, nbytes = 4.0 * nh * hd * context * batch, 2.0 * kv * hd * BYTES * context * batch
+            times["gqa"] = flops, nbytes
+        if w.ssm:
+            d_in, n = w.ssm
+            times["ssm"] = 5.0 * d_in * n * batch, 2.0 * d_in * n * BYTES * batch
+        on_nmp = {op: v for op, v in times.items() if op in design.offload}
+        for op, (flops, nbytes) in times.items():
+            if op not in on_nmp:
+                t = system.gpu_time_s(flops, nbytes)
+                parts["gpu_s"] += t
+                parts[f"{op}_s"] += t
+        if on_nmp:
+            offloaded = True
+            each = {op: nmp_time_s(design, f, f / b, system) for op, (f, b) in on_nmp.items()}
+            t = sum(each.values())
+            if w.parallel and design.nmp == "two-tier" and len(on_nmp) == 2:
+                t = min(t, _parallel_tiers_s(on_nmp, system))
+            parts["nmp_s"] += t
+            for op, v in each.items():
+                parts[f"{op}_s"] += v * t / max(sum(each.values()), 1e-30)
+        if w.moe:
+            e, k, per_expert = w.moe
+            tokens = routed_tokens(batch, e, k)
+            if "moe" in design.offload:
+                offloaded = True
+                if design.nmp == "two-tier":
+                    t = _expert_split_s(tokens, per_expert * BYTES, system.cubes, system.tiers)
+                else:
+                    t = sum(nmp_time_s(design, 2.0 * per_expert * n, 2.0 * n / BYTES, system) for n in tokens if n)
+                parts["nmp_s"] += t
+            else:
+                active = sum(1 for n in tokens if n)
+                t = system.gpu_time_s(2.0 * per_expert * batch * k, active * per_expert * BYTES)
+                parts["gpu_s"] += t
+            parts["moe_s"] += t
+        if offloaded:
+            parts["sync_s"] += system.sync_s
+    parts["step_s"] = parts["gpu_s"] + parts["nmp_s"] + parts["sync_s"]
+    return parts
+
+
+def _parallel_tiers_s(ops: dict[str, tuple[float, float]], system: NovaSystem) -> float:
+    """Falcon-H1's parallel GQA and SSM on NOVA with one operator per tier, concurrently (Tier-1 halved), s."""
+    t = system.tiers
+    x = t.cross_tier_factor
+    (fa, ba), (fb, bb) = (v for v in ops.values())
+    fa, fb = fa / system.cubes, fb / system.cubes
+    t1a = fa / min(x * t.tier1_peak_flops, fa / ba * x * t.tier1_bandwidth_Bps)
+    t2a = fa / min(t.tier2_peak_flops, fa / ba * t.tier2_bandwidth_Bps)
+    t1b = fb / min(x * t.tier1_peak_flops, fb / bb * x * t.tier1_bandwidth_Bps)
+    t2b = fb / min(t.tier2_peak_flops, fb / bb * t.tier2_bandwidth_Bps)
+    return min(max(t1a, t2b), max(t2a, t1b))
+
+
+def prefill_s(model: NovaModel, batch: int, prompt: int, system: NovaSystem = SYSTEM) -> float:
+    """GPU prefill of ``batch`` prompts of ``prompt`` tokens: active-parameter GEMMs plus causal attention, s."""
+    flops = 0.0
+    for w in model.layers:
+        flops += 2.0 * w.gpu_params * batch * prompt
+        if w.attention:
+            nh, _, hd = w.attention
+            flops += 2.0 * nh * hd * prompt * prompt * batch  # QK^T and PV over the causal half
+        if w.ssm:
+            d_in, n = w.ssm
+            flops += 5.0 * d_in * n * batch * prompt
+        if w.moe:
+            _, k, per_expert = w.moe
+            flops += 2.0 * per_expert * k * batch * prompt
+    flops += 2.0 * model.gpu_fixed_params * batch
+    return system.gpu_time_s(flops, model.total_params * BYTES)
+
+
+def e2e(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: int,
+        system: NovaSystem = SYSTEM) -> dict[str, float]:
+    """Decode step, throughput and E2E latency of one batch (``None`` fields when it does not fit in memory).
+
+    Returns
+    -------
+    dict
+        ``fits``, ``step_s`` (at the mean context), ``throughput_tps`` (batch / step), ``prefill_s``,
+        ``e2e_s`` (prefill + ``l_out`` steps) and the step's parts.
+    """
+    if not fits(model, design, batch, l_in + l_out, system):
+        return {"fits": False, "step_s": np.nan, "throughput_tps": np.nan, "prefill_s": np.nan, "e2e_s": np.nan}
+    step = decode_step_s(model, design, batch, l_in + l_out / 2.0, system)
+    pre = prefill_s(model, batch, l_in, system)
+    return {"fits": True, **step, "throughput_tps": batch / step["step_s"], "prefill_s": pre,
+            "e2e_s": pre + l_out * step["step_s"]}
+
+
+def memory_bytes(model: NovaModel, batch: int, context: float) -> dict[str, float]:
+    """Bytes by kind for ``batch`` requests of ``context`` tokens: KV cache, SSM state, expert weights, the rest."""
+    experts = model.params["routed_experts"] * BYTES
+    return {"kv_cache": batch * context * model.kv_bytes_per_token(),
+            "ssm_state": batch * model.state_bytes_per_request(),
+            "expert_weights": float(experts), "other_weights": float(model.total_params * BYTES - experts)}
+
+
+def fits(model: NovaModel, design: NovaDesign, batch: int, context: float, system: NovaSystem = SYSTEM) -> bool:
+    """Whether weights, KV cache and SSM state fit in the design's cubes."""
+    return sum(memory_bytes(model, batch, context).values()) <= system.capacity_bytes(design)
+
+
+def longest_context(model: NovaModel, design: NovaDesign, batch: int, system: NovaSystem = SYSTEM) -> int:
+    """Largest context (tokens per request) that fits at ``batch``; 0 when the weights alone do not fit.
+
+    A model without KV cache (pure SSM) fits any context once its weights and states fit: returned as
+    ``2**31 - 1``.
+    """
+    m = memory_bytes(model, batch, 0.0)
+    free = system.capacity_bytes(design) - m["ssm_state"] - m["expert_weights"] - m["other_weights"]
+    if free < 0:
+        return 0
+    kv = model.kv_bytes_per_token()
+    return 2**31 - 1 if kv == 0 else int(free // (batch * kv))

@@ -1,0 +1,83 @@
+"""NOVA system model: HBM4 arithmetic, capacity limits, decode step by hand, and the bundled NOVA study."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from chipdse.cli import app
+from chipdse.paths import instances_dir
+from evaluators.nova_model import LayerWork, NovaModel, load_nova_model
+from evaluators.nova_system import DESIGNS, DUPLEX, GPU, NOVA, SYSTEM, decode_step_s, fits, longest_context
+
+
+def test_hbm4_cube_and_system_by_hand() -> None:
+    # 2048 pins x 8 Gb/s = 2.048 TB/s to the GPU per cube; five 36 GB cubes = 180 GB; NOVA's cube doubles it
+    assert SYSTEM.cube.external_Bps == 2048 * 8e9 / 8
+    assert SYSTEM.capacity_bytes(GPU) == 180e9 and SYSTEM.capacity_bytes(NOVA) == 360e9
+    assert SYSTEM.cube.pseudo_channels_total == 16
+
+
+def test_only_nova_runs_nemotron3_super_at_256k() -> None:
+    """NOVA Fig. 15: "NOVA is the only design that runs at 256K without OoM" (Nemotron3-Super's 247 GB of weights
+    alone exceed five 36 GB cubes)."""
+    m = load_nova_model("nemotron3-super-120b-a12b")
+    runs = {d.name for d in DESIGNS if longest_context(m, d, 32) >= 256 * 1024}
+    assert runs == {"NOVA"}
+    assert m.total_params * 2 > SYSTEM.capacity_bytes(GPU)
+
+
+@pytest.mark.parametrize("key", ["nemotron3-nano-30b-a3b", "qwen3-30b-a3b", "falcon-h1-7b"])
+def test_longest_context_is_the_fit_boundary(key: str) -> None:
+    m = load_nova_model(key)
+    for d in (GPU, NOVA):
+        for b in (32, 64):
+            c = longest_context(m, d, b)
+            assert fits(m, d, b, c) and not fits(m, d, b, c + 1)
+
+
+def test_decode_step_of_a_one_layer_model_by_hand() -> None:
+    # one GQA layer (32 q heads, 8 KV heads, head dim 128) with 1e9 GPU-side parameters, no LM head
+    m = NovaModel("toy", "toy", 1e9, {"other": 10**9}, (LayerWork(10**9, attention=(32, 8, 128)),), 0)
+    batch, ctx = 8, 4096
+    gpu_bw = 5 * 2.048e12
+    proj = max(2e9 * batch / (989e12 * 0.7), 2e9 / gpu_bw)
+    flops, nbytes = 4 * 32 * 128 * ctx * batch, 2 * 8 * 128 * 2 * ctx * batch
+    gpu = decode_step_s(m, GPU, batch, ctx)
+    assert gpu["step_s"] == pytest.approx(proj + max(flops / (989e12 * 0.7), nbytes / gpu_bw), rel=1e-12)
+    # Duplex runs the GQA core on each cube's base-die (64 TFLOPS, 4 TB/s) on a fifth of the work, plus one sync
+    intensity = flops / nbytes  # 2 g / b = 8 for 4:1 grouping in BF16
+    duplex = decode_step_s(m, DUPLEX, batch, ctx)
+    assert duplex["step_s"] == pytest.approx(proj + flops / 5 / min(64e12, intensity * 4e12) + 2e-6, rel=1e-12)
+
+
+def test_explore_on_the_bundled_nova_scenario_writes_the_report(tmp_path: Path) -> None:
+    """The README's command: `chipdse explore instances/scenarios/nova-nemotron3-nano.yaml`."""
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml"),
+                                   "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 4
+    man = json.loads((out / "manifest.json").read_text())
+    assert all(abs(r["params"] / r["published"] - 1) < 0.01 for r in man["model_sizes"])  # NOVA Table II sizes
+    sm = man["summary"]
+    assert sm["nova_vs_gpu_throughput_x"] > 1 and 0 < sm["nova_vs_gpu_e2e_reduction"] < 1
+    exact = [r for r in man["expert_split"] if r["method"] in ("milp-highs", "cpsat", "brute-force")]
+    assert all(abs(r["gap"]) < 1e-6 for r in exact)
+    assert all(r["gap"] >= -1e-9 for r in man["expert_split"])  # no heuristic beats the exact split
+
+
+def test_nova_scenario_errors_are_one_line(tmp_path: Path) -> None:
+    spec = yaml.safe_load((instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml").read_text())
+    runner = CliRunner()
+    for change, expect in ((dict(models=["deepseek-v2"]), "layer_mixer"), (dict(batches=[0]), "batches"),
+                           (dict(lengths=[[2048]]), "lengths"), (dict(models=["gpt-17"]), "gpt-17")):
+        path = tmp_path / "nova.yaml"
+        path.write_text(yaml.safe_dump({**spec, **change}))
+        res = runner.invoke(app, ["explore", str(path), "--out", str(tmp_path / "o")])
+        assert res.exit_code == 2 and expect in res.output and "Traceback" not in res.output, res.output
