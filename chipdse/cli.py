@@ -31,6 +31,8 @@ app = typer.Typer(
 err = Console(stderr=True)
 
 EXIT_USER_ERROR = 2
+SCENARIO_KINDS = ("hydra", "snake", "nova")
+"""Scenario kinds ``chipdse explore`` runs: the HYDRA chiplet DSE (default), the SNAKE and the NOVA studies."""
 
 
 class RateColumn(ProgressColumn):
@@ -129,10 +131,13 @@ def _scenario_kind(path: Path) -> str:
     from chipdse.specs import read_yaml
 
     try:
-        return str(read_yaml(path).get("kind", "hydra"))
+        kind = read_yaml(path).get("kind", "hydra")
     except ChipdseError as exc:
         _fail(exc)
-    return "hydra"
+        return "hydra"
+    if kind not in SCENARIO_KINDS:
+        _fail(f"{path}: kind: one of {list(SCENARIO_KINDS)} (hydra when absent), got {kind!r}")
+    return str(kind)
 
 
 def _explore_study(kind: str, path: Path, out: Path | None, time_limit: float | None) -> None:

@@ -16,11 +16,12 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
+from chipdse.errors import SpecError
 from chipdse.solution import Solution
 from chipdse.specs import _Spec, load_spec
-from evaluators.snake import SNAKE, Design, decode_gemms, load_card
+from evaluators.snake import SNAKE, Design, SnakeError, decode_gemms, load_card
 from evaluators.snake_pu import (
     BASELINE_DESIGNS,
     MODES,
@@ -61,11 +62,21 @@ class TemplateSpec(_Spec):
 class ShapeSetSpec(_Spec):
     """Inputs of the shape-set formulation (``formulations.snake_shapes``)."""
 
-    rows: list[PositiveInt] = Field([4, 8, 16, 32, 64], description="Logical array heights; width = 4096 / rows.")
+    rows: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1, description="Logical array heights, each "
+                                    "dividing 64 and at least 8 (SNAKE Sec. 4.2: remapping granularity 8); "
+                                    "width = 4096 / rows.")
     port_area_mm2: PositiveFloat = Field(0.012, description="One weight-injection port on the 4 cores of a PU.")
     config_area_mm2: PositiveFloat = Field(0.01, description="Reconfiguration paths of one shape, per PU.")
     budgets_mm2: list[PositiveFloat] = Field([0.05, 0.12, 0.2, 0.3], min_length=1,
                                              description="Area budgets for ports and reconfiguration, per PU.")
+
+    @model_validator(mode="after")
+    def _rows(self) -> ShapeSetSpec:
+        bad = [r for r in self.rows if r < 8 or r > 64 or 64 % r]
+        if bad:
+            msg = f"rows must divide the 64-row physical array and be at least 8 (SNAKE Sec. 4.2), got {bad}"
+            raise ValueError(msg)
+        return self
 
 
 class AreaSplitSpec(_Spec):
@@ -74,8 +85,8 @@ class AreaSplitSpec(_Spec):
     model: str = "opt-66b"
     batch: PositiveInt = 8
     rows: PositiveInt = 8
-    cols: list[PositiveInt] = Field([128, 256, 384, 512, 640, 768])
-    buffer_kb: list[PositiveInt] = Field([16, 32, 64, 128, 256, 384, 512])
+    cols: list[PositiveInt] = Field([128, 256, 384, 512, 640, 768], min_length=1)
+    buffer_kb: list[PositiveInt] = Field([16, 32, 64, 128, 256, 384, 512], min_length=1)
     pe_area_mm2: PositiveFloat = Field(7.5e-5, description="One FP16 PE with its pipeline registers.")
     sram_mm2_per_kb: PositiveFloat = 6e-4
     pu_fixed_area_mm2: PositiveFloat = Field(0.55, description="Vector core and control of a PU.")
@@ -97,6 +108,17 @@ class SnakeScenario(_Spec):
     area_split: AreaSplitSpec = AreaSplitSpec()
     time_limit_s: PositiveFloat = 20.0
 
+    @model_validator(mode="after")
+    def _areas(self) -> SnakeScenario:
+        if self.area_split.pu_fixed_area_mm2 >= self.template.pu_area_mm2:
+            msg = (f"area_split.pu_fixed_area_mm2 ({self.area_split.pu_fixed_area_mm2}) must be below "
+                   f"template.pu_area_mm2 ({self.template.pu_area_mm2}): nothing would be left for PEs and buffer")
+            raise ValueError(msg)
+        if self.template.mesh_side ** 2 != self.template.pus:
+            msg = f"template.mesh_side^2 ({self.template.mesh_side ** 2}) must equal template.pus ({self.template.pus})"
+            raise ValueError(msg)
+        return self
+
 
 def load_snake_scenario(path: Path) -> SnakeScenario:
     """Load and check a SNAKE scenario; every model card must exist and be a supported decode model.
@@ -109,8 +131,14 @@ def load_snake_scenario(path: Path) -> SnakeScenario:
         A missing card or an unsupported layer type.
     """
     spec = load_spec(SnakeScenario, path)
-    for m in {*spec.models, *spec.mode_models, spec.area_split.model}:
-        decode_gemms(load_card(m), spec.batches[0], spec.tp)
+    refs = [(f"models[{i}]", m) for i, m in enumerate(spec.models)]
+    refs += [(f"mode_models[{i}]", m) for i, m in enumerate(spec.mode_models)] + [("area_split.model",
+                                                                                  spec.area_split.model)]
+    for where, m in refs:
+        try:
+            decode_gemms(load_card(m), spec.batches[0], spec.tp)
+        except SnakeError as exc:
+            raise SpecError(str(path), where, str(exc)) from None
     return spec
 
 
@@ -133,12 +161,12 @@ class SnakeStudy:
 def shape_set_problem(spec: SnakeScenario, budget_mm2: float) -> ShapeSetProblem:
     """The shape-set instance over the scenario's models and batches (every decode GEMM, weighted by count)."""
     t = spec.template.template()
-    shapes = tuple((r, 4096 // r) for r in spec.shape_set.rows)
+    shapes = tuple((r, 4096 // r) for r in sorted(set(spec.shape_set.rows)))
     ops = [op for m in spec.models for b in spec.batches for op in decode_gemms(load_card(m), b, spec.tp)]
     times = np.array([[schedule_op(op, dataclasses.replace(SNAKE, shapes=((r, c), (c, r))), t).time_s
                        for r, c in shapes] for op in ops])
     always = tuple(i for i, (r, c) in enumerate(shapes) if r == c)
-    return ShapeSetProblem(shapes, tuple(64 // r if r <= 64 else 1 for r, _ in shapes),
+    return ShapeSetProblem(shapes, tuple(64 // r for r, _ in shapes),
                            tuple(spec.shape_set.config_area_mm2 for _ in shapes), spec.shape_set.port_area_mm2,
                            budget_mm2, tuple(f"{op.name}@{op.m}" for op in ops),
                            np.array([float(op.count) for op in ops]), times, always,

@@ -214,6 +214,8 @@ class GeneralitySettings(_Spec):
 class Scenario(_Spec):
     """One file naming package, library, model, workload, design space and solver settings."""
 
+    kind: Literal["hydra"] = Field("hydra", description="The HYDRA chiplet DSE (the SNAKE and NOVA studies have "
+                                   "their own scenario kinds).")
     name: str
     model: str = Field(description="Bundled model key (instances/models) or path to a card JSON.")
     library: str = Field(description="Path to a chiplet library YAML (relative to the scenario or instances/).")

@@ -10,10 +10,13 @@ Sec. 5) and timed on one core. Four compute substrates are compared at equal cor
   OS or IS chosen per operator, at 800 MHz.
 * ``sa48x48`` and ``sa8x288``: fixed 48x48 and 8x288 arrays at 1 GHz. The dataflow is the better of OS and IS
   per operator, which is generous to the baselines (the paper does not state their dataflow).
-* ``mac_tree``: a 16x16x16 MAC tree per core (Stratum-like) at 1 GHz, see :func:`mac_tree_cycles`.
+* ``mac_tree``: a 16x16x16 MAC tree (Stratum-like) at 1 GHz, see :func:`mac_tree_cycles`; the multi-PU
+  study (:mod:`evaluators.snake_pu`) gives one tree per PU, the area-normalized comparison of SNAKE Sec. 6.2.
 
 Cycles of systolic arrays come from :func:`evaluators.systolic.compute_cycles_array` (compute only, no memory
 stalls). Time is ``cycles / freq_hz``; a decode latency is the sum of operator times (no overlap, no collectives).
+This single-core, compute-only view is the building block; the study the report and RESULTS.md quote is
+:mod:`evaluators.snake_pu` (multi-PU modes, collectives, DRAM streaming, one MAC tree per PU).
 
 References
 ----------
@@ -446,6 +449,12 @@ def speedups(
     -------
     dict
         ``{baseline name: speedup}``; above 1 means SNAKE is faster.
+
+    Notes
+    -----
+    Compute cycles only, on the single-core view of this module (each GEMM's ``n`` split over ``cores``, no
+    collectives, no DRAM, the MAC tree per core). The report's speedups come from
+    :func:`evaluators.snake_pu.design_speedups`.
 
     References
     ----------

@@ -80,11 +80,18 @@ class NmpTemplate:
     mesh_side: int = 4
 
     def __post_init__(self) -> None:
+        for field in ("pus", "cores_per_pu", "mesh_side", "bytes_per_element"):
+            if not (isinstance(getattr(self, field), int) and getattr(self, field) >= 1):
+                msg = f"template {self.name!r}: {field} must be a positive integer, got {getattr(self, field)!r}"
+                raise SnakeError(msg)
+        if not (self.link_latency_s >= 0 and np.isfinite(self.link_latency_s)):
+            msg = f"template {self.name!r}: link_latency_s must be finite and >= 0, got {self.link_latency_s!r}"
+            raise SnakeError(msg)
         if self.mesh_side * self.mesh_side != self.pus:
             msg = f"template {self.name!r}: mesh_side^2 ({self.mesh_side ** 2}) must equal pus ({self.pus})"
             raise SnakeError(msg)
         for field in ("dram_TBps", "link_GBps", "pu_area_mm2"):
-            if not getattr(self, field) > 0:
+            if not (getattr(self, field) > 0 and np.isfinite(getattr(self, field))):
                 msg = f"template {self.name!r}: {field} must be positive, got {getattr(self, field)!r}"
                 raise SnakeError(msg)
 
@@ -213,6 +220,9 @@ def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tup
         dims, _, comm = mode_plan(op, "OS-S", t)
         sec, r, c, flow = _array_time(dims, design, design.dataflows, t)
         return OpSchedule(op, "OS-S", r, c, flow, sec, comm)
+    if isinstance(modes, str):
+        msg = f"modes must be a tuple of mode names, e.g. ({modes!r},), got the string {modes!r}"
+        raise SnakeError(msg)
     best: OpSchedule | None = None
     for mode in modes:
         dims, flow, comm = mode_plan(op, mode, t)

@@ -1,4 +1,4 @@
-"""Which logical array shapes should a SNAKE core support? (SNAKE Secs. 4.2-4.3, a budgeted shape-set choice.)
+"""Which logical array shapes should a SNAKE core support? (SNAKE Sec. 4.2, a budgeted shape-set choice.)
 
 A 64x64 physical array carved into ``g`` logical slices (e.g. 8 rows x 512 from ``g = 8`` slices of 8 x 64) needs
 ``g`` weight-injection ports (SNAKE Sec. 4.2: "if the array is partitioned into g logical slices, then g
@@ -13,11 +13,12 @@ usable in both orientations).
 a port and of a shape's reconfiguration paths, mm^2 per PU; ``A``: area budget; shapes ``s0`` always present (the
 physical 64x64).
 
-**MILP.** min sum_o w[o] sum_s t[o, s] x[o, s] s.t. sum_s x[o, s] = 1; x[o, s] <= y[s]; P >= g[s] y[s];
+**MILP.** min sum_o w[o] sum_s t[o, s] x[o, s] + eps * area s.t. sum_s x[o, s] = 1; x[o, s] <= y[s]; P >= g[s] y[s];
 a_port P + sum_s a_cfg[s] y[s] <= A; y[s0] = 1; x, y binary, P >= 0.
 
-A decision is the set of supported shapes; every operator then uses its fastest supported shape, so the checker
-needs no assignment.
+``eps`` (1e-9 of the time scale per mm^2) only breaks ties: among sets with the same decode time the smallest
+area wins, as in the enumeration. A decision is the set of supported shapes; every operator then uses its fastest
+supported shape, so the checker needs no assignment.
 """
 
 from __future__ import annotations
@@ -117,11 +118,13 @@ def build_shape_set_milp(p: ShapeSetProblem) -> pyo.ConcreteModel:
     m.y = pyo.Var(m.S, domain=pyo.Binary)
     m.P = pyo.Var(domain=pyo.NonNegativeReals, bounds=(0, max(p.ports)))
     us = p.time_s * 1e6
-    m.obj = pyo.Objective(expr=sum(float(p.weight[o]) * float(us[o, s]) * m.x[o, s] for o in m.O for s in m.S),
+    paid = [s for s in range(len(p.shapes)) if s not in p.always]
+    eps = 1e-9 * float(p.weight @ us.min(axis=1))  # per mm^2: a tie-break far below any real time difference
+    m.obj = pyo.Objective(expr=sum(float(p.weight[o]) * float(us[o, s]) * m.x[o, s] for o in m.O for s in m.S)
+                          + eps * (p.port_area_mm2 * m.P + sum(p.config_area_mm2[s] * m.y[s] for s in paid)),
                           sense=pyo.minimize)
     m.one = pyo.Constraint(m.O, rule=lambda m, o: sum(m.x[o, s] for s in m.S) == 1)
     m.open = pyo.Constraint(m.O, m.S, rule=lambda m, o, s: m.x[o, s] <= m.y[s])
-    paid = [s for s in range(len(p.shapes)) if s not in p.always]
     m.ports = pyo.Constraint(paid, rule=lambda m, s: m.P >= p.ports[s] * m.y[s])
     m.area = pyo.Constraint(expr=p.port_area_mm2 * m.P + sum(p.config_area_mm2[s] * m.y[s] for s in paid)
                             <= p.area_budget_mm2)

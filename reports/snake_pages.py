@@ -37,12 +37,15 @@ def _speedup_page(pdf: PdfPages, s: SnakeStudy) -> None:
     avg = average_speedups(s.speedups)
     fig.suptitle("Decode speedup over the baselines (SNAKE Sec. 6.3), mean over batches "
                  f"{', '.join(map(str, s.spec.batches))}", fontsize=11)
+    t = s.spec.template
     caption(fig, "Average over models: " + "; ".join(
         f"{BASELINE_LABELS.get(b, b)} {v:.2f}x (paper {PAPER_SPEEDUPS.get(b, float('nan')):.2f}x)"
-        for b, v in avg.items()) + ". Same 16 PUs and 2.35 mm^2 per PU for every design; SNAKE at 800 MHz with "
-        "per-operator logical shape, dataflow and multi-PU mode; fixed arrays at 1 GHz with the better of OS / IS "
-        "and the template's n-split; every operator is the larger of compute and DRAM streaming at 24 TB/s, plus "
-        "its collectives on the 1x16 chain / 4x4 mesh.", y=0.03)
+        for b, v in avg.items()) + f". Same {t.pus} PUs x {t.cores_per_pu} cores for every design (the paper's "
+        f"area-normalized comparison at {t.pu_area_mm2:g} mm^2 per PU); SNAKE at 800 MHz with per-operator logical "
+        "shape, dataflow and multi-PU mode; fixed arrays at 1 GHz with the better of OS / IS and the template's "
+        f"n-split; every operator is the larger of compute and DRAM streaming at {t.dram_TBps:g} TB/s, plus its "
+        f"collectives on the 1x{t.pus} chain / {t.mesh_side}x{t.mesh_side} mesh ({t.link_GBps:g} GB/s links).",
+        y=0.03)
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -61,12 +64,14 @@ def _mode_page(pdf: PdfPages, s: SnakeStudy) -> None:
         left += dist[mode].to_numpy()
     ax1.set_xlabel("share of operators (all batches)")
     ax1.set_title("(a) multi-PU mode chosen per operator", fontsize=10)
-    ax1.legend(fontsize=8, loc="lower right")
+    ax1.set_ylim(-0.6, len(dist) - 0.4 + 0.5)
+    ax1.legend(fontsize=8, loc="upper center", ncol=4, bbox_to_anchor=(0.5, -0.12))
     for model, g in s.slowdowns.groupby("model"):
         piv = g.pivot_table(index="batch", columns="mode", values="slowdown")
         for mode in MODES:
             ax2.plot(piv.index, piv[mode], marker="o", label=f"{model} {mode}")
     ax2.set_xscale("log", base=2)
+    ax2.set_xticks(list(s.spec.batches), [str(b) for b in s.spec.batches])
     ax2.set_xlabel("batch")
     ax2.set_ylabel("slowdown of one fixed mode vs per-operator choice")
     ax2.set_title("(b) fixed-mode slowdown", fontsize=10)
@@ -76,8 +81,10 @@ def _mode_page(pdf: PdfPages, s: SnakeStudy) -> None:
     fig.suptitle("Multi-PU scheduling (SNAKE Sec. 5, Fig. 13)", fontsize=11)
     caption(fig, "Best fixed mode per model (lowest worst-case slowdown): " + "; ".join(
         f"{r['model']}: {r['mode']} {r['min']:.2f}x-{r['max']:.2f}x" for r in best.to_dict("records"))
-        + " (paper: LLaMA3-70B OS-ST 1.04x-1.56x, Qwen3-30B-A3B 1.18x-6.43x). The per-operator choice is the "
-        "minimum over the four modes, so it is never slower than any fixed mode.")
+        + " (paper: LLaMA3-70B OS-ST 1.04x-1.56x, Qwen3-30B-A3B 1.18x-6.43x). Paper's mode shares (Fig. 13a), "
+        "IS-S / IS-ST / OS-S / OS-ST: LLaMA3-70B 59.7 / 12.5 / 25.0 / 2.8%, Qwen3-30B-A3B 27.8 / 33.3 / 20.8 / "
+        "18.1%. The per-operator choice is the minimum over the four modes, so it is never slower than any fixed "
+        "mode.")
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -87,16 +94,20 @@ def _shape_page(pdf: PdfPages, s: SnakeStudy) -> None:
     order = sorted(piv.columns, key=lambda c: int(c.split("x")[0]))
     fig, ax = plt.subplots(figsize=PAGE)
     fig.subplots_adjust(bottom=0.25, top=0.9)
-    labels = [f"{m}\nB={b}" for m, b in piv.index]
+    labels = [f"{m.split('-')[0]}\nB={b}" for m, b in piv.index]
     left = np.zeros(len(piv))
     for shape in order:
         ax.bar(labels, piv[shape], bottom=left, label=shape)
         left += piv[shape].to_numpy()
     ax.set_ylabel("share of decode time per logical shape")
-    ax.legend(fontsize=8, title="rows x cols")
+    ax.set_ylim(0, 1.25)
+    ax.legend(fontsize=8, title="rows x cols", ncol=len(order), loc="upper center")
     fig.suptitle("Logical array shape chosen vs batch (SNAKE Fig. 14a)", fontsize=11)
-    caption(fig, "Per operator SNAKE picks the logical shape (either orientation) and mode with the least time; "
-            "the shape's short side follows the batch (the GEMM's m), as in the paper.", y=0.03)
+    caption(fig, "Per operator SNAKE picks the logical shape (either orientation) and mode with the least time. "
+            "Under OS the array's short side holds m (the batch), so dense models move from 8x512 to 64x64 as the "
+            "batch grows (the paper's Fig. 14a trend); MoE experts see m = batch x top-k / experts (1-2 tokens for "
+            "Qwen3) and run IS modes, where the short side holds m and the long side k, so their shape does not "
+            "follow the batch.", y=0.03)
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -120,29 +131,37 @@ def _hardware_page(pdf: PdfPages, s: SnakeStudy) -> None:
                       fmt(sol.wall_s, spec=".2f")])
     table_page(pdf, "Exact hardware choices vs enumeration", "Shape set (formulations/snake_shapes.py): which "
                "logical shapes to support when each costs weight-injection ports (the widest shape's count, shared) "
-               "and reconfiguration area; objective = decode time of every Table 1 model at every batch. Area split "
+               "and reconfiguration area; objective (mix time) = the decode steps of every Table 1 model at every "
+               "batch, summed. Area split "
                f"(formulations/snake_area.py): {s.spec.area_split.model} decode at batch {s.spec.area_split.batch}, "
                "PE array vs buffer under the core's share of 2.35 mm^2; the buffer bounds the DRAM streaming rate "
                "by Little's law. Area figures are the scenario's stated assumptions.",
                [("Supported shape set per area budget (mm^2 per PU)",
-                 ["budget", "method", "shapes", "area mm^2", "decode time ms", "status", "wall s"], rows),
+                 ["budget", "method", "shapes", "area mm^2", "mix time ms", "status", "wall s"], rows),
                 ("PE / buffer split of one core", ["method", "array", "buffer KiB", "area mm^2", "latency us",
                                                     "status", "wall s"], arows)])
     grid = s.area_grid * 1e6
     fig, ax = plt.subplots(figsize=PAGE)
     fig.subplots_adjust(bottom=0.2, top=0.88)
-    im = ax.imshow(grid.to_numpy(), cmap="viridis_r", aspect="auto")
     feasible = (ap.pe_area_mm2[:, None] + ap.buffer_area_mm2[None, :]) <= ap.area_budget_mm2
+    im = ax.imshow(np.where(feasible, grid.to_numpy(), np.nan), cmap="viridis_r", aspect="auto")
+    ax.imshow(np.where(feasible, np.nan, 1.0), cmap="Greys", vmin=0, vmax=4, aspect="auto")
+    chosen = next((x.decision for x in s.area_split if x.decision is not None), None)
     for i in range(grid.shape[0]):
         for j in range(grid.shape[1]):
             txt = f"{grid.iloc[i, j]:.0f}" + ("" if feasible[i, j] else "\n(too big)")
-            ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w" if feasible[i, j] else "#ffaaaa")
+            ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w" if feasible[i, j] else "#555555",
+                    fontweight="bold" if (i, j) == chosen else "normal")
+    if chosen is not None:
+        ax.add_patch(plt.Rectangle((chosen[1] - 0.5, chosen[0] - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
     ax.set_xticks(range(grid.shape[1]), [f"{c} KiB" for c in grid.columns])
     ax.set_yticks(range(grid.shape[0]), grid.index)
     fig.colorbar(im, ax=ax, label="decode latency of the weight GEMMs, us")
     fig.suptitle(f"PE array vs buffer (SNAKE Fig. 4a): {s.spec.area_split.model}, batch {s.spec.area_split.batch}",
                  fontsize=11)
-    caption(fig, "Cells marked too big exceed the core's area; the MILP and enumeration pick the best cell that fits.")
+    caption(fig, f"Grey cells (too big) exceed the core's {ap.area_budget_mm2:.3f} mm^2; the red cell is the choice of "
+            "the MILP and of the enumeration (the best cell that fits). The paper picks 8x512 with a 240 kB weight "
+            "buffer (Fig. 4a); under this scenario's area assumptions that pair needs about 0.451 mm^2.")
     pdf.savefig(fig)
     plt.close(fig)
 

@@ -91,7 +91,7 @@ def solve_shape_set(p: ShapeSetProblem, method: str, config: SolverConfig | None
                 if not cand:
                     continue
                 obj, bad = check_shape_set(p, cand)
-                if not bad and obj < best_t:
+                if not bad and (obj, p.area_mm2(cand)) < (best_t, p.area_mm2(best) if best else float("inf")):
                     best, best_t = cand, obj
         return enumerated_solution(SHAPE_KIND, p, method, best, t0, f"{2 ** len(optional)} shape sets enumerated")
     if method == "greedy":

@@ -90,6 +90,8 @@ def test_shape_set_milp_equals_enumeration_and_beats_greedy(p: ShapeSetProblem) 
     assert milp.objective == pytest.approx(enum.objective, rel=1e-6)
     assert greedy.objective >= enum.objective * (1 - 1e-9)
     assert p.area_mm2(milp.decision) <= p.area_budget_mm2 * (1 + 1e-9)
+    if milp.objective == pytest.approx(enum.objective, rel=1e-12):  # ties go to the smaller area in both
+        assert p.area_mm2(milp.decision) == pytest.approx(p.area_mm2(enum.decision), abs=1e-9)
 
 
 @st.composite
@@ -147,4 +149,17 @@ def test_snake_scenario_errors_are_one_line(tmp_path: Path) -> None:
     res = runner.invoke(app, ["explore", str(_small_snake(tmp_path, batches=[0])), "--out", str(tmp_path)])
     assert res.exit_code == 2 and "batches" in res.output
     res = runner.invoke(app, ["explore", str(_small_snake(tmp_path, models=["mamba2-2.7b"])), "--out", str(tmp_path)])
-    assert res.exit_code == 2 and "not supported by the SNAKE evaluator" in res.output
+    assert res.exit_code == 2 and "models[0]" in res.output and "not supported by the SNAKE evaluator" in res.output
+    spec = yaml.safe_load(_small_snake(tmp_path).read_text())
+    for section, change, expect in (("area_split", {"cols": []}, "area_split.cols"),
+                                    ("shape_set", {"rows": [7]}, "at least 8"),
+                                    ("shape_set", {"rows": [128]}, "divide the 64-row"),
+                                    ("area_split", {"pu_fixed_area_mm2": 3.0}, "pu_fixed_area_mm2")):
+        bad = {**spec, section: {**spec[section], **change}}
+        path = tmp_path / "bad.yaml"
+        path.write_text(yaml.safe_dump(bad))
+        res = runner.invoke(app, ["explore", str(path), "--out", str(tmp_path / "o")])
+        assert res.exit_code == 2 and expect in res.output and "Traceback" not in res.output, res.output
+    path.write_text(yaml.safe_dump({**spec, "kind": "snek"}))
+    res = runner.invoke(app, ["explore", str(path), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "kind: one of" in res.output
