@@ -98,6 +98,11 @@ def _highs_with_start(opt: object, model: pyo.ConcreteModel) -> None:
     opt._solve = _solve_with_start  # type: ignore[attr-defined]
 
 
+_PYOMO_LOCK = threading.Lock()
+"""Pyomo solves are serialized within a process: its output capture (``pyomo.common.tee``) is process-global and
+two solves on threads at once (a threaded Dask worker, ``--dask-local`` in-process) deadlock or fail."""
+
+
 @contextlib.contextmanager
 def _sigint_recorder() -> Iterator[list[bool]]:
     """Record Ctrl-C during a Pyomo HiGHS solve, so the caller can re-raise it afterwards.
@@ -155,7 +160,7 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
     if solver == "highs":
         options.setdefault("random_seed", config.seed)
     t0 = time.perf_counter()
-    with _sigint_recorder() as interrupted:
+    with _PYOMO_LOCK, _sigint_recorder() as interrupted:
         res = opt.solve(
             model,
             tee=config.log,
