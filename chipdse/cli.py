@@ -67,7 +67,8 @@ def explore(
         help="Scenario YAML. Default: the bundled Nemotron-H-4B on the arXiv trace "
              "(instances/scenarios/default.yaml).", show_default=False)] = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Output folder for report.pdf, points.csv and manifest.json. "
+        "--out", help="Output folder for report.pdf, a CSV (points.csv; speedups.csv for SNAKE, runs.csv for NOVA) "
+                      "and manifest.json. "
                       "Default: reports/out/<scenario name>/.", show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option(
         "--time-limit", min=0.1, help="Time limit per exact solve in seconds (default: the scenario's).",
@@ -76,7 +77,8 @@ def explore(
         "--seed", min=0, help="Seed for randomized heuristics and solvers (default: the scenario's).",
         show_default=False)] = None,
 ) -> None:
-    """Sweep a scenario's design space, solve B* and M_T layouts exactly and with heuristics, write a PDF report."""
+    """Sweep a scenario's design space, solve B* and M_T layouts exactly and with heuristics, write a PDF report
+    (a kind: snake or kind: nova scenario runs that study instead)."""
     from chipdse.explore import explore as run_explore
     from chipdse.io import ensure_writable_dir
     from chipdse.scenario import load_scenario

@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, PositiveFloat, PositiveInt
 
+from chipdse.errors import SpecError
 from chipdse.specs import _Spec, load_spec
 from evaluators.nova_model import load_nova_model
 from evaluators.nova_system import DESIGNS, SYSTEM, NovaSystem, e2e, longest_context, memory_bytes
+from evaluators.snake import SnakeError
 
 PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698}
 """NOVA's headline against the GPU baseline: 4.5x throughput and 69.8% lower E2E latency on average."""
@@ -30,8 +32,11 @@ class NovaSystemSpec(_Spec):
 
     gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS.")
     sync_us: float = Field(2.0, ge=0, description="One GPU <-> NMP synchronization with its hand-off, us.")
-    in_die_TFLOPS: PositiveFloat = Field(16.0, description="AttAcc / PIMBA in-die roofline per cube (Op/B 1).")
-    in_die_TBps: PositiveFloat = 16.0
+    allreduce_us: float = Field(5.0, ge=0, description="Tensor-parallel all-reduce per layer with several GPUs, us.")
+    in_die_TFLOPS: PositiveFloat = Field(4.0, description="AttAcc / PIMBA in-die compute per cube (16 GEMV units "
+                                         "per bank against Tier-1's 128: 32 / 8 TFLOPS).")
+    in_die_TBps: PositiveFloat = Field(2.0, description="Their bank-level read bandwidth per cube (256-bit reads "
+                                       "against Tier-1's 2 Kb: 16 / 8 TB/s).")
 
 
 class ExpertTableSpec(_Spec):
@@ -54,13 +59,16 @@ class NovaScenario(_Spec):
     batches: list[PositiveInt] = Field([32, 64], min_length=1)
     lengths: list[tuple[PositiveInt, PositiveInt]] = Field([(2048, 512), (4096, 1024), (8192, 2048)], min_length=1,
                                                            description="(input, output) tokens per request.")
+    gpus: dict[str, PositiveInt] = Field(default_factory=dict, description="GPUs (each with five cubes) per model "
+                                         "that needs more than one; NOVA runs Nemotron3-Super on two H100s.")
     system: NovaSystemSpec = NovaSystemSpec()
     experts: ExpertTableSpec = ExpertTableSpec()
     time_limit_s: PositiveFloat = 20.0
 
     def nova_system(self) -> NovaSystem:
         """The evaluator's :class:`NovaSystem` with this scenario's assumptions."""
-        return replace(SYSTEM, gpu_efficiency=self.system.gpu_efficiency, sync_s=self.system.sync_us * 1e-6)
+        return replace(SYSTEM, gpu_efficiency=self.system.gpu_efficiency, sync_s=self.system.sync_us * 1e-6,
+                       allreduce_s=self.system.allreduce_us * 1e-6)
 
 
 def load_nova_scenario(path: Path) -> NovaScenario:
@@ -72,8 +80,15 @@ def load_nova_scenario(path: Path) -> NovaScenario:
         A malformed field (naming file and field), a missing card or an unsupported layer type.
     """
     spec = load_spec(NovaScenario, path)
-    for m in spec.models:
-        load_nova_model(m)
+    for i, m in enumerate(spec.models):
+        try:
+            load_nova_model(m)
+        except (SnakeError, SpecError) as exc:
+            msg = exc.expected if isinstance(exc, SpecError) else str(exc)
+            raise SpecError(str(path), f"models[{i}]", msg) from None
+    unknown = sorted(set(spec.gpus) - set(spec.models))
+    if unknown:
+        raise SpecError(str(path), "gpus", f"keys among the scenario's models, got {unknown}")
     return spec
 
 
@@ -96,22 +111,23 @@ def _designs(spec: NovaScenario) -> list:
 
 def run_nova_study(spec: NovaScenario, time_limit_s: float | None = None) -> NovaStudy:
     """Decode / E2E runs, capacity and the expert-split table (NOVA Figs. 11, 15, 16)."""
-    system = spec.nova_system()
     designs = _designs(spec)
     t0 = time.perf_counter()
     runs, cap, mem = [], [], []
     for key in spec.models:
         model = load_nova_model(key)
+        system = replace(spec.nova_system(), gpus=spec.gpus.get(key, 1))
         for b in spec.batches:
             for l_in, l_out in spec.lengths:
                 for d in designs:
                     r = e2e(model, d, b, l_in, l_out, system)
-                    runs.append({"model": key, "batch": b, "l_in": l_in, "l_out": l_out, "design": d.name, **r})
+                    runs.append({"model": key, "gpus": system.gpus, "batch": b, "l_in": l_in, "l_out": l_out,
+                                 "design": d.name, **r})
             for d in designs:
                 cap.append({"model": key, "batch": b, "design": d.name, "capacity_GB": system.capacity_bytes(d) / 1e9,
                             "longest_context": longest_context(model, d, b, system)})
             l_in, l_out = spec.lengths[-1]
-            per_pch = system.cubes * system.cube.pseudo_channels_total
+            per_pch = system.all_cubes * system.cube.pseudo_channels_total
             for kind, v in memory_bytes(model, b, l_in + l_out).items():
                 mem.append({"model": key, "batch": b, "context": l_in + l_out, "kind": kind,
                             "GB": v / 1e9, "MB_per_pseudo_channel": v / per_pch / 1e6})

@@ -7,19 +7,27 @@ near memory, on which rooflines, and in capacity:
 design      offloaded operators     near-memory roofline per cube                 capacity per cube
 ==========  ======================  ============================================  ========================
 GPU         none                    -                                             36 GB
-AttAcc      GQA                     in-die, Op/B 1 (16 TFLOPS at 16 TB/s)         36 GB
-PIMBA       GQA, SSM                in-die, Op/B 1 (16 TFLOPS at 16 TB/s)         36 GB
+AttAcc      GQA                     in-die (4 TFLOPS at 2 TB/s)                   36 GB
+PIMBA       GQA, SSM                in-die (4 TFLOPS at 2 TB/s)                   36 GB
 Duplex      GQA, MoE                base-die, 4096 TSVs (64 TFLOPS at 4 TB/s)     36 GB
 NOVA        GQA, SSM, MoE           Tier-1 (32 TFLOPS, 16 TB/s) + Tier-2           72 GB (4F^2 + POC, 2x)
-                                    (64 TFLOPS, 4 TB/s), three modes
+                                    (64 TFLOPS, 4 TB/s), three modes; MoE
+                                    experts split 1:9 hot/cold (the paper's
+                                    policy) or exactly ("NOVA exact")
 ==========  ======================  ============================================  ========================
 
 A decode step runs the layers in order. In each layer the GPU reads its weights (projections, routers, shared
-experts, dense MLPs) at the cubes' external bandwidth; offloaded operators run on every cube's NMP on a fifth of
-the work, each boundary between GPU and NMP costs one synchronization (``sync_s``); operators a design does not
-support fall back to the GPU's roofline. NOVA picks Tier-1, Tier-2 or cross-tier per operator
-(:func:`evaluators.nmp.best_mode`), runs Falcon-H1's parallel GQA and SSM on the two tiers at once when that is
-faster, and splits each MoE layer's experts between the tiers exactly (:mod:`solvers.expert_split`, MILP).
+experts, dense MLPs) at the cubes' external bandwidth; every offloaded operator runs on each cube's NMP on a
+fifth of the work and costs one synchronization (``sync_s``: the hand-off to the NMP and back), as the paper
+offloads every supported decode operator; operators a design does not support run on the GPU's roofline without
+one. NOVA picks Tier-1, Tier-2 or cross-tier per operator (:func:`evaluators.nmp.best_mode`), runs Falcon-H1's
+parallel GQA and SSM on the two tiers at once when that is faster, and splits each MoE layer's experts between
+the tiers: hottest 10% on Tier-2 (the static 1:9 split NOVA's Figs. 11-15 use), or exactly (MILP) for the
+"NOVA exact" design. Expert token counts come from uniform routing (every token's top-k dealt over the experts),
+the setting SNAKE Sec. 6.1.1 and Duplex use; NOVA reports skewed routing (Fig. 4b), which the exact split gains
+more from. Systems of several GPUs (``gpus``, tensor-parallel, for models that need them: NOVA runs
+Nemotron3-Super on two H100s over NVLink) scale compute, bandwidth, cubes and capacity by ``gpus`` and add one
+all-reduce latency (``allreduce_s``) per layer.
 
 Prefill runs on the GPU for every design (compute-bound roofline). E2E latency of a batch =
 prefill + ``L_out`` decode steps at the mean context ``L_in + L_out / 2``; throughput = batch / step time.
@@ -37,6 +45,7 @@ from functools import cache
 
 import numpy as np
 
+from chipdse.errors import SpecError
 from evaluators.nmp import NOVA_TIERS, NovaTiers, best_mode
 from evaluators.nova_model import BYTES, NovaModel
 
@@ -56,7 +65,8 @@ class Hbm4Cube:
     io_pins : int
         2048 data pins (the conventional HBM4 interface; 2048 TSVs).
     channels, pseudo_channels : int
-        8 channels x 2 pseudo-channels.
+        8 channels (CH0-CH7) x 2 pseudo-channels (NOVA Sec. IV-B: "8 channels, consistent with HBM4, and each CH
+        is divided into two pseudo-channels").
     """
 
     capacity_GB: float = 36.0
@@ -90,15 +100,20 @@ class NovaDesign:
     density : float
         Capacity multiplier of each cube (2 for NOVA's 4F^2 + POC cube).
     in_die_flops, in_die_Bps : float
-        In-die NMP roofline per cube (AttAcc / PIMBA: 16 BF16 GEMV lanes per bank, Op/B 1).
+        In-die NMP roofline per cube: AttAcc / PIMBA have 16 BF16 GEMV units per bank at a 256-bit read
+        granularity, against Tier-1's 128 units at 2 Kb (NOVA Sec. VI-A): an eighth of Tier-1's 32 TFLOPS and
+        16 TB/s, i.e. 4 TFLOPS at 2 TB/s.
+    expert_split : str
+        NOVA's expert-to-tier policy: ``"static-1-9"`` (the paper's) or ``"milp-highs"`` (exact).
     """
 
     name: str
     offload: frozenset[str] = frozenset()
     nmp: str = "none"
     density: float = 1.0
-    in_die_flops: float = 16e12
-    in_die_Bps: float = 16e12
+    in_die_flops: float = 4e12
+    in_die_Bps: float = 2e12
+    expert_split: str = "static-1-9"
 
 
 GPU = NovaDesign("GPU")
@@ -106,7 +121,8 @@ ATTACC = NovaDesign("AttAcc", frozenset({"gqa"}), "in-die")
 PIMBA = NovaDesign("PIMBA", frozenset({"gqa", "ssm"}), "in-die")
 DUPLEX = NovaDesign("Duplex", frozenset({"gqa", "moe"}), "base-die")
 NOVA = NovaDesign("NOVA", frozenset(OPS), "two-tier", density=2.0)
-DESIGNS = (GPU, ATTACC, PIMBA, DUPLEX, NOVA)
+NOVA_EXACT = NovaDesign("NOVA exact", frozenset(OPS), "two-tier", density=2.0, expert_split="milp-highs")
+DESIGNS = (GPU, ATTACC, PIMBA, DUPLEX, NOVA, NOVA_EXACT)
 
 
 @dataclass(frozen=True)
@@ -126,6 +142,10 @@ class NovaSystem:
         NOVA's two tiers; Duplex's base-die NMP uses Tier-2's roofline (same 4096 TSVs).
     sync_s : float
         One GPU <-> NMP synchronization with the activation hand-off (assumption: 2 us).
+    gpus : int
+        GPUs, each with its five cubes, splitting every layer tensor-parallel.
+    allreduce_s : float
+        Latency of the tensor-parallel all-reduce per layer when ``gpus > 1`` (assumption: 5 us over NVLink4).
     """
 
     gpu_flops: float = 989e12
@@ -134,22 +154,30 @@ class NovaSystem:
     cube: Hbm4Cube = field(default_factory=Hbm4Cube)
     tiers: NovaTiers = NOVA_TIERS
     sync_s: float = 2e-6
+    gpus: int = 1
+    allreduce_s: float = 5e-6
 
     def gpu_time_s(self, flops: float, nbytes: float) -> float:
-        """GPU roofline time of an operator: the larger of compute and streaming from the cubes, s."""
-        return max(flops / (self.gpu_flops * self.gpu_efficiency), nbytes / (self.cubes * self.cube.external_Bps))
+        """GPU roofline time of an operator spread over the GPUs: compute or streaming from the cubes, s."""
+        return max(flops / (self.gpus * self.gpu_flops * self.gpu_efficiency),
+                   nbytes / (self.gpus * self.cubes * self.cube.external_Bps))
+
+    @property
+    def all_cubes(self) -> int:
+        """Cubes of the whole system."""
+        return self.gpus * self.cubes
 
     def capacity_bytes(self, design: NovaDesign) -> float:
-        """Memory of the five cubes, bytes."""
-        return self.cubes * self.cube.capacity_GB * 1e9 * design.density
+        """Memory of every cube, bytes."""
+        return self.all_cubes * self.cube.capacity_GB * 1e9 * design.density
 
 
 SYSTEM = NovaSystem()
 
 
 def nmp_time_s(design: NovaDesign, flops: float, intensity: float, system: NovaSystem = SYSTEM) -> float:
-    """Time of an offloaded operator spread over the five cubes' NMP, s (NOVA: best of its three modes)."""
-    per_cube = flops / system.cubes
+    """Time of an offloaded operator spread over every cube's NMP, s (NOVA: best of its three modes)."""
+    per_cube = flops / system.all_cubes
     if per_cube <= 0:
         return 0.0
     if design.nmp == "in-die":
@@ -164,20 +192,21 @@ def nmp_time_s(design: NovaDesign, flops: float, intensity: float, system: NovaS
 
 
 @cache
-def _expert_split_s(tokens: tuple[int, ...], expert_bytes: float, cubes: int, tiers: NovaTiers) -> float:
-    """Makespan of one MoE layer's routed experts on one cube's two tiers, exact split (MILP), s."""
+def _expert_split_s(tokens: tuple[int, ...], expert_bytes: float, cubes: int, tiers: NovaTiers, method: str) -> float:
+    """Makespan of one MoE layer's routed experts on one cube's two tiers with ``method``, s."""
     from formulations.expert_split import ExpertSplitProblem
     from solvers.config import SolverConfig
     from solvers.expert_split import solve_expert_split
 
-    # each cube holds a fifth of every expert (cube-local GEMVs), so each cube splits the same expert set
+    # each cube holds a share of every expert (cube-local GEMVs), so every cube splits the same expert set
     prob = ExpertSplitProblem(tuple(expert_bytes / cubes for _ in tokens), tokens, tiers)
-    sol = solve_expert_split(prob, "milp-highs", SolverConfig(time_limit_s=20))
+    sol = solve_expert_split(prob, method, SolverConfig(time_limit_s=20))
     return float(sol.objective or 0.0)
 
 
 def routed_tokens(batch: int, experts: int, top_k: int) -> tuple[int, ...]:
-    """Tokens per expert under uniform routing: ``batch * top_k`` tokens dealt round-robin (NOVA Sec. VI-A)."""
+    """Tokens per expert under uniform routing: ``batch * top_k`` tokens dealt round-robin (SNAKE Sec. 6.1.1 and
+    Duplex's setting; NOVA's own routing traces are skewed, Fig. 4b)."""
     total = batch * top_k
     base, extra = divmod(total, experts)
     return tuple(base + (1 if e < extra else 0) for e in range(experts))
@@ -193,12 +222,13 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
         ``step_s`` and its parts: ``gpu_s`` (GPU operators and fallbacks), ``nmp_s`` (offloaded operators),
         ``sync_s``; plus ``gqa_s``, ``ssm_s``, ``moe_s`` (wherever they ran).
     """
+    _check_run(batch, context)
     parts = dict.fromkeys(("gpu_s", "nmp_s", "sync_s", "gqa_s", "ssm_s", "moe_s"), 0.0)
     gpu_bytes = float(model.gpu_fixed_params * BYTES)
     parts["gpu_s"] += system.gpu_time_s(2.0 * model.gpu_fixed_params * batch, gpu_bytes)
     for w in model.layers:
         parts["gpu_s"] += system.gpu_time_s(2.0 * w.gpu_params * batch, w.gpu_params * BYTES)
-        offloaded = False
+        syncs = 0
         times: dict[str, float] = {}
         if w.attention:
             nh, kv, hd = w.attention
@@ -214,7 +244,7 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
                 parts["gpu_s"] += t
                 parts[f"{op}_s"] += t
         if on_nmp:
-            offloaded = True
+            syncs += 1 if w.parallel else len(on_nmp)
             each = {op: nmp_time_s(design, f, f / b, system) for op, (f, b) in on_nmp.items()}
             t = sum(each.values())
             if w.parallel and design.nmp == "two-tier" and len(on_nmp) == 2:
@@ -226,9 +256,10 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
             e, k, per_expert = w.moe
             tokens = routed_tokens(batch, e, k)
             if "moe" in design.offload:
-                offloaded = True
+                syncs += 1
                 if design.nmp == "two-tier":
-                    t = _expert_split_s(tokens, per_expert * BYTES, system.cubes, system.tiers)
+                    t = _expert_split_s(tokens, per_expert * BYTES, system.all_cubes, system.tiers,
+                                        design.expert_split)
                 else:
                     t = sum(nmp_time_s(design, 2.0 * per_expert * n, 2.0 * n / BYTES, system) for n in tokens if n)
                 parts["nmp_s"] += t
@@ -237,8 +268,7 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
                 t = system.gpu_time_s(2.0 * per_expert * batch * k, active * per_expert * BYTES)
                 parts["gpu_s"] += t
             parts["moe_s"] += t
-        if offloaded:
-            parts["sync_s"] += system.sync_s
+        parts["sync_s"] += syncs * system.sync_s + (system.allreduce_s if system.gpus > 1 else 0.0)
     parts["step_s"] = parts["gpu_s"] + parts["nmp_s"] + parts["sync_s"]
     return parts
 
@@ -248,12 +278,20 @@ def _parallel_tiers_s(ops: dict[str, tuple[float, float]], system: NovaSystem) -
     t = system.tiers
     x = t.cross_tier_factor
     (fa, ba), (fb, bb) = (v for v in ops.values())
-    fa, fb = fa / system.cubes, fb / system.cubes
+    fa, fb = fa / system.all_cubes, fb / system.all_cubes
     t1a = fa / min(x * t.tier1_peak_flops, fa / ba * x * t.tier1_bandwidth_Bps)
     t2a = fa / min(t.tier2_peak_flops, fa / ba * t.tier2_bandwidth_Bps)
     t1b = fb / min(x * t.tier1_peak_flops, fb / bb * x * t.tier1_bandwidth_Bps)
     t2b = fb / min(t.tier2_peak_flops, fb / bb * t.tier2_bandwidth_Bps)
     return min(max(t1a, t2b), max(t2a, t1b))
+
+
+def _check_run(batch: int, context: float, l_out: int = 0) -> None:
+    """Raise :class:`SpecError` for a batch below 1, a negative context or a negative output length."""
+    if isinstance(batch, bool) or not isinstance(batch, int | np.integer) or batch < 1:
+        raise SpecError("nova", "batch", f"an integer >= 1, got {batch!r}")
+    if not context >= 0 or not l_out >= 0:
+        raise SpecError("nova", "context", f"context and output length >= 0, got {context!r} and {l_out!r}")
 
 
 def prefill_s(model: NovaModel, batch: int, prompt: int, system: NovaSystem = SYSTEM) -> float:
@@ -284,6 +322,7 @@ def e2e(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: int,
         ``fits``, ``step_s`` (at the mean context), ``throughput_tps`` (batch / step), ``prefill_s``,
         ``e2e_s`` (prefill + ``l_out`` steps) and the step's parts.
     """
+    _check_run(batch, l_in, l_out)
     if not fits(model, design, batch, l_in + l_out, system):
         return {"fits": False, "step_s": np.nan, "throughput_tps": np.nan, "prefill_s": np.nan, "e2e_s": np.nan}
     step = decode_step_s(model, design, batch, l_in + l_out / 2.0, system)
@@ -305,15 +344,19 @@ def fits(model: NovaModel, design: NovaDesign, batch: int, context: float, syste
     return sum(memory_bytes(model, batch, context).values()) <= system.capacity_bytes(design)
 
 
-def longest_context(model: NovaModel, design: NovaDesign, batch: int, system: NovaSystem = SYSTEM) -> int:
-    """Largest context (tokens per request) that fits at ``batch``; 0 when the weights alone do not fit.
+def longest_context(model: NovaModel, design: NovaDesign, batch: int, system: NovaSystem = SYSTEM) -> int | None:
+    """Largest context (tokens per request) that fits at ``batch``; 0 when the weights alone do not fit, None
+    when there is no limit (a model without KV cache, e.g. pure SSM, whose weights and states fit).
 
-    A model without KV cache (pure SSM) fits any context once its weights and states fit: returned as
-    ``2**31 - 1``.
+    Raises
+    ------
+    SpecError
+        A batch below 1.
     """
+    _check_run(batch, 0.0)
     m = memory_bytes(model, batch, 0.0)
     free = system.capacity_bytes(design) - m["ssm_state"] - m["expert_weights"] - m["other_weights"]
     if free < 0:
         return 0
     kv = model.kv_bytes_per_token()
-    return 2**31 - 1 if kv == 0 else int(free // (batch * kv))
+    return None if kv == 0 else int(free // (batch * kv))

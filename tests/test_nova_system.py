@@ -11,9 +11,21 @@ import yaml
 from typer.testing import CliRunner
 
 from chipdse.cli import app
+from chipdse.errors import SpecError
 from chipdse.paths import instances_dir
 from evaluators.nova_model import LayerWork, NovaModel, load_nova_model
-from evaluators.nova_system import DESIGNS, DUPLEX, GPU, NOVA, SYSTEM, decode_step_s, fits, longest_context
+from evaluators.nova_system import (
+    DESIGNS,
+    DUPLEX,
+    GPU,
+    NOVA,
+    NOVA_EXACT,
+    SYSTEM,
+    decode_step_s,
+    e2e,
+    fits,
+    longest_context,
+)
 
 
 def test_hbm4_cube_and_system_by_hand() -> None:
@@ -28,7 +40,7 @@ def test_only_nova_runs_nemotron3_super_at_256k() -> None:
     alone exceed five 36 GB cubes)."""
     m = load_nova_model("nemotron3-super-120b-a12b")
     runs = {d.name for d in DESIGNS if longest_context(m, d, 32) >= 256 * 1024}
-    assert runs == {"NOVA"}
+    assert runs == {"NOVA", "NOVA exact"}  # the same cube; the two differ only in the expert split
     assert m.total_params * 2 > SYSTEM.capacity_bytes(GPU)
 
 
@@ -39,6 +51,23 @@ def test_longest_context_is_the_fit_boundary(key: str) -> None:
         for b in (32, 64):
             c = longest_context(m, d, b)
             assert fits(m, d, b, c) and not fits(m, d, b, c + 1)
+
+
+@pytest.mark.parametrize("key", ["nemotron3-nano-30b-a3b", "qwen3-30b-a3b"])
+def test_exact_expert_split_never_slows_nova_down(key: str) -> None:
+    m = load_nova_model(key)
+    for b in (32, 64):
+        assert decode_step_s(m, NOVA_EXACT, b, 4096)["moe_s"] <= decode_step_s(m, NOVA, b, 4096)["moe_s"] * (1 + 1e-9)
+
+
+def test_bad_runs_and_pure_ssm_capacity() -> None:
+    m = load_nova_model("nemotron3-nano-30b-a3b")
+    for bad in (0, -1, 32.5):
+        with pytest.raises(SpecError, match="batch"):
+            e2e(m, NOVA, bad, 2048, 512)
+    with pytest.raises(SpecError, match="output length"):
+        e2e(m, NOVA, 8, 2048, -5)
+    assert longest_context(load_nova_model("mamba2-2.7b"), GPU, 32) is None  # no KV cache: no context limit
 
 
 def test_decode_step_of_a_one_layer_model_by_hand() -> None:
@@ -62,7 +91,7 @@ def test_explore_on_the_bundled_nova_scenario_writes_the_report(tmp_path: Path) 
     res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml"),
                                    "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 4
+    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 6  # 3 + one per routing kind
     man = json.loads((out / "manifest.json").read_text())
     assert all(abs(r["params"] / r["published"] - 1) < 0.01 for r in man["model_sizes"])  # NOVA Table II sizes
     sm = man["summary"]
@@ -75,7 +104,7 @@ def test_explore_on_the_bundled_nova_scenario_writes_the_report(tmp_path: Path) 
 def test_nova_scenario_errors_are_one_line(tmp_path: Path) -> None:
     spec = yaml.safe_load((instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml").read_text())
     runner = CliRunner()
-    for change, expect in ((dict(models=["deepseek-v2"]), "layer_mixer"), (dict(batches=[0]), "batches"),
+    for change, expect in ((dict(models=["deepseek-v2"]), "models[0]"), (dict(batches=[0]), "batches"),
                            (dict(lengths=[[2048]]), "lengths"), (dict(models=["gpt-17"]), "gpt-17")):
         path = tmp_path / "nova.yaml"
         path.write_text(yaml.safe_dump({**spec, **change}))
