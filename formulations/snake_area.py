@@ -23,6 +23,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from chipdse.errors import SpecError
+from formulations.snake_shapes import AREA_TOL_MM2
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def check_area_split(p: AreaSplitProblem, decision: tuple[int, int]) -> tuple[fl
         return float("inf"), [f"unknown choice {decision}"]
     area = p.area_mm2(i, j)
     violations = []
-    if area > p.area_budget_mm2 * (1 + 1e-9):
+    if area > p.area_budget_mm2 + AREA_TOL_MM2:
         violations.append(f"{p.pe_configs[i]} with {p.buffer_kb[j]} KiB needs {area:.4f} mm^2, the core has "
                           f"{p.area_budget_mm2:.4f} mm^2")
     return float(p.latency_s[i, j]), violations

@@ -30,6 +30,9 @@ import pyomo.environ as pyo
 
 from chipdse.errors import SpecError
 
+AREA_TOL_MM2 = 1e-6
+"""Area a decision may exceed its budget by, mm^2 (1 um^2: the MILP's feasibility tolerance, not a design margin)."""
+
 
 @dataclass(frozen=True)
 class ShapeSetProblem:
@@ -102,7 +105,7 @@ def check_shape_set(p: ShapeSetProblem, supported: frozenset[int]) -> tuple[floa
     if any(not 0 <= s < len(p.shapes) for s in supported):
         return float("inf"), [f"unknown shape index in {sorted(supported)}"]
     area = p.area_mm2(supported)
-    if area > p.area_budget_mm2 * (1 + 1e-9):
+    if area > p.area_budget_mm2 + AREA_TOL_MM2:
         violations.append(f"ports and reconfiguration need {area:.4f} mm^2, the budget is {p.area_budget_mm2} mm^2")
     cols = sorted(supported)
     return float(p.weight @ p.time_s[:, cols].min(axis=1)), violations
