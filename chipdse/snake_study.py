@@ -93,6 +93,20 @@ class AreaSplitSpec(_Spec):
     dram_latency_ns: PositiveFloat = Field(200.0, description="DRAM access latency seen by a refill request.")
 
 
+class ServingSpec(_Spec):
+    """The serving-latency page (SNAKE Sec. 6.4, Fig. 10): GPU prefill, continuous decode on the NMP."""
+
+    models: list[str] | None = Field(None, description="Models to serve (default: mode_models).")
+    l_in: PositiveInt = 8192
+    l_out: PositiveInt = 1024
+    max_batch: PositiveInt = 64
+    requests: PositiveInt = 200
+    rate_fractions: list[PositiveFloat] = Field([0.2, 0.4, 0.6, 0.8], min_length=1, description="Arrival rates "
+                                                "as fractions of SNAKE's capacity (prefill or decode, the lower).")
+    gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS (assumption).")
+    seed: int = 0
+
+
 class SnakeScenario(_Spec):
     """A SNAKE study scenario (``kind: snake``)."""
 
@@ -106,6 +120,7 @@ class SnakeScenario(_Spec):
                                    "(SNAKE Figs. 13-14: one dense, one MoE).")
     shape_set: ShapeSetSpec = ShapeSetSpec()
     area_split: AreaSplitSpec = AreaSplitSpec()
+    serving: ServingSpec = ServingSpec()
     time_limit_s: PositiveFloat = 20.0
 
     @model_validator(mode="after")
@@ -134,6 +149,7 @@ def load_snake_scenario(path: Path) -> SnakeScenario:
     refs = [(f"models[{i}]", m) for i, m in enumerate(spec.models)]
     refs += [(f"mode_models[{i}]", m) for i, m in enumerate(spec.mode_models)] + [("area_split.model",
                                                                                   spec.area_split.model)]
+    refs += [(f"serving.models[{i}]", m) for i, m in enumerate(spec.serving.models or [])]
     for where, m in refs:
         try:
             decode_gemms(load_card(m), spec.batches[0], spec.tp)
@@ -155,6 +171,7 @@ class SnakeStudy:
     area_split: list[Solution] = field(default_factory=list)
     area_grid: pd.DataFrame = field(default_factory=pd.DataFrame)
     area_problem: AreaSplitProblem | None = None
+    serving: pd.DataFrame = field(default_factory=pd.DataFrame)
     timings_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -240,8 +257,31 @@ def run_snake_study(spec: SnakeScenario, time_limit_s: float | None = None) -> S
     area = [solve_area_split(ap, method, cfg) for method in AREA_SPLIT_METHODS]
     grid = pd.DataFrame(ap.latency_s, index=[f"{r}x{c}" for r, c in ap.pe_configs], columns=list(ap.buffer_kb))
     timings["area_split_s"] = time.perf_counter() - t2
+    t3 = time.perf_counter()
+    serving = serving_table(spec)
+    timings["serving_s"] = time.perf_counter() - t3
     return SnakeStudy(spec, pd.DataFrame(sp), md, pd.DataFrame(slow), pd.DataFrame(shapes), shape_rows, area, grid, ap,
-                      timings)
+                      serving, timings)
+
+
+def serving_table(spec: SnakeScenario) -> pd.DataFrame:
+    """Mean E2E and TBT per model, design and arrival rate (SNAKE Fig. 10), by event simulation."""
+    from evaluators.snake_serving import prefill_s, simulate, step_table_s
+
+    sv, t = spec.serving, spec.template.template()
+    rows = []
+    for m in sv.models or spec.mode_models:
+        card = load_card(m)
+        pre = prefill_s(card, sv.l_in, spec.tp, sv.gpu_efficiency)
+        tables = {d.name: step_table_s(card, d, t, sv.max_batch, sv.l_in + sv.l_out / 2, spec.tp)
+                  for d in (SNAKE, *BASELINE_DESIGNS)}
+        capacity = min(1.0 / pre, sv.max_batch / (sv.l_out * tables[SNAKE.name][sv.max_batch]))
+        for f in sv.rate_fractions:
+            for name, tab in tables.items():
+                r = simulate(tab, pre, f * capacity, sv.l_out, sv.requests, sv.seed)
+                rows.append({"model": m, "rate_fraction": f, "rate_rps": f * capacity, "design": name,
+                             "e2e_s": r.e2e_s, "tbt_s": r.tbt_s, "prefill_s": pre})
+    return pd.DataFrame(rows)
 
 
 def mode_distribution(modes: pd.DataFrame) -> pd.DataFrame:

@@ -166,6 +166,38 @@ def _hardware_page(pdf: PdfPages, s: SnakeStudy) -> None:
     plt.close(fig)
 
 
+def _serving_page(pdf: PdfPages, s: SnakeStudy) -> None:
+    d = s.serving
+    models = list(dict.fromkeys(d["model"]))
+    fig, axes = plt.subplots(2, len(models), figsize=PAGE, squeeze=False)
+    fig.subplots_adjust(bottom=0.2, top=0.88, hspace=0.35, wspace=0.25)
+    for j, m in enumerate(models):
+        g = d[d["model"] == m]
+        ours = g[g["design"] == "snake"].set_index("rate_fraction")
+        for i, (col, label) in enumerate((("e2e_s", "E2E"), ("tbt_s", "TBT"))):
+            ax = axes[i][j]
+            for name, h in g.groupby("design", sort=False):
+                h = h.set_index("rate_fraction")
+                ax.plot(h.index, h[col] / ours[col], marker="o", label=BASELINE_LABELS.get(name, "SNAKE"))
+            ax.set_title(f"{m}: {label}", fontsize=9)
+            ax.set_xlabel("request rate / SNAKE's capacity", fontsize=8)
+            ax.set_ylabel(f"{label} / SNAKE's", fontsize=8)
+            ax.grid(True, alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    sv = s.spec.serving
+    base = "; ".join(f"{m}: SNAKE E2E {r['e2e_s']:.2f} s, TBT {1e3 * r['tbt_s']:.2f} ms, prefill {r['prefill_s']:.3f} s"
+                     for m in models for r in [d[(d["model"] == m) & (d["design"] == "snake")].iloc[0]])
+    fig.suptitle(f"Serving latency vs request rate, {sv.l_in} in / {sv.l_out} out (SNAKE Fig. 10)", fontsize=11)
+    caption(fig, f"Event simulation: Poisson arrivals, {sv.requests} requests per point, GPU prefill (H100 at "
+            f"{100 * sv.gpu_efficiency:.0f}% of 989 TFLOPS, one FIFO server), continuous decode on the NMP (at most "
+            f"{sv.max_batch} requests; each iteration = the design's decode GEMMs at that batch + streaming the KV "
+            f"cache). Latencies are normalized to SNAKE's at the same rate, as in the paper. At the lowest rate: "
+            f"{base}. A baseline whose capacity is below the offered rate queues, so its latency grows with the "
+            "number of requests simulated.", y=0.02)
+    pdf.savefig(fig)
+    plt.close(fig)
+
+
 def manifest(s: SnakeStudy) -> dict[str, Any]:
     """Scenario, averages against the paper, mode shares, slowdowns, hardware choices and timings."""
     return {
@@ -179,6 +211,7 @@ def manifest(s: SnakeStudy) -> dict[str, Any]:
                        "status": r["solution"].status.value} for r in s.shape_set],
         "area_split": [{"method": x.method, "decision": x.decision, "latency_s": x.objective,
                         "status": x.status.value} for x in s.area_split],
+        "serving": s.serving.to_dict("records"),
         "timings_s": s.timings_s,
     }
 
@@ -191,5 +224,7 @@ def write_snake_report(s: SnakeStudy, out_dir: Path) -> dict[str, Path]:
         _mode_page(pdf, s)
         _shape_page(pdf, s)
         _hardware_page(pdf, s)
+        if not s.serving.empty:
+            _serving_page(pdf, s)
 
     return write_study_files(out_dir, draw, s.speedups, "speedups.csv", manifest(s))

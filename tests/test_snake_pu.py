@@ -132,7 +132,7 @@ def test_explore_on_the_bundled_snake_scenario_writes_the_report(tmp_path: Path)
     res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "snake-stratum.yaml"),
                                    "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 5
+    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 6  # with serving
     man = json.loads((out / "manifest.json").read_text())
     assert set(man["average_speedups"]) == {"mac_tree", "sa48x48", "sa8x288"}
     assert all(v > 0 for v in man["average_speedups"].values()) and len(man["models"]) == 5
@@ -163,3 +163,19 @@ def test_snake_scenario_errors_are_one_line(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump({**spec, "kind": "snek"}))
     res = runner.invoke(app, ["explore", str(path), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "kind: one of" in res.output
+
+
+def test_serving_isolated_requests_and_md1_prefill_queue() -> None:
+    """The serving event simulation: an isolated request takes prefill + l_out iterations at batch 1; with a
+    negligible decode, the GPU prefill queue is M/D/1, whose mean wait is rho / (2 mu (1 - rho))
+    (Pollaczek-Khinchine)."""
+    from evaluators.snake_serving import simulate
+
+    step = np.array([0.0, 1e-3, 2e-3, 3e-3])
+    r = simulate(step, 0.05, rate_rps=1e-4, l_out=10, requests=20, seed=1)
+    assert r.finished == 20 and r.tbt_s == pytest.approx(1e-3) and r.e2e_s == pytest.approx(0.05 + 10e-3)
+    service, rho = 0.01, 0.5
+    r = simulate(np.full(65, 1e-9), service, rate_rps=rho / service, l_out=1, requests=40_000, seed=2)
+    wait = rho / (2 * (1 / service) * (1 - rho))
+    assert r.finished == 40_000
+    assert r.e2e_s - service == pytest.approx(wait, rel=0.05)
