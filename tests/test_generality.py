@@ -141,3 +141,15 @@ def test_arrival_rate_override_replaces_the_workload_rate(table4_path: Path) -> 
     sc = load_scenario(table4_path)
     assert sc.workload.arrival_rate_rps == 2.0  # the scenario's override, not chat.yaml's 5.5
     assert np.isclose(sc.workload.model_dump()["arrival_rate_rps"], 2.0)
+
+
+def test_bundled_table_iv_all_model_design_within_hydras_14_percent() -> None:
+    """The README's `chipdse generality --json` on the bundled Table IV scenario (174,720 points x 3 models): the
+    all-model B* design stays within 14% of every model's own optimum, HYDRA Table IV's headline."""
+    res = CliRunner().invoke(app, ["generality", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["points"] == 174_720 and out["names"] == ["Jamba", "Zamba", "Nemo"]
+    everything = out["scores"]["B*"]["Jamba + Zamba + Nemo"]
+    assert min(everything.values()) >= 0.86
+    assert all(out["stable"]["B*"]["Jamba + Zamba + Nemo"].values())
