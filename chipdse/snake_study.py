@@ -244,8 +244,9 @@ def run_snake_study(spec: SnakeScenario, time_limit_s: float | None = None) -> S
     cfg = SolverConfig(time_limit_s=time_limit_s or spec.time_limit_s)
     t1 = time.perf_counter()
     shape_rows = []
+    base = shape_set_problem(spec, spec.shape_set.budgets_mm2[0])  # the time matrix does not depend on the budget
     for budget in spec.shape_set.budgets_mm2:
-        prob = shape_set_problem(spec, budget)
+        prob = dataclasses.replace(base, area_budget_mm2=budget, name=f"{spec.name}-shape-set-{budget:g}mm2")
         for method in SHAPE_SET_METHODS:
             sol = solve_shape_set(prob, method, cfg)
             shape_rows.append({"budget_mm2": budget, "method": method, "solution": sol,

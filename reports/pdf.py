@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 import platform
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import matplotlib
-import pandas as pd
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -21,6 +19,7 @@ from chipdse.explore import ExploreResult, FinalistResult, best_exact  # noqa: E
 from chipdse.io import atomic_path, write_text_atomic  # noqa: E402
 from chipdse.solution import Solution  # noqa: E402
 from reports import sim_pages
+from reports.files import strict_json
 from reports.generality_page import generality_pages
 from reports.style import PAGE, caption, fmt, table_page
 
@@ -244,12 +243,6 @@ def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
                   "(HYDRA Eq. 5)", cols, _solution_rows(f.mapping, scale=1e3))])
 
 
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as dicts with NaN as None (strict JSON)."""
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-            for row in df.to_dict("records")]
-
-
 def manifest(r: ExploreResult) -> dict[str, Any]:
     """Return the run manifest: scenario hash, seed, package versions, solver settings, counts and timings."""
     sc = r.scenario
@@ -262,7 +255,7 @@ def manifest(r: ExploreResult) -> dict[str, Any]:
         "finalists": {f.role: f.row["label"] for f in r.finalists}, "timings_s": r.timings_s,
         "simulation": None if r.simulation is None else {
             "fidelity": r.simulation.metrics, "policy_gains": sim_pages.policy_gains(r.simulation.policies),
-            "layouts": _records(r.simulation.layouts),
+            "layouts": strict_json(r.simulation.layouts.to_dict("records")),
             "skipped": r.simulation.skipped},
         "generality": None if r.generality is None else r.generality.to_json(),
     }
