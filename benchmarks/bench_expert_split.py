@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import sys
 
-from formulations.expert_split import ExpertSplitProblem, active_experts
-from solvers.config import SolverConfig
-from solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
+from chipdse.formulations.expert_split import ExpertSplitProblem, active_experts
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
 
 SEED = 42
 BATCH = 64

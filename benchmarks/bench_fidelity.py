@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from chipdse.design_space import enumerate_points
+from chipdse.evaluators.estimator import Screen
 from chipdse.parallel import Backend, run_jobs
 from chipdse.scenario import load_scenario
 from chipdse.simstudy import (
@@ -28,8 +29,7 @@ from chipdse.simstudy import (
     make_layout,
     run_job,
 )
-from evaluators.estimator import Screen
-from solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig
 
 N_TOP = 8
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import sys
 
 from chipdse.design_space import enumerate_points
+from chipdse.evaluators.estimator import Screen
 from chipdse.problems import PointSpec, mapping_problem, placement_problem
+from chipdse.reports.pareto import pick_b_star
 from chipdse.scenario import load_scenario
-from evaluators.estimator import Screen
-from reports.pareto import pick_b_star
-from solvers.config import SolverConfig
-from solvers.mapping import solve_mapping
-from solvers.placement import solve_placement
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.mapping import solve_mapping
+from chipdse.solvers.placement import solve_placement
 
 
 def show(title: str, sols: list) -> None:

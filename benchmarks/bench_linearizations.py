@@ -20,11 +20,11 @@ import pyomo.environ as pyo
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_placement_scaling import b_star_placement, instance  # noqa: E402
 
-from formulations.placement import build_placement_milp  # noqa: E402
-from formulations.placement_compact import build_placement_compact_milp  # noqa: E402
-from solvers.backends import solve_pyomo  # noqa: E402
-from solvers.config import SolverConfig  # noqa: E402
-from solvers.placement import solve_placement  # noqa: E402
+from chipdse.formulations.placement import build_placement_milp  # noqa: E402
+from chipdse.formulations.placement_compact import build_placement_compact_milp  # noqa: E402
+from chipdse.solvers.backends import solve_pyomo  # noqa: E402
+from chipdse.solvers.config import SolverConfig  # noqa: E402
+from chipdse.solvers.placement import solve_placement  # noqa: E402
 
 BUILDERS = {"milp-highs": build_placement_milp, "milp-compact": build_placement_compact_milp}
 

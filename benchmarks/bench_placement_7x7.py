@@ -12,13 +12,13 @@ import platform
 import sys
 
 from chipdse.design_space import enumerate_points
+from chipdse.evaluators.estimator import Screen
+from chipdse.formulations.placement import PlacementProblem, grid_ring_cells
 from chipdse.problems import PointSpec, placement_problem
+from chipdse.reports.pareto import pick_b_star
 from chipdse.scenario import load_scenario
-from evaluators.estimator import Screen
-from formulations.placement import PlacementProblem, grid_ring_cells
-from reports.pareto import pick_b_star
-from solvers.config import SolverConfig
-from solvers.placement import solve_placement
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.placement import solve_placement
 
 COUNTS = {"Ap": 3, "Ad": 5, "Mp": 6, "Md": 10, "hbm:attention": 6, "hbm:mamba": 10}
 

@@ -13,10 +13,10 @@ import platform
 import sys
 import time
 
+from chipdse.formulations.qap import read_qaplib
 from chipdse.paths import shared_dir
-from formulations.qap import read_qaplib
-from solvers.config import SolverConfig
-from solvers.qap import solve_qap
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.qap import solve_qap
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluators.snake import BASELINES, PAPER_MODELS, load_card, speedups  # noqa: E402
+from chipdse.evaluators.snake import BASELINES, PAPER_MODELS, load_card, speedups  # noqa: E402
 
 BATCHES = (8, 16, 32, 64)
 #: SNAKE Sec. 6.3: average decode speedup of SNAKE over each baseline.

@@ -12,8 +12,8 @@ import time
 import numpy as np
 
 from chipdse.design_space import DesignPoints, enumerate_points
+from chipdse.evaluators.estimator import Screen
 from chipdse.scenario import load_scenario
-from evaluators.estimator import Screen
 
 
 def subset(pts: DesignPoints, idx: np.ndarray) -> DesignPoints:

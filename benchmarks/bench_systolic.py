@@ -22,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluators.systolic import compute_cycles, compute_cycles_array  # noqa: E402
+from chipdse.evaluators.systolic import compute_cycles, compute_cycles_array  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "scalesim_cycles.json"
 KEYS = ("m", "k", "n", "rows", "cols", "dataflow")

@@ -81,8 +81,8 @@ def explore(
     (a kind: snake or kind: nova scenario runs that study instead)."""
     from chipdse.explore import explore as run_explore
     from chipdse.io import ensure_writable_dir
+    from chipdse.reports.pdf import write_report
     from chipdse.scenario import load_scenario
-    from reports.pdf import write_report
 
     created: list[Path] = []
     kind = "hydra" if scenario is None else _scenario_kind(scenario)
@@ -149,15 +149,15 @@ def _explore_study(kind: str, path: Path, out: Path | None, time_limit: float | 
     created: list[Path] = []
     try:
         if kind == "snake":
+            from chipdse.reports.snake_pages import write_snake_report
             from chipdse.snake_study import average_speedups, load_snake_scenario, run_snake_study
-            from reports.snake_pages import write_snake_report
 
             spec = load_snake_scenario(path)
             label = f"SNAKE study: {len(spec.models)} models x {len(spec.batches)} batches, shape set, area split"
         else:
             from chipdse.nova_study import load_nova_scenario, run_nova_study
-            from reports.nova_pages import manifest as nova_manifest
-            from reports.nova_pages import write_nova_report
+            from chipdse.reports.nova_pages import manifest as nova_manifest
+            from chipdse.reports.nova_pages import write_nova_report
 
             spec = load_nova_scenario(path)
             label = f"NOVA study: {len(spec.models)} models x 5 designs, capacity, expert split"
@@ -215,8 +215,8 @@ def compare(
     from chipdse.io import atomic_path, ensure_writable_dir
     from chipdse.problems import finalist_instance
     from chipdse.scenario import load_scenario
-    from solvers.compare import comparison_rows, run_methods, validate_methods
-    from solvers.config import SolverConfig
+    from chipdse.solvers.compare import comparison_rows, run_methods, validate_methods
+    from chipdse.solvers.config import SolverConfig
 
     try:
         validate_methods(problem, methods)
@@ -282,7 +282,7 @@ def solve(
     import json
 
     from chipdse.solution import relative_gap
-    from solvers.config import SolverConfig
+    from chipdse.solvers.config import SolverConfig
 
     try:
         problems = ("qap", "placement", "placement-max-link", "hbm-partition", "hbm-packing", "mapping")
@@ -290,8 +290,8 @@ def solve(
             msg = f"PROBLEM must be one of {list(problems)}, got {problem!r}"
             raise ValueError(msg)
         if problem == "qap":
-            from formulations.qap import read_qaplib
-            from solvers.qap import solve_qap
+            from chipdse.formulations.qap import read_qaplib
+            from chipdse.solvers.qap import solve_qap
 
             if path is None:
                 msg = "chipdse solve qap needs a QAPLIB .dat file"
@@ -305,7 +305,7 @@ def solve(
         else:
             from chipdse.problems import finalist_instance
             from chipdse.scenario import load_scenario
-            from solvers.compare import run_methods, validate_methods
+            from chipdse.solvers.compare import run_methods, validate_methods
 
             if method is None:
                 msg = f"--method is required for {problem!r} (chipdse compare {problem} lists the methods)"

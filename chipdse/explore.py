@@ -15,19 +15,19 @@ import numpy as np
 import pandas as pd
 
 from chipdse.design_space import enumerate_points
+from chipdse.evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
+from chipdse.evaluators.latency import GROUP_NAMES, BlockTable, block_table, decode_costs, prefill_costs
+from chipdse.formulations.mapping import MappingProblem, stage_times
 from chipdse.generality import GeneralityResult, generality
 from chipdse.problems import PointSpec, hbm_partition_problem, mapping_problem, placement_problem
+from chipdse.reports.pareto import pareto_mask, pick_b_star, pick_m_t
 from chipdse.scenario import LoadedScenario
 from chipdse.simstudy import Layout, SimulationStudy, explore_simulations
 from chipdse.solution import Solution
-from evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
-from evaluators.latency import GROUP_NAMES, BlockTable, block_table, decode_costs, prefill_costs
-from formulations.mapping import MappingProblem, stage_times
-from reports.pareto import pareto_mask, pick_b_star, pick_m_t
-from solvers.config import SolverConfig
-from solvers.hbm_partition import solve_hbm_partition
-from solvers.mapping import solve_mapping
-from solvers.placement import solve_placement
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.hbm_partition import solve_hbm_partition
+from chipdse.solvers.mapping import solve_mapping
+from chipdse.solvers.placement import solve_placement
 
 HBM_METHODS = ("milp-highs", "cpsat", "enumeration", "proportional")
 PLACEMENT_HEURISTICS = ("hydra-greedy", "round-robin", "random", "local-search")

@@ -31,9 +31,9 @@ import pandas as pd
 from chipdse.design_space import enumerate_points
 from chipdse.errors import SpecError
 from chipdse.models import load_model
+from chipdse.reports.pareto import pick_b_star, pick_m_t
 from chipdse.scenario import LoadedScenario
 from chipdse.specs import resolve
-from reports.pareto import pick_b_star, pick_m_t
 
 OBJECTIVES = ("B*", "M_T")
 
@@ -215,7 +215,7 @@ def generality(sc: LoadedScenario, models: list[str] | None = None) -> Generalit
     ValueError
         A model, or a target set, with no stable point at the offered load (the message names it).
     """
-    from evaluators.estimator import Screen
+    from chipdse.evaluators.estimator import Screen
 
     t0 = time.perf_counter()
     field = "--model"

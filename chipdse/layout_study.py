@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
+from chipdse.formulations.link_load import max_link_load
+from chipdse.formulations.placement import check_placement
 from chipdse.problems import PointSpec, placement_problem
 from chipdse.scenario import LoadedScenario
 from chipdse.simstudy import Layout, SimJob, map_placement
-from formulations.link_load import max_link_load
-from formulations.placement import check_placement
-from solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig
 
 LAYOUTS = (
     ("exact placement + exact mapping", "exact"),
@@ -33,7 +33,7 @@ def layout_candidates(sc: LoadedScenario, finalist: Any, cfg: SolverConfig) -> l
     Returns one dict per layout: ``name``, ``layout`` (:class:`Layout`), ``eq2``, ``max_link``, ``bound``
     (the best proven Eq. 2 bound, for gaps), ``max_link_bound`` (only for the max-link layout).
     """
-    from solvers.link_load import solve_max_link_placement
+    from chipdse.solvers.link_load import solve_max_link_placement
 
     row = finalist.row
     point = PointSpec.from_row(row, sc.compute_types())

@@ -18,10 +18,10 @@ import pandas as pd
 from pydantic import Field, PositiveFloat, PositiveInt
 
 from chipdse.errors import SpecError
+from chipdse.evaluators.nova_model import load_nova_model
+from chipdse.evaluators.nova_system import DESIGNS, SYSTEM, NovaSystem, e2e, longest_context, memory_bytes
+from chipdse.evaluators.snake import SnakeError
 from chipdse.specs import _Spec, load_spec
-from evaluators.nova_model import load_nova_model
-from evaluators.nova_system import DESIGNS, SYSTEM, NovaSystem, e2e, longest_context, memory_bytes
-from evaluators.snake import SnakeError
 
 PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698}
 """NOVA's headline against the GPU baseline: 4.5x throughput and 69.8% lower E2E latency on average."""
@@ -140,9 +140,9 @@ def run_nova_study(spec: NovaScenario, time_limit_s: float | None = None) -> Nov
 
 def expert_table(spec: NovaScenario, time_limit_s: float) -> pd.DataFrame:
     """Every expert-split method on each routing kind x expert count: makespan, gap to the exact one, time."""
-    from formulations.expert_split import ExpertSplitProblem
-    from solvers.config import SolverConfig
-    from solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
+    from chipdse.formulations.expert_split import ExpertSplitProblem
+    from chipdse.solvers.config import SolverConfig
+    from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
 
     e = spec.experts
     cfg = SolverConfig(time_limit_s=time_limit_s, threads=2, seed=0)

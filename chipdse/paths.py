@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = PACKAGE_DIR.parent
 
 
 def instances_dir() -> Path:
-    """Return the bundled ``instances/`` folder (data only)."""
-    return PROJECT_ROOT / "instances"
+    """Return the bundled ``instances/`` folder (data only; ``chipdse/instances`` links to it in a checkout and
+    holds a copy in an installed wheel)."""
+    return (PACKAGE_DIR / "instances").resolve()
 
 
 def shared_dir() -> Path:

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chipdse.scenario import LoadedScenario
-from evaluators.estimator import memory_needs
-from evaluators.latency import (
+from chipdse.evaluators.estimator import memory_needs
+from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
     FAMILY_MAMBA,
     GROUP_NAMES,
@@ -20,10 +19,11 @@ from evaluators.latency import (
     decode_costs,
     prefill_costs,
 )
-from formulations.hbm_packing import HbmPackingProblem, PackBlock
-from formulations.hbm_partition import HbmPartitionProblem
-from formulations.mapping import MappingProblem
-from formulations.placement import PlacementProblem
+from chipdse.formulations.hbm_packing import HbmPackingProblem, PackBlock
+from chipdse.formulations.hbm_partition import HbmPartitionProblem
+from chipdse.formulations.mapping import MappingProblem
+from chipdse.formulations.placement import PlacementProblem
+from chipdse.scenario import LoadedScenario
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def hbm_packing_problem(sc: LoadedScenario, n_hbm: int) -> HbmPackingProblem:
         When the weights fit no Eq. 1 split of ``n_hbm`` stacks.
     """
     from chipdse.errors import InfeasibleDesignError
-    from evaluators.estimator import best_partition
+    from chipdse.evaluators.estimator import best_partition
 
     needs = memory_needs(sc)
     stacks, r = best_partition(needs, n_hbm)
@@ -170,12 +170,12 @@ def finalist_instance(sc: LoadedScenario, problem_name: str, point: str = "b-sta
     """
     from chipdse.design_space import enumerate_points
     from chipdse.errors import InfeasibleDesignError
+    from chipdse.evaluators.estimator import Screen
+    from chipdse.reports.pareto import pick_b_star, pick_m_t
+    from chipdse.solvers.config import SolverConfig
+    from chipdse.solvers.placement import solve_placement
     from chipdse.store import canonical_json
     from chipdse.sweep import scenario_identity
-    from evaluators.estimator import Screen
-    from reports.pareto import pick_b_star, pick_m_t
-    from solvers.config import SolverConfig
-    from solvers.placement import solve_placement
 
     key = canonical_json(scenario_identity(sc))  # what a screen score depends on (the sweep store's key too)
     if key not in _SCORED:

@@ -26,7 +26,7 @@ from scipy.stats import spearmanr
 
 from chipdse.problems import PointSpec, mapping_problem, placement_problem
 from chipdse.scenario import LoadedScenario
-from solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig
 
 FIDELITY_THRESHOLDS = {"cosine": 0.95, "spearman_throughput": 0.9, "max_throughput_recovery": 0.97}
 """Targets of the fidelity check (HYDRA reports cosine 0.9 and 93% recovery)."""
@@ -57,7 +57,7 @@ def make_layout(sc: LoadedScenario, row: dict[str, Any], placement_method: str, 
                 mapping_method: str = "lpt-greedy") -> Layout | None:
     """Place (``placement_method``) and map (``mapping_method``, both phases) an estimator row; None when the
     placement method finds nothing in its time limit."""
-    from solvers.placement import solve_placement
+    from chipdse.solvers.placement import solve_placement
 
     point = PointSpec.from_row(row, sc.compute_types())
     pl = solve_placement(placement_problem(sc, point, float(row["capacity_rps"])), placement_method, cfg,
@@ -70,7 +70,7 @@ def make_layout(sc: LoadedScenario, row: dict[str, Any], placement_method: str, 
 def map_placement(sc: LoadedScenario, point: PointSpec, placement: dict[int, str], placement_method: str,
                   cfg: SolverConfig, mapping_method: str = "lpt-greedy") -> Layout | None:
     """Map both phases of a placed design (``mapping_method``); None when a phase has no mapping."""
-    from solvers.mapping import solve_mapping
+    from chipdse.solvers.mapping import solve_mapping
 
     maps = {}
     for phase in ("prefill", "decode"):
@@ -96,9 +96,9 @@ class SimJob:
 
     def run(self) -> dict[str, Any]:
         """Simulate and return tags + throughput_tps, TTFT mean / p99, E2E mean, utilizations, events."""
+        from chipdse.evaluators.sim_build import build_sim_config
+        from chipdse.evaluators.simulator import simulate
         from chipdse.simulate import batcher_config, scheduler_config
-        from evaluators.sim_build import build_sim_config
-        from evaluators.simulator import simulate
 
         lay = self.layout
         cfg = build_sim_config(self.sc, lay.point, lay.placement, lay.prefill_map, lay.decode_map,
@@ -375,7 +375,7 @@ class _SafeJob:
 
 def _run_safe(safe: _SafeJob) -> dict[str, Any]:
     """Run a job; a simulator input error (e.g. a request larger than memory) becomes an ``error`` entry."""
-    from evaluators.sim_kernel import SimulationError
+    from chipdse.evaluators.sim_kernel import SimulationError
 
     try:
         return safe.job.run()

@@ -24,7 +24,7 @@ MAPPING_METHOD = "lpt-greedy"
 
 def scheduler_config(name: str):
     """Return the simulator's scheduler config for a CLI name (:data:`SCHEDULERS`); ValueError otherwise."""
-    from evaluators.sim_schedulers import (
+    from chipdse.evaluators.sim_schedulers import (
         ElasticSchedulerConfig,
         FcfsSchedulerConfig,
         StaticSchedulerConfig,
@@ -41,7 +41,7 @@ def scheduler_config(name: str):
 
 def batcher_config(name: str, max_batch: int):
     """Return the simulator's batcher config for a CLI name (:data:`BATCHING`); ValueError otherwise."""
-    from evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
+    from chipdse.evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
 
     if name not in BATCHING:
         msg = f"batching must be one of {list(BATCHING)}, got {name!r}"
@@ -52,8 +52,8 @@ def batcher_config(name: str, max_batch: int):
 def _select_row(sc: LoadedScenario, point: str | int) -> dict:
     """Return the estimator row of ``point`` ("best" = B*, or an integer row id)."""
     from chipdse.design_space import enumerate_points
-    from evaluators.estimator import Screen
-    from reports.pareto import pick_b_star
+    from chipdse.evaluators.estimator import Screen
+    from chipdse.reports.pareto import pick_b_star
 
     pid: int | None = None
     if isinstance(point, str):
@@ -148,12 +148,12 @@ def run_simulation(
         No stable point for ``"best"`` (``InfeasibleDesignError``), no placement found, or a simulator input
         error (``SimulationError``, also a ``ValueError``).
     """
+    from chipdse.evaluators.sim_build import build_sim_config, workload_arrival
+    from chipdse.evaluators.simulator import simulate
     from chipdse.problems import PointSpec, mapping_problem, placement_problem
-    from evaluators.sim_build import build_sim_config, workload_arrival
-    from evaluators.simulator import simulate
-    from solvers.config import SolverConfig
-    from solvers.mapping import solve_mapping
-    from solvers.placement import solve_placement
+    from chipdse.solvers.config import SolverConfig
+    from chipdse.solvers.mapping import solve_mapping
+    from chipdse.solvers.placement import solve_placement
 
     sched_cfg = scheduler_config(scheduler)
     batching = sc.spec.estimator.batching if batching is None else batching

@@ -19,10 +19,8 @@ import pandas as pd
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from chipdse.errors import SpecError
-from chipdse.solution import Solution
-from chipdse.specs import _Spec, load_spec
-from evaluators.snake import SNAKE, Design, SnakeError, decode_gemms, load_card
-from evaluators.snake_pu import (
+from chipdse.evaluators.snake import SNAKE, Design, SnakeError, decode_gemms, load_card
+from chipdse.evaluators.snake_pu import (
     BASELINE_DESIGNS,
     MODES,
     NmpTemplate,
@@ -32,10 +30,12 @@ from evaluators.snake_pu import (
     schedule,
     schedule_op,
 )
-from formulations.snake_area import AreaSplitProblem
-from formulations.snake_shapes import ShapeSetProblem
-from solvers.config import SolverConfig
-from solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
+from chipdse.formulations.snake_area import AreaSplitProblem
+from chipdse.formulations.snake_shapes import ShapeSetProblem
+from chipdse.solution import Solution
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
+from chipdse.specs import _Spec, load_spec
 
 PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00}
 """SNAKE Sec. 6.3: average decode speedup of SNAKE over each baseline across the five models."""
@@ -267,7 +267,7 @@ def run_snake_study(spec: SnakeScenario, time_limit_s: float | None = None) -> S
 
 def serving_table(spec: SnakeScenario) -> pd.DataFrame:
     """Mean E2E and TBT per model, design and arrival rate (SNAKE Fig. 10), by event simulation."""
-    from evaluators.snake_serving import prefill_s, simulate, step_table_s
+    from chipdse.evaluators.snake_serving import prefill_s, simulate, step_table_s
 
     sv, t = spec.serving, spec.template.template()
     rows = []

@@ -63,11 +63,13 @@ def code_version() -> str:
         pkg = version("chipdse")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
         pkg = "0+unknown"
-    root = Path(__file__).resolve().parent.parent
+    package_dir = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for name in SOURCE_PACKAGES:
-        for f in sorted((root / name).rglob("*.py")):
-            h.update(f.relative_to(root).as_posix().encode())
+        # the sub-packages are links to the top-level folders in a checkout: resolve before walking
+        folder = package_dir if name == "chipdse" else (package_dir / name).resolve()
+        for f in sorted(folder.rglob("*.py")):
+            h.update(f"{name}/{f.relative_to(folder).as_posix()}".encode())
             h.update(b"\0")
             h.update(f.read_bytes())
             h.update(b"\0")

@@ -27,10 +27,10 @@ import pandas as pd
 
 from chipdse.design_space import DesignPoints, enumerate_points
 from chipdse.parallel import Backend, run_jobs
+from chipdse.reports.pareto import pareto_mask, pick_b_star, pick_m_t
 from chipdse.scenario import LoadedScenario, with_workload
 from chipdse.specs import file_sha256
 from chipdse.store import ResultsStore, job_key
-from reports.pareto import pareto_mask, pick_b_star, pick_m_t
 
 JOB_KIND = "sweep-screen"
 SIM_JOB_KIND = "sweep-simulate"
@@ -114,7 +114,7 @@ def score_hbm_chunk(sc: LoadedScenario, n_hbm: int) -> dict[str, Any]:
     dict
         :func:`frame_to_json` of ``Screen.score`` on those points (no rows when none is buildable).
     """
-    from evaluators.estimator import Screen
+    from chipdse.evaluators.estimator import Screen
 
     pts, _ = enumerate_points(sc)
     df = Screen(sc).score(subset_points(pts, pts.n_hbm == n_hbm))
@@ -218,9 +218,9 @@ def simulate_candidate(job: SimCandidate) -> dict[str, Any]:
         workload, point, label, role, est_throughput_tps, est_ttft_s, placement_method, ``SIM_COLUMNS`` and
         error (empty, or why there is no simulation: no placement, or a simulator input error).
     """
+    from chipdse.evaluators.sim_kernel import SimulationError
     from chipdse.simstudy import SimJob, make_layout
-    from evaluators.sim_kernel import SimulationError
-    from solvers.config import SolverConfig
+    from chipdse.solvers.config import SolverConfig
 
     sc, row, st = job.sc, job.row, job.sc.spec.sweep
     out: dict[str, Any] = {"workload": sc.workload.name, "point": int(row["point"]), "label": row["label"],

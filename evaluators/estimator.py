@@ -30,8 +30,7 @@ import pandas as pd
 from scipy.stats import poisson
 
 from chipdse.design_space import DesignPoints
-from chipdse.scenario import LoadedScenario
-from evaluators.latency import (
+from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
     FAMILY_MAMBA,
     FAMILY_SHARED,
@@ -45,6 +44,7 @@ from evaluators.latency import (
     decode_costs,
     prefill_costs,
 )
+from chipdse.scenario import LoadedScenario
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chipdse.errors import SpecError
-from evaluators.snake import load_card
+from chipdse.evaluators.snake import load_card
 
 BYTES = 2
 """BF16 weights, KV cache and state (NOVA Sec. VI-A)."""

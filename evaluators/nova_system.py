@@ -46,8 +46,8 @@ from functools import cache
 import numpy as np
 
 from chipdse.errors import SpecError
-from evaluators.nmp import NOVA_TIERS, NovaTiers, best_mode
-from evaluators.nova_model import BYTES, NovaModel
+from chipdse.evaluators.nmp import NOVA_TIERS, NovaTiers, best_mode
+from chipdse.evaluators.nova_model import BYTES, NovaModel
 
 OPS = ("gqa", "ssm", "moe")
 
@@ -194,9 +194,9 @@ def nmp_time_s(design: NovaDesign, flops: float, intensity: float, system: NovaS
 @cache
 def _expert_split_s(tokens: tuple[int, ...], expert_bytes: float, cubes: int, tiers: NovaTiers, method: str) -> float:
     """Makespan of one MoE layer's routed experts on one cube's two tiers with ``method``, s."""
-    from formulations.expert_split import ExpertSplitProblem
-    from solvers.config import SolverConfig
-    from solvers.expert_split import solve_expert_split
+    from chipdse.formulations.expert_split import ExpertSplitProblem
+    from chipdse.solvers.config import SolverConfig
+    from chipdse.solvers.expert_split import solve_expert_split
 
     # each cube holds a share of every expert (cube-local GEMVs), so every cube splits the same expert set
     prob = ExpertSplitProblem(tuple(expert_bytes / cubes for _ in tokens), tokens, tiers)

@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from chipdse.evaluators.latency import (
+    FAMILY_ATTENTION,
+    FAMILY_MAMBA,
+    FAMILY_SHARED,
+    GROUP_NAMES,
+    block_table,
+    chiplet_caps,
+)
+from chipdse.evaluators.sim_arrivals import ArrivalConfig, GammaArrivalConfig, PoissonArrivalConfig, TraceArrivalConfig
+from chipdse.evaluators.sim_kernel import SimulationError
+from chipdse.evaluators.sim_policies import BatcherConfig, DynamicBatcherConfig, StaticBatcherConfig
+from chipdse.evaluators.sim_schedulers import SchedulerConfig, StaticSchedulerConfig
+from chipdse.evaluators.simulator import ChipletSpec, MemoryGroup, NoiSpec, PhaseTable, ServiceTime, SimConfig, TaskCost
 from chipdse.problems import PointSpec
 from chipdse.scenario import LoadedScenario
-from evaluators.latency import FAMILY_ATTENTION, FAMILY_MAMBA, FAMILY_SHARED, GROUP_NAMES, block_table, chiplet_caps
-from evaluators.sim_arrivals import ArrivalConfig, GammaArrivalConfig, PoissonArrivalConfig, TraceArrivalConfig
-from evaluators.sim_kernel import SimulationError
-from evaluators.sim_policies import BatcherConfig, DynamicBatcherConfig, StaticBatcherConfig
-from evaluators.sim_schedulers import SchedulerConfig, StaticSchedulerConfig
-from evaluators.simulator import ChipletSpec, MemoryGroup, NoiSpec, PhaseTable, ServiceTime, SimConfig, TaskCost
 
 
 def workload_arrival(sc: LoadedScenario, rate_rps: float | None = None) -> ArrivalConfig:

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
-from evaluators.sim_arrivals import ArrivalConfig
-from evaluators.sim_kernel import SimulationError
-from evaluators.sim_policies import BatcherConfig
-from evaluators.sim_schedulers import SchedulerConfig, StaticSchedulerConfig
+from chipdse.evaluators.sim_arrivals import ArrivalConfig
+from chipdse.evaluators.sim_kernel import SimulationError
+from chipdse.evaluators.sim_policies import BatcherConfig
+from chipdse.evaluators.sim_schedulers import SchedulerConfig, StaticSchedulerConfig
 
 PREFILL_FEATURES = ("requests", "tokens", "tokens_squared", "chunks")
 """Features of a prefill job over its requests of L tokens each: (sum 1, sum L, sum L^2, sum ceil(L / chunk))."""

@@ -7,15 +7,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluators.sim_config import (
+from chipdse.evaluators.sim_config import (
     _FEATURES,
     Phase,
     PhaseTable,
     SimConfig,
     _mul,
 )
-from evaluators.sim_kernel import SimulationError
-from formulations.link_load import xy_route
+from chipdse.evaluators.sim_kernel import SimulationError
+from chipdse.formulations.link_load import xy_route
 
 
 @dataclass

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any, Protocol, TypeVar
 
-from evaluators.sim_kernel import SimulationError
+from chipdse.evaluators.sim_kernel import SimulationError
 
 # --------------------------------------------------------------------------------------------------------------
 # Entities the policies see

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from evaluators.sim_kernel import EventKind
+from chipdse.evaluators.sim_kernel import EventKind
 
 
 @dataclass(frozen=True)

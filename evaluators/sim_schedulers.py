@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
 
-from evaluators.sim_kernel import SimulationError
-from evaluators.sim_policies import ClusterView, StageJob, _register
+from chipdse.evaluators.sim_kernel import SimulationError
+from chipdse.evaluators.sim_policies import ClusterView, StageJob, _register
 
 
 class SchedulerKind(StrEnum):

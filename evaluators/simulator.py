@@ -69,9 +69,8 @@ from collections import deque
 import numpy as np
 import pandas as pd
 
-from chipdse.workloads import LengthSample
-from evaluators.sim_arrivals import make_arrival
-from evaluators.sim_config import (
+from chipdse.evaluators.sim_arrivals import make_arrival
+from chipdse.evaluators.sim_config import (
     DECODE_FEATURES,
     PREFILL_FEATURES,
     ChipletSpec,
@@ -83,9 +82,9 @@ from evaluators.sim_config import (
     TaskCost,
     _mul,
 )
-from evaluators.sim_kernel import Event, EventKind, Kernel, SimulationError
-from evaluators.sim_noi import _Topology, reserve_routes, uncontended_stage_times, xy_route
-from evaluators.sim_policies import (
+from chipdse.evaluators.sim_kernel import Event, EventKind, Kernel, SimulationError
+from chipdse.evaluators.sim_noi import _Topology, reserve_routes, uncontended_stage_times, xy_route
+from chipdse.evaluators.sim_policies import (
     Batcher,
     BatcherKind,
     DecodeSlot,
@@ -95,8 +94,9 @@ from evaluators.sim_policies import (
     StageJob,
     make_batcher,
 )
-from evaluators.sim_results import LatencyStats, SimResult
-from evaluators.sim_schedulers import TaskScheduler, make_scheduler
+from chipdse.evaluators.sim_results import LatencyStats, SimResult
+from chipdse.evaluators.sim_schedulers import TaskScheduler, make_scheduler
+from chipdse.workloads import LengthSample
 
 __all__ = [
     "DECODE_FEATURES", "PREFILL_FEATURES", "ChipletSpec", "LatencyStats", "MemoryGroup", "NoiSpec", "PhaseTable",

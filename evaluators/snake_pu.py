@@ -39,8 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from evaluators.snake import MAC_TREE, SA_8X288, SA_48X48, SNAKE, Design, GemmOp, SnakeError, mac_tree_cycles
-from evaluators.systolic import compute_cycles_array
+from chipdse.evaluators.snake import MAC_TREE, SA_8X288, SA_48X48, SNAKE, Design, GemmOp, SnakeError, mac_tree_cycles
+from chipdse.evaluators.systolic import compute_cycles_array
 
 MODES: tuple[str, ...] = ("IS-S", "IS-ST", "OS-S", "OS-ST")
 """SNAKE's four multi-PU partition modes (Sec. 5a)."""

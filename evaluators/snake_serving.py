@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluators.snake import Design, SnakeError, decode_gemms
-from evaluators.snake_pu import NmpTemplate, decode_step_s
+from chipdse.evaluators.snake import Design, SnakeError, decode_gemms
+from chipdse.evaluators.snake_pu import NmpTemplate, decode_step_s
 
 H100_FLOPS = 989e12
 """H100 dense BF16 peak, FLOP/s."""

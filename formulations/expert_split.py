@@ -21,8 +21,8 @@ from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
 from chipdse.errors import SpecError
-from evaluators.nmp import NOVA_TIERS, NovaTiers, tier1_cross_throughput_flops, tier2_throughput_flops
-from formulations.mapping import time_ticks
+from chipdse.evaluators.nmp import NOVA_TIERS, NovaTiers, tier1_cross_throughput_flops, tier2_throughput_flops
+from chipdse.formulations.mapping import time_ticks
 
 TIER1 = 1
 """Decision value of the peri-die NMP (cold experts in NOVA)."""

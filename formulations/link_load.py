@@ -19,7 +19,7 @@ from collections import defaultdict
 
 import pyomo.environ as pyo
 
-from formulations.placement import (
+from chipdse.formulations.placement import (
     PlacementProblem,
     active_types,
     allowed_cells,

@@ -24,7 +24,7 @@ from collections import defaultdict
 
 import pyomo.environ as pyo
 
-from formulations.placement import (
+from chipdse.formulations.placement import (
     PlacementProblem,
     _assign_keys,
     active_types,

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from chipdse.errors import SpecError
-from formulations.placement import PlacementProblem
+from chipdse.formulations.placement import PlacementProblem
 
 MAX_ENTRY = 2**31
 """Largest absolute matrix entry read (QAPLIB entries are far smaller)."""

@@ -23,7 +23,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from chipdse.errors import SpecError
-from formulations.snake_shapes import AREA_TOL_MM2
+from chipdse.formulations.snake_shapes import AREA_TOL_MM2
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
+from chipdse.evaluators.nova_system import DESIGNS  # noqa: E402
 from chipdse.nova_study import PAPER, NovaStudy, ratios_vs_gpu  # noqa: E402
-from evaluators.nova_system import DESIGNS  # noqa: E402
-from reports.files import strict_json, write_study_files  # noqa: E402
-from reports.style import PAGE, caption, fmt, table_page  # noqa: E402
+from chipdse.reports.files import strict_json, write_study_files  # noqa: E402
+from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
 
@@ -127,7 +127,7 @@ def _expert_pages(pdf: PdfPages, s: NovaStudy) -> None:
 
 def model_sizes(s: NovaStudy) -> list[dict[str, Any]]:
     """Parameters of each model as the study counts them, next to the published total."""
-    from evaluators.nova_model import load_nova_model
+    from chipdse.evaluators.nova_model import load_nova_model
 
     return [{"model": k, "params": (m := load_nova_model(k)).total_params, "published": m.published_params}
             for k in s.spec.models]

@@ -13,8 +13,8 @@ from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
+from chipdse.reports.style import PAGE, caption, fmt
 from chipdse.simstudy import ABLATION, FIDELITY_THRESHOLDS, SCHEDULER_VARIANTS, SimulationStudy
-from reports.style import PAGE, caption, fmt
 
 
 def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> None:

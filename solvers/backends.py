@@ -24,7 +24,7 @@ from pyomo.contrib.solver.common.results import TerminationCondition as PyoTerm
 from pyomo.contrib.solver.solvers.highs import Highs
 
 from chipdse.solution import SolutionStatus, TerminationCondition
-from solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig
 
 _PYOMO_TERMINATION = {
     PyoTerm.convergenceCriteriaSatisfied: TerminationCondition.OPTIMAL,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chipdse.solution import Solution, SolutionStatus, TerminationCondition
-from solvers.backends import BackendResult
+from chipdse.solvers.backends import BackendResult
 
 
 @dataclass(frozen=True)

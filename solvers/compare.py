@@ -6,12 +6,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chipdse.solution import Solution, relative_gap
-from solvers.config import SolverConfig
-from solvers.hbm_packing import HBM_PACKING_METHODS, solve_hbm_packing
-from solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition
-from solvers.link_load import MAX_LINK_METHODS, solve_max_link_placement
-from solvers.mapping import MAPPING_METHODS, solve_mapping
-from solvers.placement import HEURISTIC_METHODS, PLACEMENT_METHODS, solve_placement
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.hbm_packing import HBM_PACKING_METHODS, solve_hbm_packing
+from chipdse.solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition
+from chipdse.solvers.link_load import MAX_LINK_METHODS, solve_max_link_placement
+from chipdse.solvers.mapping import MAPPING_METHODS, solve_mapping
+from chipdse.solvers.placement import HEURISTIC_METHODS, PLACEMENT_METHODS, solve_placement
 
 #: problem name -> (all methods, methods run by default, solve function)
 PROBLEMS: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable[..., Solution]]] = {

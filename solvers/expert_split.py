@@ -29,8 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from chipdse.errors import SpecError
-from chipdse.solution import Solution, SolutionStatus, TerminationCondition
-from formulations.expert_split import (
+from chipdse.formulations.expert_split import (
     TIER1,
     TIER2,
     ExpertSplitProblem,
@@ -43,9 +42,16 @@ from formulations.expert_split import (
     expert_times_s,
     tier_loads_s,
 )
-from solvers.backends import solve_cpsat, solve_pyomo
-from solvers.common import ProblemKind, backend_solution, checked_solution, enumerated_solution, heuristic_solution
-from solvers.config import SolverConfig
+from chipdse.solution import Solution, SolutionStatus, TerminationCondition
+from chipdse.solvers.backends import solve_cpsat, solve_pyomo
+from chipdse.solvers.common import (
+    ProblemKind,
+    backend_solution,
+    checked_solution,
+    enumerated_solution,
+    heuristic_solution,
+)
+from chipdse.solvers.config import SolverConfig
 
 PROBLEM = "expert-split"
 

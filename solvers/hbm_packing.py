@@ -9,8 +9,7 @@ from __future__ import annotations
 import itertools
 import time
 
-from chipdse.solution import Solution
-from formulations.hbm_packing import (
+from chipdse.formulations.hbm_packing import (
     HbmPackingProblem,
     build_hbm_packing_milp,
     check_hbm_packing,
@@ -18,8 +17,9 @@ from formulations.hbm_packing import (
     eq1_bound,
     packing_infeasibility,
 )
-from solvers.backends import solve_pyomo
-from solvers.common import (
+from chipdse.solution import Solution
+from chipdse.solvers.backends import solve_pyomo
+from chipdse.solvers.common import (
     ProblemKind,
     backend_solution,
     enumerated_solution,
@@ -27,7 +27,7 @@ from solvers.common import (
     infeasible_solution,
     no_solution,
 )
-from solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig
 
 PROBLEM = "hbm-packing"
 HBM_PACKING_METHODS = ("milp-highs", "first-fit", "brute-force")

@@ -21,8 +21,7 @@ import time
 from collections.abc import Iterator
 from fractions import Fraction
 
-from chipdse.solution import Solution
-from formulations.hbm_partition import (
+from chipdse.formulations.hbm_partition import (
     HbmPartitionProblem,
     build_hbm_partition_cpsat,
     build_hbm_partition_milp,
@@ -34,15 +33,16 @@ from formulations.hbm_partition import (
     hbm_partition_infeasibility,
     min_stacks,
 )
-from solvers.backends import solve_cpsat, solve_pyomo
-from solvers.common import (
+from chipdse.solution import Solution
+from chipdse.solvers.backends import solve_cpsat, solve_pyomo
+from chipdse.solvers.common import (
     ProblemKind,
     backend_solution,
     enumerated_solution,
     heuristic_solution,
     infeasible_solution,
 )
-from solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig
 
 PROBLEM = "hbm-partition"
 

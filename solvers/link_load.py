@@ -14,17 +14,17 @@ import time
 
 import pyomo.environ as pyo
 
-from chipdse.solution import Solution
-from formulations.link_load import brute_force_max_link, build_max_link_milp, objective_value
-from formulations.placement import (
+from chipdse.formulations.link_load import brute_force_max_link, build_max_link_milp, objective_value
+from chipdse.formulations.placement import (
     PlacementProblem,
     check_placement,
     decode_placement_milp,
     placement_infeasibility,
     set_placement_start,
 )
-from solvers.backends import solve_pyomo
-from solvers.common import (
+from chipdse.solution import Solution
+from chipdse.solvers.backends import solve_pyomo
+from chipdse.solvers.common import (
     ProblemKind,
     backend_solution,
     checked_solution,
@@ -33,8 +33,8 @@ from solvers.common import (
     infeasible_solution,
     no_solution,
 )
-from solvers.config import SolverConfig
-from solvers.placement import HEURISTIC_METHODS, PlacementInputError, solve_placement
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.placement import HEURISTIC_METHODS, PlacementInputError, solve_placement
 
 MAX_LINK_METHODS = ("layout-bnb", "milp-highs", "brute-force", *HEURISTIC_METHODS)
 PROBLEM = "placement-max-link"
@@ -149,7 +149,7 @@ def _solve_layout_bnb(problem: PlacementProblem, kind: ProblemKind, config: Solv
                       hint: dict[int, str] | None, t0: float) -> Solution:
     """Run ``solvers.link_load_decomp`` from the best heuristic (or ``hint``) and wrap its result."""
     from chipdse.solution import SolutionStatus, TerminationCondition
-    from solvers.link_load_decomp import solve_max_link_by_layouts
+    from chipdse.solvers.link_load_decomp import solve_max_link_by_layouts
 
     starts = [solve_placement(problem, m, config, seed=seed).decision for m in HEURISTIC_METHODS]
     starts = [d for d in [*starts, hint] if d is not None]

@@ -34,10 +34,10 @@ import highspy
 import numpy as np
 import scipy.sparse as sparse
 
-from formulations.link_load import link_loads, max_link_load, pair_links
-from formulations.placement import PlacementProblem, allowed_cells, volume_table
-from solvers.backends import _highs_threads
-from solvers.placement_decomp import _restricted_split, canonical_layouts, grid_symmetries
+from chipdse.formulations.link_load import link_loads, max_link_load, pair_links
+from chipdse.formulations.placement import PlacementProblem, allowed_cells, volume_table
+from chipdse.solvers.backends import _highs_threads
+from chipdse.solvers.placement_decomp import _restricted_split, canonical_layouts, grid_symmetries
 
 
 def xy_symmetries(problem: PlacementProblem) -> list[np.ndarray]:

@@ -25,8 +25,7 @@ import itertools
 import math
 import time
 
-from chipdse.solution import Solution
-from formulations.mapping import (
+from chipdse.formulations.mapping import (
     MappingProblem,
     build_mapping_cpsat,
     build_mapping_milp,
@@ -38,8 +37,9 @@ from formulations.mapping import (
     min_task_times,
     stage_times,
 )
-from solvers.backends import solve_cpsat, solve_pyomo
-from solvers.common import (
+from chipdse.solution import Solution
+from chipdse.solvers.backends import solve_cpsat, solve_pyomo
+from chipdse.solvers.common import (
     ProblemKind,
     backend_solution,
     enumerated_solution,
@@ -47,7 +47,7 @@ from solvers.common import (
     infeasible_solution,
     no_solution,
 )
-from solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig
 
 PROBLEM = "mapping"
 

@@ -19,8 +19,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from chipdse.errors import ChipdseError
-from chipdse.solution import Solution, SolutionStatus, TerminationCondition, relative_gap
-from formulations.placement import (
+from chipdse.formulations.placement import (
     HBM_PREFIX,
     PlacementProblem,
     active_types,
@@ -37,8 +36,9 @@ from formulations.placement import (
     set_placement_start,
     volume_table,
 )
-from solvers.backends import BackendResult, solve_cpsat, solve_pyomo
-from solvers.config import SolverConfig
+from chipdse.solution import Solution, SolutionStatus, TerminationCondition, relative_gap
+from chipdse.solvers.backends import BackendResult, solve_cpsat, solve_pyomo
+from chipdse.solvers.config import SolverConfig
 
 EXACT_METHODS = ("hbm-enum", "milp-highs", "milp-compact", "cpsat", "brute-force")
 """Methods that prove optimality given time (exact=True). ``milp-compact`` is the Kaufman-Broeckx linearization
@@ -167,7 +167,7 @@ def _solution(method: str, status: SolutionStatus, termination: TerminationCondi
 def _solve_milp(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None,
                 compact: bool = False) -> Solution:
     """Build, solve (HiGHS, warm-started from ``hint`` when given) and decode the RLT-1 (or compact) MILP."""
-    from formulations.placement_compact import build_placement_compact_milp, set_compact_start
+    from chipdse.formulations.placement_compact import build_placement_compact_milp, set_compact_start
 
     t0 = time.perf_counter()
     method = "milp-compact" if compact else "milp-highs"
@@ -201,7 +201,7 @@ def _solve_cpsat(problem: PlacementProblem, config: SolverConfig, hint: dict[int
 
 def _solve_ring_enumeration(problem: PlacementProblem, config: SolverConfig) -> Solution:
     """Ring-layout enumeration + optimal assignment (solvers/placement_decomp.py)."""
-    from solvers.placement_decomp import DecompositionNotApplicable, solve_by_ring_enumeration
+    from chipdse.solvers.placement_decomp import DecompositionNotApplicable, solve_by_ring_enumeration
 
     try:
         res = solve_by_ring_enumeration(problem, config.time_limit_s, rel_gap=config.rel_gap, threads=config.threads)

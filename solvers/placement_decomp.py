@@ -31,7 +31,7 @@ from itertools import combinations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from formulations.placement import PlacementProblem, active_types, allowed_cells, check_placement, volume_table
+from chipdse.formulations.placement import PlacementProblem, active_types, allowed_cells, check_placement, volume_table
 
 CHUNK = 4_000
 MAX_KEY_STATES = 2**62
@@ -209,7 +209,7 @@ def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float, ma
         if decision is not None and value < best:
             best, best_dec = value, decision
     if best_dec is not None:
-        from solvers.placement import local_search_placement  # the swap descent lives with the heuristics
+        from chipdse.solvers.placement import local_search_placement  # the swap descent lives with the heuristics
 
         polished = local_search_placement(problem, best_dec)
         value = check_placement(problem, polished)[0]
@@ -296,8 +296,8 @@ class _Context:
         """Solve one layout exactly (RLT-1 MILP, restricted chiplets fixed, every volume kept).
 
         Returns (objective or inf, lower bound for the layout, decision or None)."""
-        from solvers.config import SolverConfig
-        from solvers.placement import solve_placement
+        from chipdse.solvers.config import SolverConfig
+        from chipdse.solvers.placement import solve_placement
 
         fixed = self._fixed(lay)
         cells: dict[str, list[int]] = {}

@@ -14,11 +14,11 @@ import time
 
 import numpy as np
 
+from chipdse.formulations.qap import QapInstance, decision_to_perm, qap_cost, to_placement_problem
 from chipdse.solution import Solution, SolutionStatus, TerminationCondition
-from formulations.qap import QapInstance, decision_to_perm, qap_cost, to_placement_problem
-from solvers.config import SolverConfig
-from solvers.placement import solve_placement
-from solvers.qap_bnb import qap_glb_bnb
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.placement import solve_placement
+from chipdse.solvers.qap_bnb import qap_glb_bnb
 
 QAP_SOLVERS = {"highs": "milp-highs", "cpsat": "cpsat", "bnb": "glb-bnb"}
 MAX_PRODUCT_VARIABLES = 150_000

@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 import pyomo.environ as pyo
 
-from chipdse.solution import Solution
-from formulations.snake_area import (
+from chipdse.formulations.snake_area import (
     AreaSplitProblem,
     area_split_infeasibility,
     build_area_split_milp,
@@ -25,16 +24,23 @@ from formulations.snake_area import (
     decode_area_split_milp,
     validate_area_split,
 )
-from formulations.snake_shapes import (
+from chipdse.formulations.snake_shapes import (
     ShapeSetProblem,
     build_shape_set_milp,
     check_shape_set,
     decode_shape_set_milp,
     validate_shape_set,
 )
-from solvers.backends import solve_pyomo
-from solvers.common import ProblemKind, backend_solution, enumerated_solution, heuristic_solution, infeasible_solution
-from solvers.config import SolverConfig
+from chipdse.solution import Solution
+from chipdse.solvers.backends import solve_pyomo
+from chipdse.solvers.common import (
+    ProblemKind,
+    backend_solution,
+    enumerated_solution,
+    heuristic_solution,
+    infeasible_solution,
+)
+from chipdse.solvers.config import SolverConfig
 
 SHAPE_SET_METHODS = ("milp-highs", "enumeration", "greedy")
 AREA_SPLIT_METHODS = ("milp-highs", "enumeration")

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from chipdse.cli import app
-from formulations.hbm_packing import HbmPackingProblem, PackBlock, check_hbm_packing, eq1_bound
-from solvers.config import SolverConfig
-from solvers.hbm_packing import solve_hbm_packing
+from chipdse.formulations.hbm_packing import HbmPackingProblem, PackBlock, check_hbm_packing, eq1_bound
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.hbm_packing import solve_hbm_packing
 
 CONFIG = SolverConfig(time_limit_s=30.0)
 

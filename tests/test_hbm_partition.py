@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chipdse.errors import SpecError
-from chipdse.solution import SolutionStatus, TerminationCondition
-from formulations.hbm_partition import (
+from chipdse.formulations.hbm_partition import (
     HbmPartitionProblem,
     build_hbm_partition_cpsat,
     build_hbm_partition_milp,
@@ -21,9 +20,10 @@ from formulations.hbm_partition import (
     group_concurrency,
     hbm_partition_infeasibility,
 )
-from solvers.backends import solve_pyomo
-from solvers.config import SolverConfig
-from solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition
+from chipdse.solution import SolutionStatus, TerminationCondition
+from chipdse.solvers.backends import solve_pyomo
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition
 
 CONFIG = SolverConfig(time_limit_s=10)
 EXACT = ("milp-highs", "cpsat", "enumeration")

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from ortools.sat.python import cp_model
 
-from formulations.qap import QapInstance
-from solvers.config import SolverConfig
-from solvers.qap import solve_qap
+from chipdse.formulations.qap import QapInstance
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.qap import solve_qap
 
 
 def _hard_qap(n: int = 14) -> QapInstance:

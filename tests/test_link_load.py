@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chipdse.formulations.link_load import brute_force_max_link, link_loads, max_link_load, objective_value
+from chipdse.formulations.placement import PlacementProblem, check_placement
 from chipdse.problems import PointSpec, placement_problem
 from chipdse.scenario import load_scenario
-from formulations.link_load import brute_force_max_link, link_loads, max_link_load, objective_value
-from formulations.placement import PlacementProblem, check_placement
-from solvers.config import SolverConfig
-from solvers.link_load import solve_max_link_placement
-from solvers.placement import HEURISTIC_METHODS
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.link_load import solve_max_link_placement
+from chipdse.solvers.placement import HEURISTIC_METHODS
 
 
 def test_link_loads_by_hand() -> None:
@@ -87,8 +87,8 @@ def test_layout_search_equals_brute_force(problem: PlacementProblem) -> None:
 def test_xy_symmetries_exclude_the_diagonal_mirrors() -> None:
     """Transposing the grid turns XY routes into YX routes, so of the 7 non-trivial symmetries of a square grid
     only the two mirrors and the half turn keep every link load."""
-    from solvers.link_load_decomp import xy_symmetries
-    from solvers.placement_decomp import grid_symmetries
+    from chipdse.solvers.link_load_decomp import xy_symmetries
+    from chipdse.solvers.placement_decomp import grid_symmetries
 
     p = PlacementProblem(4, 4, {"A": 1, "B": 1}, {("A", "B"): 1.0})
     assert len(grid_symmetries(p)) == 7 and len(xy_symmetries(p)) == 3
@@ -102,8 +102,8 @@ def test_time_limit_is_honoured_and_returns_the_incumbent() -> None:
     """The default B* (24 chiplets on 5 x 5) is not proven in 3 s: the solve stops within 10% of the limit."""
     sc = load_scenario()
     from chipdse.design_space import enumerate_points
-    from evaluators.estimator import Screen
-    from reports.pareto import pick_b_star
+    from chipdse.evaluators.estimator import Screen
+    from chipdse.reports.pareto import pick_b_star
 
     df = Screen(sc).score(enumerate_points(sc)[0])
     row = df.loc[pick_b_star(df)].to_dict()
@@ -126,7 +126,7 @@ def test_infeasible_names_the_capacity() -> None:
 @given(problem=small_problems())
 def test_lexicographic_pair_against_brute_force(problem: PlacementProblem) -> None:
     """Least Eq. 2 volume first (proven), then the least busy link among those placements: brute force agrees."""
-    from solvers.link_load import solve_lexicographic
+    from chipdse.solvers.link_load import solve_lexicographic
 
     first, second = solve_lexicographic(problem, SolverConfig(time_limit_s=30.0))
     best_hops = solve_max_link_placement(problem, "brute-force", hop_weight=0.0)  # unconstrained max link
@@ -141,7 +141,7 @@ def test_lexicographic_pair_against_brute_force(problem: PlacementProblem) -> No
 def test_layout_search_regression_busiest_link_at_the_bound() -> None:
     """Regression: the busiest link carried exactly the model's bound, was never added to the modelled links, and
     the same model was re-solved until the time limit (5.0 reported against the brute-force 4.0)."""
-    from formulations.placement import grid_ring_cells
+    from chipdse.formulations.placement import grid_ring_cells
 
     ring = grid_ring_cells(3, 3)
     p = PlacementProblem(3, 3, {"hbm:a": 2, "hbm:b": 1, "A": 2, "B": 2},

@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chipdse.errors import SpecError
-from chipdse.solution import SolutionStatus, TerminationCondition
-from formulations.mapping import (
+from chipdse.formulations.mapping import (
     MappingProblem,
     build_mapping_cpsat,
     build_mapping_milp,
@@ -25,9 +24,10 @@ from formulations.mapping import (
     restrict_to_upper_bound,
     stage_times,
 )
-from solvers.backends import solve_pyomo
-from solvers.config import SolverConfig
-from solvers.mapping import MAPPING_METHODS, lpt_greedy_mapping, solve_mapping
+from chipdse.solution import SolutionStatus, TerminationCondition
+from chipdse.solvers.backends import solve_pyomo
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.mapping import MAPPING_METHODS, lpt_greedy_mapping, solve_mapping
 
 CONFIG = SolverConfig(time_limit_s=10)
 EXACT = ("milp-highs", "cpsat", "brute-force")
@@ -328,7 +328,7 @@ def test_exact_equals_brute_force_and_heuristics_never_better(problem: MappingPr
 def test_highs_solves_with_different_thread_counts_in_one_process() -> None:
     """Regression: HiGHS keeps one process-wide thread scheduler; a solve with threads=1 after one with
     threads=2 returned status 'unknown' until the backend resets the scheduler."""
-    from solvers.mapping import solve_mapping
+    from chipdse.solvers.mapping import solve_mapping
 
     problem = MappingProblem(tasks=("a", "b", "c"), chiplets=("x", "y"),
                              time_s={("a", "x"): 1.0, ("b", "x"): 2.0, ("b", "y"): 2.0, ("c", "y"): 1.5})

@@ -49,7 +49,7 @@ SERVING_REFUSES = {
 
 
 def test_nova_view_counts_every_nova_model_within_1pct_of_its_published_total() -> None:
-    from evaluators.nova_model import load_nova_model
+    from chipdse.evaluators.nova_model import load_nova_model
 
     # NOVA Table II models; Nemotron3-Super's exact 123,611,033,088 includes its MTP module
     for key in ("nemotron3-nano-30b-a3b", "nemotron3-super-120b-a12b", "falcon-h1-7b", "qwen3-30b-a3b"):

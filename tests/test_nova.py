@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chipdse.errors import SpecError
-from chipdse.solution import SolutionStatus
-from evaluators.nmp import (
+from chipdse.evaluators.nmp import (
     NOVA_TIERS,
     ExecutionMode,
     NovaTiers,
@@ -25,7 +24,7 @@ from evaluators.nmp import (
     tier1_cross_throughput_flops,
     tier_throughput_flops,
 )
-from formulations.expert_split import (
+from chipdse.formulations.expert_split import (
     TIER1,
     TIER2,
     ExpertSplitProblem,
@@ -34,9 +33,10 @@ from formulations.expert_split import (
     check_expert_split,
     expert_times_s,
 )
-from solvers.backends import solve_cpsat
-from solvers.config import SolverConfig
-from solvers.expert_split import (
+from chipdse.solution import SolutionStatus
+from chipdse.solvers.backends import solve_cpsat
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.expert_split import (
     EXPERT_SPLIT_METHODS,
     nova_kstar_split,
     routing_counts,

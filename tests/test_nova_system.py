@@ -12,9 +12,8 @@ from typer.testing import CliRunner
 
 from chipdse.cli import app
 from chipdse.errors import SpecError
-from chipdse.paths import instances_dir
-from evaluators.nova_model import LayerWork, NovaModel, load_nova_model
-from evaluators.nova_system import (
+from chipdse.evaluators.nova_model import LayerWork, NovaModel, load_nova_model
+from chipdse.evaluators.nova_system import (
     DESIGNS,
     DUPLEX,
     GPU,
@@ -26,6 +25,7 @@ from evaluators.nova_system import (
     fits,
     longest_context,
 )
+from chipdse.paths import instances_dir
 
 
 def test_hbm4_cube_and_system_by_hand() -> None:

@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chipdse.solution import SolutionStatus, TerminationCondition
-from formulations.placement import (
+from chipdse.formulations.placement import (
     PlacementProblem,
     check_placement,
     grid_ring_cells,
     manhattan,
     placement_infeasibility,
 )
-from solvers.config import SolverConfig
-from solvers.placement import (
+from chipdse.solution import SolutionStatus, TerminationCondition
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.placement import (
     EXACT_METHODS,
     HEURISTIC_METHODS,
     PLACEMENT_METHODS,
@@ -289,7 +289,7 @@ def test_ring_enumeration_honours_a_tiny_time_limit() -> None:
 def test_symmetry_keeps_one_layout_per_orbit(rows: int, cols: int, group_size: int) -> None:
     """The kept layouts are exactly one per orbit of the grid's symmetry group, counted by brute force: apply every
     symmetry to every layout and collect the distinct orbits."""
-    from solvers.placement_decomp import _restricted_split, _ring_layouts, canonical_layouts, grid_symmetries
+    from chipdse.solvers.placement_decomp import _restricted_split, _ring_layouts, canonical_layouts, grid_symmetries
 
     problem = ring_problem(rows, cols, {"hbm:a": 2, "hbm:m": 1, "A": 1}, {("A", "hbm:a"): 1.0}, "orbits")
     sigmas = grid_symmetries(problem)
@@ -306,7 +306,7 @@ def test_symmetry_keeps_one_layout_per_orbit(rows: int, cols: int, group_size: i
 
 
 def test_symmetry_is_not_used_when_allowed_cells_break_it() -> None:
-    from solvers.placement_decomp import grid_symmetries
+    from chipdse.solvers.placement_decomp import grid_symmetries
 
     problem = ring_problem(4, 4, {"hbm:a": 2, "A": 1}, {("A", "hbm:a"): 1.0}, "asym")
     problem = dataclasses.replace(problem, allowed={"hbm:a": (0, 1, 2, 3)})

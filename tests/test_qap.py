@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from chipdse.cli import app
 from chipdse.errors import SpecError
-from formulations.qap import QapInstance, qap_cost, read_qaplib, read_solution
-from solvers.config import SolverConfig
-from solvers.qap import solve_qap
-from solvers.qap_bnb import qap_glb_bnb
+from chipdse.formulations.qap import QapInstance, qap_cost, read_qaplib, read_solution
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.qap import solve_qap
+from chipdse.solvers.qap_bnb import qap_glb_bnb
 from tests.conftest import shared_or_skip
 
 SMALL = ("chr12a", "chr12b", "chr12c", "had12", "nug12", "rou12", "scr12", "tai10a", "tai10b", "tai12a", "tai12b")

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from chipdse.evaluators.estimator import Screen
+from chipdse.evaluators.sim_kernel import SimulationError
+from chipdse.reports.sim_pages import policy_gains
 from chipdse.scenario import load_scenario
 from chipdse.simstudy import fidelity_metrics, saturation_window
-from evaluators.estimator import Screen
-from evaluators.sim_kernel import SimulationError
-from reports.sim_pages import policy_gains
 
 
 def _table(est_tp, sim_tp, est_tt=None, sim_tt=None) -> pd.DataFrame:
@@ -81,8 +81,8 @@ def test_decode_concurrency_by_hand() -> None:
 def test_warmup_excludes_early_tokens_and_requests() -> None:
     """The hand-worked two-request timeline (tests/test_simulator.py): tokens at 0.25, 0.375, 0.75 and 1.375 (two).
     With a 0.5 s warm-up of the 2 s window, 3 tokens count over 1.5 s, and no request arrived after it."""
+    from chipdse.evaluators.simulator import simulate
     from chipdse.workloads import LengthSample
-    from evaluators.simulator import simulate
     from tests.test_simulator import pipeline_config
 
     sample = LengthSample(np.array([2, 1]), np.array([3, 2]), np.array([0.0, 0.0625]), "hand")
@@ -98,8 +98,8 @@ def test_policy_page_survives_runs_without_tokens(tmp_path) -> None:
     """All runs saturated before their first token (zero throughput, no TTFT): the page draws, no log-scale error."""
     from matplotlib.backends.backend_pdf import PdfPages
 
+    from chipdse.reports.sim_pages import policy_page
     from chipdse.simstudy import SimulationStudy
-    from reports.sim_pages import policy_page
 
     rows = [{"study": s, "dataset": "d", "variant": v, "sim_throughput_tps": 0.0, "sim_ttft_s": math.nan}
             for s, v in (("ablation", "baseline"), ("ablation", "CP+ET+DB"), ("scheduler", "static"),
@@ -112,7 +112,7 @@ def test_policy_page_survives_runs_without_tokens(tmp_path) -> None:
 
 
 def test_arrival_count_is_capped_with_a_clear_error() -> None:
-    from evaluators.sim_arrivals import PoissonArrivalConfig
+    from chipdse.evaluators.sim_arrivals import PoissonArrivalConfig
     from tests.test_simulator import pipeline_config
 
     with pytest.raises(SimulationError, match="arrival.rate_rps: rate x duration at most 2,000,000 arrivals"):

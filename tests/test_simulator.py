@@ -12,17 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from chipdse.workloads import LengthSample
-from evaluators.sim_arrivals import GammaArrivalConfig, PoissonArrivalConfig, TraceArrivalConfig, make_arrival
-from evaluators.sim_kernel import Event, EventKind, Kernel, SimulationError
-from evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
-from evaluators.sim_schedulers import (
+from chipdse.evaluators.sim_arrivals import GammaArrivalConfig, PoissonArrivalConfig, TraceArrivalConfig, make_arrival
+from chipdse.evaluators.sim_kernel import Event, EventKind, Kernel, SimulationError
+from chipdse.evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
+from chipdse.evaluators.sim_schedulers import (
     ElasticSchedulerConfig,
     FcfsSchedulerConfig,
     StaticSchedulerConfig,
     WorkStealingSchedulerConfig,
 )
-from evaluators.simulator import (
+from chipdse.evaluators.simulator import (
     ChipletSpec,
     MemoryGroup,
     NoiSpec,
@@ -34,6 +33,7 @@ from evaluators.simulator import (
     simulate,
     uncontended_stage_times,
 )
+from chipdse.workloads import LengthSample
 
 A, S, P, IT = EventKind.ARRIVAL, EventKind.STAGE_DONE, EventKind.PREFILL_DONE, EventKind.ITERATION_DONE
 
@@ -275,7 +275,7 @@ def test_schedulers_place_the_second_request(scheduler: object, second_done_s: f
 def test_reservations_backfill_idle_gaps() -> None:
     """A hop takes the earliest idle gap long enough for it, so a transfer issued later can use a link before a
     transfer that reserved it for later; a hop that does not fit the gap waits for the end of the reservation."""
-    from evaluators.simulator import _Engine
+    from chipdse.evaluators.simulator import _Engine
 
     eng = _Engine(noi_config(FcfsSchedulerConfig()), LengthSample(np.array([1]), np.array([1]), np.array([0.0]), "t"))
     port, link = (eng.res[eng.topo.res_id[key]] for key in (("hbm", 1, 1), ("link", 1, 0)))
@@ -493,8 +493,8 @@ def test_bad_configs_name_the_field() -> None:
 def default_design() -> tuple:
     from chipdse.problems import PointSpec, mapping_problem, placement_problem
     from chipdse.scenario import load_scenario
-    from solvers.mapping import solve_mapping
-    from solvers.placement import solve_placement
+    from chipdse.solvers.mapping import solve_mapping
+    from chipdse.solvers.placement import solve_placement
 
     sc = load_scenario()
     point = PointSpec({"Ap": 1, "Ad": 1, "Mp": 4, "Md": 13}, {"attention": 2, "mamba": 3}, 640.0, 2)
@@ -506,8 +506,8 @@ def default_design() -> tuple:
 
 def test_built_config_reproduces_the_mapping_stage_times(default_design: tuple) -> None:
     """Without contention each stage takes the mapping's t_c (HYDRA Eq. 4), up to the hop latencies."""
-    from evaluators.sim_build import build_sim_config
-    from formulations.mapping import stage_times
+    from chipdse.evaluators.sim_build import build_sim_config
+    from chipdse.formulations.mapping import stage_times
 
     sc, point, placement, problems, maps = default_design
     cfg = build_sim_config(sc, point, placement, maps["prefill"], maps["decode"])
@@ -523,7 +523,7 @@ def test_built_config_reproduces_the_mapping_stage_times(default_design: tuple) 
 
 def test_default_design_serves_a_short_run(default_design: tuple) -> None:
     """Two seconds of the arXiv workload at 1 req/s with every scheduler: tokens flow, nothing is lost."""
-    from evaluators.sim_build import build_sim_config
+    from chipdse.evaluators.sim_build import build_sim_config
 
     sc, point, placement, _, maps = default_design
     for scheduler in (StaticSchedulerConfig(), FcfsSchedulerConfig(), WorkStealingSchedulerConfig(),

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluators.snake import (
+from chipdse.evaluators.snake import (
     SA_8X288,
     SA_48X48,
     SNAKE,
@@ -21,7 +21,7 @@ from evaluators.snake import (
     op_time_s,
     speedups,
 )
-from evaluators.systolic import compute_cycles
+from chipdse.evaluators.systolic import compute_cycles
 from tests.conftest import shared_or_skip
 
 dims = st.integers(min_value=1, max_value=20_000)

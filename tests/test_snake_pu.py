@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from chipdse.cli import app
+from chipdse.evaluators.snake import MAC_TREE, SNAKE, GemmOp, decode_gemms, load_card
+from chipdse.evaluators.snake_pu import MODES, STRATUM, collective_s, mode_plan, schedule_op
+from chipdse.formulations.snake_area import AreaSplitProblem
+from chipdse.formulations.snake_shapes import ShapeSetProblem
 from chipdse.paths import instances_dir
-from evaluators.snake import MAC_TREE, SNAKE, GemmOp, decode_gemms, load_card
-from evaluators.snake_pu import MODES, STRATUM, collective_s, mode_plan, schedule_op
-from formulations.snake_area import AreaSplitProblem
-from formulations.snake_shapes import ShapeSetProblem
-from solvers.snake_hw import solve_area_split, solve_shape_set
+from chipdse.solvers.snake_hw import solve_area_split, solve_shape_set
 
 gemms = st.builds(GemmOp, st.just("g"), st.integers(1, 64), st.integers(16, 8192), st.integers(16, 8192),
                   st.just(1))
@@ -169,7 +169,7 @@ def test_serving_isolated_requests_and_md1_prefill_queue() -> None:
     """The serving event simulation: an isolated request takes prefill + l_out iterations at batch 1; with a
     negligible decode, the GPU prefill queue is M/D/1, whose mean wait is rho / (2 mu (1 - rho))
     (Pollaczek-Khinchine)."""
-    from evaluators.snake_serving import simulate
+    from chipdse.evaluators.snake_serving import simulate
 
     step = np.array([0.0, 1e-3, 2e-3, 3e-3])
     r = simulate(step, 0.05, rate_rps=1e-4, l_out=10, requests=20, seed=1)

@@ -13,11 +13,11 @@ import pytest
 
 from chipdse.design_space import enumerate_points
 from chipdse.errors import ChipdseError
+from chipdse.evaluators.estimator import Screen
 from chipdse.parallel import Backend, run_jobs
 from chipdse.scenario import load_scenario
 from chipdse.store import ResultsStore, code_version, job_key
 from chipdse.sweep import frame_from_json, frame_to_json, summary_json, sweep
-from evaluators.estimator import Screen
 
 SMALL_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 6, "min_per_type": 1,
                "d2d_GBps": [256, 512], "max_batch": [8, 32]}
@@ -328,9 +328,9 @@ def test_vectorized_pareto_equals_unvectorized_reference_on_1000_points() -> Non
     import numpy as np
 
     from chipdse.design_space import DesignPoints, enumerate_points
+    from chipdse.evaluators.estimator import Screen
+    from chipdse.reports.pareto import pareto_mask
     from chipdse.scenario import load_scenario
-    from evaluators.estimator import Screen
-    from reports.pareto import pareto_mask
 
     sc = load_scenario()
     pts, _ = enumerate_points(sc)

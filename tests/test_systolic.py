@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from chipdse.errors import ChipdseError
-from evaluators.systolic import (
+from chipdse.evaluators.systolic import (
     SystolicError,
     compute_cycles,
     compute_cycles_array,
