@@ -3,7 +3,7 @@
 Sample: the estimator's 8 highest-throughput points plus N points spread evenly over the estimator's throughput
 ranking of all feasible points (N = 24 by default). Each is placed with the exact ``hbm-enum`` method (HYDRA
 greedy when that finds nothing in 5 s), mapped with LPT, and simulated with dynamic batching and static task
-scheduling: saturated for throughput, at the offered load for TTFT (``chipdse.simstudy``). Prints one line per
+scheduling: saturated for throughput, at the offered load for TTFT (``chipdse.studies.simstudy``). Prints one line per
 point, the simulator's events/s, and the metrics against their targets: cosine >= 0.95, Spearman >= 0.9,
 max-throughput recovery >= 0.97. Runs the simulations on 2 worker processes.
 Run: python benchmarks/bench_fidelity.py [N_SPREAD] [WORKERS]
@@ -17,11 +17,12 @@ import time
 
 import numpy as np
 
-from chipdse.design_space import enumerate_points
+from chipdse.core.design_space import enumerate_points
+from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
-from chipdse.parallel import Backend, run_jobs
-from chipdse.scenario import load_scenario
-from chipdse.simstudy import (
+from chipdse.solvers.config import SolverConfig
+from chipdse.studies.parallel import Backend, run_jobs
+from chipdse.studies.simstudy import (
     FIDELITY_THRESHOLDS,
     fidelity_jobs,
     fidelity_metrics,
@@ -29,7 +30,6 @@ from chipdse.simstudy import (
     make_layout,
     run_job,
 )
-from chipdse.solvers.config import SolverConfig
 
 N_TOP = 8
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import platform
 import sys
 
-from chipdse.design_space import enumerate_points
+from chipdse.core.design_space import enumerate_points
+from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
 from chipdse.formulations.placement import PlacementProblem, grid_ring_cells
-from chipdse.problems import PointSpec, placement_problem
 from chipdse.reports.pareto import pick_b_star
-from chipdse.scenario import load_scenario
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
+from chipdse.solvers.problems import PointSpec, placement_problem
 
 COUNTS = {"Ap": 3, "Ad": 5, "Mp": 6, "Md": 10, "hbm:attention": 6, "hbm:mamba": 10}
 

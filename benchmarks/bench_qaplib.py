@@ -13,8 +13,8 @@ import platform
 import sys
 import time
 
+from chipdse.core.paths import shared_dir
 from chipdse.formulations.qap import read_qaplib
-from chipdse.paths import shared_dir
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.qap import solve_qap
 

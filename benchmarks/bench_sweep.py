@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 
-from chipdse.design_space import DesignPoints, enumerate_points
+from chipdse.core.design_space import DesignPoints, enumerate_points
+from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
-from chipdse.scenario import load_scenario
 
 
 def subset(pts: DesignPoints, idx: np.ndarray) -> DesignPoints:

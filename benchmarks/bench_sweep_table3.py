@@ -14,10 +14,10 @@ import argparse
 import dataclasses
 import platform
 
-from chipdse.parallel import Backend
-from chipdse.paths import instances_dir
-from chipdse.scenario import LoadedScenario, load_scenario
-from chipdse.sweep import summary_json, sweep
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import LoadedScenario, load_scenario
+from chipdse.studies.parallel import Backend
+from chipdse.studies.sweep import summary_json, sweep
 
 
 def with_simulate(sc: LoadedScenario, n: int) -> LoadedScenario:

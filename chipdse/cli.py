@@ -21,14 +21,14 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from chipdse.errors import ChipdseError
+from chipdse.core.errors import ChipdseError
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="chipdse: exact layout and split optimization for LLM-serving chiplet hardware, with Pareto reports.",
 )
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # one message, one line: never wrapped at 80 columns when piped
 
 EXIT_USER_ERROR = 2
 SCENARIO_KINDS = ("hydra", "snake", "nova")
@@ -79,10 +79,10 @@ def explore(
 ) -> None:
     """Sweep a scenario's design space, solve B* and M_T layouts exactly and with heuristics, write a PDF report
     (a kind: snake or kind: nova scenario runs that study instead)."""
-    from chipdse.explore import explore as run_explore
-    from chipdse.io import ensure_writable_dir
+    from chipdse.core.io import ensure_writable_dir
+    from chipdse.core.scenario import load_scenario
     from chipdse.reports.pdf import write_report
-    from chipdse.scenario import load_scenario
+    from chipdse.studies.explore import explore as run_explore
 
     created: list[Path] = []
     kind = "hydra" if scenario is None else _scenario_kind(scenario)
@@ -120,7 +120,7 @@ def explore(
 
 def _fail_output(exc: BaseException, created: list[Path]) -> None:
     """Exit with a one-line error after removing the output folders this run created (still empty)."""
-    from chipdse.io import remove_if_empty
+    from chipdse.core.io import remove_if_empty
 
     remove_if_empty(created)
     if isinstance(exc, OSError) and not isinstance(exc, ChipdseError) and "output folder" not in str(exc):
@@ -130,7 +130,7 @@ def _fail_output(exc: BaseException, created: list[Path]) -> None:
 
 def _scenario_kind(path: Path) -> str:
     """The scenario's ``kind`` field (``"hydra"`` when absent); a bad file exits with its one-line error."""
-    from chipdse.specs import read_yaml
+    from chipdse.core.specs import read_yaml
 
     try:
         kind = read_yaml(path).get("kind", "hydra")
@@ -144,20 +144,20 @@ def _scenario_kind(path: Path) -> str:
 
 def _explore_study(kind: str, path: Path, out: Path | None, time_limit: float | None) -> None:
     """``chipdse explore`` on a ``kind: snake`` or ``kind: nova`` scenario: that study and its report."""
-    from chipdse.io import ensure_writable_dir
+    from chipdse.core.io import ensure_writable_dir
 
     created: list[Path] = []
     try:
         if kind == "snake":
             from chipdse.reports.snake_pages import write_snake_report
-            from chipdse.snake_study import average_speedups, load_snake_scenario, run_snake_study
+            from chipdse.studies.snake import average_speedups, load_snake_scenario, run_snake_study
 
             spec = load_snake_scenario(path)
             label = f"SNAKE study: {len(spec.models)} models x {len(spec.batches)} batches, shape set, area split"
         else:
-            from chipdse.nova_study import load_nova_scenario, run_nova_study
             from chipdse.reports.nova_pages import manifest as nova_manifest
             from chipdse.reports.nova_pages import write_nova_report
+            from chipdse.studies.nova import load_nova_scenario, run_nova_study
 
             spec = load_nova_scenario(path)
             label = f"NOVA study: {len(spec.models)} models x 5 designs, capacity, expert split"
@@ -212,11 +212,11 @@ def compare(
 
     import pandas as pd
 
-    from chipdse.io import atomic_path, ensure_writable_dir
-    from chipdse.problems import finalist_instance
-    from chipdse.scenario import load_scenario
+    from chipdse.core.io import atomic_path, ensure_writable_dir
+    from chipdse.core.scenario import load_scenario
     from chipdse.solvers.compare import comparison_rows, run_methods, validate_methods
     from chipdse.solvers.config import SolverConfig
+    from chipdse.solvers.problems import finalist_instance
 
     try:
         validate_methods(problem, methods)
@@ -281,7 +281,7 @@ def solve(
     """
     import json
 
-    from chipdse.solution import relative_gap
+    from chipdse.core.solution import relative_gap
     from chipdse.solvers.config import SolverConfig
 
     try:
@@ -303,9 +303,9 @@ def solve(
             sol = solve_qap(inst, solver, SolverConfig(time_limit_s=time_limit or 60.0))
             out = {"problem": "qap", "instance": inst.name, "n": inst.n, "solver": solver}
         else:
-            from chipdse.problems import finalist_instance
-            from chipdse.scenario import load_scenario
+            from chipdse.core.scenario import load_scenario
             from chipdse.solvers.compare import run_methods, validate_methods
+            from chipdse.solvers.problems import finalist_instance
 
             if method is None:
                 msg = f"--method is required for {problem!r} (chipdse compare {problem} lists the methods)"
@@ -358,11 +358,11 @@ def sweep(
     (sweep.simulate per workload); resumable, in-process, on a process pool or on Dask."""
     import json
 
-    from chipdse.parallel import Backend
-    from chipdse.scenario import load_scenario
-    from chipdse.store import ResultsStore
-    from chipdse.sweep import summary_json
-    from chipdse.sweep import sweep as run_sweep
+    from chipdse.core.scenario import load_scenario
+    from chipdse.studies.parallel import Backend
+    from chipdse.studies.store import ResultsStore
+    from chipdse.studies.sweep import summary_json
+    from chipdse.studies.sweep import sweep as run_sweep
 
     if sum(x is not None for x in (workers, dask_local, scheduler)) > 1:
         _fail("choose at most one of --workers, --dask-local and --scheduler")
@@ -449,10 +449,10 @@ def generality(
     """Specialization vs generality (HYDRA Table IV): the design for every subset of models, scored on all."""
     import json
 
-    from chipdse.generality import OBJECTIVES
-    from chipdse.generality import generality as run_generality
-    from chipdse.paths import instances_dir
-    from chipdse.scenario import load_scenario
+    from chipdse.core.paths import instances_dir
+    from chipdse.core.scenario import load_scenario
+    from chipdse.studies.generality import OBJECTIVES
+    from chipdse.studies.generality import generality as run_generality
 
     try:
         sc = load_scenario(scenario or instances_dir() / "scenarios" / "hydra-table4-chat.yaml")
@@ -509,8 +509,8 @@ def simulate(
     """
     import json
 
-    from chipdse.scenario import load_scenario
-    from chipdse.simulate import run_simulation
+    from chipdse.core.scenario import load_scenario
+    from chipdse.studies.simulate import run_simulation
 
     if best and point is not None:
         _fail("choose at most one of --point and --best")
@@ -549,7 +549,7 @@ def simulate(
 
 def placement_summary(sols: list) -> list[str]:
     """One line for the best exact placement (objective, bound, gap) and one per heuristic (how much worse)."""
-    from chipdse.explore import best_exact
+    from chipdse.studies.explore import best_exact
 
     best = best_exact(sols)
     if best is None:

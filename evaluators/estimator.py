@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import poisson
 
-from chipdse.design_space import DesignPoints
+from chipdse.core.design_space import DesignPoints
+from chipdse.core.scenario import LoadedScenario
 from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
     FAMILY_MAMBA,
@@ -44,7 +45,6 @@ from chipdse.evaluators.latency import (
     decode_costs,
     prefill_costs,
 )
-from chipdse.scenario import LoadedScenario
 
 
 @dataclass(frozen=True)

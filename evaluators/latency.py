@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chipdse.models import ModelDescriptor
-from chipdse.specs import ChipletLibrary, ComputeChiplet
+from chipdse.core.models import ModelDescriptor
+from chipdse.core.specs import ChipletLibrary, ComputeChiplet
 
 #: Operator-family codes: which chiplet families may run a block.
 FAMILY_ATTENTION, FAMILY_MAMBA, FAMILY_SHARED = 0, 1, 2

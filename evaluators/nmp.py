@@ -22,7 +22,7 @@ from enum import IntEnum
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 
 SOURCE = "evaluators.nmp"
 

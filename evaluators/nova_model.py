@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 from chipdse.evaluators.snake import load_card
 
 BYTES = 2

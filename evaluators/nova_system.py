@@ -45,7 +45,7 @@ from functools import cache
 
 import numpy as np
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 from chipdse.evaluators.nmp import NOVA_TIERS, NovaTiers, best_mode
 from chipdse.evaluators.nova_model import BYTES, NovaModel
 

@@ -10,9 +10,9 @@ from enum import StrEnum
 
 import numpy as np
 
+from chipdse.core.workloads import LengthSample
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.evaluators.sim_policies import _positive, _register
-from chipdse.workloads import LengthSample
 
 
 class ArrivalKind(StrEnum):

@@ -1,7 +1,7 @@
 """Build a :class:`~evaluators.simulator.SimConfig` from a scenario, a design point, its placement and mappings.
 
 The cost coefficients are the latency tables' (``evaluators.latency``) written per feature, so that without
-contention every simulated stage takes the time ``chipdse.problems.mapping_problem`` gives its chiplet (plus the
+contention every simulated stage takes the time ``chipdse.solvers.problems.mapping_problem`` gives its chiplet (plus the
 package's hop latencies; HYDRA Eqs. 3-4): t_comp = max(F_mat / P_mat + F_vec / P_vec, V / B_HBM) per task, t_comm =
 mean hops to the task's HBM group x V / B_NoI.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from chipdse.core.scenario import LoadedScenario
 from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
     FAMILY_MAMBA,
@@ -23,8 +24,7 @@ from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.evaluators.sim_policies import BatcherConfig, DynamicBatcherConfig, StaticBatcherConfig
 from chipdse.evaluators.sim_schedulers import SchedulerConfig, StaticSchedulerConfig
 from chipdse.evaluators.simulator import ChipletSpec, MemoryGroup, NoiSpec, PhaseTable, ServiceTime, SimConfig, TaskCost
-from chipdse.problems import PointSpec
-from chipdse.scenario import LoadedScenario
+from chipdse.solvers.problems import PointSpec
 
 
 def workload_arrival(sc: LoadedScenario, rate_rps: float | None = None) -> ArrivalConfig:
@@ -68,7 +68,7 @@ def build_sim_config(
         Cell -> chiplet type or ``"hbm:<group>"`` (a placement ``Solution.decision``).
     prefill_mapping, decode_mapping : dict[str, str]
         Block name -> chiplet id ``"<type>@<cell>"`` (mapping ``Solution.decision`` of
-        ``chipdse.problems.mapping_problem``).
+        ``chipdse.solvers.problems.mapping_problem``).
     batcher : BatcherConfig, optional
         Default: the scenario's estimator batching (static or dynamic) with ``max_batch = point.batch``.
     scheduler : SchedulerConfig, optional

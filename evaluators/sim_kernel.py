@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from chipdse.errors import ChipdseError
+from chipdse.core.errors import ChipdseError
 
 
 class SimulationError(ChipdseError, ValueError):

@@ -4,7 +4,7 @@ What is modeled
 ---------------
 * **Requests** arrive from a trace replay, a Poisson or a Gamma process (``evaluators.sim_arrivals``) and
   wait in a FCFS request pool. Arrival ``i`` takes the prompt / output lengths of row ``i mod n`` of the
-  :class:`~chipdse.workloads.LengthSample`. The first output token comes out of prefill (TTFT), the others
+  :class:`~chipdse.core.workloads.LengthSample`. The first output token comes out of prefill (TTFT), the others
   one per decode iteration (TBT); E2E ends with the last one.
 * **Batching**: static or dynamic (continuous) batching decides admission (``sim_policies``). Decode runs in
   ``pipeline_batches`` micro-batches ("slots") of at most ``max_batch`` requests each, so that several
@@ -26,7 +26,7 @@ What is modeled
   every link of its XY route (link bandwidth plus hop latency). Then it computes for
   ``sum_k max(0, compute_k - bytes_k / B_HBM)``. Without contention the stage therefore takes exactly
   ``sum_k max(compute_k, bytes_k / B_HBM) + mean_hops * bytes / B_NoI``, the mapping's t_comp + t_comm
-  (HYDRA Eqs. 3-4, ``chipdse.problems.mapping_problem``); :func:`uncontended_stage_times` returns it.
+  (HYDRA Eqs. 3-4, ``chipdse.solvers.problems.mapping_problem``); :func:`uncontended_stage_times` returns it.
 * **Contention**: HBM ports and directed mesh links are resources with a list of reserved busy intervals.
   A hop takes the earliest idle gap long enough for it, no earlier than the previous hop ended, so transfers
   that share a port or a link wait for each other while idle time is never wasted. A stage holds its
@@ -69,6 +69,7 @@ from collections import deque
 import numpy as np
 import pandas as pd
 
+from chipdse.core.workloads import LengthSample
 from chipdse.evaluators.sim_arrivals import make_arrival
 from chipdse.evaluators.sim_config import (
     DECODE_FEATURES,
@@ -96,7 +97,6 @@ from chipdse.evaluators.sim_policies import (
 )
 from chipdse.evaluators.sim_results import LatencyStats, SimResult
 from chipdse.evaluators.sim_schedulers import TaskScheduler, make_scheduler
-from chipdse.workloads import LengthSample
 
 __all__ = [
     "DECODE_FEATURES", "PREFILL_FEATURES", "ChipletSpec", "LatencyStats", "MemoryGroup", "NoiSpec", "PhaseTable",

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from chipdse.errors import ChipdseError
+from chipdse.core.errors import ChipdseError
+from chipdse.core.paths import instances_dir
 from chipdse.evaluators.systolic import DATAFLOWS, compute_cycles_array
-from chipdse.paths import instances_dir
 
 #: SNAKE logical shapes (rows, cols) carved from one 64x64 physical array, both orientations (SNAKE Sec. 4).
 SNAKE_SHAPES: tuple[tuple[int, int], ...] = (

@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from chipdse.errors import ChipdseError
+from chipdse.core.errors import ChipdseError
 
 #: Dataflows understood by the model, in the order of their integer codes.
 DATAFLOWS: tuple[str, ...] = ("os", "ws", "is")

@@ -20,7 +20,7 @@ import pyomo.environ as pyo
 from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 from chipdse.evaluators.nmp import NOVA_TIERS, NovaTiers, tier1_cross_throughput_flops, tier2_throughput_flops
 from chipdse.formulations.mapping import time_ticks
 

@@ -26,7 +26,7 @@ from fractions import Fraction
 
 import pyomo.environ as pyo
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 
 GB = 1e9
 NO_STATE_LIMIT = 10**9

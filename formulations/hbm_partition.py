@@ -18,7 +18,7 @@ from fractions import Fraction
 import pyomo.environ as pyo
 from ortools.sat.python import cp_model
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 
 GB = 1e9
 """Bytes per GB (decimal, as HBM capacities are quoted); the MILP works in GB."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import pyomo.environ as pyo
 from ortools.sat.python import cp_model
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from numbers import Integral
 import pyomo.environ as pyo
 from ortools.sat.python import cp_model
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 
 HBM_PREFIX = "hbm:"
 """Types whose name starts with this are HBM groups (placed on ring cells by the heuristics)."""

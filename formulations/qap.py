@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 from chipdse.formulations.placement import PlacementProblem
 
 MAX_ENTRY = 2**31

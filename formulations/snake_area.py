@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyomo.environ as pyo
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 from chipdse.formulations.snake_shapes import AREA_TOL_MM2
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyomo.environ as pyo
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 
 AREA_TOL_MM2 = 1e-6
 """Area a decision may exceed its budget by, mm^2 (1 um^2: the MILP's feasibility tolerance, not a design margin)."""

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
-from chipdse.io import atomic_path, write_text_atomic
+from chipdse.core.io import atomic_path, write_text_atomic
 
 
 def strict_json(obj: Any) -> Any:

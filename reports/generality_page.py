@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from matplotlib.backends.backend_pdf import PdfPages
 
-from chipdse.generality import HYDRA_TABLE_IV, OBJECTIVES, GeneralityResult
 from chipdse.reports.style import fmt, table_page
+from chipdse.studies.generality import HYDRA_TABLE_IV, OBJECTIVES, GeneralityResult
 
 TITLES = {"B*": "(a) B*: throughput / TTFT over each model's own B*", "M_T": "(b) M_T: throughput over each "
           "model's own M_T"}

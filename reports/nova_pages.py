@@ -15,9 +15,9 @@ import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.evaluators.nova_system import DESIGNS  # noqa: E402
-from chipdse.nova_study import PAPER, NovaStudy, ratios_vs_gpu  # noqa: E402
 from chipdse.reports.files import strict_json, write_study_files  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
+from chipdse.studies.nova import PAPER, NovaStudy, ratios_vs_gpu  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
 

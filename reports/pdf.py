@@ -15,13 +15,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from chipdse.explore import ExploreResult, FinalistResult, best_exact  # noqa: E402
-from chipdse.io import atomic_path, write_text_atomic  # noqa: E402
+from chipdse.core.io import atomic_path, write_text_atomic  # noqa: E402
+from chipdse.core.solution import Solution  # noqa: E402
 from chipdse.reports import sim_pages
 from chipdse.reports.files import strict_json
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.style import PAGE, caption, fmt, table_page
-from chipdse.solution import Solution  # noqa: E402
+from chipdse.studies.explore import ExploreResult, FinalistResult, best_exact  # noqa: E402
 
 PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "matplotlib", "pydantic")
 TYPE_COLOURS = {"Ap": "#1f77b4", "Ad": "#aec7e8", "Mp": "#d62728", "Md": "#ff9896",

@@ -14,7 +14,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
 from chipdse.reports.style import PAGE, caption, fmt
-from chipdse.simstudy import ABLATION, FIDELITY_THRESHOLDS, SCHEDULER_VARIANTS, SimulationStudy
+from chipdse.studies.simstudy import ABLATION, FIDELITY_THRESHOLDS, SCHEDULER_VARIANTS, SimulationStudy
 
 
 def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> None:

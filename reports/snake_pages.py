@@ -16,7 +16,7 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from chipdse.evaluators.snake_pu import MODES  # noqa: E402
 from chipdse.reports.files import write_study_files  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
-from chipdse.snake_study import PAPER_SPEEDUPS, SnakeStudy, average_speedups, mode_distribution  # noqa: E402
+from chipdse.studies.snake import PAPER_SPEEDUPS, SnakeStudy, average_speedups, mode_distribution  # noqa: E402
 
 BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288"}
 

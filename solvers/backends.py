@@ -1,17 +1,15 @@
 """Run built models: Pyomo models through HiGHS (or any solver Pyomo's new interface knows) and CP-SAT.
 
 Only this module calls a solver. Formulations build models and decode values; this module maps each
-solver's own codes through one table onto :class:`chipdse.solution.SolutionStatus` /
-:class:`chipdse.solution.TerminationCondition`.
+solver's own codes through one table onto :class:`chipdse.core.solution.SolutionStatus` /
+:class:`chipdse.core.solution.TerminationCondition`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import highspy
@@ -23,7 +21,7 @@ from pyomo.contrib.solver.common.results import SolutionStatus as PyoSolStatus
 from pyomo.contrib.solver.common.results import TerminationCondition as PyoTerm
 from pyomo.contrib.solver.solvers.highs import Highs
 
-from chipdse.solution import SolutionStatus, TerminationCondition
+from chipdse.core.solution import SolutionStatus, TerminationCondition
 from chipdse.solvers.config import SolverConfig
 
 _PYOMO_TERMINATION = {
@@ -103,29 +101,39 @@ _PYOMO_LOCK = threading.Lock()
 two solves on threads at once (a threaded Dask worker, ``--dask-local`` in-process) deadlock or fail."""
 
 
-@contextlib.contextmanager
-def _sigint_recorder() -> Iterator[list[bool]]:
-    """Record Ctrl-C during a Pyomo HiGHS solve, so the caller can re-raise it afterwards.
+def _run_interruptible(solve: Callable[[], object], cancel: Callable[[], None]) -> object:
+    """Run ``solve()`` on a helper thread while the main thread waits, so Ctrl-C raises KeyboardInterrupt.
 
-    Pyomo sets ``HandleKeyboardInterrupt`` on highspy, which catches the KeyboardInterrupt, stops the solve and
-    returns a "solve error"; without this record an interrupted sweep would go on and store the cut-short result
-    as if it were finished. The handler still raises KeyboardInterrupt, so HiGHS stops as before. Signal handlers
-    can only be set in the main thread; elsewhere nothing is recorded.
+    highspy >= 1.8 runs Pyomo's ``run()`` in the calling thread and delivers no Python signal until it returns
+    (up to the time limit); Pyomo's ``HandleKeyboardInterrupt`` would, besides, turn the interrupt into a normal
+    "solve error" that an interrupted sweep would store as finished. Here the main thread waits in short joins;
+    on Ctrl-C it calls ``cancel()`` (which asks HiGHS to stop), waits for the solve to return and re-raises.
+    Called outside the main thread (a Dask worker), ``solve()`` simply runs there.
     """
-    seen = [False]
     if threading.current_thread() is not threading.main_thread():
-        yield seen
-        return
+        return solve()
+    box: dict[str, object] = {}
 
-    def handler(signum: int, frame: object) -> None:
-        seen[0] = True
+    def target() -> None:
+        try:
+            box["result"] = solve()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="chipdse-solve", daemon=True)
+    worker.start()
+    interrupted = False
+    while worker.is_alive():
+        try:
+            worker.join(0.05)
+        except KeyboardInterrupt:
+            interrupted = True
+            cancel()
+    if interrupted:
         raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield seen
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["result"]
 
 
 def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "highs",
@@ -160,8 +168,13 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
     if solver == "highs":
         options.setdefault("random_seed", config.seed)
     t0 = time.perf_counter()
-    with _PYOMO_LOCK, _sigint_recorder() as interrupted:
-        res = opt.solve(
+    def cancel() -> None:  # HiGHS polls this flag from its callbacks (Pyomo turns them on)
+        highs = getattr(opt, "_solver_model", None)
+        if highs is not None and hasattr(highs, "cancelSolve"):
+            highs.cancelSolve()
+
+    with _PYOMO_LOCK:
+        res = _run_interruptible(lambda: opt.solve(
             model,
             tee=config.log,
             time_limit=config.time_limit_s,
@@ -170,9 +183,7 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
             raise_exception_on_nonoptimal_result=False,
             load_solutions=False,
             solver_options=options,
-        )
-    if interrupted[0]:
-        raise KeyboardInterrupt
+        ), cancel)
     wall = time.perf_counter() - t0
     term = _PYOMO_TERMINATION.get(res.termination_condition, TerminationCondition.UNKNOWN)
     has_incumbent = res.solution_status in (PyoSolStatus.optimal, PyoSolStatus.feasible)

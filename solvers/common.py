@@ -1,4 +1,4 @@
-"""Turning a decision into a checked :class:`~chipdse.solution.Solution`, shared by every problem's solver module.
+"""Turning a decision into a checked :class:`~chipdse.core.solution.Solution`, shared by every problem's solver module.
 
 Every method's decision goes through the problem's solver-independent checker (STYLE.md item 8): the
 objective reported is the checker's, and a decision with violations is a bug (``RuntimeError``).
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chipdse.solution import Solution, SolutionStatus, TerminationCondition
+from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition
 from chipdse.solvers.backends import BackendResult
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from chipdse.solution import Solution, relative_gap
+from chipdse.core.solution import Solution, relative_gap
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.hbm_packing import HBM_PACKING_METHODS, solve_hbm_packing
 from chipdse.solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition

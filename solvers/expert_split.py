@@ -28,7 +28,8 @@ import time
 import numpy as np
 from numpy.typing import NDArray
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
+from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition
 from chipdse.formulations.expert_split import (
     TIER1,
     TIER2,
@@ -42,7 +43,6 @@ from chipdse.formulations.expert_split import (
     expert_times_s,
     tier_loads_s,
 )
-from chipdse.solution import Solution, SolutionStatus, TerminationCondition
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
 from chipdse.solvers.common import (
     ProblemKind,

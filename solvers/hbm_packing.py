@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import time
 
+from chipdse.core.solution import Solution
 from chipdse.formulations.hbm_packing import (
     HbmPackingProblem,
     build_hbm_packing_milp,
@@ -17,7 +18,6 @@ from chipdse.formulations.hbm_packing import (
     eq1_bound,
     packing_infeasibility,
 )
-from chipdse.solution import Solution
 from chipdse.solvers.backends import solve_pyomo
 from chipdse.solvers.common import (
     ProblemKind,

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from fractions import Fraction
 
+from chipdse.core.solution import Solution
 from chipdse.formulations.hbm_partition import (
     HbmPartitionProblem,
     build_hbm_partition_cpsat,
@@ -33,7 +34,6 @@ from chipdse.formulations.hbm_partition import (
     hbm_partition_infeasibility,
     min_stacks,
 )
-from chipdse.solution import Solution
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
 from chipdse.solvers.common import (
     ProblemKind,

@@ -14,6 +14,7 @@ import time
 
 import pyomo.environ as pyo
 
+from chipdse.core.solution import Solution
 from chipdse.formulations.link_load import brute_force_max_link, build_max_link_milp, objective_value
 from chipdse.formulations.placement import (
     PlacementProblem,
@@ -22,7 +23,6 @@ from chipdse.formulations.placement import (
     placement_infeasibility,
     set_placement_start,
 )
-from chipdse.solution import Solution
 from chipdse.solvers.backends import solve_pyomo
 from chipdse.solvers.common import (
     ProblemKind,
@@ -148,7 +148,7 @@ def solve_lexicographic(problem: PlacementProblem, config: SolverConfig | None =
 def _solve_layout_bnb(problem: PlacementProblem, kind: ProblemKind, config: SolverConfig, seed: int,
                       hint: dict[int, str] | None, t0: float) -> Solution:
     """Run ``solvers.link_load_decomp`` from the best heuristic (or ``hint``) and wrap its result."""
-    from chipdse.solution import SolutionStatus, TerminationCondition
+    from chipdse.core.solution import SolutionStatus, TerminationCondition
     from chipdse.solvers.link_load_decomp import solve_max_link_by_layouts
 
     starts = [solve_placement(problem, m, config, seed=seed).decision for m in HEURISTIC_METHODS]

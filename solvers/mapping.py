@@ -25,6 +25,7 @@ import itertools
 import math
 import time
 
+from chipdse.core.solution import Solution
 from chipdse.formulations.mapping import (
     MappingProblem,
     build_mapping_cpsat,
@@ -37,7 +38,6 @@ from chipdse.formulations.mapping import (
     min_task_times,
     stage_times,
 )
-from chipdse.solution import Solution
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
 from chipdse.solvers.common import (
     ProblemKind,

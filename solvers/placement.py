@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pyomo.environ as pyo
 
-from chipdse.errors import ChipdseError
+from chipdse.core.errors import ChipdseError
+from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition, relative_gap
 from chipdse.formulations.placement import (
     HBM_PREFIX,
     PlacementProblem,
@@ -36,7 +37,6 @@ from chipdse.formulations.placement import (
     set_placement_start,
     volume_table,
 )
-from chipdse.solution import Solution, SolutionStatus, TerminationCondition, relative_gap
 from chipdse.solvers.backends import BackendResult, solve_cpsat, solve_pyomo
 from chipdse.solvers.config import SolverConfig
 

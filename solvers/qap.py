@@ -3,7 +3,7 @@
 ``solver="highs"`` is the RLT-1 MILP through Pyomo + HiGHS (``milp-highs``), ``"cpsat"`` the CP-SAT model; both
 are warm-started from pairwise-swap local search. ``"bnb"`` is the Gilmore-Lawler branch and bound of
 ``solvers.qap_bnb`` (the fastest proof for n <= 15 here), started from the same local search.
-The returned :class:`~chipdse.solution.Solution` carries the
+The returned :class:`~chipdse.core.solution.Solution` carries the
 QAP cost recomputed from the permutation (``decision``: facility -> location, 0-based), the solver's proven
 bound and the gap.
 """
@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
+from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition
 from chipdse.formulations.qap import QapInstance, decision_to_perm, qap_cost, to_placement_problem
-from chipdse.solution import Solution, SolutionStatus, TerminationCondition
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.qap_bnb import qap_glb_bnb

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pyomo.environ as pyo
 
+from chipdse.core.solution import Solution
 from chipdse.formulations.snake_area import (
     AreaSplitProblem,
     area_split_infeasibility,
@@ -31,7 +32,6 @@ from chipdse.formulations.snake_shapes import (
     decode_shape_set_milp,
     validate_shape_set,
 )
-from chipdse.solution import Solution
 from chipdse.solvers.backends import solve_pyomo
 from chipdse.solvers.common import (
     ProblemKind,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chipdse.paths import instances_dir, shared_dir
+from chipdse.core.paths import instances_dir, shared_dir
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from chipdse.cli import app
-from chipdse.paths import instances_dir
+from chipdse.core.paths import instances_dir
 
 runner = CliRunner()
 

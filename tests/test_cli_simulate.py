@@ -1,4 +1,4 @@
-"""`chipdse.simulate.run_simulation`: one design point placed, mapped and simulated, on a one-HBM-count scenario."""
+"""`chipdse.studies.simulate.run_simulation`: one design point placed, mapped and simulated (one HBM count)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chipdse.paths import instances_dir
-from chipdse.scenario import LoadedScenario, load_scenario
-from chipdse.simulate import run_simulation
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import LoadedScenario, load_scenario
+from chipdse.studies.simulate import run_simulation
 
 DURATION_S = 20.0
 SEED = 3

@@ -74,7 +74,7 @@ def test_pareto_mask_equals_quadratic_definition() -> None:
 
 
 def test_partition_by_hand() -> None:
-    from chipdse.scenario import load_scenario
+    from chipdse.core.scenario import load_scenario
 
     sc = load_scenario()
     needs = memory_needs(sc)

@@ -14,14 +14,14 @@ from matplotlib.backends.backend_pdf import PdfPages
 from typer.testing import CliRunner
 
 from chipdse.cli import app
-from chipdse.design_space import enumerate_points
-from chipdse.errors import SpecError
+from chipdse.core.design_space import enumerate_points
+from chipdse.core.errors import SpecError
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
-from chipdse.generality import generality, model_scenarios, target_sets
-from chipdse.paths import instances_dir
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.pareto import pick_b_star, pick_m_t
-from chipdse.scenario import load_scenario
+from chipdse.studies.generality import generality, model_scenarios, target_sets
 
 MODELS = ["jamba-tiny-dev", "zamba2-7b", "nemotron-h-4b"]
 SMALL_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 8, "d2d_GBps": [640], "max_batch": [16, 64]}

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
+from chipdse.core.solution import SolutionStatus, TerminationCondition
 from chipdse.formulations.hbm_partition import (
     HbmPartitionProblem,
     build_hbm_partition_cpsat,
@@ -20,7 +21,6 @@ from chipdse.formulations.hbm_partition import (
     group_concurrency,
     hbm_partition_infeasibility,
 )
-from chipdse.solution import SolutionStatus, TerminationCondition
 from chipdse.solvers.backends import solve_pyomo
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition

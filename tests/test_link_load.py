@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chipdse.core.scenario import load_scenario
 from chipdse.formulations.link_load import brute_force_max_link, link_loads, max_link_load, objective_value
 from chipdse.formulations.placement import PlacementProblem, check_placement
-from chipdse.problems import PointSpec, placement_problem
-from chipdse.scenario import load_scenario
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.link_load import solve_max_link_placement
 from chipdse.solvers.placement import HEURISTIC_METHODS
+from chipdse.solvers.problems import PointSpec, placement_problem
 
 
 def test_link_loads_by_hand() -> None:
@@ -101,7 +101,7 @@ def test_xy_symmetries_exclude_the_diagonal_mirrors() -> None:
 def test_time_limit_is_honoured_and_returns_the_incumbent() -> None:
     """The default B* (24 chiplets on 5 x 5) is not proven in 3 s: the solve stops within 10% of the limit."""
     sc = load_scenario()
-    from chipdse.design_space import enumerate_points
+    from chipdse.core.design_space import enumerate_points
     from chipdse.evaluators.estimator import Screen
     from chipdse.reports.pareto import pick_b_star
 

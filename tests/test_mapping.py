@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
+from chipdse.core.solution import SolutionStatus, TerminationCondition
 from chipdse.formulations.mapping import (
     MappingProblem,
     build_mapping_cpsat,
@@ -24,7 +25,6 @@ from chipdse.formulations.mapping import (
     restrict_to_upper_bound,
     stage_times,
 )
-from chipdse.solution import SolutionStatus, TerminationCondition
 from chipdse.solvers.backends import solve_pyomo
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import MAPPING_METHODS, lpt_greedy_mapping, solve_mapping

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from chipdse.errors import SpecError
-from chipdse.models import available_models, load_model
+from chipdse.core.errors import SpecError
+from chipdse.core.models import available_models, load_model
 from tests.conftest import shared_or_skip
 
 # Published totals, with their source (independent of the cards' own recount).

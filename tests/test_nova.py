@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
+from chipdse.core.solution import SolutionStatus
 from chipdse.evaluators.nmp import (
     NOVA_TIERS,
     ExecutionMode,
@@ -33,7 +34,6 @@ from chipdse.formulations.expert_split import (
     check_expert_split,
     expert_times_s,
 )
-from chipdse.solution import SolutionStatus
 from chipdse.solvers.backends import solve_cpsat
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.expert_split import (

@@ -11,7 +11,8 @@ import yaml
 from typer.testing import CliRunner
 
 from chipdse.cli import app
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
+from chipdse.core.paths import instances_dir
 from chipdse.evaluators.nova_model import LayerWork, NovaModel, load_nova_model
 from chipdse.evaluators.nova_system import (
     DESIGNS,
@@ -25,7 +26,6 @@ from chipdse.evaluators.nova_system import (
     fits,
     longest_context,
 )
-from chipdse.paths import instances_dir
 
 
 def test_hbm4_cube_and_system_by_hand() -> None:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chipdse.core.solution import SolutionStatus, TerminationCondition
 from chipdse.formulations.placement import (
     PlacementProblem,
     check_placement,
@@ -18,7 +19,6 @@ from chipdse.formulations.placement import (
     manhattan,
     placement_infeasibility,
 )
-from chipdse.solution import SolutionStatus, TerminationCondition
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import (
     EXACT_METHODS,

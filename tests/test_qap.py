@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from chipdse.cli import app
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
 from chipdse.formulations.qap import QapInstance, qap_cost, read_qaplib, read_solution
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.qap import solve_qap

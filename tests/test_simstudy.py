@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.reports.sim_pages import policy_gains
-from chipdse.scenario import load_scenario
-from chipdse.simstudy import fidelity_metrics, saturation_window
+from chipdse.studies.simstudy import fidelity_metrics, saturation_window
 
 
 def _table(est_tp, sim_tp, est_tt=None, sim_tt=None) -> pd.DataFrame:
@@ -81,8 +81,8 @@ def test_decode_concurrency_by_hand() -> None:
 def test_warmup_excludes_early_tokens_and_requests() -> None:
     """The hand-worked two-request timeline (tests/test_simulator.py): tokens at 0.25, 0.375, 0.75 and 1.375 (two).
     With a 0.5 s warm-up of the 2 s window, 3 tokens count over 1.5 s, and no request arrived after it."""
+    from chipdse.core.workloads import LengthSample
     from chipdse.evaluators.simulator import simulate
-    from chipdse.workloads import LengthSample
     from tests.test_simulator import pipeline_config
 
     sample = LengthSample(np.array([2, 1]), np.array([3, 2]), np.array([0.0, 0.0625]), "hand")
@@ -99,7 +99,7 @@ def test_policy_page_survives_runs_without_tokens(tmp_path) -> None:
     from matplotlib.backends.backend_pdf import PdfPages
 
     from chipdse.reports.sim_pages import policy_page
-    from chipdse.simstudy import SimulationStudy
+    from chipdse.studies.simstudy import SimulationStudy
 
     rows = [{"study": s, "dataset": "d", "variant": v, "sim_throughput_tps": 0.0, "sim_ttft_s": math.nan}
             for s, v in (("ablation", "baseline"), ("ablation", "CP+ET+DB"), ("scheduler", "static"),
@@ -123,9 +123,9 @@ def test_default_datasets_resolve_from_a_relative_scenario_path(monkeypatch) -> 
     """A scenario given by a relative path and no simulation.datasets: its own workload must load again."""
     from pathlib import Path
 
-    from chipdse.paths import instances_dir
-    from chipdse.scenario import with_workload
-    from chipdse.simstudy import policy_datasets
+    from chipdse.core.paths import instances_dir
+    from chipdse.core.scenario import with_workload
+    from chipdse.studies.simstudy import policy_datasets
 
     monkeypatch.chdir(instances_dir().parent)
     rel = Path(instances_dir().name) / "scenarios" / "hydra-table3-nemotron-h-4b.yaml"

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
+from chipdse.core.workloads import LengthSample
 from chipdse.evaluators.sim_arrivals import GammaArrivalConfig, PoissonArrivalConfig, TraceArrivalConfig, make_arrival
 from chipdse.evaluators.sim_kernel import Event, EventKind, Kernel, SimulationError
 from chipdse.evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
@@ -33,7 +34,6 @@ from chipdse.evaluators.simulator import (
     simulate,
     uncontended_stage_times,
 )
-from chipdse.workloads import LengthSample
 
 A, S, P, IT = EventKind.ARRIVAL, EventKind.STAGE_DONE, EventKind.PREFILL_DONE, EventKind.ITERATION_DONE
 
@@ -491,10 +491,10 @@ def test_bad_configs_name_the_field() -> None:
 
 @pytest.fixture(scope="module")
 def default_design() -> tuple:
-    from chipdse.problems import PointSpec, mapping_problem, placement_problem
-    from chipdse.scenario import load_scenario
+    from chipdse.core.scenario import load_scenario
     from chipdse.solvers.mapping import solve_mapping
     from chipdse.solvers.placement import solve_placement
+    from chipdse.solvers.problems import PointSpec, mapping_problem, placement_problem
 
     sc = load_scenario()
     point = PointSpec({"Ap": 1, "Ad": 1, "Mp": 4, "Md": 13}, {"attention": 2, "mamba": 3}, 640.0, 2)

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from chipdse.cli import app
+from chipdse.core.paths import instances_dir
 from chipdse.evaluators.snake import MAC_TREE, SNAKE, GemmOp, decode_gemms, load_card
 from chipdse.evaluators.snake_pu import MODES, STRATUM, collective_s, mode_plan, schedule_op
 from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.formulations.snake_shapes import ShapeSetProblem
-from chipdse.paths import instances_dir
 from chipdse.solvers.snake_hw import solve_area_split, solve_shape_set
 
 gemms = st.builds(GemmOp, st.just("g"), st.integers(1, 64), st.integers(16, 8192), st.integers(16, 8192),

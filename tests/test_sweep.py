@@ -11,13 +11,13 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from chipdse.design_space import enumerate_points
-from chipdse.errors import ChipdseError
+from chipdse.core.design_space import enumerate_points
+from chipdse.core.errors import ChipdseError
+from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
-from chipdse.parallel import Backend, run_jobs
-from chipdse.scenario import load_scenario
-from chipdse.store import ResultsStore, code_version, job_key
-from chipdse.sweep import frame_from_json, frame_to_json, summary_json, sweep
+from chipdse.studies.parallel import Backend, run_jobs
+from chipdse.studies.store import ResultsStore, code_version, job_key
+from chipdse.studies.sweep import frame_from_json, frame_to_json, summary_json, sweep
 
 SMALL_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 6, "min_per_type": 1,
                "d2d_GBps": [256, 512], "max_batch": [8, 32]}
@@ -186,7 +186,7 @@ def test_sigint_during_simulation_stage_then_rerun_equals_uninterrupted(write_sc
     import subprocess
     import time
 
-    import chipdse.sweep as sweep_module
+    import chipdse.studies.sweep as sweep_module
 
     path = write_scenario({"name": "sigint", "design_space": SMALL_SPACE, "sweep": SIM_SWEEP})
     sc = load_scenario(path)
@@ -327,10 +327,10 @@ def test_vectorized_pareto_equals_unvectorized_reference_on_1000_points() -> Non
     sample of 1,000 points of the default scenario's Table III space."""
     import numpy as np
 
-    from chipdse.design_space import DesignPoints, enumerate_points
+    from chipdse.core.design_space import DesignPoints, enumerate_points
+    from chipdse.core.scenario import load_scenario
     from chipdse.evaluators.estimator import Screen
     from chipdse.reports.pareto import pareto_mask
-    from chipdse.scenario import load_scenario
 
     sc = load_scenario()
     pts, _ = enumerate_points(sc)

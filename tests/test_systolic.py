@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chipdse.errors import ChipdseError
+from chipdse.core.errors import ChipdseError
 from chipdse.evaluators.systolic import (
     SystolicError,
     compute_cycles,

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import yaml
 
-from chipdse.errors import SpecError
-from chipdse.paths import instances_dir
-from chipdse.scenario import load_scenario
-from chipdse.specs import Workload, load_spec
-from chipdse.workloads import load_lengths, load_trace, sample_parametric
+from chipdse.core.errors import SpecError
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import load_scenario
+from chipdse.core.specs import Workload, load_spec
+from chipdse.core.workloads import load_lengths, load_trace, sample_parametric
 
 
 @pytest.mark.parametrize(("name", "rows", "pre", "dec"), [
@@ -45,11 +45,11 @@ def test_every_bundled_workload_loads(path: Path) -> None:
 def test_every_bundled_scenario_loads(path: Path) -> None:
     kind = yaml.safe_load(path.read_text()).get("kind", "hydra")
     if kind == "snake":
-        from chipdse.snake_study import load_snake_scenario
+        from chipdse.studies.snake import load_snake_scenario
 
         assert load_snake_scenario(path).models
     elif kind == "nova":
-        from chipdse.nova_study import load_nova_scenario
+        from chipdse.studies.nova import load_nova_scenario
 
         assert load_nova_scenario(path).models
     else:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chipdse.core.scenario import LoadedScenario
 from chipdse.evaluators.estimator import memory_needs
 from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
@@ -23,7 +24,6 @@ from chipdse.formulations.hbm_packing import HbmPackingProblem, PackBlock
 from chipdse.formulations.hbm_partition import HbmPartitionProblem
 from chipdse.formulations.mapping import MappingProblem
 from chipdse.formulations.placement import PlacementProblem
-from chipdse.scenario import LoadedScenario
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def hbm_packing_problem(sc: LoadedScenario, n_hbm: int) -> HbmPackingProblem:
     InfeasibleDesignError
         When the weights fit no Eq. 1 split of ``n_hbm`` stacks.
     """
-    from chipdse.errors import InfeasibleDesignError
+    from chipdse.core.errors import InfeasibleDesignError
     from chipdse.evaluators.estimator import best_partition
 
     needs = memory_needs(sc)
@@ -168,14 +168,14 @@ def finalist_instance(sc: LoadedScenario, problem_name: str, point: str = "b-sta
     ValueError
         Unknown problem name or point.
     """
-    from chipdse.design_space import enumerate_points
-    from chipdse.errors import InfeasibleDesignError
+    from chipdse.core.design_space import enumerate_points
+    from chipdse.core.errors import InfeasibleDesignError
     from chipdse.evaluators.estimator import Screen
     from chipdse.reports.pareto import pick_b_star, pick_m_t
     from chipdse.solvers.config import SolverConfig
     from chipdse.solvers.placement import solve_placement
-    from chipdse.store import canonical_json
-    from chipdse.sweep import scenario_identity
+    from chipdse.studies.store import canonical_json
+    from chipdse.studies.sweep import scenario_identity
 
     key = canonical_json(scenario_identity(sc))  # what a screen score depends on (the sweep store's key too)
     if key not in _SCORED:

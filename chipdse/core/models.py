@@ -14,8 +14,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from chipdse.errors import SpecError
-from chipdse.paths import instances_dir
+from chipdse.core.errors import SpecError
+from chipdse.core.paths import instances_dir
 
 BlockKind = Literal["embedding", "attention", "mamba1", "mamba2", "mlp", "moe", "head"]
 MemoryGroup = Literal["attention", "mamba"]

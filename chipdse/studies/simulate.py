@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from chipdse.errors import InfeasibleDesignError
-from chipdse.scenario import LoadedScenario
+from chipdse.core.errors import InfeasibleDesignError
+from chipdse.core.scenario import LoadedScenario
 
 SCHEDULERS = ("static", "fcfs", "work-stealing", "elastic")
 """Task schedulers of the simulator (``evaluators.sim_schedulers``), by CLI name."""
@@ -51,7 +51,7 @@ def batcher_config(name: str, max_batch: int):
 
 def _select_row(sc: LoadedScenario, point: str | int) -> dict:
     """Return the estimator row of ``point`` ("best" = B*, or an integer row id)."""
-    from chipdse.design_space import enumerate_points
+    from chipdse.core.design_space import enumerate_points
     from chipdse.evaluators.estimator import Screen
     from chipdse.reports.pareto import pick_b_star
 
@@ -150,10 +150,10 @@ def run_simulation(
     """
     from chipdse.evaluators.sim_build import build_sim_config, workload_arrival
     from chipdse.evaluators.simulator import simulate
-    from chipdse.problems import PointSpec, mapping_problem, placement_problem
     from chipdse.solvers.config import SolverConfig
     from chipdse.solvers.mapping import solve_mapping
     from chipdse.solvers.placement import solve_placement
+    from chipdse.solvers.problems import PointSpec, mapping_problem, placement_problem
 
     sched_cfg = scheduler_config(scheduler)
     batching = sc.spec.estimator.batching if batching is None else batching

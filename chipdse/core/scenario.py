@@ -6,11 +6,11 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from chipdse.errors import SpecError
-from chipdse.models import ModelDescriptor, load_model
-from chipdse.paths import instances_dir
-from chipdse.specs import ChipletLibrary, Package, Scenario, Workload, file_sha256, load_spec, resolve
-from chipdse.workloads import LengthSample, load_lengths
+from chipdse.core.errors import SpecError
+from chipdse.core.models import ModelDescriptor, load_model
+from chipdse.core.paths import instances_dir
+from chipdse.core.specs import ChipletLibrary, Package, Scenario, Workload, file_sha256, load_spec, resolve
+from chipdse.core.workloads import LengthSample, load_lengths
 
 DEFAULT_SCENARIO = instances_dir() / "scenarios" / "default.yaml"
 
@@ -89,7 +89,7 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
     loaded = LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
                             pkg_path, wl_path)
     if spec.generality is not None:  # every model checked now, not after the sweep
-        from chipdse.generality import model_scenarios
+        from chipdse.studies.generality import model_scenarios
 
         model_scenarios(loaded, spec.generality.models)
     return loaded

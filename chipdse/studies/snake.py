@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
+from chipdse.core.solution import Solution
+from chipdse.core.specs import _Spec, load_spec
 from chipdse.evaluators.snake import SNAKE, Design, SnakeError, decode_gemms, load_card
 from chipdse.evaluators.snake_pu import (
     BASELINE_DESIGNS,
@@ -32,10 +34,8 @@ from chipdse.evaluators.snake_pu import (
 )
 from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.formulations.snake_shapes import ShapeSetProblem
-from chipdse.solution import Solution
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
-from chipdse.specs import _Spec, load_spec
 
 PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00}
 """SNAKE Sec. 6.3: average decode speedup of SNAKE over each baseline across the five models."""

@@ -14,20 +14,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.design_space import enumerate_points
+from chipdse.core.design_space import enumerate_points
+from chipdse.core.scenario import LoadedScenario
+from chipdse.core.solution import Solution
 from chipdse.evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
 from chipdse.evaluators.latency import GROUP_NAMES, BlockTable, block_table, decode_costs, prefill_costs
 from chipdse.formulations.mapping import MappingProblem, stage_times
-from chipdse.generality import GeneralityResult, generality
-from chipdse.problems import PointSpec, hbm_partition_problem, mapping_problem, placement_problem
 from chipdse.reports.pareto import pareto_mask, pick_b_star, pick_m_t
-from chipdse.scenario import LoadedScenario
-from chipdse.simstudy import Layout, SimulationStudy, explore_simulations
-from chipdse.solution import Solution
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.hbm_partition import solve_hbm_partition
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
+from chipdse.solvers.problems import PointSpec, hbm_partition_problem, mapping_problem, placement_problem
+from chipdse.studies.generality import GeneralityResult, generality
+from chipdse.studies.simstudy import Layout, SimulationStudy, explore_simulations
 
 HBM_METHODS = ("milp-highs", "cpsat", "enumeration", "proportional")
 PLACEMENT_HEURISTICS = ("hydra-greedy", "round-robin", "random", "local-search")
@@ -204,7 +204,7 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     df = screen.score(pts)
     df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
     timings["sweep_s"] = time.perf_counter() - t0
-    from chipdse.errors import InfeasibleDesignError
+    from chipdse.core.errors import InfeasibleDesignError
 
     try:
         b_star, m_t = pick_b_star(df), pick_m_t(df)

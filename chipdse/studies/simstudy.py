@@ -10,7 +10,7 @@
   exact placement and dynamic batching; on several datasets, at 90% of the design's estimated capacity for each.
 
 Every simulation is one :class:`SimJob` (plain data), so a sweep can hand them to any
-:class:`chipdse.parallel.Backend`.
+:class:`chipdse.studies.parallel.Backend`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from chipdse.problems import PointSpec, mapping_problem, placement_problem
-from chipdse.scenario import LoadedScenario
+from chipdse.core.scenario import LoadedScenario
 from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.problems import PointSpec, mapping_problem, placement_problem
 
 FIDELITY_THRESHOLDS = {"cosine": 0.95, "spearman_throughput": 0.9, "max_throughput_recovery": 0.97}
 """Targets of the fidelity check (HYDRA reports cosine 0.9 and 93% recovery)."""
@@ -98,7 +98,7 @@ class SimJob:
         """Simulate and return tags + throughput_tps, TTFT mean / p99, E2E mean, utilizations, events."""
         from chipdse.evaluators.sim_build import build_sim_config
         from chipdse.evaluators.simulator import simulate
-        from chipdse.simulate import batcher_config, scheduler_config
+        from chipdse.studies.simulate import batcher_config, scheduler_config
 
         lay = self.layout
         cfg = build_sim_config(self.sc, lay.point, lay.placement, lay.prefill_map, lay.decode_map,
@@ -266,8 +266,8 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
     """
     import time
 
-    from chipdse.parallel import Backend, run_jobs
-    from chipdse.scenario import with_workload
+    from chipdse.core.scenario import with_workload
+    from chipdse.studies.parallel import Backend, run_jobs
 
     t0 = time.perf_counter()
     st = sc.spec.simulation
@@ -318,7 +318,7 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
                                "each): its policy numbers include the ramp-up from an empty system")
             jobs += policy_jobs(scd, lay_b, served["capacity_rps"], name, load=st.load, duration_s=window)
             if name == sc.workload.name and not candidates:  # B*'s layouts on the scenario's own dataset
-                from chipdse.layout_study import layout_candidates, layout_jobs
+                from chipdse.studies.layout_study import layout_candidates, layout_jobs
 
                 progress("simulation: B*'s layouts (and the min max-link placement)", 0.0)
                 candidates = layout_candidates(sc, b_star, cfg)
@@ -342,7 +342,7 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
     if len(fid) < 3:
         skipped.append(f"fidelity page: needs at least 3 simulated points, got {len(fid)} (simulation.candidates "
                        "+ simulation.spread)")
-    from chipdse.layout_study import layout_table
+    from chipdse.studies.layout_study import layout_table
 
     layouts_df = layout_table(candidates, layout_served, results)
     flat = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in results

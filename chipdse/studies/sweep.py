@@ -10,7 +10,7 @@ Stage 2 (simulate, ``sweep.simulate`` > 0): per workload, B*, M_T and further Pa
 front are placed (exactly, ``hbm-enum``, by default), mapped (LPT) and run through the event simulator at the
 offered load, one job each.
 
-Jobs of both stages go to the same :class:`chipdse.parallel.Backend` and the same results store: each finished
+Jobs of both stages go to the same :class:`chipdse.studies.parallel.Backend` and the same results store: each finished
 job is committed at once, so an interrupted sweep (Ctrl-C in either stage) resumes without recomputing anything.
 """
 
@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.design_space import DesignPoints, enumerate_points
-from chipdse.parallel import Backend, run_jobs
+from chipdse.core.design_space import DesignPoints, enumerate_points
+from chipdse.core.scenario import LoadedScenario, with_workload
+from chipdse.core.specs import file_sha256
 from chipdse.reports.pareto import pareto_mask, pick_b_star, pick_m_t
-from chipdse.scenario import LoadedScenario, with_workload
-from chipdse.specs import file_sha256
-from chipdse.store import ResultsStore, job_key
+from chipdse.studies.parallel import Backend, run_jobs
+from chipdse.studies.store import ResultsStore, job_key
 
 JOB_KIND = "sweep-screen"
 SIM_JOB_KIND = "sweep-simulate"
@@ -53,7 +53,7 @@ class SweepResult:
     ----------
     points : pandas.DataFrame
         One row per (workload, buildable point), in workload order then
-        :func:`chipdse.design_space.enumerate_points` order, with the estimator's columns (``Screen.score``) plus
+        :func:`chipdse.core.design_space.enumerate_points` order, with the estimator's columns (``Screen.score``) plus
         ``workload``, ``point`` (row id within its workload) and ``pareto`` (per workload).
     n_points, n_feasible, n_infeasible, n_pareto : int
         Over all workloads. Feasible: fits the HBM stacks and is stable at the offered load (empty ``reason``).
@@ -219,8 +219,8 @@ def simulate_candidate(job: SimCandidate) -> dict[str, Any]:
         error (empty, or why there is no simulation: no placement, or a simulator input error).
     """
     from chipdse.evaluators.sim_kernel import SimulationError
-    from chipdse.simstudy import SimJob, make_layout
     from chipdse.solvers.config import SolverConfig
+    from chipdse.studies.simstudy import SimJob, make_layout
 
     sc, row, st = job.sc, job.row, job.sc.spec.sweep
     out: dict[str, Any] = {"workload": sc.workload.name, "point": int(row["point"]), "label": row["label"],

@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, PositiveFloat, PositiveInt
 
-from chipdse.errors import SpecError
+from chipdse.core.errors import SpecError
+from chipdse.core.specs import _Spec, load_spec
 from chipdse.evaluators.nova_model import load_nova_model
 from chipdse.evaluators.nova_system import DESIGNS, SYSTEM, NovaSystem, e2e, longest_context, memory_bytes
 from chipdse.evaluators.snake import SnakeError
-from chipdse.specs import _Spec, load_spec
 
 PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698}
 """NOVA's headline against the GPU baseline: 4.5x throughput and 69.8% lower E2E latency on average."""

@@ -14,8 +14,8 @@ from typing import Any, Literal, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
-from chipdse.errors import SpecError
-from chipdse.paths import instances_dir
+from chipdse.core.errors import SpecError
+from chipdse.core.paths import instances_dir
 
 T = TypeVar("T", bound=BaseModel)
 

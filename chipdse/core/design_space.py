@@ -7,8 +7,8 @@ from itertools import combinations
 
 import numpy as np
 
-from chipdse.errors import InfeasibleDesignError
-from chipdse.scenario import LoadedScenario
+from chipdse.core.errors import InfeasibleDesignError
+from chipdse.core.scenario import LoadedScenario
 
 
 @dataclass(frozen=True)

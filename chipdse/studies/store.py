@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from chipdse.errors import ChipdseError
+from chipdse.core.errors import ChipdseError
 
 SOURCE_PACKAGES = ("chipdse", "evaluators", "formulations", "solvers")
 _SCHEMA = "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, result TEXT NOT NULL, created_s REAL NOT NULL)"
@@ -63,7 +63,7 @@ def code_version() -> str:
         pkg = version("chipdse")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
         pkg = "0+unknown"
-    package_dir = Path(__file__).resolve().parent
+    package_dir = Path(__file__).resolve().parent.parent  # chipdse/
     h = hashlib.sha256()
     for name in SOURCE_PACKAGES:
         # the sub-packages are links to the top-level folders in a checkout: resolve before walking

@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.design_space import enumerate_points
-from chipdse.errors import SpecError
-from chipdse.models import load_model
+from chipdse.core.design_space import enumerate_points
+from chipdse.core.errors import SpecError
+from chipdse.core.models import load_model
+from chipdse.core.scenario import LoadedScenario
+from chipdse.core.specs import resolve
 from chipdse.reports.pareto import pick_b_star, pick_m_t
-from chipdse.scenario import LoadedScenario
-from chipdse.specs import resolve
 
 OBJECTIVES = ("B*", "M_T")
 
