@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 
-from chipdse.core.design_space import enumerate_points
+from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
-from chipdse.reports.pareto import pick_b_star
+from chipdse.evaluators.selection import pick_b_star
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
-from chipdse.solvers.problems import PointSpec, mapping_problem, placement_problem
+from chipdse.solvers.problems import mapping_problem, placement_problem
 
 
 def show(title: str, sols: list) -> None:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import platform
 import sys
 
-from chipdse.core.design_space import enumerate_points
+from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
+from chipdse.evaluators.selection import pick_b_star
 from chipdse.formulations.placement import PlacementProblem, grid_ring_cells
-from chipdse.reports.pareto import pick_b_star
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
-from chipdse.solvers.problems import PointSpec, placement_problem
+from chipdse.solvers.problems import placement_problem
 
 COUNTS = {"Ap": 3, "Ad": 5, "Mp": 6, "Md": 10, "hbm:attention": 6, "hbm:mamba": 10}
 

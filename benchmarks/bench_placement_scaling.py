@@ -13,14 +13,14 @@ from __future__ import annotations
 import platform
 import sys
 
-from chipdse.core.design_space import enumerate_points
+from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
+from chipdse.evaluators.selection import pick_b_star
 from chipdse.formulations.placement import PlacementProblem, grid_ring_cells
-from chipdse.reports.pareto import pick_b_star
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
-from chipdse.solvers.problems import PointSpec, placement_problem
+from chipdse.solvers.problems import placement_problem
 
 SIZES = [(5, 8, 4), (5, 16, 5), (6, 16, 6), (6, 24, 8), (7, 24, 8), (7, 32, 10), (8, 32, 12), (8, 40, 12)]
 """(grid side, compute chiplets, HBM stacks)."""

@@ -15,18 +15,18 @@ import platform
 import sys
 import time
 
-from chipdse.core.design_space import enumerate_points
+from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.scenario import LoadedScenario, load_scenario
 from chipdse.evaluators.estimator import Screen
+from chipdse.evaluators.selection import pick_b_star
 from chipdse.evaluators.sim_build import build_sim_config
 from chipdse.evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
 from chipdse.evaluators.sim_schedulers import ElasticSchedulerConfig, StaticSchedulerConfig, WorkStealingSchedulerConfig
 from chipdse.evaluators.simulator import SimConfig, simulate
-from chipdse.reports.pareto import pick_b_star
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
-from chipdse.solvers.problems import PointSpec, mapping_problem, placement_problem
+from chipdse.solvers.problems import mapping_problem, placement_problem
 
 LOAD = 0.8
 """Offered load as a fraction of the estimator's capacity of B*."""

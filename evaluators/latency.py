@@ -18,8 +18,7 @@ from chipdse.core.specs import ChipletLibrary, ComputeChiplet
 #: Operator-family codes: which chiplet families may run a block.
 FAMILY_ATTENTION, FAMILY_MAMBA, FAMILY_SHARED = 0, 1, 2
 #: HBM-group codes.
-GROUP_ATTENTION, GROUP_MAMBA = 0, 1
-GROUP_NAMES = ("attention", "mamba")
+GROUP_ATTENTION, GROUP_MAMBA = 0, 1  # indices into chipdse.core.models.GROUP_NAMES
 
 
 @dataclass(frozen=True)

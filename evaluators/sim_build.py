@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from chipdse.core.design_space import PointSpec
+from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import LoadedScenario
 from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
     FAMILY_MAMBA,
     FAMILY_SHARED,
-    GROUP_NAMES,
     block_table,
     chiplet_caps,
 )
@@ -24,7 +25,6 @@ from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.evaluators.sim_policies import BatcherConfig, DynamicBatcherConfig, StaticBatcherConfig
 from chipdse.evaluators.sim_schedulers import SchedulerConfig, StaticSchedulerConfig
 from chipdse.evaluators.simulator import ChipletSpec, MemoryGroup, NoiSpec, PhaseTable, ServiceTime, SimConfig, TaskCost
-from chipdse.solvers.problems import PointSpec
 
 
 def workload_arrival(sc: LoadedScenario, rate_rps: float | None = None) -> ArrivalConfig:

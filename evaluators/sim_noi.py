@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chipdse.core.grid import xy_route
 from chipdse.evaluators.sim_config import (
     _FEATURES,
     Phase,
@@ -15,7 +16,6 @@ from chipdse.evaluators.sim_config import (
     _mul,
 )
 from chipdse.evaluators.sim_kernel import SimulationError
-from chipdse.formulations.link_load import xy_route
 
 
 @dataclass

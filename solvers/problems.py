@@ -5,16 +5,15 @@ This is where specs meet formulations: the formulations only see plain problem o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from chipdse.core.design_space import PointSpec
+from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import LoadedScenario
 from chipdse.evaluators.estimator import memory_needs
 from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
     FAMILY_MAMBA,
-    GROUP_NAMES,
     block_table,
     chiplet_caps,
     decode_costs,
@@ -24,22 +23,6 @@ from chipdse.formulations.hbm_packing import HbmPackingProblem, PackBlock
 from chipdse.formulations.hbm_partition import HbmPartitionProblem
 from chipdse.formulations.mapping import MappingProblem
 from chipdse.formulations.placement import PlacementProblem
-
-
-@dataclass(frozen=True)
-class PointSpec:
-    """One design point: compute counts per type, HBM stacks per group, D2D bandwidth, effective batch."""
-
-    counts: dict[str, int]
-    hbm: dict[str, int]
-    d2d_GBps: float
-    batch: int
-
-    @classmethod
-    def from_row(cls, row: dict, types: list[str]) -> PointSpec:
-        """Build from one row of the estimator's table."""
-        hbm = {g: int(row[f"hbm_{g}"]) for g in GROUP_NAMES if int(row[f"hbm_{g}"]) > 0}
-        return cls({t: int(row[t]) for t in types}, hbm, float(row["d2d_GBps"]), int(row["batch_eff"]))
 
 
 def hbm_partition_problem(sc: LoadedScenario, n_hbm: int) -> HbmPartitionProblem:
@@ -170,12 +153,12 @@ def finalist_instance(sc: LoadedScenario, problem_name: str, point: str = "b-sta
     """
     from chipdse.core.design_space import enumerate_points
     from chipdse.core.errors import InfeasibleDesignError
+    from chipdse.core.io import canonical_json
+    from chipdse.core.scenario import scenario_identity
     from chipdse.evaluators.estimator import Screen
-    from chipdse.reports.pareto import pick_b_star, pick_m_t
+    from chipdse.evaluators.selection import pick_b_star, pick_m_t
     from chipdse.solvers.config import SolverConfig
     from chipdse.solvers.placement import solve_placement
-    from chipdse.studies.store import canonical_json
-    from chipdse.studies.sweep import scenario_identity
 
     key = canonical_json(scenario_identity(sc))  # what a screen score depends on (the sweep store's key too)
     if key not in _SCORED:

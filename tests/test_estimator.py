@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from chipdse.evaluators.estimator import _balance, best_partition, erlang_c_wait, memory_needs
-from chipdse.reports.pareto import pareto_mask
+from chipdse.evaluators.selection import pareto_mask
 
 
 def erlang_c_wait_reference(lam: float, mu: float, c: int) -> float:

@@ -17,11 +17,11 @@ from chipdse.cli import app
 from chipdse.core.design_space import enumerate_points
 from chipdse.core.errors import SpecError
 from chipdse.core.paths import instances_dir
-from chipdse.core.scenario import load_scenario
+from chipdse.core.scenario import load_scenario, model_scenarios
 from chipdse.evaluators.estimator import Screen
+from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.reports.generality_page import generality_pages
-from chipdse.reports.pareto import pick_b_star, pick_m_t
-from chipdse.studies.generality import generality, model_scenarios, target_sets
+from chipdse.studies.generality import generality, target_sets
 
 MODELS = ["jamba-tiny-dev", "zamba2-7b", "nemotron-h-4b"]
 SMALL_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 8, "d2d_GBps": [640], "max_batch": [16, 64]}

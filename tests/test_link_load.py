@@ -6,13 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import load_scenario
 from chipdse.formulations.link_load import brute_force_max_link, link_loads, max_link_load, objective_value
 from chipdse.formulations.placement import PlacementProblem, check_placement
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.link_load import solve_max_link_placement
 from chipdse.solvers.placement import HEURISTIC_METHODS
-from chipdse.solvers.problems import PointSpec, placement_problem
+from chipdse.solvers.problems import placement_problem
 
 
 def test_link_loads_by_hand() -> None:
@@ -103,7 +104,7 @@ def test_time_limit_is_honoured_and_returns_the_incumbent() -> None:
     sc = load_scenario()
     from chipdse.core.design_space import enumerate_points
     from chipdse.evaluators.estimator import Screen
-    from chipdse.reports.pareto import pick_b_star
+    from chipdse.evaluators.selection import pick_b_star
 
     df = Screen(sc).score(enumerate_points(sc)[0])
     row = df.loc[pick_b_star(df)].to_dict()

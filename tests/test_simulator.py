@@ -491,10 +491,11 @@ def test_bad_configs_name_the_field() -> None:
 
 @pytest.fixture(scope="module")
 def default_design() -> tuple:
+    from chipdse.core.design_space import PointSpec
     from chipdse.core.scenario import load_scenario
     from chipdse.solvers.mapping import solve_mapping
     from chipdse.solvers.placement import solve_placement
-    from chipdse.solvers.problems import PointSpec, mapping_problem, placement_problem
+    from chipdse.solvers.problems import mapping_problem, placement_problem
 
     sc = load_scenario()
     point = PointSpec({"Ap": 1, "Ad": 1, "Mp": 4, "Md": 13}, {"attention": 2, "mamba": 3}, 640.0, 2)

@@ -330,7 +330,7 @@ def test_vectorized_pareto_equals_unvectorized_reference_on_1000_points() -> Non
     from chipdse.core.design_space import DesignPoints, enumerate_points
     from chipdse.core.scenario import load_scenario
     from chipdse.evaluators.estimator import Screen
-    from chipdse.reports.pareto import pareto_mask
+    from chipdse.evaluators.selection import pareto_mask
 
     sc = load_scenario()
     pts, _ = enumerate_points(sc)

@@ -8,6 +8,7 @@ from itertools import combinations
 import numpy as np
 
 from chipdse.core.errors import InfeasibleDesignError
+from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import LoadedScenario
 
 
@@ -121,3 +122,19 @@ def enumerate_points(sc: LoadedScenario) -> tuple[DesignPoints, list[str]]:
         d2d_GBps=np.tile(np.repeat(bw, n_mb), n_b),
         max_batch=np.tile(mb, n_b * n_w),
     ), [f"{k} ({v})" for k, v in reasons.items()]
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    """One design point: compute counts per type, HBM stacks per group, D2D bandwidth, effective batch."""
+
+    counts: dict[str, int]
+    hbm: dict[str, int]
+    d2d_GBps: float
+    batch: int
+
+    @classmethod
+    def from_row(cls, row: dict, types: list[str]) -> PointSpec:
+        """Build from one row of the estimator's table."""
+        hbm = {g: int(row[f"hbm_{g}"]) for g in GROUP_NAMES if int(row[f"hbm_{g}"]) > 0}
+        return cls({t: int(row[t]) for t in types}, hbm, float(row["d2d_GBps"]), int(row["batch_eff"]))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -72,3 +74,24 @@ def write_text_atomic(target: Path, text: str) -> None:
     """Write ``text`` to ``target`` atomically."""
     with atomic_path(target) as tmp:
         tmp.write_text(text)
+
+
+def _json_default(obj: Any) -> Any:
+    """Turn numpy scalars and arrays (and anything with ``tolist``/``item``) into plain JSON values."""
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    msg = f"cannot encode {type(obj).__name__} value {obj!r} as JSON"
+    raise TypeError(msg)
+
+
+def canonical_json(obj: Any) -> str:
+    """Return the canonical JSON text of ``obj``: sorted keys, no spaces, numpy values as plain numbers.
+
+    Raises
+    ------
+    TypeError
+        When a value cannot be encoded (the message names its type).
+    """
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_json_default)

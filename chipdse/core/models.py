@@ -19,6 +19,8 @@ from chipdse.core.paths import instances_dir
 
 BlockKind = Literal["embedding", "attention", "mamba1", "mamba2", "mlp", "moe", "head"]
 MemoryGroup = Literal["attention", "mamba"]
+GROUP_NAMES: tuple[MemoryGroup, ...] = ("attention", "mamba")
+"""The HBM groups, in the order of every per-group array (HYDRA Step 1: attention vs Mamba group)."""
 
 #: Mixers and FFNs this version builds; other cards load with a clear error.
 SUPPORTED_MIXERS = {"attention", "mamba", "mamba2", "mamba2+shared_attention", "none"}

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from chipdse.core.errors import SpecError
 from chipdse.core.models import ModelDescriptor, load_model
@@ -89,7 +93,69 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
     loaded = LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
                             pkg_path, wl_path)
     if spec.generality is not None:  # every model checked now, not after the sweep
-        from chipdse.studies.generality import model_scenarios
 
         model_scenarios(loaded, spec.generality.models)
     return loaded
+
+
+def model_scenarios(sc: LoadedScenario, models: list[str], field: str = "generality.models"
+                    ) -> list[LoadedScenario]:
+    """Return ``sc`` once per model (bundled key or card path, relative to the scenario or instances/models).
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+    models : list of str
+    field : str
+        Where the list came from, for messages (the scenario field, or ``--model`` on the command line).
+
+    Raises
+    ------
+    SpecError
+        An unknown or repeated model, or one whose compute chiplet types differ from the first model's (the
+        design spaces would differ, so the models could not be compared point by point).
+    """
+    out: list[LoadedScenario] = []
+    source = str(sc.path) if field.startswith("generality") else "command line"
+    for i, ref in enumerate(models):
+        where = f"{field}[{i}]" if field.startswith("generality") else f"{field} {ref}"
+        try:
+            card = resolve(ref, sc.path.parent, "models", str(sc.path), where) if ref.endswith(".json") else ref
+            model = load_model(card)
+        except SpecError as exc:
+            raise SpecError(source, where, exc.expected) from None
+        variant = dataclasses.replace(sc, model=model)
+        if any(v.model.key == model.key for v in out):
+            raise SpecError(source, where, f"each model once; {model.key} is listed twice")
+        if out and variant.compute_types() != out[0].compute_types():
+            msg = (f"a model served by the same chiplet types as {out[0].model.key} ({out[0].compute_types()}); "
+                   f"{model.key} uses {variant.compute_types()}")
+            raise SpecError(source, where, msg)
+        out.append(variant)
+    return out
+
+
+def _digest(*arrays: np.ndarray) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def scenario_identity(sc: LoadedScenario) -> dict[str, Any]:
+    """Everything a sweep job's result depends on besides the code: settings, file digests, the request sample.
+
+    The scenario's name, solver time limit and file paths are left out (they do not change a screen score).
+    """
+    spec = sc.spec.model_dump(mode="json")
+    return {
+        "design_space": spec["design_space"],
+        "estimator": spec["estimator"],
+        "seed": spec["seed"],
+        "package_sha256": file_sha256(sc.package_path),
+        "library": sc.library.model_dump(mode="json"),
+        "model_sha256": hashlib.sha256(repr(sc.model).encode()).hexdigest(),
+        "workload": sc.workload.model_dump(mode="json"),
+        "lengths_sha256": _digest(sc.lengths.prefill_tokens, sc.lengths.decode_tokens),
+    }

@@ -14,18 +14,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.core.design_space import enumerate_points
+from chipdse.core.design_space import PointSpec, enumerate_points
+from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import LoadedScenario
 from chipdse.core.solution import Solution
 from chipdse.evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
-from chipdse.evaluators.latency import GROUP_NAMES, BlockTable, block_table, decode_costs, prefill_costs
+from chipdse.evaluators.latency import BlockTable, block_table, decode_costs, prefill_costs
+from chipdse.evaluators.selection import pareto_mask, pick_b_star, pick_m_t
 from chipdse.formulations.mapping import MappingProblem, stage_times
-from chipdse.reports.pareto import pareto_mask, pick_b_star, pick_m_t
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.hbm_partition import solve_hbm_partition
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
-from chipdse.solvers.problems import PointSpec, hbm_partition_problem, mapping_problem, placement_problem
+from chipdse.solvers.problems import hbm_partition_problem, mapping_problem, placement_problem
 from chipdse.studies.generality import GeneralityResult, generality
 from chipdse.studies.simstudy import Layout, SimulationStudy, explore_simulations
 

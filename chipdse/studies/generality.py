@@ -6,8 +6,8 @@ package and workload). For model m and point p:
 * B* score  ``s_B(m, p) = throughput / TTFT`` at the offered load (HYDRA Table IV(a), "norm. TP/TTFT");
 * M_T score ``s_T(m, p) = throughput`` (Table IV(b), "norm. TP");
 
-each divided by the model's own single-model optimum (its B* from :func:`reports.pareto.pick_b_star`, its M_T
-from :func:`reports.pareto.pick_m_t`), so 1.00 is the workload-specific optimum, as in the paper.
+each divided by the model's own single-model optimum (its B* from :func:`evaluators.selection.pick_b_star`, its M_T
+from :func:`evaluators.selection.pick_m_t`), so 1.00 is the workload-specific optimum, as in the paper.
 
 HYDRA does not say how it combines several target models. chipdse solves the multi-target choice exactly, by
 enumeration over the whole space: the target set's design maximizes the **worst normalized score over its
@@ -19,7 +19,6 @@ headline for the all-model design is a worst case ("limits the worst-case degrad
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import time
 from dataclasses import dataclass
@@ -30,10 +29,8 @@ import pandas as pd
 
 from chipdse.core.design_space import enumerate_points
 from chipdse.core.errors import SpecError
-from chipdse.core.models import load_model
-from chipdse.core.scenario import LoadedScenario
-from chipdse.core.specs import resolve
-from chipdse.reports.pareto import pick_b_star, pick_m_t
+from chipdse.core.scenario import LoadedScenario, model_scenarios
+from chipdse.evaluators.selection import pick_b_star, pick_m_t
 
 OBJECTIVES = ("B*", "M_T")
 
@@ -102,43 +99,6 @@ class GeneralityResult:
             "designs": self.designs.to_dict("records"),
             "optima": self.optima.to_dict("records"),
         }
-
-
-def model_scenarios(sc: LoadedScenario, models: list[str], field: str = "generality.models"
-                    ) -> list[LoadedScenario]:
-    """Return ``sc`` once per model (bundled key or card path, relative to the scenario or instances/models).
-
-    Parameters
-    ----------
-    sc : LoadedScenario
-    models : list of str
-    field : str
-        Where the list came from, for messages (the scenario field, or ``--model`` on the command line).
-
-    Raises
-    ------
-    SpecError
-        An unknown or repeated model, or one whose compute chiplet types differ from the first model's (the
-        design spaces would differ, so the models could not be compared point by point).
-    """
-    out: list[LoadedScenario] = []
-    source = str(sc.path) if field.startswith("generality") else "command line"
-    for i, ref in enumerate(models):
-        where = f"{field}[{i}]" if field.startswith("generality") else f"{field} {ref}"
-        try:
-            card = resolve(ref, sc.path.parent, "models", str(sc.path), where) if ref.endswith(".json") else ref
-            model = load_model(card)
-        except SpecError as exc:
-            raise SpecError(source, where, exc.expected) from None
-        variant = dataclasses.replace(sc, model=model)
-        if any(v.model.key == model.key for v in out):
-            raise SpecError(source, where, f"each model once; {model.key} is listed twice")
-        if out and variant.compute_types() != out[0].compute_types():
-            msg = (f"a model served by the same chiplet types as {out[0].model.key} ({out[0].compute_types()}); "
-                   f"{model.key} uses {variant.compute_types()}")
-            raise SpecError(source, where, msg)
-        out.append(variant)
-    return out
 
 
 def target_sets(n: int) -> list[tuple[int, ...]]:

@@ -13,11 +13,12 @@ from typing import Any
 
 import pandas as pd
 
+from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import LoadedScenario
 from chipdse.formulations.link_load import max_link_load
 from chipdse.formulations.placement import check_placement
 from chipdse.solvers.config import SolverConfig
-from chipdse.solvers.problems import PointSpec, placement_problem
+from chipdse.solvers.problems import placement_problem
 from chipdse.studies.simstudy import Layout, SimJob, map_placement
 
 LAYOUTS = (

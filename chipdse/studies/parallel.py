@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from chipdse.core.errors import ChipdseError
-from chipdse.studies.store import ResultsStore, canonical_json
+from chipdse.core.io import canonical_json
+from chipdse.studies.store import ResultsStore
 
 BackendKind = Literal["in-process", "processes", "dask"]
 Progress = Callable[[float, float], None]

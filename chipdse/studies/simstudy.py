@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import LoadedScenario
 from chipdse.solvers.config import SolverConfig
-from chipdse.solvers.problems import PointSpec, mapping_problem, placement_problem
+from chipdse.solvers.problems import mapping_problem, placement_problem
 
 FIDELITY_THRESHOLDS = {"cosine": 0.95, "spearman_throughput": 0.9, "max_throughput_recovery": 0.97}
 """Targets of the fidelity check (HYDRA reports cosine 0.9 and 93% recovery)."""

@@ -25,30 +25,10 @@ from types import TracebackType
 from typing import Any
 
 from chipdse.core.errors import ChipdseError
+from chipdse.core.io import canonical_json
 
 SOURCE_PACKAGES = ("chipdse", "evaluators", "formulations", "solvers")
 _SCHEMA = "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, result TEXT NOT NULL, created_s REAL NOT NULL)"
-
-
-def _json_default(obj: Any) -> Any:
-    """Turn numpy scalars and arrays (and anything with ``tolist``/``item``) into plain JSON values."""
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if hasattr(obj, "item"):
-        return obj.item()
-    msg = f"cannot encode {type(obj).__name__} value {obj!r} as JSON"
-    raise TypeError(msg)
-
-
-def canonical_json(obj: Any) -> str:
-    """Return the canonical JSON text of ``obj``: sorted keys, no spaces, numpy values as plain numbers.
-
-    Raises
-    ------
-    TypeError
-        When a value cannot be encoded (the message names its type).
-    """
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_json_default)
 
 
 @functools.cache

@@ -16,7 +16,6 @@ job is committed at once, so an interrupted sweep (Ctrl-C in either stage) resum
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,9 +25,8 @@ import numpy as np
 import pandas as pd
 
 from chipdse.core.design_space import DesignPoints, enumerate_points
-from chipdse.core.scenario import LoadedScenario, with_workload
-from chipdse.core.specs import file_sha256
-from chipdse.reports.pareto import pareto_mask, pick_b_star, pick_m_t
+from chipdse.core.scenario import LoadedScenario, scenario_identity, with_workload
+from chipdse.evaluators.selection import pareto_mask, pick_b_star, pick_m_t
 from chipdse.studies.parallel import Backend, run_jobs
 from chipdse.studies.store import ResultsStore, job_key
 
@@ -124,32 +122,6 @@ def score_hbm_chunk(sc: LoadedScenario, n_hbm: int) -> dict[str, Any]:
 def _screen_job(job: tuple[LoadedScenario, int]) -> dict[str, Any]:
     """Module-level entry point of a screen job (workload scenario, HBM count) for process / Dask workers."""
     return score_hbm_chunk(*job)
-
-
-def _digest(*arrays: np.ndarray) -> str:
-    h = hashlib.sha256()
-    for a in arrays:
-        h.update(np.ascontiguousarray(a).tobytes())
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def scenario_identity(sc: LoadedScenario) -> dict[str, Any]:
-    """Everything a sweep job's result depends on besides the code: settings, file digests, the request sample.
-
-    The scenario's name, solver time limit and file paths are left out (they do not change a screen score).
-    """
-    spec = sc.spec.model_dump(mode="json")
-    return {
-        "design_space": spec["design_space"],
-        "estimator": spec["estimator"],
-        "seed": spec["seed"],
-        "package_sha256": file_sha256(sc.package_path),
-        "library": sc.library.model_dump(mode="json"),
-        "model_sha256": hashlib.sha256(repr(sc.model).encode()).hexdigest(),
-        "workload": sc.workload.model_dump(mode="json"),
-        "lengths_sha256": _digest(sc.lengths.prefill_tokens, sc.lengths.decode_tokens),
-    }
 
 
 def sweep_workloads(sc: LoadedScenario) -> list[LoadedScenario]:
