@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from chipdse.core.errors import SpecError
-from chipdse.core.specs import Workload
+from chipdse.core.specs import Workload, resolve
 
 TRACE_COLUMNS = ("num_prefill_tokens", "num_decode_tokens")
 
@@ -123,7 +123,6 @@ def sample_parametric(lengths: dict[str, float], n: int, seed: int, source: str)
 
 def load_lengths(workload: Workload, base: Path, seed: int) -> LengthSample:
     """Return the request-length sample of a workload (its trace, or 20,000 parametric draws)."""
-    from chipdse.core.specs import resolve
 
     if workload.trace is not None:
         return load_trace(resolve(workload.trace, base, "traces"))

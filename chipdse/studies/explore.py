@@ -28,7 +28,8 @@ from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import hbm_partition_problem, mapping_problem, placement_problem
 from chipdse.studies.generality import GeneralityResult, generality
-from chipdse.studies.simstudy import Layout, SimulationStudy, explore_simulations
+from chipdse.studies.simstage import explore_simulations
+from chipdse.studies.simstudy import Layout, SimulationStudy
 
 HBM_METHODS = ("milp-highs", "cpsat", "enumeration", "proportional")
 PLACEMENT_HEURISTICS = ("hydra-greedy", "round-robin", "random", "local-search")

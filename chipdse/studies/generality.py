@@ -30,6 +30,7 @@ import pandas as pd
 from chipdse.core.design_space import enumerate_points
 from chipdse.core.errors import SpecError
 from chipdse.core.scenario import LoadedScenario, model_scenarios
+from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import pick_b_star, pick_m_t
 
 OBJECTIVES = ("B*", "M_T")
@@ -175,7 +176,6 @@ def generality(sc: LoadedScenario, models: list[str] | None = None) -> Generalit
     ValueError
         A model, or a target set, with no stable point at the offered load (the message names it).
     """
-    from chipdse.evaluators.estimator import Screen
 
     t0 = time.perf_counter()
     field = "--model"

@@ -18,6 +18,7 @@ from chipdse.core.scenario import LoadedScenario
 from chipdse.formulations.link_load import max_link_load
 from chipdse.formulations.placement import check_placement
 from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.link_load import solve_max_link_placement
 from chipdse.solvers.problems import placement_problem
 from chipdse.studies.simstudy import Layout, SimJob, map_placement
 
@@ -34,7 +35,6 @@ def layout_candidates(sc: LoadedScenario, finalist: Any, cfg: SolverConfig) -> l
     Returns one dict per layout: ``name``, ``layout`` (:class:`Layout`), ``eq2``, ``max_link``, ``bound``
     (the best proven Eq. 2 bound, for gaps), ``max_link_bound`` (only for the max-link layout).
     """
-    from chipdse.solvers.link_load import solve_max_link_placement
 
     row = finalist.row
     point = PointSpec.from_row(row, sc.compute_types())

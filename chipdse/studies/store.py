@@ -20,6 +20,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -37,7 +38,6 @@ def code_version() -> str:
 
     Computed once per process (sources edited later in the same process are not seen).
     """
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         pkg = version("chipdse")

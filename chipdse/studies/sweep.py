@@ -26,8 +26,12 @@ import pandas as pd
 
 from chipdse.core.design_space import DesignPoints, enumerate_points
 from chipdse.core.scenario import LoadedScenario, scenario_identity, with_workload
+from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import pareto_mask, pick_b_star, pick_m_t
+from chipdse.evaluators.sim_kernel import SimulationError
+from chipdse.solvers.config import SolverConfig
 from chipdse.studies.parallel import Backend, run_jobs
+from chipdse.studies.simstudy import SimJob, make_layout
 from chipdse.studies.store import ResultsStore, job_key
 
 JOB_KIND = "sweep-screen"
@@ -112,7 +116,6 @@ def score_hbm_chunk(sc: LoadedScenario, n_hbm: int) -> dict[str, Any]:
     dict
         :func:`frame_to_json` of ``Screen.score`` on those points (no rows when none is buildable).
     """
-    from chipdse.evaluators.estimator import Screen
 
     pts, _ = enumerate_points(sc)
     df = Screen(sc).score(subset_points(pts, pts.n_hbm == n_hbm))
@@ -190,9 +193,6 @@ def simulate_candidate(job: SimCandidate) -> dict[str, Any]:
         workload, point, label, role, est_throughput_tps, est_ttft_s, placement_method, ``SIM_COLUMNS`` and
         error (empty, or why there is no simulation: no placement, or a simulator input error).
     """
-    from chipdse.evaluators.sim_kernel import SimulationError
-    from chipdse.solvers.config import SolverConfig
-    from chipdse.studies.simstudy import SimJob, make_layout
 
     sc, row, st = job.sc, job.row, job.sc.spec.sweep
     out: dict[str, Any] = {"workload": sc.workload.name, "point": int(row["point"]), "label": row["label"],

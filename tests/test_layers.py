@@ -1,0 +1,129 @@
+"""The package's shape: one import name when installed, no import cycles, no function-local imports used to dodge one.
+
+The layer order itself is import-linter's layers contract in pyproject.toml (``lint-imports``, run by the README's
+test command); these tests check what that contract does not: cycles inside a layer and deferred imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "chipdse"
+DEFERRED_ON_PURPOSE = ("distributed", "dask", "scalesim")
+"""Heavy optional imports that may stay inside a function (each with a comment saying it is deferred)."""
+
+
+def _sources() -> list[Path]:
+    """Every module of the package, through the linked sub-packages (``Path.rglob`` does not follow links)."""
+    return sorted(Path(folder) / name for folder, _, files in os.walk(PACKAGE, followlinks=True)
+                  for name in files if name.endswith(".py"))
+
+
+def _strongly_connected(adj: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative: the strongly connected components with more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in adj:
+        if root in index:
+            continue
+        work = [(root, iter(adj[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(adj[w])))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_tarjan_finds_a_planted_cycle() -> None:
+    adj = {"a": ["b"], "b": ["c"], "c": ["a", "d"], "d": [], "e": ["e2"], "e2": []}
+    assert _strongly_connected(adj) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles_between_modules() -> None:
+    """grimp reads every import statement, function-level ones included, so a cycle hidden in a function counts."""
+    graph = grimp.build_graph("chipdse")
+    adj = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in sorted(graph.modules)}
+    assert len(adj) > 50, "grimp did not see the linked sub-packages"
+    assert _strongly_connected(adj) == []
+
+
+def test_function_local_imports_only_defer_heavy_optionals() -> None:
+    offenders = []
+    for path in _sources():
+        text = path.read_text()
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for inner in ast.walk(node):
+                if not isinstance(inner, ast.Import | ast.ImportFrom):
+                    continue
+                module = inner.module if isinstance(inner, ast.ImportFrom) else inner.names[0].name
+                said = "deferred" in lines[inner.lineno - 1] or "deferred" in lines[inner.lineno - 2]
+                if (module or "").split(".")[0] not in DEFERRED_ON_PURPOSE or not said:
+                    offenders.append(f"{path.relative_to(ROOT)}:{inner.lineno} {module}")
+    assert offenders == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the sub-packages are symbolic links in the checkout")
+def test_wheel_installs_one_import_name(tmp_path: Path) -> None:
+    """``pip install .`` adds only ``chipdse`` (formulations, solvers, ... inside it) and ships the bundled data."""
+    wheels = tmp_path / "wheels"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(wheels),
+                            str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-2000:]
+    (wheel,) = wheels.glob("chipdse-*.whl")
+    site = tmp_path / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(site),
+                              str(wheel)], capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-2000:]
+    top = sorted(p.name for p in site.iterdir() if not p.name.endswith(".dist-info") and p.name != "bin")
+    assert top == ["chipdse"]
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for expected in ("chipdse/formulations/placement.py", "chipdse/solvers/compare.py",
+                     "chipdse/evaluators/estimator.py", "chipdse/reports/pdf.py", "chipdse/core/specs.py",
+                     "chipdse/instances/scenarios/default.yaml", "chipdse/instances/traces/arxiv.csv"):
+        assert expected in names
+    assert not any("/out/" in n for n in names), "generated reports must not be packaged"
