@@ -44,6 +44,7 @@ from chipdse.evaluators.latency import (
     chiplet_caps,
     decode_costs,
     prefill_costs,
+    task_time_s,
 )
 
 
@@ -240,10 +241,7 @@ class Screen:
                 times[fam] = np.full((3, len(d2d)), np.inf)
                 n[fam] = np.zeros(len(d2d))
                 continue
-            caps = caps_by_type[types[i]]
-            comp = mat / caps.matrix_flops + vec / caps.vector_flops
-            port, links = by / (self.hbm_GBps * 1e9), self.hops * by / (d2d * 1e9)
-            times[fam] = np.maximum(comp, port) + links + wait * (port + links)
+            times[fam] = task_time_s(mat, vec, by, caps_by_type[types[i]], self.hbm_GBps, self.hops, d2d, wait)
             n[fam] = counts[:, i].astype(float)
         ta, tm = times["attention"], times["mamba"]
         t_a, t_m = _balance_times(np.where(n["attention"] > 0, ta[FAMILY_ATTENTION], 0.0),
