@@ -26,6 +26,7 @@ from scipy.stats import spearmanr
 
 from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import LoadedScenario
+from chipdse.evaluators.policies import SCHEDULER_NAMES, batcher_config, scheduler_config
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import mapping_problem, placement_problem
 
@@ -40,7 +41,8 @@ ABLATION = (
 )
 """(variant, placement, task scheduler, batching) of the ablation (HYDRA Fig. 12)."""
 
-SCHEDULER_VARIANTS = ("static", "fcfs", "work-stealing", "elastic")
+SCHEDULER_VARIANTS = SCHEDULER_NAMES
+"""The scheduler comparison runs every registered task scheduler (HYDRA Sec. VI-E)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,6 @@ class SimJob:
         """Simulate and return tags + throughput_tps, TTFT mean / p99, E2E mean, utilizations, events."""
         from chipdse.evaluators.sim_build import build_sim_config
         from chipdse.evaluators.simulator import simulate
-        from chipdse.studies.simulate import batcher_config, scheduler_config
 
         lay = self.layout
         cfg = build_sim_config(self.sc, lay.point, lay.placement, lay.prefill_map, lay.decode_map,
