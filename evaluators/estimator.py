@@ -148,7 +148,34 @@ def transfer_wait(hbm_utilization: np.ndarray) -> np.ndarray:
     ran at 0.65 of the uncontended capacity, and at 1.02 with 1000x faster ports and links).
     """
     rho = np.clip(np.asarray(hbm_utilization, dtype=float), 0.0, 0.95)
-    return rho / (2.0 * (1.0 - rho))
+    return mg1_wait_s(rho, 1.0, 1.0)  # deterministic service of unit length: E[S^2] = E[S]^2 = 1
+
+
+def mg1_wait_s(lam: float | np.ndarray, mean_service_s: float | np.ndarray,
+               second_moment_s2: float | np.ndarray) -> np.ndarray:
+    """Return the mean wait in queue of an M/G/1 queue (Pollaczek-Khinchine), s; ``inf`` where unstable.
+
+    Parameters
+    ----------
+    lam : array_like
+        Arrival rate, 1/s.
+    mean_service_s : array_like
+        Mean service time E[S], s.
+    second_moment_s2 : array_like
+        E[S^2], s^2 (E[S]^2 for deterministic service, the M/D/1 case).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``lam E[S^2] / (2 (1 - rho))`` with ``rho = lam E[S]`` where ``rho < 1``, else ``inf`` (broadcast shape).
+
+    References
+    ----------
+    Kleinrock, Queueing Systems Vol. 1 (1975), Eq. 5.105 (Pollaczek-Khinchine mean-value formula).
+    """
+    rho = lam * mean_service_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(rho < 1, lam * second_moment_s2 / (2 * (1 - rho)), np.inf)
 
 
 def erlang_c_wait(lam: float | np.ndarray, mu: np.ndarray, servers: np.ndarray) -> np.ndarray:
@@ -403,10 +430,7 @@ class Screen:
         capacity = np.minimum(prefill_rps, decode_rps)
         stable = feasible & (capacity > lam)
         wait_slot = erlang_c_wait(lam, 1.0 / (iter_s * self.mean_ld), n_conc)
-        rho_p = lam * t_p
-        es2 = t_p**2 * self.lp2 / self.mean_lp**2
-        with np.errstate(divide="ignore", invalid="ignore"):
-            wait_prefill = np.where(rho_p < 1, lam * es2 / (2 * (1 - rho_p)), np.inf)
+        wait_prefill = mg1_wait_s(lam, t_p, t_p**2 * self.lp2 / self.mean_lp**2)
         ttft = np.where(stable, wait_slot + wait_prefill + latency_p, np.nan)
         return {"prefill_rps": prefill_rps, "decode_rps": decode_rps, "capacity_rps": capacity,
                 "stable": stable, "ttft_s": ttft}

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chipdse.core.errors import SpecError
+from chipdse.core.models import kv_cache_bytes_per_token
 from chipdse.evaluators.snake import load_card
 
 BYTES = 2
@@ -83,7 +84,7 @@ class NovaModel:
 
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per context token over every attention layer."""
-        return float(sum(2 * a[1] * a[2] * BYTES for a in (w.attention for w in self.layers) if a))
+        return float(sum(kv_cache_bytes_per_token(a[1], a[2], BYTES) for a in (w.attention for w in self.layers) if a))
 
     def state_bytes_per_request(self) -> float:
         """SSM state bytes per request (d_inner x d_state per Mamba-2 layer; the small conv state is neglected)."""

@@ -46,6 +46,7 @@ from functools import cache
 import numpy as np
 
 from chipdse.core.errors import SpecError
+from chipdse.core.models import attention_flops_per_context_token, kv_cache_bytes_per_token
 from chipdse.evaluators.nmp import (
     NOVA_TIERS,
     SSM_FLOPS_PER_STATE_ELEMENT,
@@ -271,7 +272,8 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
         times: dict[str, tuple[float, float, float]] = {}  # operator -> (FLOPs, bytes, Op/B)
         if w.attention:
             nh, kv, hd = w.attention
-            flops, nbytes = 4.0 * nh * hd * context * batch, 2.0 * kv * hd * BYTES * context * batch
+            flops = attention_flops_per_context_token(nh, hd) * context * batch
+            nbytes = kv_cache_bytes_per_token(kv, hd, BYTES) * context * batch
             times["gqa"] = flops, nbytes, float(gqa_decode_intensity(nh / kv, BYTES))
         if w.ssm:
             d_in, n = w.ssm

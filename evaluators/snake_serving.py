@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chipdse.core.models import kv_cache_bytes_per_token
 from chipdse.evaluators.snake import Design, SnakeError, decode_gemms
 from chipdse.evaluators.snake_pu import NmpTemplate, decode_step_s
 
@@ -33,7 +34,7 @@ def kv_bytes_per_token(card: dict, tp: int) -> float:
         return float(counts["mixer:mla"] * (card["kv_lora_rank"] + card["qk_rope_head_dim"]) * 2)
     layers = counts.get("mixer:attention", 0)
     kv, hd = int(card["num_key_value_heads"]), int(card.get("head_dim") or 0)
-    return float(layers * 2 * max(1, kv // tp) * hd * 2)
+    return float(layers * kv_cache_bytes_per_token(max(1, kv // tp), hd, 2))
 
 
 def step_table_s(card: dict, design: Design, template: NmpTemplate, max_batch: int, context: float,

@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from chipdse.evaluators.estimator import _balance, best_partition, erlang_c_wait, memory_needs
+from chipdse.evaluators.estimator import (
+    _balance,
+    best_partition,
+    erlang_c_wait,
+    memory_needs,
+    mg1_wait_s,
+    transfer_wait,
+)
 from chipdse.evaluators.selection import pareto_mask
 
 
@@ -88,3 +95,13 @@ def test_partition_by_hand() -> None:
         rm = math.floor((nm * c - needs.weight_bytes[1]) / needs.per_request_bytes[1])
         cands.append(min(ra, rm))
     assert r == max(cands)
+
+
+def test_mg1_wait_is_the_mm1_and_md1_closed_forms() -> None:
+    """Pollaczek-Khinchine: exponential service gives M/M/1's Wq = rho / (mu - lam), deterministic half of it."""
+    lam, mu = 3.0, 4.0
+    assert mg1_wait_s(lam, 1 / mu, 2 / mu**2) == pytest.approx(0.75 / (mu - lam))
+    assert mg1_wait_s(lam, 1 / mu, 1 / mu**2) == pytest.approx(0.5 * 0.75 / (mu - lam))
+    assert mg1_wait_s(5.0, 1 / mu, 1 / mu**2) == np.inf
+    # transfer_wait is the M/D/1 wait in units of the service time: rho / (2 (1 - rho)), rho capped at 0.95
+    np.testing.assert_allclose(transfer_wait(np.array([0.0, 0.5, 2.0])), [0.0, 0.5, 0.95 / 0.1])

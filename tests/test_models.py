@@ -7,7 +7,9 @@ import json
 import pytest
 
 from chipdse.core.errors import SpecError
-from chipdse.core.models import available_models, load_model
+from chipdse.core.models import available_models, kv_cache_bytes_per_token, load_model
+from chipdse.evaluators.snake import load_card
+from chipdse.evaluators.snake_serving import kv_bytes_per_token
 from tests.conftest import shared_or_skip
 
 # Published totals, with their source (independent of the cards' own recount).
@@ -110,3 +112,12 @@ def test_recount_agrees_with_shared_cards() -> None:
 def test_unknown_model_name_lists_bundled_models() -> None:
     with pytest.raises(SpecError, match="nemotron-h-4b"):
         load_model("gpt-17")
+
+
+def test_kv_cache_bytes_per_token_of_llama3() -> None:
+    """Llama-3-8B: 32 layers x 8 KV heads x 128 x (K, V) x 2 bytes = 128 KiB per token; Llama-3-70B: 80 layers,
+    320 KiB, and 40 KiB per device with 8-way tensor parallelism (one KV head each)."""
+    assert kv_cache_bytes_per_token(8, 128, 2) == 4096
+    assert load_model("llama-3-8b").kv_bytes_per_token() == 128 * 1024
+    card = load_card("llama-3-70b")
+    assert kv_bytes_per_token(card, 1) == 320 * 1024 and kv_bytes_per_token(card, 8) == 40 * 1024

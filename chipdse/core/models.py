@@ -144,6 +144,53 @@ class ModelDescriptor:
         return float(sum(b.state_bytes_per_request for b in self.blocks))
 
 
+def attention_flops_per_context_token(heads: int, head_dim: int) -> float:
+    """Return the attention-core FLOPs of one query token per context token: ``4 h d``.
+
+    Parameters
+    ----------
+    heads : int
+        Query heads ``h`` (of one device, if tensor-parallel).
+    head_dim : int
+        Head dimension ``d``.
+
+    Returns
+    -------
+    float
+        ``QK^T`` and ``PV`` each take ``2 d`` FLOPs per head and context token (softmax neglected).
+
+    References
+    ----------
+    Standard transformer FLOP count (Kaplan et al. 2020, Table 1, "Attention: QK logits" and "Attention:
+    reduce"); NOVA Sec. III-A and HYDRA Sec. III-B use the same count for GQA decode.
+    """
+    return 4.0 * heads * head_dim
+
+
+def kv_cache_bytes_per_token(kv_heads: int, head_dim: int, bytes_per_element: float) -> float:
+    """Return the KV-cache bytes one context token holds in one attention layer: ``2 h_kv d b``.
+
+    Parameters
+    ----------
+    kv_heads : int
+        KV heads ``h_kv`` (of one device, if tensor-parallel).
+    head_dim : int
+        Head dimension ``d``.
+    bytes_per_element : float
+        Bytes per cached element ``b`` (2 for BF16).
+
+    Returns
+    -------
+    float
+        One K and one V vector of ``d`` elements per KV head, bytes.
+
+    References
+    ----------
+    GQA (Ainslie et al. 2023): ``h_kv`` shared K/V heads; HYDRA Eq. 1 (KV memory per request), NOVA Sec. III-A.
+    """
+    return 2.0 * kv_heads * head_dim * bytes_per_element
+
+
 def _get(card: dict[str, Any], key: str, source: str) -> Any:
     value = card.get(key)
     if value is None:
@@ -166,7 +213,8 @@ def _attention_block(card: dict[str, Any], layer: int, group: MemoryGroup, dt: i
     return Block(
         name=f"L{layer:02d}.attention", kind="attention", layer=layer, params=params if stored else 0,
         active_params=params, group=group, matmul_flops_per_token=2.0 * matmul,
-        attn_flops_per_token_per_ctx=4.0 * nh * hd, kv_bytes_per_token=2.0 * kv * hd * dt,
+        attn_flops_per_token_per_ctx=attention_flops_per_context_token(nh, hd),
+        kv_bytes_per_token=kv_cache_bytes_per_token(kv, hd, dt),
         shared_params=0 if stored else params,
     )
 
