@@ -133,12 +133,6 @@ def _balance_times(a: np.ndarray, m: np.ndarray, f_a: np.ndarray, f_m: np.ndarra
     return t_a, t_m
 
 
-def _balance(a: np.ndarray, m: np.ndarray, f_a: np.ndarray, f_m: np.ndarray,
-             n_a: np.ndarray, n_m: np.ndarray) -> np.ndarray:
-    """Bottleneck stage time of the fluid Eq. 5 optimum (see :func:`_balance_times`)."""
-    return np.maximum(*_balance_times(a, m, f_a, f_m, n_a, n_m))
-
-
 def transfer_wait(hbm_utilization: np.ndarray) -> np.ndarray:
     """Mean queueing delay of a transfer on the shared HBM ports and NoI links, in units of its own transfer
     time: the M/D/1 wait rho / (2 (1 - rho)) at the ports' utilization rho (capped at 0.95).

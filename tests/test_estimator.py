@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from chipdse.evaluators.estimator import (
-    _balance,
+    _balance_times,
     best_partition,
     erlang_c_wait,
     memory_needs,
@@ -60,7 +60,7 @@ def test_fluid_balance_equals_brute_force_split() -> None:
     rng = np.random.default_rng(0)
     a, m, fa, fm = rng.uniform(0.1, 5, (4, 50))
     na, nm = rng.integers(1, 8, (2, 50)).astype(float)
-    got = _balance(a, m, fa, fm, na, nm)
+    got = np.maximum(*_balance_times(a, m, fa, fm, na, nm))
     xs = np.linspace(0, 1, 20001)[:, None]
     brute = np.maximum((a + xs * fa) / na, (m + (1 - xs) * fm) / nm).min(axis=0)
     assert np.all(got <= brute + 1e-12) and np.allclose(got, brute, rtol=1e-3)
