@@ -276,6 +276,13 @@ def _positive(name: str, value: float) -> None:
         raise SimulationError(msg)
 
 
+def _integer_at_least(name: str, value: object, low: int) -> None:
+    """Raise :class:`SimulationError` unless ``value`` is an integer ``>= low`` (``name`` heads the message)."""
+    if not (isinstance(value, int) and value >= low):
+        msg = f"{name} must be an integer >= {low}, got {value!r}"
+        raise SimulationError(msg)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Batchers
 # --------------------------------------------------------------------------------------------------------------
@@ -295,9 +302,7 @@ class StaticBatcherConfig:
     kind: BatcherKind = field(default=BatcherKind.STATIC, init=False)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.max_batch, int) and self.max_batch >= 1):
-            msg = f"StaticBatcherConfig.max_batch must be an integer >= 1, got {self.max_batch!r}"
-            raise SimulationError(msg)
+        _integer_at_least("StaticBatcherConfig.max_batch", self.max_batch, 1)
 
 
 @dataclass(frozen=True)
@@ -319,9 +324,7 @@ class DynamicBatcherConfig:
     kind: BatcherKind = field(default=BatcherKind.DYNAMIC, init=False)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.max_batch, int) and self.max_batch >= 1):
-            msg = f"DynamicBatcherConfig.max_batch must be an integer >= 1, got {self.max_batch!r}"
-            raise SimulationError(msg)
+        _integer_at_least("DynamicBatcherConfig.max_batch", self.max_batch, 1)
         if self.token_budget_tokens is not None and not self.token_budget_tokens > 0:
             msg = f"DynamicBatcherConfig.token_budget_tokens must be > 0 or None, got {self.token_budget_tokens!r}"
             raise SimulationError(msg)

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from chipdse.core.specs import SchedulerKind
-from chipdse.evaluators.sim_kernel import SimulationError
-from chipdse.evaluators.sim_policies import ClusterView, StageJob
+from chipdse.evaluators.sim_policies import ClusterView, StageJob, _integer_at_least
 
 
 @dataclass(frozen=True)
@@ -47,10 +46,7 @@ class ElasticSchedulerConfig:
     kind: SchedulerKind = field(default=SchedulerKind.ELASTIC, init=False)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.imbalance_threshold, int) and self.imbalance_threshold >= 0):
-            msg = ("ElasticSchedulerConfig.imbalance_threshold must be an integer >= 0, "
-                   f"got {self.imbalance_threshold!r}")
-            raise SimulationError(msg)
+        _integer_at_least("ElasticSchedulerConfig.imbalance_threshold", self.imbalance_threshold, 0)
 
 
 SchedulerConfig = StaticSchedulerConfig | FcfsSchedulerConfig | WorkStealingSchedulerConfig | ElasticSchedulerConfig
