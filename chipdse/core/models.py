@@ -170,19 +170,8 @@ def attention_flops_per_context_token(heads: int, head_dim: int) -> float:
 def kv_cache_bytes_per_token(kv_heads: int, head_dim: int, bytes_per_element: float) -> float:
     """Return the KV-cache bytes one context token holds in one attention layer: ``2 h_kv d b``.
 
-    Parameters
-    ----------
-    kv_heads : int
-        KV heads ``h_kv`` (of one device, if tensor-parallel).
-    head_dim : int
-        Head dimension ``d``.
-    bytes_per_element : float
-        Bytes per cached element ``b`` (2 for BF16).
-
-    Returns
-    -------
-    float
-        One K and one V vector of ``d`` elements per KV head, bytes.
+    One K and one V vector of ``head_dim`` (``d``) elements of ``bytes_per_element`` (``b``, 2 for BF16) bytes
+    for each of the ``kv_heads`` (``h_kv``, of one device if tensor-parallel) KV heads; returns bytes (float).
 
     References
     ----------
