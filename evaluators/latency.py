@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chipdse.core.models import ModelDescriptor
+from chipdse.core.models import ModelDescriptor, causal_attention_flops
 from chipdse.core.specs import ChipletLibrary, ComputeChiplet
 
 #: Operator-family codes: which chiplet families may run a block.
@@ -177,7 +177,7 @@ def prefill_costs(t: BlockTable, mean_len: float, second_moment_len: float, chun
     chunks = max(1.0, np.ceil(mean_len / chunk_tokens))
     # the head computes logits for the last prompt token only (that is the first output token)
     tokens = np.where(t.is_head, 1.0, mean_len)
-    mat = tokens * t.matmul_fpt + t.attn_fpt_ctx * second_moment_len / 2.0
+    mat = tokens * t.matmul_fpt + causal_attention_flops(t.attn_fpt_ctx, second_moment_len)
     vec = tokens * t.vector_fpt
     # weights stream once per chunk (once for the head); the embedding is a row lookup, not a weight stream
     weight_reads = np.where(t.is_head, 1.0, chunks) * np.where(t.is_embedding, 0.0, t.weight_bytes)

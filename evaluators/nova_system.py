@@ -46,7 +46,11 @@ from functools import cache
 import numpy as np
 
 from chipdse.core.errors import SpecError
-from chipdse.core.models import attention_flops_per_context_token, kv_cache_bytes_per_token
+from chipdse.core.models import (
+    attention_flops_per_context_token,
+    causal_attention_flops,
+    kv_cache_bytes_per_token,
+)
 from chipdse.evaluators.nmp import (
     NOVA_TIERS,
     SSM_FLOPS_PER_STATE_ELEMENT,
@@ -348,7 +352,7 @@ def prefill_s(model: NovaModel, batch: int, prompt: int, system: NovaSystem = SY
         flops += 2.0 * w.gpu_params * batch * prompt
         if w.attention:
             nh, _, hd = w.attention
-            flops += 2.0 * nh * hd * prompt * prompt * batch  # QK^T and PV over the causal half
+            flops += causal_attention_flops(attention_flops_per_context_token(nh, hd), prompt * prompt) * batch
         if w.ssm:
             d_in, n = w.ssm
             flops += SSM_FLOPS_PER_STATE_ELEMENT * d_in * n * batch * prompt

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chipdse.core.models import kv_cache_bytes_per_token
+from chipdse.core.models import attention_flops_per_context_token, causal_attention_flops, kv_cache_bytes_per_token
 from chipdse.evaluators.snake import Design, SnakeError, decode_gemms
 from chipdse.evaluators.snake_pu import NmpTemplate, decode_step_s
 
@@ -56,7 +56,7 @@ def prefill_s(card: dict, prompt: int, tp: int = 8, efficiency: float = 0.7) -> 
     heads = int(card.get("num_attention_heads") or 0) // tp
     hd = int(card.get("head_dim") or card.get("v_head_dim") or 0)
     attn_layers = counts.get("mixer:attention", 0) + counts.get("mixer:mla", 0)
-    attention = 2.0 * attn_layers * heads * hd * prompt * prompt
+    attention = causal_attention_flops(attn_layers * attention_flops_per_context_token(heads, hd), prompt * prompt)
     return (per_token * prompt + attention) / (H100_FLOPS * efficiency)
 
 

@@ -14,6 +14,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from numpy.typing import ArrayLike
+
 from chipdse.core.errors import SpecError
 from chipdse.core.paths import instances_dir
 
@@ -165,6 +167,17 @@ def attention_flops_per_context_token(heads: int, head_dim: int) -> float:
     reduce"); NOVA Sec. III-A and HYDRA Sec. III-B use the same count for GQA decode.
     """
     return 4.0 * heads * head_dim
+
+
+def causal_attention_flops(flops_per_context_token: ArrayLike, prompt_tokens_squared: ArrayLike) -> ArrayLike:
+    """Return the attention-core FLOPs of prefilling a prompt of L tokens with a causal mask: ``f L^2 / 2``.
+
+    ``flops_per_context_token`` is :func:`attention_flops_per_context_token` (``f = 4 h d``, times the layers
+    where the caller sums them); ``prompt_tokens_squared`` is ``L^2``, or ``E[L^2]`` for the mean over a length
+    distribution. Token ``i`` attends to ``i`` earlier tokens, about ``L^2 / 2`` pairs in all. Broadcasts; FLOPs.
+    References: HYDRA Sec. III-B (prefill attention), NOVA Sec. VI-A and SNAKE Sec. 6.4 (GPU prefill).
+    """
+    return flops_per_context_token * prompt_tokens_squared / 2.0
 
 
 def kv_cache_bytes_per_token(kv_heads: int, head_dim: int, bytes_per_element: float) -> float:
