@@ -68,6 +68,9 @@ from chipdse.evaluators.nova_model import BYTES, NovaModel
 
 OPS = ("gqa", "ssm", "moe")
 
+H100_FLOPS = 989e12
+"""NVIDIA H100 SXM dense BF16 peak, FLOP/s (the GPU of NOVA Sec. VI-A and of SNAKE Sec. 6.4's GPU prefill)."""
+
 
 @dataclass(frozen=True)
 class Hbm4Cube:
@@ -165,7 +168,7 @@ class NovaSystem:
         Latency of the tensor-parallel all-reduce per layer when ``gpus > 1`` (assumption: 5 us over NVLink4).
     """
 
-    gpu_flops: float = 989e12
+    gpu_flops: float = H100_FLOPS
     gpu_efficiency: float = 0.7
     cubes: int = 5
     cube: Hbm4Cube = field(default_factory=Hbm4Cube)

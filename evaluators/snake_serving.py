@@ -20,11 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from chipdse.core.models import attention_flops_per_context_token, causal_attention_flops, kv_cache_bytes_per_token
+from chipdse.evaluators.nova_system import H100_FLOPS
 from chipdse.evaluators.snake import Design, SnakeError, decode_gemms
 from chipdse.evaluators.snake_pu import NmpTemplate, decode_step_s
-
-H100_FLOPS = 989e12
-"""H100 dense BF16 peak, FLOP/s."""
 
 
 def kv_bytes_per_token(card: dict, tp: int) -> float:
