@@ -22,6 +22,7 @@ from rich.progress import (
 from rich.text import Text
 
 from chipdse.core.errors import ChipdseError
+from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
 
 app = typer.Typer(
     add_completion=False,
@@ -494,9 +495,9 @@ def simulate(
         "--rate", min=1e-9, help="Mean arrival rate, requests/s (default: the workload's).",
         show_default=False)] = None,
     scheduler: Annotated[str, typer.Option(
-        "--scheduler", help="Task scheduler: static, fcfs, work-stealing or elastic.")] = "static",
+        "--scheduler", help=f"Task scheduler: {names_text(SCHEDULER_NAMES)}.")] = "static",
     batching: Annotated[str | None, typer.Option(
-        "--batching", help="static or dynamic (default: the scenario's estimator.batching).",
+        "--batching", help=f"{names_text(BATCHER_NAMES)} (default: the scenario's estimator.batching).",
         show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", min=0, help="Simulator seed (default: the scenario's).", show_default=False)] = None,

@@ -44,6 +44,7 @@ from chipdse.evaluators.latency import (
     chiplet_caps,
     decode_costs,
     prefill_costs,
+    task_time_s,
 )
 
 
@@ -132,12 +133,6 @@ def _balance_times(a: np.ndarray, m: np.ndarray, f_a: np.ndarray, f_m: np.ndarra
     return t_a, t_m
 
 
-def _balance(a: np.ndarray, m: np.ndarray, f_a: np.ndarray, f_m: np.ndarray,
-             n_a: np.ndarray, n_m: np.ndarray) -> np.ndarray:
-    """Bottleneck stage time of the fluid Eq. 5 optimum (see :func:`_balance_times`)."""
-    return np.maximum(*_balance_times(a, m, f_a, f_m, n_a, n_m))
-
-
 def transfer_wait(hbm_utilization: np.ndarray) -> np.ndarray:
     """Mean queueing delay of a transfer on the shared HBM ports and NoI links, in units of its own transfer
     time: the M/D/1 wait rho / (2 (1 - rho)) at the ports' utilization rho (capped at 0.95).
@@ -147,7 +142,34 @@ def transfer_wait(hbm_utilization: np.ndarray) -> np.ndarray:
     ran at 0.65 of the uncontended capacity, and at 1.02 with 1000x faster ports and links).
     """
     rho = np.clip(np.asarray(hbm_utilization, dtype=float), 0.0, 0.95)
-    return rho / (2.0 * (1.0 - rho))
+    return mg1_wait_s(rho, 1.0, 1.0)  # deterministic service of unit length: E[S^2] = E[S]^2 = 1
+
+
+def mg1_wait_s(lam: float | np.ndarray, mean_service_s: float | np.ndarray,
+               second_moment_s2: float | np.ndarray) -> np.ndarray:
+    """Return the mean wait in queue of an M/G/1 queue (Pollaczek-Khinchine), s; ``inf`` where unstable.
+
+    Parameters
+    ----------
+    lam : array_like
+        Arrival rate, 1/s.
+    mean_service_s : array_like
+        Mean service time E[S], s.
+    second_moment_s2 : array_like
+        E[S^2], s^2 (E[S]^2 for deterministic service, the M/D/1 case).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``lam E[S^2] / (2 (1 - rho))`` with ``rho = lam E[S]`` where ``rho < 1``, else ``inf`` (broadcast shape).
+
+    References
+    ----------
+    Kleinrock, Queueing Systems Vol. 1 (1975), Eq. 5.105 (Pollaczek-Khinchine mean-value formula).
+    """
+    rho = lam * mean_service_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(rho < 1, lam * second_moment_s2 / (2 * (1 - rho)), np.inf)
 
 
 def erlang_c_wait(lam: float | np.ndarray, mu: np.ndarray, servers: np.ndarray) -> np.ndarray:
@@ -240,10 +262,7 @@ class Screen:
                 times[fam] = np.full((3, len(d2d)), np.inf)
                 n[fam] = np.zeros(len(d2d))
                 continue
-            caps = caps_by_type[types[i]]
-            comp = mat / caps.matrix_flops + vec / caps.vector_flops
-            port, links = by / (self.hbm_GBps * 1e9), self.hops * by / (d2d * 1e9)
-            times[fam] = np.maximum(comp, port) + links + wait * (port + links)
+            times[fam] = task_time_s(mat, vec, by, caps_by_type[types[i]], self.hbm_GBps, self.hops, d2d, wait)
             n[fam] = counts[:, i].astype(float)
         ta, tm = times["attention"], times["mamba"]
         t_a, t_m = _balance_times(np.where(n["attention"] > 0, ta[FAMILY_ATTENTION], 0.0),
@@ -405,10 +424,7 @@ class Screen:
         capacity = np.minimum(prefill_rps, decode_rps)
         stable = feasible & (capacity > lam)
         wait_slot = erlang_c_wait(lam, 1.0 / (iter_s * self.mean_ld), n_conc)
-        rho_p = lam * t_p
-        es2 = t_p**2 * self.lp2 / self.mean_lp**2
-        with np.errstate(divide="ignore", invalid="ignore"):
-            wait_prefill = np.where(rho_p < 1, lam * es2 / (2 * (1 - rho_p)), np.inf)
+        wait_prefill = mg1_wait_s(lam, t_p, t_p**2 * self.lp2 / self.mean_lp**2)
         ttft = np.where(stable, wait_slot + wait_prefill + latency_p, np.nan)
         return {"prefill_rps": prefill_rps, "decode_rps": decode_rps, "capacity_rps": capacity,
                 "stable": stable, "ttft_s": ttft}

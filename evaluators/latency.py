@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chipdse.core.models import ModelDescriptor
+from chipdse.core.models import ModelDescriptor, causal_attention_flops
 from chipdse.core.specs import ChipletLibrary, ComputeChiplet
 
 #: Operator-family codes: which chiplet families may run a block.
@@ -177,7 +177,7 @@ def prefill_costs(t: BlockTable, mean_len: float, second_moment_len: float, chun
     chunks = max(1.0, np.ceil(mean_len / chunk_tokens))
     # the head computes logits for the last prompt token only (that is the first output token)
     tokens = np.where(t.is_head, 1.0, mean_len)
-    mat = tokens * t.matmul_fpt + t.attn_fpt_ctx * second_moment_len / 2.0
+    mat = tokens * t.matmul_fpt + causal_attention_flops(t.attn_fpt_ctx, second_moment_len)
     vec = tokens * t.vector_fpt
     # weights stream once per chunk (once for the head); the embedding is a row lookup, not a weight stream
     weight_reads = np.where(t.is_head, 1.0, chunks) * np.where(t.is_embedding, 0.0, t.weight_bytes)
@@ -211,36 +211,43 @@ def decode_costs(t: BlockTable, ctx_tokens: float) -> PhaseCosts:
 
 
 def task_time_s(
-    mat_flop: np.ndarray, vec_flop: np.ndarray, hbm_bytes: np.ndarray, caps: ChipletCaps,
+    mat_flop: np.ndarray | float, vec_flop: np.ndarray | float, hbm_bytes: np.ndarray | float, caps: ChipletCaps,
     hbm_GBps: float, hops: np.ndarray | float, d2d_GBps: np.ndarray | float,  # noqa: N803
+    transfer_wait: np.ndarray | float = 0.0,
 ) -> np.ndarray:
-    """Return t_comp + t_comm for tasks on a chiplet (all arguments broadcast).
+    """Return t_comp + t_comm of tasks on a chiplet, optionally with queueing on the shared transfers.
 
     Parameters
     ----------
-    mat_flop, vec_flop : array
-        Matrix and vector FLOPs of the task.
-    hbm_bytes : array
+    mat_flop, vec_flop : array_like
+        Matrix and vector FLOPs of the task (``F_mat``, ``F_vec``).
+    hbm_bytes : array_like
         Bytes the task moves from its HBM group (V_k).
     caps : ChipletCaps
-        The chiplet's capabilities (broadcast with the others).
+        The chiplet's capabilities (``P_mat``, ``P_vec`` in FLOP/s; broadcast with the others).
     hbm_GBps : float
-        Bandwidth of one HBM stack, GB/s.
-    hops : array or float
+        Bandwidth of one HBM stack ``B_HBM``, GB/s.
+    hops : array_like
         Manhattan hops from the chiplet to the task's memory (HYDRA Eq. 3, d_Man(c, m_k)).
-    d2d_GBps : array or float
+    d2d_GBps : array_like
         Per-link NoI bandwidth B_NoI, GB/s.
+    transfer_wait : array_like, optional
+        Queueing on the shared HBM ports and links as a multiple (>= 0) of the task's transfer time
+        ``V / B_HBM + t_comm`` (:func:`chipdse.evaluators.estimator.transfer_wait`); 0 (the default) is HYDRA's
+        uncontended Eq. 3.
 
     Returns
     -------
     numpy.ndarray
-        Seconds.
+        ``max(F_mat / P_mat + F_vec / P_vec, V / B_HBM) + t_comm + wait * (V / B_HBM + t_comm)``, seconds,
+        shaped like the broadcast of the arguments. Nothing is raised; a zero bandwidth gives ``inf``.
 
     References
     ----------
-    HYDRA Eq. 3 (t_comm) and Sec. IV-C (t_comp from a latency table; here a roofline).
+    HYDRA Eq. 3 (t_comm = d_Man(c, m_k) V_k / B_NoI) and Sec. IV-C (t_comp from a latency table; here a
+    roofline against the chiplet's compute and the HBM stack bandwidth).
     """
     compute = mat_flop / caps.matrix_flops + vec_flop / caps.vector_flops
-    t_comp = np.maximum(compute, hbm_bytes / (hbm_GBps * 1e9))
+    port = hbm_bytes / (hbm_GBps * 1e9)
     t_comm = hops * hbm_bytes / (np.asarray(d2d_GBps) * 1e9)
-    return t_comp + t_comm
+    return np.maximum(compute, port) + t_comm + transfer_wait * (port + t_comm)

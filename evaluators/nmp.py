@@ -286,8 +286,14 @@ def gqa_decode_intensity(group_size: ArrayLike, kv_bytes_per_element: float = 2.
     return 2.0 * g / kv_bytes_per_element
 
 
-def ssm_decode_intensity(flops_per_state_element: float = 5.0, state_bytes_per_element: float = 2.0,
-                         state_accesses: float = 2.0) -> float:
+SSM_FLOPS_PER_STATE_ELEMENT = 5.0
+"""FLOPs per Mamba-2 state element per decoded token: ``dA * h``, ``dB * x``, their sum and the ``C h`` multiply-add."""
+SSM_STATE_ACCESSES = 2.0
+"""Times each state element crosses the memory interface per decoded token (read ``S_{t-1}``, write ``S_t``)."""
+
+
+def ssm_decode_intensity(flops_per_state_element: float = SSM_FLOPS_PER_STATE_ELEMENT,
+                         state_bytes_per_element: float = 2.0, state_accesses: float = SSM_STATE_ACCESSES) -> float:
     """Return the decode Op/B of a selective-SSM (Mamba-2) state update.
 
     Parameters

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chipdse.core.errors import SpecError
+from chipdse.core.models import gqa_projection_params, kv_cache_bytes_per_token, mamba2_params, moe_params
 from chipdse.evaluators.snake import load_card
 
 BYTES = 2
@@ -83,7 +84,7 @@ class NovaModel:
 
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per context token over every attention layer."""
-        return float(sum(2 * a[1] * a[2] * BYTES for a in (w.attention for w in self.layers) if a))
+        return float(sum(kv_cache_bytes_per_token(a[1], a[2], BYTES) for a in (w.attention for w in self.layers) if a))
 
     def state_bytes_per_request(self) -> float:
         """SSM state bytes per request (d_inner x d_state per Mamba-2 layer; the small conv state is neglected)."""
@@ -101,28 +102,22 @@ def _mamba2(card: dict) -> tuple[int, tuple[int, int], int]:
     """(mixer parameters, (d_inner, d_state), in/out projection parameters) of one Mamba-2 mixer."""
     h, d_in, g, n, nh, k = (_get(card, f) for f in ("hidden_size", "ssm_d_inner", "ssm_n_groups", "ssm_state_size",
                                                     "mamba_num_heads", "ssm_conv_kernel"))
-    proj = h * (2 * d_in + 2 * g * n + nh) + d_in * h
-    return proj + (d_in + 2 * g * n) * (k + 1) + 3 * nh + d_in, (d_in, n), proj
+    mixer, proj = mamba2_params(h, d_in, g, n, nh, k)
+    return mixer, (d_in, n), proj
 
 
 def _gqa(card: dict) -> tuple[int, tuple[int, int, int]]:
     h, nh, kv = (_get(card, f) for f in ("hidden_size", "num_attention_heads", "num_key_value_heads"))
     hd = int(card.get("head_dim") or h // nh)
-    return h * nh * hd + 2 * h * kv * hd + nh * hd * h, (nh, kv, hd)
+    return gqa_projection_params(h, nh, kv, hd), (nh, kv, hd)
 
 
 def _moe(card: dict) -> tuple[int, int, tuple[int, int, int]]:
     """(other MoE parameters, routed expert parameters, (experts, top-k, per-expert parameters))."""
     h, e, top_k, inter = (_get(card, f) for f in ("hidden_size", "num_experts", "num_experts_per_tok",
                                                   "moe_intermediate_size"))
-    mats = 3 if card.get("mlp_gated") else 2
-    latent = card.get("moe_latent_size") or 0
-    d_e = latent or h
-    per_expert = mats * d_e * inter
-    n_shared = card.get("num_shared_experts") or 0
-    shared = n_shared * mats * h * int(card.get("shared_expert_intermediate_size") or inter)
-    bias = e if "bias" in str(card.get("moe_router_scoring", "")) else 0
-    return shared + e * h + bias + 2 * h * latent, e * per_expert, (e, top_k, per_expert)
+    per_expert, shared, router, projections = moe_params(card, h, e, inter)
+    return shared + router + projections, e * per_expert, (e, top_k, per_expert)
 
 
 def build_nova_model(card: dict, key: str) -> NovaModel:

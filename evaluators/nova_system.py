@@ -46,10 +46,30 @@ from functools import cache
 import numpy as np
 
 from chipdse.core.errors import SpecError
-from chipdse.evaluators.nmp import NOVA_TIERS, NovaTiers, best_mode
+from chipdse.core.models import (
+    attention_flops_per_context_token,
+    causal_attention_flops,
+    kv_cache_bytes_per_token,
+)
+from chipdse.evaluators.nmp import (
+    NOVA_TIERS,
+    SSM_FLOPS_PER_STATE_ELEMENT,
+    SSM_STATE_ACCESSES,
+    NovaTiers,
+    best_mode,
+    gqa_decode_intensity,
+    moe_expert_intensity,
+    ssm_decode_intensity,
+    tier1_cross_throughput_flops,
+    tier2_throughput_flops,
+    tier_throughput_flops,
+)
 from chipdse.evaluators.nova_model import BYTES, NovaModel
 
 OPS = ("gqa", "ssm", "moe")
+
+H100_FLOPS = 989e12
+"""NVIDIA H100 SXM dense BF16 peak, FLOP/s (the GPU of NOVA Sec. VI-A and of SNAKE Sec. 6.4's GPU prefill)."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +168,7 @@ class NovaSystem:
         Latency of the tensor-parallel all-reduce per layer when ``gpus > 1`` (assumption: 5 us over NVLink4).
     """
 
-    gpu_flops: float = 989e12
+    gpu_flops: float = H100_FLOPS
     gpu_efficiency: float = 0.7
     cubes: int = 5
     cube: Hbm4Cube = field(default_factory=Hbm4Cube)
@@ -176,15 +196,42 @@ SYSTEM = NovaSystem()
 
 
 def nmp_time_s(design: NovaDesign, flops: float, intensity: float, system: NovaSystem = SYSTEM) -> float:
-    """Time of an offloaded operator spread over every cube's NMP, s (NOVA: best of its three modes)."""
+    """Return the time of an offloaded operator spread over every cube's NMP, s.
+
+    Parameters
+    ----------
+    design : NovaDesign
+        Its ``nmp`` kind picks the roofline: ``"in-die"`` ``min(C, I B)`` with the design's in-die peak and
+        bandwidth, ``"base-die"`` Tier-2's ``T_2(I)``, ``"two-tier"`` the best of NOVA's three modes.
+    flops : float
+        Operator work over the whole system, FLOP (each cube runs ``flops / all_cubes``).
+    intensity : float
+        Operator intensity, FLOP per byte (Op/B), > 0 where ``flops > 0``.
+    system : NovaSystem
+
+    Returns
+    -------
+    float
+        Seconds; 0 for no work.
+
+    Raises
+    ------
+    ValueError
+        A design without near-memory processing.
+    SpecError
+        A negative or non-finite intensity.
+
+    References
+    ----------
+    NOVA Sec. VI-E (``T_k(I) = min(C_k, I B_k)``), Sec. V-B (three modes), Sec. VI-A (in-die / base-die NMPs).
+    """
     per_cube = flops / system.all_cubes
     if per_cube <= 0:
         return 0.0
     if design.nmp == "in-die":
-        return per_cube / min(design.in_die_flops, intensity * design.in_die_Bps)
+        return per_cube / float(tier_throughput_flops(intensity, design.in_die_flops, design.in_die_Bps))
     if design.nmp == "base-die":
-        t = system.tiers
-        return per_cube / min(t.tier2_peak_flops, intensity * t.tier2_bandwidth_Bps)
+        return per_cube / float(tier2_throughput_flops(intensity, system.tiers))
     if design.nmp == "two-tier":
         return float(best_mode(per_cube, intensity, system.tiers)[1])
     msg = f"design {design.name!r} has no near-memory processing"
@@ -229,23 +276,26 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
     for w in model.layers:
         parts["gpu_s"] += system.gpu_time_s(2.0 * w.gpu_params * batch, w.gpu_params * BYTES)
         syncs = 0
-        times: dict[str, float] = {}
+        times: dict[str, tuple[float, float, float]] = {}  # operator -> (FLOPs, bytes, Op/B)
         if w.attention:
             nh, kv, hd = w.attention
-            flops, nbytes = 4.0 * nh * hd * context * batch, 2.0 * kv * hd * BYTES * context * batch
-            times["gqa"] = flops, nbytes
+            flops = attention_flops_per_context_token(nh, hd) * context * batch
+            nbytes = kv_cache_bytes_per_token(kv, hd, BYTES) * context * batch
+            times["gqa"] = flops, nbytes, float(gqa_decode_intensity(nh / kv, BYTES))
         if w.ssm:
             d_in, n = w.ssm
-            times["ssm"] = 5.0 * d_in * n * batch, 2.0 * d_in * n * BYTES * batch
+            times["ssm"] = (SSM_FLOPS_PER_STATE_ELEMENT * d_in * n * batch,
+                            SSM_STATE_ACCESSES * d_in * n * BYTES * batch,
+                            ssm_decode_intensity(state_bytes_per_element=BYTES))
         on_nmp = {op: v for op, v in times.items() if op in design.offload}
-        for op, (flops, nbytes) in times.items():
+        for op, (flops, nbytes, _) in times.items():
             if op not in on_nmp:
                 t = system.gpu_time_s(flops, nbytes)
                 parts["gpu_s"] += t
                 parts[f"{op}_s"] += t
         if on_nmp:
             syncs += 1 if w.parallel else len(on_nmp)
-            each = {op: nmp_time_s(design, f, f / b, system) for op, (f, b) in on_nmp.items()}
+            each = {op: nmp_time_s(design, f, i, system) for op, (f, _, i) in on_nmp.items()}
             t = sum(each.values())
             if w.parallel and design.nmp == "two-tier" and len(on_nmp) == 2:
                 t = min(t, _parallel_tiers_s(on_nmp, system))
@@ -261,7 +311,8 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
                     t = _expert_split_s(tokens, per_expert * BYTES, system.all_cubes, system.tiers,
                                         design.expert_split)
                 else:
-                    t = sum(nmp_time_s(design, 2.0 * per_expert * n, 2.0 * n / BYTES, system) for n in tokens if n)
+                    t = sum(nmp_time_s(design, 2.0 * per_expert * n, float(moe_expert_intensity(n, BYTES)), system)
+                            for n in tokens if n)
                 parts["nmp_s"] += t
             else:
                 active = sum(1 for n in tokens if n)
@@ -273,16 +324,19 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
     return parts
 
 
-def _parallel_tiers_s(ops: dict[str, tuple[float, float]], system: NovaSystem) -> float:
-    """Falcon-H1's parallel GQA and SSM on NOVA with one operator per tier, concurrently (Tier-1 halved), s."""
-    t = system.tiers
-    x = t.cross_tier_factor
-    (fa, ba), (fb, bb) = (v for v in ops.values())
+def _parallel_tiers_s(ops: dict[str, tuple[float, float, float]], system: NovaSystem) -> float:
+    """Return Falcon-H1's parallel GQA and SSM on NOVA with one operator per tier, concurrently, s.
+
+    ``ops`` maps each of the two operators to (FLOPs over the system, bytes, Op/B); each cube runs its share,
+    Tier-1 at its cross-tier rate ``T_1'(I)`` and Tier-2 at ``T_2(I)`` (NOVA Sec. VI-E), and the better of the
+    two assignments is kept.
+    """
+    (fa, _, ia), (fb, _, ib) = (v for v in ops.values())
     fa, fb = fa / system.all_cubes, fb / system.all_cubes
-    t1a = fa / min(x * t.tier1_peak_flops, fa / ba * x * t.tier1_bandwidth_Bps)
-    t2a = fa / min(t.tier2_peak_flops, fa / ba * t.tier2_bandwidth_Bps)
-    t1b = fb / min(x * t.tier1_peak_flops, fb / bb * x * t.tier1_bandwidth_Bps)
-    t2b = fb / min(t.tier2_peak_flops, fb / bb * t.tier2_bandwidth_Bps)
+    t1a = fa / float(tier1_cross_throughput_flops(ia, system.tiers))
+    t2a = fa / float(tier2_throughput_flops(ia, system.tiers))
+    t1b = fb / float(tier1_cross_throughput_flops(ib, system.tiers))
+    t2b = fb / float(tier2_throughput_flops(ib, system.tiers))
     return min(max(t1a, t2b), max(t2a, t1b))
 
 
@@ -301,10 +355,10 @@ def prefill_s(model: NovaModel, batch: int, prompt: int, system: NovaSystem = SY
         flops += 2.0 * w.gpu_params * batch * prompt
         if w.attention:
             nh, _, hd = w.attention
-            flops += 2.0 * nh * hd * prompt * prompt * batch  # QK^T and PV over the causal half
+            flops += causal_attention_flops(attention_flops_per_context_token(nh, hd), prompt * prompt) * batch
         if w.ssm:
             d_in, n = w.ssm
-            flops += 5.0 * d_in * n * batch * prompt
+            flops += SSM_FLOPS_PER_STATE_ELEMENT * d_in * n * batch * prompt
         if w.moe:
             _, k, per_expert = w.moe
             flops += 2.0 * per_expert * k * batch * prompt

@@ -20,9 +20,10 @@ from chipdse.evaluators.latency import (
     block_table,
     chiplet_caps,
 )
+from chipdse.evaluators.policies import batcher_config
 from chipdse.evaluators.sim_arrivals import ArrivalConfig, GammaArrivalConfig, PoissonArrivalConfig, TraceArrivalConfig
 from chipdse.evaluators.sim_kernel import SimulationError
-from chipdse.evaluators.sim_policies import BatcherConfig, DynamicBatcherConfig, StaticBatcherConfig
+from chipdse.evaluators.sim_policies import BatcherConfig
 from chipdse.evaluators.sim_schedulers import SchedulerConfig, StaticSchedulerConfig
 from chipdse.evaluators.simulator import ChipletSpec, MemoryGroup, NoiSpec, PhaseTable, ServiceTime, SimConfig, TaskCost
 
@@ -165,8 +166,7 @@ def build_sim_config(
         noi=NoiSpec(pkg.rows, pkg.cols, float(point.d2d_GBps), float(lib.memory.bandwidth_GBps),
                     pkg.hop_latency_ns * 1e-9),
         arrival=arrival or workload_arrival(sc, arrival_rate_rps),
-        batcher=batcher or (StaticBatcherConfig(point.batch) if sc.spec.estimator.batching == "static"
-                            else DynamicBatcherConfig(point.batch)),
+        batcher=batcher or batcher_config(sc.spec.estimator.batching, point.batch),
         scheduler=scheduler or StaticSchedulerConfig(),
         duration_s=float(sc.workload.duration_s if duration_s is None else duration_s),
         seed=int(sc.spec.seed if seed is None else seed),

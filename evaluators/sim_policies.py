@@ -3,7 +3,9 @@
 
 Each family is a small ABC with one or two abstract methods, one frozen config per policy carrying its
 ``kind``, and an enum-keyed registry (STYLE.md item 10; as in Vidur ``scheduler/global_scheduler/`` and
-``utils/base_registry.py``). :func:`make_arrival`, :func:`make_batcher` and :func:`make_scheduler` turn a
+``utils/base_registry.py``): ``sim_arrivals.ARRIVAL_PROCESSES`` for arrivals, and for batchers and schedulers
+the one registry ``chipdse.evaluators.policies`` keyed by ``chipdse.core.specs.BatcherKind`` /
+``SchedulerKind``. :func:`make_arrival`, ``policies.make_batcher`` and ``policies.make_scheduler`` turn a
 config into a policy object. The simulator's entities that policies see (:class:`SimRequest`,
 :class:`StageJob`, :class:`DecodeSlot`) are defined here too, so that this module does not import the
 simulator; what a policy may ask of the simulator is written down as the protocols :class:`AdmissionState`
@@ -33,9 +35,10 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from typing import Any, Protocol, TypeVar
 
+from chipdse.core.specs import BatcherKind
 from chipdse.evaluators.sim_kernel import SimulationError
 
 # --------------------------------------------------------------------------------------------------------------
@@ -273,16 +276,16 @@ def _positive(name: str, value: float) -> None:
         raise SimulationError(msg)
 
 
+def _integer_at_least(name: str, value: object, low: int) -> None:
+    """Raise :class:`SimulationError` unless ``value`` is an integer ``>= low`` (``name`` heads the message)."""
+    if not (isinstance(value, int) and value >= low):
+        msg = f"{name} must be an integer >= {low}, got {value!r}"
+        raise SimulationError(msg)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Batchers
 # --------------------------------------------------------------------------------------------------------------
-
-
-class BatcherKind(StrEnum):
-    """Request batching policies (HYDRA Sec. IV-B)."""
-
-    STATIC = "static"
-    DYNAMIC = "dynamic"
 
 
 @dataclass(frozen=True)
@@ -299,9 +302,7 @@ class StaticBatcherConfig:
     kind: BatcherKind = field(default=BatcherKind.STATIC, init=False)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.max_batch, int) and self.max_batch >= 1):
-            msg = f"StaticBatcherConfig.max_batch must be an integer >= 1, got {self.max_batch!r}"
-            raise SimulationError(msg)
+        _integer_at_least("StaticBatcherConfig.max_batch", self.max_batch, 1)
 
 
 @dataclass(frozen=True)
@@ -323,9 +324,7 @@ class DynamicBatcherConfig:
     kind: BatcherKind = field(default=BatcherKind.DYNAMIC, init=False)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.max_batch, int) and self.max_batch >= 1):
-            msg = f"DynamicBatcherConfig.max_batch must be an integer >= 1, got {self.max_batch!r}"
-            raise SimulationError(msg)
+        _integer_at_least("DynamicBatcherConfig.max_batch", self.max_batch, 1)
         if self.token_budget_tokens is not None and not self.token_budget_tokens > 0:
             msg = f"DynamicBatcherConfig.token_budget_tokens must be > 0 or None, got {self.token_budget_tokens!r}"
             raise SimulationError(msg)
@@ -371,11 +370,8 @@ class Batcher(ABC):
         """Set ``slot.members`` for the slot's next iteration (prefilled requests wait in ``ready``)."""
 
 
-BATCHERS: dict[BatcherKind, type[Batcher]] = {}
-"""Registry: batcher kind -> class."""
 
 
-@_register(BATCHERS, BatcherKind.STATIC)
 class StaticBatcher(Batcher):
     """Fixed batches: ``max_batch`` requests admitted together into a free slot, prefilled together and
     decoded until the longest finishes; finished requests are not replaced (HYDRA Fig. 5, top).
@@ -409,7 +405,6 @@ class StaticBatcher(Batcher):
         """Keep the bound batch's remaining members (no replacement)."""
 
 
-@_register(BATCHERS, BatcherKind.DYNAMIC)
 class DynamicBatcher(Batcher):
     """Continuous batching: admit from the pool head while fewer than ``max_batch x slots`` requests are
     admitted, the token budget holds and the prompt's memory fits; refill each micro-batch from the prefilled
@@ -454,9 +449,3 @@ class DynamicBatcher(Batcher):
         members = slot.members
         while ready and len(members) < self.max_batch:
             members.append(ready.popleft())
-
-
-def make_batcher(config: BatcherConfig, n_slots: int, median_prompt_tokens: float,
-                 median_output_tokens: float) -> Batcher:
-    """Return the batcher of ``config`` (looked up in :data:`BATCHERS` by its kind)."""
-    return BATCHERS[config.kind](config, n_slots, median_prompt_tokens, median_output_tokens)

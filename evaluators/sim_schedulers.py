@@ -4,20 +4,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import ClassVar
 
-from chipdse.evaluators.sim_kernel import SimulationError
-from chipdse.evaluators.sim_policies import ClusterView, StageJob, _register
-
-
-class SchedulerKind(StrEnum):
-    """Task scheduling policies (HYDRA Sec. IV-C and the baselines of Sec. VI-E)."""
-
-    STATIC = "static"
-    FCFS = "fcfs"
-    WORK_STEALING = "work-stealing"
-    ELASTIC = "elastic"
+from chipdse.core.specs import SchedulerKind
+from chipdse.evaluators.sim_policies import ClusterView, StageJob, _integer_at_least
 
 
 @dataclass(frozen=True)
@@ -56,10 +46,7 @@ class ElasticSchedulerConfig:
     kind: SchedulerKind = field(default=SchedulerKind.ELASTIC, init=False)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.imbalance_threshold, int) and self.imbalance_threshold >= 0):
-            msg = ("ElasticSchedulerConfig.imbalance_threshold must be an integer >= 0, "
-                   f"got {self.imbalance_threshold!r}")
-            raise SimulationError(msg)
+        _integer_at_least("ElasticSchedulerConfig.imbalance_threshold", self.imbalance_threshold, 0)
 
 
 SchedulerConfig = StaticSchedulerConfig | FcfsSchedulerConfig | WorkStealingSchedulerConfig | ElasticSchedulerConfig
@@ -85,11 +72,8 @@ class TaskScheduler(ABC):
         return None
 
 
-SCHEDULERS: dict[SchedulerKind, type[TaskScheduler]] = {}
-"""Registry: scheduler kind -> class."""
 
 
-@_register(SCHEDULERS, SchedulerKind.STATIC)
 class StaticScheduler(TaskScheduler):
     """The mapping's preferred chiplet, always."""
 
@@ -98,7 +82,6 @@ class StaticScheduler(TaskScheduler):
         return cluster.preferred(job.template)
 
 
-@_register(SCHEDULERS, SchedulerKind.FCFS)
 class FcfsScheduler(TaskScheduler):
     """Each stage template's jobs go to its compatible chiplets in round-robin order."""
 
@@ -114,7 +97,6 @@ class FcfsScheduler(TaskScheduler):
         return comp[i % len(comp)]
 
 
-@_register(SCHEDULERS, SchedulerKind.WORK_STEALING)
 class WorkStealingScheduler(TaskScheduler):
     """Jobs go to the preferred chiplet; an idle chiplet takes the oldest job it can run from the longest queue
     among its peers (ties: lowest index). It is work-conserving: no compatible chiplet idles while a job waits.
@@ -139,7 +121,6 @@ class WorkStealingScheduler(TaskScheduler):
         return best
 
 
-@_register(SCHEDULERS, SchedulerKind.ELASTIC)
 class ElasticScheduler(TaskScheduler):
     """HYDRA Sec. IV-C: keep the preferred chiplet while load(preferred) - min load(compatible) is within the
     threshold; otherwise move the job to the compatible chiplet with the least queue wait + hop penalty, the
@@ -158,8 +139,3 @@ class ElasticScheduler(TaskScheduler):
         if loads[0] - min(loads) <= self.config.imbalance_threshold:
             return pref
         return min(comp, key=lambda c: cluster.queue_wait_s(c) + cluster.hop_penalty_s(job, c))
-
-
-def make_scheduler(config: SchedulerConfig) -> TaskScheduler:
-    """Return the task scheduler of ``config`` (looked up in :data:`SCHEDULERS` by its kind)."""
-    return SCHEDULERS[config.kind](config)

@@ -70,6 +70,7 @@ import numpy as np
 import pandas as pd
 
 from chipdse.core.workloads import LengthSample
+from chipdse.evaluators.policies import make_batcher, make_scheduler
 from chipdse.evaluators.sim_arrivals import make_arrival
 from chipdse.evaluators.sim_config import (
     DECODE_FEATURES,
@@ -93,10 +94,9 @@ from chipdse.evaluators.sim_policies import (
     RequestState,
     SimRequest,
     StageJob,
-    make_batcher,
 )
 from chipdse.evaluators.sim_results import LatencyStats, SimResult
-from chipdse.evaluators.sim_schedulers import TaskScheduler, make_scheduler
+from chipdse.evaluators.sim_schedulers import TaskScheduler
 
 __all__ = [
     "DECODE_FEATURES", "PREFILL_FEATURES", "ChipletSpec", "LatencyStats", "MemoryGroup", "NoiSpec", "PhaseTable",

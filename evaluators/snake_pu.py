@@ -100,10 +100,6 @@ class NmpTemplate:
         """Cores of the device (PUs x cores per PU)."""
         return self.pus * self.cores_per_pu
 
-    def core_bytes_per_cycle(self, freq_hz: float) -> float:
-        """A core's share of the DRAM bandwidth, bytes per cycle at ``freq_hz``."""
-        return self.dram_TBps * 1e12 / self.cores / freq_hz
-
 
 STRATUM = NmpTemplate()
 

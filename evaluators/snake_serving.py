@@ -19,11 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chipdse.core.models import attention_flops_per_context_token, causal_attention_flops, kv_cache_bytes_per_token
+from chipdse.evaluators.nova_system import H100_FLOPS
 from chipdse.evaluators.snake import Design, SnakeError, decode_gemms
 from chipdse.evaluators.snake_pu import NmpTemplate, decode_step_s
-
-H100_FLOPS = 989e12
-"""H100 dense BF16 peak, FLOP/s."""
 
 
 def kv_bytes_per_token(card: dict, tp: int) -> float:
@@ -33,7 +32,7 @@ def kv_bytes_per_token(card: dict, tp: int) -> float:
         return float(counts["mixer:mla"] * (card["kv_lora_rank"] + card["qk_rope_head_dim"]) * 2)
     layers = counts.get("mixer:attention", 0)
     kv, hd = int(card["num_key_value_heads"]), int(card.get("head_dim") or 0)
-    return float(layers * 2 * max(1, kv // tp) * hd * 2)
+    return float(layers * kv_cache_bytes_per_token(max(1, kv // tp), hd, 2))
 
 
 def step_table_s(card: dict, design: Design, template: NmpTemplate, max_batch: int, context: float,
@@ -55,7 +54,7 @@ def prefill_s(card: dict, prompt: int, tp: int = 8, efficiency: float = 0.7) -> 
     heads = int(card.get("num_attention_heads") or 0) // tp
     hd = int(card.get("head_dim") or card.get("v_head_dim") or 0)
     attn_layers = counts.get("mixer:attention", 0) + counts.get("mixer:mla", 0)
-    attention = 2.0 * attn_layers * heads * hd * prompt * prompt
+    attention = causal_attention_flops(attn_layers * attention_flops_per_context_token(heads, hd), prompt * prompt)
     return (per_token * prompt + attention) / (H100_FLOPS * efficiency)
 
 

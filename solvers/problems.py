@@ -18,6 +18,7 @@ from chipdse.evaluators.latency import (
     chiplet_caps,
     decode_costs,
     prefill_costs,
+    task_time_s,
 )
 from chipdse.formulations.hbm_packing import HbmPackingProblem, PackBlock
 from chipdse.formulations.hbm_partition import HbmPartitionProblem
@@ -228,7 +229,6 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
         c = decode_costs(t, ln.mean_prefill + ln.mean_decode / 2.0)
         mat, vec, by = batch * c.mat1, batch * c.vec1, c.bytes0 + batch * c.bytes1
     hops = mean_hops_to_groups(sc, decision)
-    hbm_bw = sc.library.memory.bandwidth_GBps * 1e9
     times: dict[tuple[str, str], float] = {}
     chiplets = []
     for cell in sorted(hops):
@@ -245,8 +245,8 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
                 continue
             d = hops[cell][GROUP_NAMES[t.group[k]]] if GROUP_NAMES[t.group[k]] in hops[cell] else \
                 min(hops[cell].values())
-            comp = mat[k] / caps.matrix_flops[0] + vec[k] / caps.vector_flops[0]
-            port, link = by[k] / hbm_bw, d * by[k] / (point.d2d_GBps * 1e9)
-            times[(name, cid)] = float(max(comp, port) + link + transfer_wait * (port + link))
+            t_k = task_time_s(mat[k], vec[k], by[k], caps, sc.library.memory.bandwidth_GBps, d, point.d2d_GBps,
+                              transfer_wait)
+            times[(name, cid)] = float(t_k[0])
     return MappingProblem(tasks=tuple(t.names), chiplets=tuple(chiplets), time_s=times,
                           name=f"{sc.spec.name}-{phase}-mapping")

@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from chipdse.evaluators.estimator import _balance, best_partition, erlang_c_wait, memory_needs
+from chipdse.evaluators.estimator import (
+    _balance_times,
+    best_partition,
+    erlang_c_wait,
+    memory_needs,
+    mg1_wait_s,
+    transfer_wait,
+)
 from chipdse.evaluators.selection import pareto_mask
 
 
@@ -53,7 +60,7 @@ def test_fluid_balance_equals_brute_force_split() -> None:
     rng = np.random.default_rng(0)
     a, m, fa, fm = rng.uniform(0.1, 5, (4, 50))
     na, nm = rng.integers(1, 8, (2, 50)).astype(float)
-    got = _balance(a, m, fa, fm, na, nm)
+    got = np.maximum(*_balance_times(a, m, fa, fm, na, nm))
     xs = np.linspace(0, 1, 20001)[:, None]
     brute = np.maximum((a + xs * fa) / na, (m + (1 - xs) * fm) / nm).min(axis=0)
     assert np.all(got <= brute + 1e-12) and np.allclose(got, brute, rtol=1e-3)
@@ -88,3 +95,13 @@ def test_partition_by_hand() -> None:
         rm = math.floor((nm * c - needs.weight_bytes[1]) / needs.per_request_bytes[1])
         cands.append(min(ra, rm))
     assert r == max(cands)
+
+
+def test_mg1_wait_is_the_mm1_and_md1_closed_forms() -> None:
+    """Pollaczek-Khinchine: exponential service gives M/M/1's Wq = rho / (mu - lam), deterministic half of it."""
+    lam, mu = 3.0, 4.0
+    assert mg1_wait_s(lam, 1 / mu, 2 / mu**2) == pytest.approx(0.75 / (mu - lam))
+    assert mg1_wait_s(lam, 1 / mu, 1 / mu**2) == pytest.approx(0.5 * 0.75 / (mu - lam))
+    assert mg1_wait_s(5.0, 1 / mu, 1 / mu**2) == np.inf
+    # transfer_wait is the M/D/1 wait in units of the service time: rho / (2 (1 - rho)), rho capped at 0.95
+    np.testing.assert_allclose(transfer_wait(np.array([0.0, 0.5, 2.0])), [0.0, 0.5, 0.95 / 0.1])

@@ -7,7 +7,15 @@ import json
 import pytest
 
 from chipdse.core.errors import SpecError
-from chipdse.core.models import available_models, load_model
+from chipdse.core.models import (
+    attention_flops_per_context_token,
+    available_models,
+    causal_attention_flops,
+    kv_cache_bytes_per_token,
+    load_model,
+)
+from chipdse.evaluators.snake import load_card
+from chipdse.evaluators.snake_serving import kv_bytes_per_token
 from tests.conftest import shared_or_skip
 
 # Published totals, with their source (independent of the cards' own recount).
@@ -110,3 +118,23 @@ def test_recount_agrees_with_shared_cards() -> None:
 def test_unknown_model_name_lists_bundled_models() -> None:
     with pytest.raises(SpecError, match="nemotron-h-4b"):
         load_model("gpt-17")
+
+
+def test_kv_cache_bytes_per_token_of_llama3() -> None:
+    """Llama-3-8B: 32 layers x 8 KV heads x 128 x (K, V) x 2 bytes = 128 KiB per token; Llama-3-70B: 80 layers,
+    320 KiB, and 40 KiB per device with 8-way tensor parallelism (one KV head each)."""
+    assert kv_cache_bytes_per_token(8, 128, 2) == 4096
+    assert load_model("llama-3-8b").kv_bytes_per_token() == 128 * 1024
+    card = load_card("llama-3-70b")
+    assert kv_bytes_per_token(card, 1) == 320 * 1024 and kv_bytes_per_token(card, 8) == 40 * 1024
+
+
+def test_causal_attention_flops_counts_the_lower_triangle() -> None:
+    """Token i attends to i tokens (itself and the earlier ones): sum_i 4 h d i = 4 h d L (L + 1) / 2; the
+    formula keeps the L^2 / 2 leading term (relative error 1 / L)."""
+    heads, head_dim, length = 32, 128, 1024
+    per_ctx = attention_flops_per_context_token(heads, head_dim)
+    assert per_ctx == 2 * head_dim * heads * 2  # QK^T and PV, one multiply-add (2 FLOPs) per element each
+    brute = sum(per_ctx * i for i in range(1, length + 1))
+    got = causal_attention_flops(per_ctx, length**2)
+    assert got < brute and abs(brute - got) / brute == pytest.approx(1 / (length + 1))

@@ -110,3 +110,21 @@ def test_nova_scenario_errors_are_one_line(tmp_path: Path) -> None:
         path.write_text(yaml.safe_dump({**spec, **change}))
         res = runner.invoke(app, ["explore", str(path), "--out", str(tmp_path / "o")])
         assert res.exit_code == 2 and expect in res.output and "Traceback" not in res.output, res.output
+
+
+def test_parallel_gqa_and_ssm_on_the_two_tiers_by_hand() -> None:
+    """Falcon-H1-style parallel layer on NOVA: GQA at 16 Op/B (16:1 grouping), SSM at 1.25 Op/B.
+
+    Per cube (five cubes, batch 1, 1024 tokens): GQA 4 x 16 x 64 x 1024 / 5 FLOP, SSM 5 x 1024 x 128 / 5 FLOP.
+    One at a time the best modes are cross-tier for GQA (T_1' + T_2 = 16 + 64 TFLOPS) and Tier-1 alone for SSM
+    (min(32, 1.25 x 16) = 20 TFLOPS): 13.1 + 6.6 ns. Side by side, GQA on Tier-2 (64 TFLOPS) and SSM on the
+    halved Tier-1 (min(16, 1.25 x 8) = 10 TFLOPS) both take 13.1 ns, which wins (NOVA Sec. VI-E rooflines).
+    """
+    layer = LayerWork(gpu_params=0, attention=(16, 1, 64), ssm=(1024, 128), parallel=True)
+    model = NovaModel("toy", "toy", 0.0, {"attention": 0}, (layer,))
+    gqa, ssm = 4 * 16 * 64 * 1024 / 5, 5 * 1024 * 128 / 5
+    parallel = max(gqa / 64e12, ssm / 10e12)
+    assert parallel < gqa / 80e12 + ssm / 20e12
+    step = decode_step_s(model, NOVA, 1, 1024)
+    assert step["nmp_s"] == pytest.approx(parallel, rel=1e-12)
+    assert step["sync_s"] == pytest.approx(SYSTEM.sync_s)

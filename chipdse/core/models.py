@@ -14,6 +14,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from numpy.typing import ArrayLike
+
 from chipdse.core.errors import SpecError
 from chipdse.core.paths import instances_dir
 
@@ -144,6 +146,95 @@ class ModelDescriptor:
         return float(sum(b.state_bytes_per_request for b in self.blocks))
 
 
+def attention_flops_per_context_token(heads: int, head_dim: int) -> float:
+    """Return the attention-core FLOPs of one query token per context token: ``4 h d``.
+
+    Parameters
+    ----------
+    heads : int
+        Query heads ``h`` (of one device, if tensor-parallel).
+    head_dim : int
+        Head dimension ``d``.
+
+    Returns
+    -------
+    float
+        ``QK^T`` and ``PV`` each take ``2 d`` FLOPs per head and context token (softmax neglected).
+
+    References
+    ----------
+    Standard transformer FLOP count (Kaplan et al. 2020, Table 1, "Attention: QK logits" and "Attention:
+    reduce"); NOVA Sec. III-A and HYDRA Sec. III-B use the same count for GQA decode.
+    """
+    return 4.0 * heads * head_dim
+
+
+def causal_attention_flops(flops_per_context_token: ArrayLike, prompt_tokens_squared: ArrayLike) -> ArrayLike:
+    """Return the attention-core FLOPs of prefilling a prompt of L tokens with a causal mask: ``f L^2 / 2``.
+
+    ``flops_per_context_token`` is :func:`attention_flops_per_context_token` (``f = 4 h d``, times the layers
+    where the caller sums them); ``prompt_tokens_squared`` is ``L^2``, or ``E[L^2]`` for the mean over a length
+    distribution. Token ``i`` attends to ``i`` earlier tokens, about ``L^2 / 2`` pairs in all. Broadcasts; FLOPs.
+    References: HYDRA Sec. III-B (prefill attention), NOVA Sec. VI-A and SNAKE Sec. 6.4 (GPU prefill).
+    """
+    return flops_per_context_token * prompt_tokens_squared / 2.0
+
+
+def kv_cache_bytes_per_token(kv_heads: int, head_dim: int, bytes_per_element: float) -> float:
+    """Return the KV-cache bytes one context token holds in one attention layer: ``2 h_kv d b``.
+
+    One K and one V vector of ``head_dim`` (``d``) elements of ``bytes_per_element`` (``b``, 2 for BF16) bytes
+    for each of the ``kv_heads`` (``h_kv``, of one device if tensor-parallel) KV heads; returns bytes (float).
+
+    References
+    ----------
+    GQA (Ainslie et al. 2023): ``h_kv`` shared K/V heads; HYDRA Eq. 1 (KV memory per request), NOVA Sec. III-A.
+    """
+    return 2.0 * kv_heads * head_dim * bytes_per_element
+
+
+def gqa_projection_params(hidden: int, heads: int, kv_heads: int, head_dim: int, in_width: int | None = None) -> int:
+    """Return the weights of a GQA block's Q, K, V and output projections: ``w h d + 2 w h_kv d + h d H``.
+
+    ``hidden`` is H, ``heads`` / ``kv_heads`` the query / KV heads h / h_kv, ``head_dim`` d and ``in_width`` w
+    the width of the block's input (default H; Zamba2's shared block reads 2H). Norms are not included.
+    References: the cards' ``computed_params_formula`` (``instances/models/SOURCE.md``); GQA (Ainslie et al.).
+    """
+    w = in_width or hidden
+    return w * heads * head_dim + 2 * w * kv_heads * head_dim + heads * head_dim * hidden
+
+
+def mamba2_params(hidden: int, d_inner: int, groups: int, state: int, heads: int, conv_kernel: int
+                  ) -> tuple[int, int]:
+    """Return (mixer weights, in + out projection weights) of one Mamba-2 mixer, block norm excluded.
+
+    Mixer: ``H (2 d_in + 2 G N + nh) + (d_in + 2 G N)(K + 1) + 3 nh + d_in + d_in H`` with H ``hidden``, d_in
+    ``d_inner``, G ``groups``, N ``state``, nh ``heads`` and K ``conv_kernel`` (in_proj, conv weights and bias,
+    A / D / dt bias, gated norm, out_proj). References: Mamba-2 (Dao and Gu 2024, Sec. 7); the cards'
+    ``computed_params_formula``.
+    """
+    conv_dim = d_inner + 2 * groups * state
+    projections = hidden * (2 * d_inner + 2 * groups * state + heads) + d_inner * hidden
+    return projections + conv_dim * (conv_kernel + 1) + 3 * heads + d_inner, projections
+
+
+def moe_params(card: dict[str, Any], hidden: int, experts: int, intermediate: int) -> tuple[int, int, int, int]:
+    """Return (weights per routed expert, shared experts, router, latent projections) of one MoE layer.
+
+    An expert has ``(2 or 3) d_e I`` weights (3 when ``mlp_gated``) with ``d_e`` the card's ``moe_latent_size``
+    when it has one (LatentMoE, with ``2 H d_e`` projections in and out) and H otherwise; shared experts
+    ``m_s (2 or 3) H I_s``; the router ``E H`` plus ``E`` biases when its scoring has a bias.
+    References: the cards' ``computed_params_formula`` (``instances/models/SOURCE.md``).
+    """
+    mats = 3 if card.get("mlp_gated") else 2
+    latent = card.get("moe_latent_size") or 0
+    n_shared = card.get("num_shared_experts") or 0
+    shared_inter = int(card.get("shared_expert_intermediate_size") or intermediate)
+    router_bias = experts if "bias" in str(card.get("moe_router_scoring", "")) else 0
+    return (mats * (latent or hidden) * intermediate, n_shared * mats * hidden * shared_inter,
+            experts * hidden + router_bias, 2 * hidden * latent)
+
+
 def _get(card: dict[str, Any], key: str, source: str) -> Any:
     value = card.get(key)
     if value is None:
@@ -160,13 +251,14 @@ def _attention_block(card: dict[str, Any], layer: int, group: MemoryGroup, dt: i
     kv = _get(card, "num_key_value_heads", src)
     hd = card.get("head_dim") or h // nh
     w = in_width or h
-    matmul = w * nh * hd + 2 * w * kv * hd + nh * hd * h
+    matmul = gqa_projection_params(h, nh, kv, hd, w)
     qk_norm = 2 * hd if "q/k RMSNorm" in str(card.get("attention_type", "")) else 0
     params = matmul + qk_norm + w
     return Block(
         name=f"L{layer:02d}.attention", kind="attention", layer=layer, params=params if stored else 0,
         active_params=params, group=group, matmul_flops_per_token=2.0 * matmul,
-        attn_flops_per_token_per_ctx=4.0 * nh * hd, kv_bytes_per_token=2.0 * kv * hd * dt,
+        attn_flops_per_token_per_ctx=attention_flops_per_context_token(nh, hd),
+        kv_bytes_per_token=kv_cache_bytes_per_token(kv, hd, dt),
         shared_params=0 if stored else params,
     )
 
@@ -200,16 +292,15 @@ def _mamba2_block(card: dict[str, Any], layer: int, dt: int, src: str) -> Block:
     nh = _get(card, "mamba_num_heads", src)
     k = _get(card, "ssm_conv_kernel", src)
     conv_dim = d_in + 2 * g * n
-    in_proj = h * (2 * d_in + 2 * g * n + nh)
-    out_proj = d_in * h
-    params = in_proj + conv_dim * (k + 1) + 3 * nh + d_in + out_proj + h
+    mixer, projections = mamba2_params(h, d_in, g, n, nh, k)
+    params = mixer + h
     # per token: state update h = exp(dt*A) h + dt*B x (3 ops/element) and read-out y = C h (2 ops/element)
     # over nh * head_dim * N state elements, the causal conv (2k ops per channel) and the gated norm (~5/elt).
     vector = 5.0 * d_in * n + 2.0 * k * conv_dim + 5.0 * d_in
     state = (d_in * n + conv_dim * (k - 1)) * dt
     return Block(
         name=f"L{layer:02d}.mamba2", kind="mamba2", layer=layer, params=params, active_params=params,
-        group="mamba", matmul_flops_per_token=2.0 * (in_proj + out_proj), vector_flops_per_token=vector,
+        group="mamba", matmul_flops_per_token=2.0 * projections, vector_flops_per_token=vector,
         state_bytes_per_request=float(state),
     )
 
@@ -245,15 +336,7 @@ def _moe_block(card: dict[str, Any], layer: int, group: MemoryGroup, src: str) -
     e = _get(card, "num_experts", src)
     top_k = _get(card, "num_experts_per_tok", src)
     inter = _get(card, "moe_intermediate_size", src)
-    mats = 3 if card.get("mlp_gated") else 2
-    n_shared = card.get("num_shared_experts") or 0
-    shared_inter = card.get("shared_expert_intermediate_size") or inter
-    router_bias = e if "bias" in str(card.get("moe_router_scoring", "")) else 0
-    latent = card.get("moe_latent_size") or 0  # LatentMoE: experts work in a smaller space, with two projections
-    expert = mats * (latent or h) * inter
-    shared = n_shared * mats * h * shared_inter
-    router = e * h + router_bias
-    projections = 2 * h * latent
+    expert, shared, router, projections = moe_params(card, h, e, inter)
     params = e * expert + shared + router + projections + h
     active = top_k * expert + shared + router + projections + h
     return Block(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -22,6 +23,24 @@ T = TypeVar("T", bound=BaseModel)
 
 class _Spec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BatcherKind(StrEnum):
+    """Request batching policies of the estimator and the simulator (HYDRA Sec. IV-B); the simulator's
+    implementations are registered under these keys in ``chipdse.evaluators.policies``."""
+
+    STATIC = "static"
+    DYNAMIC = "dynamic"
+
+
+class SchedulerKind(StrEnum):
+    """Task scheduling policies of the simulator (HYDRA Sec. IV-C and the baselines of Sec. VI-E); registered
+    under these keys in ``chipdse.evaluators.policies``."""
+
+    STATIC = "static"
+    FCFS = "fcfs"
+    WORK_STEALING = "work-stealing"
+    ELASTIC = "elastic"
 
 
 class D2DPhy(_Spec):
@@ -167,10 +186,10 @@ class EstimatorSettings(_Spec):
                                "on a 5x5 grid; good placements are closer). Finalists are re-scored with their "
                                "real placement.")
     chunk_tokens: int = Field(512, gt=0, description="Prefill chunk size for pipelined prefill, tokens.")
-    batching: Literal["static", "dynamic"] = Field(
-        "dynamic", description="dynamic: continuous batching (HYDRA Sec. IV-B; what HYDRA's estimator models and "
-        "its full method runs); static: batches of max-batch requests prefilled together and decoded until the "
-        "longest finishes (the ablation baseline).")
+    batching: BatcherKind = Field(
+        BatcherKind.DYNAMIC, description="dynamic: continuous batching (HYDRA Sec. IV-B; what HYDRA's estimator "
+        "models and its full method runs); static: batches of max-batch requests prefilled together and decoded "
+        "until the longest finishes (the ablation baseline).")
 
 
 class SimulationSettings(_Spec):

@@ -26,13 +26,13 @@ from scipy.stats import spearmanr
 
 from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import LoadedScenario
+from chipdse.evaluators.policies import SCHEDULER_NAMES, batcher_config, scheduler_config
 from chipdse.evaluators.sim_build import build_sim_config
 from chipdse.evaluators.simulator import simulate
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import mapping_problem, placement_problem
-from chipdse.studies.simulate import batcher_config, scheduler_config
 
 FIDELITY_THRESHOLDS = {"cosine": 0.95, "spearman_throughput": 0.9, "max_throughput_recovery": 0.97}
 """Targets of the fidelity check (HYDRA reports cosine 0.9 and 93% recovery)."""
@@ -45,7 +45,8 @@ ABLATION = (
 )
 """(variant, placement, task scheduler, batching) of the ablation (HYDRA Fig. 12)."""
 
-SCHEDULER_VARIANTS = ("static", "fcfs", "work-stealing", "elastic")
+SCHEDULER_VARIANTS = SCHEDULER_NAMES
+"""The scheduler comparison runs every registered task scheduler (HYDRA Sec. VI-E)."""
 
 
 @dataclass(frozen=True)

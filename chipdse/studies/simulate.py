@@ -13,40 +13,14 @@ import numpy as np
 
 from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.scenario import LoadedScenario
+from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, batcher_config, scheduler_config
 
-SCHEDULERS = ("static", "fcfs", "work-stealing", "elastic")
-"""Task schedulers of the simulator (``evaluators.sim_schedulers``), by CLI name."""
-BATCHING = ("static", "dynamic")
-"""Batchers of the simulator, by CLI name."""
+SCHEDULERS = SCHEDULER_NAMES
+"""Task schedulers of the simulator by CLI name (the registry ``chipdse.evaluators.policies``)."""
+BATCHING = BATCHER_NAMES
+"""Batchers of the simulator by CLI name (the registry ``chipdse.evaluators.policies``)."""
 PLACEMENT_METHOD = "hbm-enum"
 MAPPING_METHOD = "lpt-greedy"
-
-
-def scheduler_config(name: str):
-    """Return the simulator's scheduler config for a CLI name (:data:`SCHEDULERS`); ValueError otherwise."""
-    from chipdse.evaluators.sim_schedulers import (
-        ElasticSchedulerConfig,
-        FcfsSchedulerConfig,
-        StaticSchedulerConfig,
-        WorkStealingSchedulerConfig,
-    )
-
-    configs = {"static": StaticSchedulerConfig, "fcfs": FcfsSchedulerConfig,
-               "work-stealing": WorkStealingSchedulerConfig, "elastic": ElasticSchedulerConfig}
-    if name not in configs:
-        msg = f"scheduler must be one of {list(SCHEDULERS)}, got {name!r}"
-        raise ValueError(msg)
-    return configs[name]()
-
-
-def batcher_config(name: str, max_batch: int):
-    """Return the simulator's batcher config for a CLI name (:data:`BATCHING`); ValueError otherwise."""
-    from chipdse.evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
-
-    if name not in BATCHING:
-        msg = f"batching must be one of {list(BATCHING)}, got {name!r}"
-        raise ValueError(msg)
-    return StaticBatcherConfig(max_batch) if name == "static" else DynamicBatcherConfig(max_batch)
 
 
 def _select_row(sc: LoadedScenario, point: str | int) -> dict:
