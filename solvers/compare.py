@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from chipdse.core.solution import Solution, relative_gap
+from chipdse.core.solution import Solution
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.hbm_packing import HBM_PACKING_METHODS, solve_hbm_packing
 from chipdse.solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition
@@ -91,9 +91,4 @@ def comparison_rows(sols: list[Solution]) -> list[dict[str, Any]]:
     sign = 1 if sols and sols[0].sense == "min" else -1
     bounds = [s.bound for s in sols if s.exact and s.bound is not None]
     best_bound = max(bounds, key=lambda v: sign * v) if bounds else None
-    rows = []
-    for s in sols:
-        rows.append({"method": s.method, "exact": s.exact, "objective": s.objective, "bound": s.bound,
-                     "gap": s.gap, "gap_to_best_bound": relative_gap(s.objective, best_bound),
-                     "status": s.status.value, "wall_s": round(s.wall_s, 4)})
-    return rows
+    return [s.row(best_bound) for s in sols]

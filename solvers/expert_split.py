@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from chipdse.core.errors import SpecError
-from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition
+from chipdse.core.solution import Solution, TerminationCondition
 from chipdse.formulations.expert_split import (
     TIER1,
     TIER2,
@@ -44,13 +44,7 @@ from chipdse.formulations.expert_split import (
     tier_loads_s,
 )
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
-from chipdse.solvers.common import (
-    ProblemKind,
-    backend_solution,
-    checked_solution,
-    enumerated_solution,
-    heuristic_solution,
-)
+from chipdse.solvers.common import ProblemKind, method_config, settle
 from chipdse.solvers.config import SolverConfig
 
 PROBLEM = "expert-split"
@@ -108,37 +102,22 @@ def solve_expert_split(problem: ExpertSplitProblem, method: str = "milp-highs",
     ----------
     NOVA Sec. VI-E.
     """
-    if method not in EXPERT_SPLIT_METHODS:
-        msg = f"unknown expert-split method {method!r}; expected one of {EXPERT_SPLIT_METHODS}"
-        raise ValueError(msg)
-    config = config or SolverConfig()
-    t0 = time.perf_counter()
+    config, t0 = method_config(method, EXPERT_SPLIT_METHODS, "expert-split", config)
     expert_times_s(problem)  # validates
-    if method == "nova-kstar":
-        decision, k = nova_kstar_split(problem)
-        return _heuristic(problem, method, decision, k, t0)
-    if method == "static-1-9":
-        decision, k = static_split(problem)
-        return _heuristic(problem, method, decision, k, t0)
+    if method in ("nova-kstar", "static-1-9"):
+        decision, k = (nova_kstar_split if method == "nova-kstar" else static_split)(problem)
+        return settle(KIND, problem, method, decision, config, t0, extra={"k": k},
+                      log_summary=f"{method}: hottest {k} of {problem.n_experts} experts on Tier-2")
     if not active_experts(problem):
         decision = dict.fromkeys(range(problem.n_experts), TIER1)
-        return checked_solution(KIND, problem, method, decision, SolutionStatus.OPTIMAL,
-                                TerminationCondition.OPTIMAL, bound="objective", t0=t0,
-                                log_summary="trivial: no expert has routed tokens, makespan 0")
+        return settle(KIND, problem, method, decision, config, t0, bound=0.0, termination=TerminationCondition.OPTIMAL,
+                      log_summary="trivial: no expert has routed tokens, makespan 0")
     if method == "brute-force":
         decision, n_seen = brute_force_split(problem)
-        return enumerated_solution(KIND, problem, method, decision, t0, f"brute force: {n_seen} assignments")
+        return settle(KIND, problem, method, decision, config, t0, log_summary=f"brute force: {n_seen} assignments")
     if method == "milp-highs":
         return _solve_milp(problem, config, t0)
     return _solve_cpsat(problem, config, t0)
-
-
-def _heuristic(problem: ExpertSplitProblem, method: str, decision: dict[int, int], k: int, t0: float) -> Solution:
-    """Wrap a sorted-split heuristic's decision as a checked FEASIBLE solution with ``extra["k"]``."""
-    sol = heuristic_solution(KIND, problem, method, decision, t0,
-                             f"{method}: hottest {k} of {problem.n_experts} experts on Tier-2")
-    sol.extra["k"] = k
-    return sol
 
 
 def _solve_milp(problem: ExpertSplitProblem, config: SolverConfig, t0: float) -> Solution:
@@ -150,7 +129,8 @@ def _solve_milp(problem: ExpertSplitProblem, config: SolverConfig, t0: float) ->
     unit = float(m.time_unit_s.value)
     decision = decode_expert_split_milp(m, problem) if res.has_solution else None
     bound = res.bound * unit if res.bound is not None else None
-    return backend_solution(KIND, problem, "milp-highs", res, decision, bound, build_s, t0)
+    return settle(KIND, problem, "milp-highs", decision, config, t0, reported=res, bound=bound, start=start,
+                  unit=unit, build_s=build_s)
 
 
 def _solve_cpsat(problem: ExpertSplitProblem, config: SolverConfig, t0: float) -> Solution:
@@ -161,9 +141,9 @@ def _solve_cpsat(problem: ExpertSplitProblem, config: SolverConfig, t0: float) -
     res, solver = solve_cpsat(built.model, config)
     decision = decode_expert_split_cpsat(built, solver, problem) if res.has_solution else None
     bound = built.bound_s(res.bound) if res.bound is not None else None
-    sol = backend_solution(KIND, problem, "cpsat", res, decision, bound, build_s, t0)
-    sol.extra["resolution_s"] = built.resolution_s
-    return sol
+    return settle(KIND, problem, "cpsat", decision, config, t0, reported=res, bound=bound, start=start,
+                  resolution=problem.n_experts * built.resolution_s, build_s=build_s,
+                  extra={"resolution_s": built.resolution_s})
 
 
 def hotness_order(problem: ExpertSplitProblem) -> list[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import time
 
-from chipdse.core.solution import Solution
+from chipdse.core.solution import Solution, SolutionStatus
 from chipdse.formulations.hbm_packing import (
     HbmPackingProblem,
     build_hbm_packing_milp,
@@ -19,14 +19,7 @@ from chipdse.formulations.hbm_packing import (
     packing_infeasibility,
 )
 from chipdse.solvers.backends import solve_pyomo
-from chipdse.solvers.common import (
-    ProblemKind,
-    backend_solution,
-    enumerated_solution,
-    heuristic_solution,
-    infeasible_solution,
-    no_solution,
-)
+from chipdse.solvers.common import ProblemKind, infeasible_solution, method_config, settle
 from chipdse.solvers.config import SolverConfig
 
 PROBLEM = "hbm-packing"
@@ -78,32 +71,27 @@ def solve_hbm_packing(problem: HbmPackingProblem, method: str, config: SolverCon
     ValueError
         Unknown method, or brute force on more than :data:`BRUTE_FORCE_MAX` assignments.
     """
-    if method not in HBM_PACKING_METHODS:
-        msg = f"hbm-packing method must be one of {HBM_PACKING_METHODS}, got {method!r}"
-        raise ValueError(msg)
-    config = config or SolverConfig()
-    t0 = time.perf_counter()
+    config, t0 = method_config(method, HBM_PACKING_METHODS, "hbm-packing", config)
     why = packing_infeasibility(problem)
     if why is not None:
         return infeasible_solution(KIND, method, why, t0)
     if method == "first-fit":
         found = _first_fit_best(problem)
-        if found is None:
-            return no_solution(KIND, method, "first fit packs no stack layout with r >= 0", t0)
-        return heuristic_solution(KIND, problem, method, found, t0, "first-fit decreasing, binary search on r")
+        return settle(KIND, problem, method, found, config, t0, log_summary="first-fit decreasing, binary search on r",
+                      reason="" if found is not None else "first fit packs no stack layout with r >= 0")
     if method == "brute-force":
-        return _brute_force(problem, t0)
+        return _brute_force(problem, config, t0)
     m = build_hbm_packing_milp(problem)
     build_s = time.perf_counter() - t0
     res = solve_pyomo(m, config)
     decision = decode_hbm_packing_milp(m) if res.has_solution else None
-    sol = backend_solution(KIND, problem, method, res, decision, res.bound, build_s, t0)
-    if decision is None and res.status.value == "infeasible":
-        sol.reason = "no packing keeps every stack within capacity"
-    return sol
+    infeasible = decision is None and res.status == SolutionStatus.INFEASIBLE
+    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=res.bound, build_s=build_s,
+                  reason="no packing keeps every stack within capacity" if infeasible else "")
 
 
-def _brute_force(problem: HbmPackingProblem, t0: float) -> Solution:
+def _brute_force(problem: HbmPackingProblem, config: SolverConfig, t0: float) -> Solution:
+    """Score every assignment of blocks to the stacks of their group (at most :data:`BRUTE_FORCE_MAX`)."""
     groups = problem.stack_groups()
     options = [[s for s, g in enumerate(groups) if g == b.group] for b in problem.blocks]
     count = 1
@@ -120,4 +108,4 @@ def _brute_force(problem: HbmPackingProblem, t0: float) -> Solution:
             best, best_r = decision, r
     if best is None:
         return infeasible_solution(KIND, "brute-force", "no packing keeps every stack within capacity", t0)
-    return enumerated_solution(KIND, problem, "brute-force", best, t0, f"{count:,} packings enumerated")
+    return settle(KIND, problem, "brute-force", best, config, t0, log_summary=f"{count:,} packings enumerated")

@@ -35,13 +35,7 @@ from chipdse.formulations.hbm_partition import (
     min_stacks,
 )
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
-from chipdse.solvers.common import (
-    ProblemKind,
-    backend_solution,
-    enumerated_solution,
-    heuristic_solution,
-    infeasible_solution,
-)
+from chipdse.solvers.common import ProblemKind, infeasible_solution, method_config, settle
 from chipdse.solvers.config import SolverConfig
 
 PROBLEM = "hbm-partition"
@@ -93,11 +87,7 @@ def solve_hbm_partition(
     ----------
     HYDRA Eq. 1 and Sec. IV-A Step 1.
     """
-    if method not in HBM_PARTITION_METHODS:
-        msg = f"unknown HBM partition method {method!r}; expected one of {HBM_PARTITION_METHODS}"
-        raise ValueError(msg)
-    config = config or SolverConfig()
-    t0 = time.perf_counter()
+    config, t0 = method_config(method, HBM_PARTITION_METHODS, "HBM partition", config)
     reason = hbm_partition_infeasibility(problem)
     if reason is not None:
         return infeasible_solution(KIND, method, reason, t0)
@@ -107,9 +97,10 @@ def solve_hbm_partition(
         return _solve_cpsat(problem, config, t0)
     if method == "enumeration":
         decision, n_scored = enumerate_hbm_partitions(problem)
-        return enumerated_solution(KIND, problem, method, decision, t0, f"enumeration: {n_scored} partitions scored")
-    decision = proportional_partition(problem)
-    return heuristic_solution(KIND, problem, method, decision, t0, "proportional: rounded continuous optimum")
+        return settle(KIND, problem, method, decision, config, t0,
+                      log_summary=f"enumeration: {n_scored} partitions scored")
+    return settle(KIND, problem, method, proportional_partition(problem), config, t0,
+                  log_summary="proportional: rounded continuous optimum")
 
 
 def hbm_compositions(n_hbm: int, n_groups: int) -> Iterator[tuple[int, ...]]:
@@ -211,7 +202,7 @@ def _solve_milp(problem: HbmPartitionProblem, config: SolverConfig, t0: float) -
     decision = decode_hbm_partition_milp(m) if res.has_solution else None
     # z is an integer at any feasible point, so the floor of the bound (with slack for tolerances) is valid.
     bound = float(math.floor(res.bound + 1e-6)) if res.bound is not None else None
-    return backend_solution(KIND, problem, "milp-highs", res, decision, bound, build_s, t0)
+    return settle(KIND, problem, "milp-highs", decision, config, t0, reported=res, bound=bound, build_s=build_s)
 
 
 def _solve_cpsat(problem: HbmPartitionProblem, config: SolverConfig, t0: float) -> Solution:
@@ -226,6 +217,5 @@ def _solve_cpsat(problem: HbmPartitionProblem, config: SolverConfig, t0: float) 
             msg = f"CP-SAT objective {res.objective} != exact Eq. 1 value {exact_obj} for {decision}"
             raise RuntimeError(msg)
     bound = float(math.floor(res.bound + 1e-6)) if res.bound is not None else None
-    sol = backend_solution(KIND, problem, "cpsat", res, decision, bound, build_s, t0)
-    sol.extra["unit_bytes"] = built.unit_bytes
-    return sol
+    return settle(KIND, problem, "cpsat", decision, config, t0, reported=res, bound=bound, build_s=build_s,
+                  extra={"unit_bytes": built.unit_bytes})

@@ -39,14 +39,7 @@ from chipdse.formulations.mapping import (
     stage_times,
 )
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
-from chipdse.solvers.common import (
-    ProblemKind,
-    backend_solution,
-    enumerated_solution,
-    heuristic_solution,
-    infeasible_solution,
-    no_solution,
-)
+from chipdse.solvers.common import ProblemKind, infeasible_solution, method_config, settle
 from chipdse.solvers.config import SolverConfig
 
 PROBLEM = "mapping"
@@ -100,11 +93,7 @@ def solve_mapping(
     ----------
     HYDRA Eqs. 4-5.
     """
-    if method not in MAPPING_METHODS:
-        msg = f"unknown mapping method {method!r}; expected one of {MAPPING_METHODS}"
-        raise ValueError(msg)
-    config = config or SolverConfig()
-    t0 = time.perf_counter()
+    config, t0 = method_config(method, MAPPING_METHODS, "mapping", config)
     reason = mapping_infeasibility(problem)
     if reason is not None:
         return infeasible_solution(KIND, method, reason, t0)
@@ -114,17 +103,13 @@ def solve_mapping(
         return _solve_cpsat(problem, config, t0)
     if method == "brute-force":
         decision, n_seen = brute_force_mapping(problem)
-        return enumerated_solution(KIND, problem, method, decision, t0, f"brute force: {n_seen} assignments")
-    if method == "contiguous-dp":
-        decision = contiguous_dp_mapping(problem)
-        if decision is None:
-            reason = "no split of the task chain into contiguous runs in chiplet order is compatible"
-            return no_solution(KIND, method, reason, t0)
-    elif method == "lpt-greedy":
-        decision = lpt_greedy_mapping(problem)
-    else:
-        decision = round_robin_mapping(problem)
-    return heuristic_solution(KIND, problem, method, decision, t0, f"{method}: done")
+        return settle(KIND, problem, method, decision, config, t0, log_summary=f"brute force: {n_seen} assignments")
+    heuristic = {"contiguous-dp": contiguous_dp_mapping, "lpt-greedy": lpt_greedy_mapping,
+                 "round-robin": round_robin_mapping}[method]
+    decision = heuristic(problem)
+    reason = "" if decision is not None else ("no split of the task chain into contiguous runs in chiplet order is "
+                                              "compatible")
+    return settle(KIND, problem, method, decision, config, t0, log_summary=f"{method}: done", reason=reason)
 
 
 def brute_force_mapping(problem: MappingProblem) -> tuple[dict[str, str], int]:
@@ -287,7 +272,8 @@ def _solve_milp(problem: MappingProblem, config: SolverConfig, t0: float) -> Sol
     unit = float(m.time_unit_s.value)
     decision = decode_mapping_milp(m) if res.has_solution else None
     bound = res.bound * unit if res.bound is not None else None
-    return backend_solution(KIND, problem, "milp-highs", res, decision, bound, build_s, t0)
+    return settle(KIND, problem, "milp-highs", decision, config, t0, reported=res, bound=bound, unit=unit,
+                  build_s=build_s)
 
 
 def _solve_cpsat(problem: MappingProblem, config: SolverConfig, t0: float) -> Solution:
@@ -298,6 +284,6 @@ def _solve_cpsat(problem: MappingProblem, config: SolverConfig, t0: float) -> So
     res, solver = solve_cpsat(built.model, config)
     decision = decode_mapping_cpsat(built, solver) if res.has_solution else None
     bound = built.bound_s(res.bound) if res.bound is not None else None
-    sol = backend_solution(KIND, problem, "cpsat", res, decision, bound, build_s, t0)
-    sol.extra["resolution_s"] = built.resolution_s
-    return sol
+    return settle(KIND, problem, "cpsat", decision, config, t0, reported=res, bound=bound, start=lpt,
+                  resolution=len(problem.tasks) * built.resolution_s, build_s=build_s,
+                  extra={"resolution_s": built.resolution_s})

@@ -33,29 +33,13 @@ from chipdse.formulations.snake_shapes import (
     validate_shape_set,
 )
 from chipdse.solvers.backends import solve_pyomo
-from chipdse.solvers.common import (
-    ProblemKind,
-    backend_solution,
-    enumerated_solution,
-    heuristic_solution,
-    infeasible_solution,
-)
+from chipdse.solvers.common import ProblemKind, infeasible_solution, method_config, settle
 from chipdse.solvers.config import SolverConfig
 
 SHAPE_SET_METHODS = ("milp-highs", "enumeration", "greedy")
 AREA_SPLIT_METHODS = ("milp-highs", "enumeration")
 SHAPE_KIND = ProblemKind("snake-shape-set", "min", frozenset({"milp-highs", "enumeration"}), check_shape_set)
 AREA_KIND = ProblemKind("snake-area-split", "min", frozenset({"milp-highs", "enumeration"}), check_area_split)
-
-
-def _start(method: str, methods: tuple[str, ...], problem: str, validate: Callable[[Any], None], p: Any,
-           config: SolverConfig | None) -> tuple[SolverConfig, float]:
-    """Check the method and the instance; return the configuration and the start time."""
-    if method not in methods:
-        msg = f"{problem} method must be one of {methods}, got {method!r}"
-        raise ValueError(msg)
-    validate(p)
-    return config or SolverConfig(), time.perf_counter()
 
 
 def _solve_milp(kind: ProblemKind, p: Any, method: str, build: Callable[[Any], pyo.ConcreteModel],
@@ -66,7 +50,7 @@ def _solve_milp(kind: ProblemKind, p: Any, method: str, build: Callable[[Any], p
     res = solve_pyomo(m, config)
     decision = decode(m) if res.has_solution else None
     bound = None if res.bound is None else res.bound / 1e6
-    return backend_solution(kind, p, method, res, decision, bound, build_s, t0)
+    return settle(kind, p, method, decision, config, t0, reported=res, bound=bound, unit=1e-6, build_s=build_s)
 
 
 def _prune(p: ShapeSetProblem, chosen: frozenset[int]) -> frozenset[int]:
@@ -98,7 +82,8 @@ def solve_shape_set(p: ShapeSetProblem, method: str, config: SolverConfig | None
     SpecError
         A malformed instance.
     """
-    config, t0 = _start(method, SHAPE_SET_METHODS, "shape-set", validate_shape_set, p, config)
+    config, t0 = method_config(method, SHAPE_SET_METHODS, "shape-set", config)
+    validate_shape_set(p)
     base = frozenset(p.always) or frozenset({int(np.argmin(p.weight @ p.time_s))})
     if p.area_mm2(base) > p.area_budget_mm2:
         return infeasible_solution(SHAPE_KIND, method, "the always-present shapes exceed the area budget", t0)
@@ -113,7 +98,8 @@ def solve_shape_set(p: ShapeSetProblem, method: str, config: SolverConfig | None
                 obj, bad = check_shape_set(p, cand)
                 if not bad and (obj, p.area_mm2(cand)) < (best_t, p.area_mm2(best) if best else float("inf")):
                     best, best_t = cand, obj
-        return enumerated_solution(SHAPE_KIND, p, method, best, t0, f"{2 ** len(optional)} shape sets enumerated")
+        return settle(SHAPE_KIND, p, method, best, config, t0,
+                      log_summary=f"{2 ** len(optional)} shape sets enumerated")
     if method == "greedy":
         chosen = set(base)
         while True:
@@ -128,7 +114,7 @@ def solve_shape_set(p: ShapeSetProblem, method: str, config: SolverConfig | None
             if not gains:
                 break
             chosen.add(max(gains)[1])
-        return heuristic_solution(SHAPE_KIND, p, method, frozenset(chosen), t0, "greedy: time saved per mm^2")
+        return settle(SHAPE_KIND, p, method, frozenset(chosen), config, t0, log_summary="greedy: time saved per mm^2")
     return _solve_milp(SHAPE_KIND, p, method, build_shape_set_milp, lambda m: _prune(p, decode_shape_set_milp(m)),
                        config, t0)
 
@@ -148,7 +134,8 @@ def solve_area_split(p: AreaSplitProblem, method: str, config: SolverConfig | No
     SpecError
         A malformed instance.
     """
-    config, t0 = _start(method, AREA_SPLIT_METHODS, "area-split", validate_area_split, p, config)
+    config, t0 = method_config(method, AREA_SPLIT_METHODS, "area-split", config)
+    validate_area_split(p)
     why = area_split_infeasibility(p)
     if why is not None:
         return infeasible_solution(AREA_KIND, method, why, t0)
@@ -156,5 +143,5 @@ def solve_area_split(p: AreaSplitProblem, method: str, config: SolverConfig | No
         pairs = [(i, j) for i in range(len(p.pe_configs)) for j in range(len(p.buffer_kb))
                  if not check_area_split(p, (i, j))[1]]
         best = min(pairs, key=lambda ij: (p.latency_s[ij], ij))
-        return enumerated_solution(AREA_KIND, p, method, best, t0, f"{len(pairs)} feasible pairs enumerated")
+        return settle(AREA_KIND, p, method, best, config, t0, log_summary=f"{len(pairs)} feasible pairs enumerated")
     return _solve_milp(AREA_KIND, p, method, build_area_split_milp, decode_area_split_milp, config, t0)
