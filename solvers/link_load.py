@@ -34,6 +34,12 @@ MAX_LINK_METHODS = (*MAX_LINK_EXACT_METHODS, *HEURISTIC_METHODS)
 PROBLEM = "placement-max-link"
 
 
+def check_max_link(problem: PlacementProblem, decision: dict[int, str]) -> tuple[float, list[str]]:
+    """The busiest link's load under XY routing (bytes per unit of work, ``hop_weight`` 0) and the placement's
+    violations (:func:`formulations.placement.check_placement`): the checker of ``placement-max-link``."""
+    return objective_value(problem, decision), check_placement(problem, decision)[1]
+
+
 def solve_max_link_placement(problem: PlacementProblem, method: str, config: SolverConfig | None = None, *,
                              hop_weight: float = 0.0, hop_limit: float | None = None, seed: int = 0,
                              hint: dict[int, str] | None = None) -> Solution:

@@ -107,7 +107,7 @@ PROBLEMS: dict[str, ProblemRecord] = {r.name: r for r in (
     ProblemRecord(
         "placement-max-link", "the same placement, least busy NoI link under XY routing (the finalist)",
         "hydra", None, finalist_placement, link_load.MAX_LINK_EXACT_METHODS, placement.HEURISTIC_METHODS,
-        (*placement.HEURISTIC_METHODS, "layout-bnb", "milp-highs"), check_placement,
+        (*placement.HEURISTIC_METHODS, "layout-bnb", "milp-highs"), link_load.check_max_link,
         lambda p, m, c, seed, hint: link_load.solve_max_link_placement(p, m, c, seed=seed, hint=hint),
         warm_start=True),
     ProblemRecord(

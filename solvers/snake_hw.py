@@ -38,8 +38,8 @@ from chipdse.solvers.config import SolverConfig
 
 SHAPE_SET_METHODS = ("milp-highs", "enumeration", "greedy")
 AREA_SPLIT_METHODS = ("milp-highs", "enumeration")
-SHAPE_KIND = ProblemKind("snake-shape-set", "min", frozenset({"milp-highs", "enumeration"}), check_shape_set)
-AREA_KIND = ProblemKind("snake-area-split", "min", frozenset({"milp-highs", "enumeration"}), check_area_split)
+SHAPE_KIND = ProblemKind("snake-shapes", "min", frozenset({"milp-highs", "enumeration"}), check_shape_set)
+AREA_KIND = ProblemKind("snake-area", "min", frozenset({"milp-highs", "enumeration"}), check_area_split)
 
 
 def _solve_milp(kind: ProblemKind, p: Any, method: str, build: Callable[[Any], pyo.ConcreteModel],
