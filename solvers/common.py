@@ -16,7 +16,7 @@ A decision with violations is a bug in the method (``RuntimeError``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,19 +57,114 @@ class ProblemKind:
     extra: Callable[[Any, Any], dict[str, Any]] | None = None
 
 
-def method_config(method: str, methods: tuple[str, ...], problem: str, config: SolverConfig | None
-                  ) -> tuple[SolverConfig, float]:
-    """Check ``method`` against ``methods`` and return the configuration (default ``SolverConfig()``) and start time.
+Runner = Callable[[Any, str, SolverConfig, float], Solution]
+"""One method of a problem: ``(problem, method, config, t0) -> Solution`` (``t0`` the solve's start time)."""
 
-    Raises
-    ------
-    ValueError
-        ``method`` is not one of ``methods`` (the message lists them).
+
+@dataclass(frozen=True)
+class Methods:
+    """Every method of one decision problem behind one entry point, :meth:`solve`.
+
+    Attributes
+    ----------
+    kind : ProblemKind
+        Name, sense, exact methods and checker.
+    runners : dict[str, Runner]
+        Method name -> the function that runs it and returns :func:`settle`'s Solution; the key order is the
+        order the methods are listed in.
+    validate : callable(problem) -> Any, optional
+        Raises ``SpecError`` on malformed problem data (before any method runs).
+    infeasibility : callable(problem) -> str | None, optional
+        Why no decision can exist (the violated capacity), or ``None``; checked before any method runs.
+    label : str
+        The problem's name in error messages (default ``kind.name``).
     """
-    if method not in methods:
-        msg = f"unknown {problem} method {method!r}; expected one of {methods}"
-        raise ValueError(msg)
-    return config or SolverConfig(), time.perf_counter()
+
+    kind: ProblemKind
+    runners: dict[str, Runner]
+    validate: Callable[[Any], Any] | None = None
+    infeasibility: Callable[[Any], str | None] | None = None
+    label: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The method names, in order."""
+        return tuple(self.runners)
+
+    def split(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(exact methods, heuristics), each in :attr:`names` order."""
+        exact = self.kind.exact_methods
+        return tuple(m for m in self.runners if m in exact), tuple(m for m in self.runners if m not in exact)
+
+    def solve(self, problem: Any, method: str, config: SolverConfig | None = None) -> Solution:
+        """Solve ``problem`` with ``method`` and return the checked Solution of :func:`settle`.
+
+        Parameters
+        ----------
+        problem : Any
+            An instance of the problem (its formulation's problem type).
+        method : str
+            One of :attr:`names`.
+        config : SolverConfig, optional
+            Time limit, relative gap, threads and seed of the exact models (default ``SolverConfig()``).
+
+        Returns
+        -------
+        Solution
+            ``problem=kind.name``; the checker's objective; status, bound and gap by :func:`settle`'s rule; an
+            instance :attr:`infeasibility` rejects gives INFEASIBLE with the reason and no decision.
+
+        Raises
+        ------
+        ValueError
+            An unknown method (the message lists them), or a method's own size limit (brute force).
+        SpecError
+            Malformed problem data.
+        RuntimeError
+            A method returned a decision the checker rejects (a bug).
+        """
+        if method not in self.runners:
+            msg = f"unknown {self.label or self.kind.name} method {method!r}; expected one of {self.names}"
+            raise ValueError(msg)
+        config, t0 = config or SolverConfig(), time.perf_counter()
+        if self.validate is not None:
+            self.validate(problem)
+        why = self.infeasibility(problem) if self.infeasibility is not None else None
+        if why is not None:
+            return infeasible_solution(self.kind, method, why, t0)
+        return self.runners[method](problem, method, config, t0)
+
+
+def enumerate_best(kind: ProblemKind, problem: Any, decisions: Iterable[Any],
+                   tie: Callable[[Any], Any] | None = None) -> tuple[Any, int]:
+    """Score every decision with the checker and return the best feasible one and the number scored.
+
+    Ties go to the smaller ``tie(decision)`` when given, else to the first in ``decisions``' order; ``None`` is
+    returned as the decision when none is feasible. Exact by construction, for instances small enough to list.
+    """
+    sign = 1 if kind.sense == "min" else -1
+    best, best_key, count = None, None, 0
+    for decision in decisions:
+        count += 1
+        objective, violations = kind.check(problem, decision)
+        if violations:
+            continue
+        key = (sign * objective, tie(decision) if tie is not None else 0)
+        if best_key is None or key < best_key:
+            best, best_key = decision, key
+    return best, count
+
+
+def heuristic_runner(kind: ProblemKind, heuristic: Callable[[Any], Any], note: str = "",
+                     stuck: str = "no decision found") -> Runner:
+    """A :data:`Runner` for ``heuristic(problem) -> decision | None`` (``stuck`` is the reason of ``None``)."""
+
+    def run(problem: Any, method: str, config: SolverConfig, t0: float) -> Solution:
+        decision = heuristic(problem)
+        return settle(kind, problem, method, decision, config, t0, log_summary=note or f"{method}: done",
+                      reason="" if decision is not None else stuck)
+
+    return run
 
 
 def infeasible_solution(kind: ProblemKind, method: str, reason: str, t0: float) -> Solution:

@@ -86,17 +86,12 @@ def _without(methods: Sequence[str], *drop: str) -> tuple[str, ...]:
     return tuple(m for m in methods if m not in drop)
 
 
-def _split(methods: Sequence[str], exact: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(exact methods, heuristics) of ``methods``, each in the given order."""
-    return tuple(m for m in methods if m in exact), tuple(m for m in methods if m not in exact)
-
-
-_MAPPING = _split(mapping.MAPPING_METHODS, mapping.EXACT_METHODS)
-_PARTITION = _split(hbm_partition.HBM_PARTITION_METHODS, hbm_partition.EXACT_METHODS)
-_PACKING = _split(hbm_packing.HBM_PACKING_METHODS, hbm_packing.KIND.exact_methods)
-_EXPERTS = _split(expert_split.EXPERT_SPLIT_METHODS, expert_split.EXACT_METHODS)
-_SHAPES = _split(snake_hw.SHAPE_SET_METHODS, snake_hw.SHAPE_KIND.exact_methods)
-_AREA = _split(snake_hw.AREA_SPLIT_METHODS, snake_hw.AREA_KIND.exact_methods)
+_MAPPING = mapping.SOLVERS.split()
+_PARTITION = hbm_partition.SOLVERS.split()
+_PACKING = hbm_packing.SOLVERS.split()
+_EXPERTS = expert_split.SOLVERS.split()
+_SHAPES = snake_hw.SHAPE_SET.split()
+_AREA = snake_hw.AREA_SPLIT.split()
 
 PROBLEMS: dict[str, ProblemRecord] = {r.name: r for r in (
     ProblemRecord(
