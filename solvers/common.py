@@ -167,6 +167,17 @@ def heuristic_runner(kind: ProblemKind, heuristic: Callable[[Any], Any], note: s
     return run
 
 
+def enumeration_runner(kind: ProblemKind, enumerate_all: Callable[[Any], tuple[Any, int]], what: str) -> Runner:
+    """A :data:`Runner` for ``enumerate_all(problem) -> (best decision, number enumerated)``; ``what`` names the
+    enumerated things in the log line (e.g. ``"assignments"``)."""
+
+    def run(problem: Any, method: str, config: SolverConfig, t0: float) -> Solution:
+        decision, count = enumerate_all(problem)
+        return settle(kind, problem, method, decision, config, t0, log_summary=f"{method}: {count:,} {what}")
+
+    return run
+
+
 def infeasible_solution(kind: ProblemKind, method: str, reason: str, t0: float) -> Solution:
     """Return the INFEASIBLE result found before solving (``reason`` names the capacity); no decision, no bound."""
     return Solution(problem=kind.name, method=method, exact=method in kind.exact_methods,

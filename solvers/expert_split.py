@@ -44,7 +44,7 @@ from chipdse.formulations.expert_split import (
     tier_loads_s,
 )
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
-from chipdse.solvers.common import Methods, ProblemKind, Runner, settle
+from chipdse.solvers.common import Methods, ProblemKind, Runner, enumeration_runner, settle
 from chipdse.solvers.config import SolverConfig
 
 MAX_BRUTE_FORCE_EXPERTS = 20
@@ -100,11 +100,6 @@ def _exact(run: Runner) -> Runner:
     return exact
 
 
-def _brute_force(problem: ExpertSplitProblem, method: str, config: SolverConfig, t0: float) -> Solution:
-    decision, n_seen = brute_force_split(problem)
-    return settle(KIND, problem, method, decision, config, t0, log_summary=f"brute force: {n_seen} assignments")
-
-
 def _solve_milp(problem: ExpertSplitProblem, method: str, config: SolverConfig, t0: float) -> Solution:
     """Build (MIP start from ``nova-kstar``), solve and decode the MILP; bound in seconds."""
     start, _ = nova_kstar_split(problem)
@@ -156,7 +151,7 @@ def nova_kstar_split(problem: ExpertSplitProblem) -> tuple[dict[int, int], int]:
     Raises
     ------
     SpecError
-        The problem data are malformed.
+        Malformed problem data (from :func:`formulations.expert_split.expert_times_s`).
 
     Notes
     -----
@@ -269,7 +264,8 @@ def brute_force_split(problem: ExpertSplitProblem) -> tuple[dict[int, int], int]
 
 
 SOLVERS = Methods(KIND, {
-    "milp-highs": _exact(_solve_milp), "cpsat": _exact(_solve_cpsat), "brute-force": _exact(_brute_force),
+    "milp-highs": _exact(_solve_milp), "cpsat": _exact(_solve_cpsat),
+    "brute-force": _exact(enumeration_runner(KIND, brute_force_split, "assignments")),
     "nova-kstar": _sorted_split, "static-1-9": _sorted_split,
 }, validate=expert_times_s, label="expert-split")
 """Every expert-split method behind :func:`solve_expert_split`."""

@@ -35,11 +35,15 @@ from chipdse.formulations.hbm_partition import (
     min_stacks,
 )
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
-from chipdse.solvers.common import Methods, ProblemKind, enumerate_best, heuristic_runner, settle
+from chipdse.solvers.common import (
+    Methods,
+    ProblemKind,
+    enumerate_best,
+    enumeration_runner,
+    heuristic_runner,
+    settle,
+)
 from chipdse.solvers.config import SolverConfig
-
-MAX_COMPOSITIONS = 2_000_000
-"""Largest number of partitions ``"enumeration"`` scores before refusing."""
 
 KIND = ProblemKind("hbm-partition", "max", frozenset({"milp-highs", "cpsat", "enumeration"}), check_hbm_partition,
                    extra=lambda p, d: {"requests": {g: group_concurrency(p, g, d[g]) for g in hbm_groups(p)}})
@@ -60,6 +64,10 @@ def solve_hbm_partition(problem: HbmPartitionProblem, method: str = "milp-highs"
         ``"enumeration"`` refuses (ValueError) more than :data:`MAX_COMPOSITIONS` partitions.
     """
     return SOLVERS.solve(problem, method, config)
+
+
+MAX_COMPOSITIONS = 2_000_000
+"""Largest number of partitions ``"enumeration"`` scores before refusing."""
 
 
 def hbm_compositions(n_hbm: int, n_groups: int) -> Iterator[tuple[int, ...]]:
@@ -175,13 +183,9 @@ def _solve_cpsat(problem: HbmPartitionProblem, method: str, config: SolverConfig
                   extra={"unit_bytes": built.unit_bytes})
 
 
-def _enumeration(problem: HbmPartitionProblem, method: str, config: SolverConfig, t0: float) -> Solution:
-    decision, n_scored = enumerate_hbm_partitions(problem)
-    return settle(KIND, problem, method, decision, config, t0, log_summary=f"enumeration: {n_scored} partitions scored")
-
-
 SOLVERS = Methods(KIND, {
-    "milp-highs": _solve_milp, "cpsat": _solve_cpsat, "enumeration": _enumeration,
+    "milp-highs": _solve_milp, "cpsat": _solve_cpsat,
+    "enumeration": enumeration_runner(KIND, enumerate_hbm_partitions, "partitions scored"),
     "proportional": heuristic_runner(KIND, proportional_partition, "proportional: rounded continuous optimum"),
 }, infeasibility=hbm_partition_infeasibility, label="HBM partition")
 """Every HBM partition method behind :func:`solve_hbm_partition`."""

@@ -45,19 +45,16 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
                              hint: dict[int, str] | None = None) -> Solution:
     """Place chiplets minimizing ``max link load + hop_weight x hop-weighted volume`` under XY routing.
 
+    ``problem``, ``config`` and ``seed`` are as in :func:`solvers.placement.solve_placement`; ``method`` is one of
+    :data:`MAX_LINK_METHODS`.
+
     Parameters
     ----------
-    problem : PlacementProblem
-    method : str
-        One of :data:`MAX_LINK_METHODS`.
-    config : SolverConfig, optional
     hop_weight : float
         Weight of HYDRA Eq. 2's hop-weighted volume next to the max link load (0 = max link load alone).
     hop_limit : float, optional
         Only placements with Eq. 2 <= hop_limit (bytes x hops) are feasible; with the proven Eq. 2 optimum (see
         :func:`solve_lexicographic`) the pair is lexicographic. Exact methods only.
-    seed : int
-        Seed of the randomized heuristics.
     hint : dict[int, str], optional
         MIP start for ``milp-highs`` (default: the best heuristic placement).
 

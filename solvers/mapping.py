@@ -39,7 +39,7 @@ from chipdse.formulations.mapping import (
     stage_times,
 )
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
-from chipdse.solvers.common import Methods, ProblemKind, heuristic_runner, settle
+from chipdse.solvers.common import Methods, ProblemKind, enumeration_runner, heuristic_runner, settle
 from chipdse.solvers.config import SolverConfig
 
 MAX_BRUTE_FORCE = 2_000_000
@@ -245,13 +245,9 @@ def _solve_cpsat(problem: MappingProblem, method: str, config: SolverConfig, t0:
                   extra={"resolution_s": built.resolution_s})
 
 
-def _brute_force(problem: MappingProblem, method: str, config: SolverConfig, t0: float) -> Solution:
-    decision, n_seen = brute_force_mapping(problem)
-    return settle(KIND, problem, method, decision, config, t0, log_summary=f"brute force: {n_seen} assignments")
-
-
 SOLVERS = Methods(KIND, {
-    "milp-highs": _solve_milp, "cpsat": _solve_cpsat, "brute-force": _brute_force,
+    "milp-highs": _solve_milp, "cpsat": _solve_cpsat,
+    "brute-force": enumeration_runner(KIND, brute_force_mapping, "assignments"),
     "lpt-greedy": heuristic_runner(KIND, lpt_greedy_mapping),
     "round-robin": heuristic_runner(KIND, round_robin_mapping),
     "contiguous-dp": heuristic_runner(KIND, contiguous_dp_mapping, stuck="no split of the task chain into contiguous "

@@ -354,7 +354,7 @@ def hydra_greedy_placement(problem: PlacementProblem) -> dict[int, str]:
 
 
 def round_robin_placement(problem: PlacementProblem) -> dict[int, str]:
-    """Return the round-robin baseline placement.
+    """Return the round-robin baseline placement (HYDRA Sec. VI-D, memory chiplets on the outer ring).
 
     HBM chiplets are spread evenly around the ring (chiplet m of the n HBMs at ring position
     ``floor(m * len(ring) / n)``, or the next free allowed ring cell), with the groups alternating in the
@@ -365,10 +365,6 @@ def round_robin_placement(problem: PlacementProblem) -> dict[int, str]:
     ------
     PlacementHeuristicError
         If some chiplet finds no free allowed cell.
-
-    References
-    ----------
-    HYDRA Sec. VI-D (round-robin placement baseline, memory chiplets on the outer ring).
     """
     types = active_types(problem)
     placement: dict[int, str] = {}
