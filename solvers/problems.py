@@ -1,6 +1,9 @@
-"""Turn a scored design point into the decision problems solved for it: HBM partition, placement, mapping.
+"""Build decision-problem instances from scenarios: HYDRA's finalists (HBM partition and packing, placement,
+mapping; :func:`finalist` picks B* or M_T as explore does), SNAKE's shape set and area split, NOVA's expert split.
 
-This is where specs meet formulations: the formulations only see plain problem objects.
+This is where specs meet formulations: the formulations only see plain problem objects. The builders are what
+``solvers.registry`` registers; SNAKE and NOVA scenario specs are taken as loaded (their loaders sit in
+``chipdse.studies``, a layer above).
 """
 
 from __future__ import annotations
