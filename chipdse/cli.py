@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import pandas as pd
 import typer
 from rich.console import Console
 from rich.progress import (
@@ -22,7 +24,18 @@ from rich.progress import (
 from rich.text import Text
 
 from chipdse.core.errors import ChipdseError
+from chipdse.core.io import atomic_path, ensure_writable_dir
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
+from chipdse.formulations.qap import read_qaplib
+from chipdse.solvers.compare import comparison_rows, run_methods, validate_methods
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.problems import FINALIST_POINTS
+from chipdse.solvers.qap import solve_qap
+from chipdse.solvers.registry import PROBLEMS, problem_record, problems_help
+from chipdse.studies.nova import load_nova_scenario
+from chipdse.studies.snake import load_snake_scenario
 
 app = typer.Typer(
     add_completion=False,
@@ -47,8 +60,8 @@ class RateColumn(ProgressColumn):
 
 def _check_finalist(point: str) -> None:
     """``--point`` of compare / solve names a finalist: b-star or m-t (ValueError otherwise)."""
-    if point not in ("b-star", "m-t"):
-        msg = f"--point must be one of ['b-star', 'm-t'], got {point!r}"
+    if point not in FINALIST_POINTS:
+        msg = f"--point must be one of {list(FINALIST_POINTS)}, got {point!r}"
         raise ValueError(msg)
 
 
@@ -187,17 +200,46 @@ def _explore_study(kind: str, path: Path, out: Path | None, time_limit: float | 
         typer.echo(f"wrote {k}: {p}")
 
 
+def _problem_instance(problem: str, path: Path | None, point: str, time_limit: float | None
+                      ) -> tuple[Any, str, SolverConfig]:
+    """Load the scenario a registered problem needs, build its instance and the solver settings.
+
+    Returns (instance, label, config); the time limit defaults to the scenario's, the seed is the scenario's
+    (hydra) or 0.
+
+    Raises
+    ------
+    ValueError, ChipdseError
+        Unknown problem, a bad ``--point``, a scenario of another kind or a malformed scenario.
+    """
+    record = problem_record(problem)
+    _check_finalist(point)
+    if path is None and record.default_scenario is not None:
+        path = instances_dir() / "scenarios" / record.default_scenario
+    kind = "hydra" if path is None else _scenario_kind(path)
+    if kind != record.scenario_kind:
+        msg = f"{problem} needs a kind: {record.scenario_kind} scenario; {path} is kind: {kind}"
+        raise ValueError(msg)
+    if kind == "hydra":
+        sc = load_scenario(path)
+        limit, seed = sc.spec.time_limit_s, sc.spec.seed
+    else:
+        sc = load_snake_scenario(path) if kind == "snake" else load_nova_scenario(path)
+        limit, seed = sc.time_limit_s, 0
+    instance, label = record.build(sc, point)
+    return instance, label, SolverConfig(time_limit_s=time_limit or limit, seed=seed)
+
+
 @app.command()
 def compare(
-    problem: Annotated[str, typer.Argument(
-        metavar="PROBLEM", help="placement (HYDRA Eq. 2), placement-max-link (busiest NoI link, XY routing), "
-        "hbm-partition, hbm-packing (per-stack, Eq. 1 split) or mapping (decode mapping).")],
+    problem: Annotated[str, typer.Argument(metavar="PROBLEM", help=f"One of: {problems_help()}.")],
     scenario: Annotated[Path | None, typer.Argument(
-        metavar="SCENARIO", help="Scenario YAML (default: the bundled default).", show_default=False)] = None,
+        metavar="SCENARIO", help="Scenario YAML of the problem's kind (default: the bundled default of that kind).",
+        show_default=False)] = None,
     methods: Annotated[list[str] | None, typer.Option(
         "--methods", help="Methods to run (repeat the option); default: every method except brute force.",
         show_default=False)] = None,
-    point: Annotated[str, typer.Option("--point", help="Which finalist: b-star or m-t.")] = "b-star",
+    point: Annotated[str, typer.Option("--point", help="Which HYDRA finalist: b-star or m-t.")] = "b-star",
     time_limit: Annotated[float | None, typer.Option(
         "--time-limit", min=0.1, help="Time limit per exact solve, s (default: the scenario's).",
         show_default=False)] = None,
@@ -205,20 +247,10 @@ def compare(
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Also write the rows to this CSV file.",
                                                   show_default=False)] = None,
 ) -> None:
-    """Run every method of one decision problem on a scenario's B* (or M_T) instance and compare them.
+    """Run every method of one decision problem on a scenario's instance (HYDRA: its B* or M_T) and compare them.
 
     Columns: method, exact, objective, bound, gap (own), gap to the best proven bound, status, wall time.
     """
-    import json
-
-    import pandas as pd
-
-    from chipdse.core.io import atomic_path, ensure_writable_dir
-    from chipdse.core.scenario import load_scenario
-    from chipdse.solvers.compare import comparison_rows, run_methods, validate_methods
-    from chipdse.solvers.config import SolverConfig
-    from chipdse.solvers.problems import finalist_instance
-
     try:
         validate_methods(problem, methods)
         _check_finalist(point)
@@ -227,9 +259,7 @@ def compare(
                 msg = f"--csv {csv_path} is a directory; give a file name"
                 raise ValueError(msg)
             ensure_writable_dir(csv_path.parent)
-        sc = load_scenario(scenario)
-        cfg = SolverConfig(time_limit_s=time_limit or sc.spec.time_limit_s, seed=sc.spec.seed)
-        instance, label = finalist_instance(sc, problem, point)
+        instance, label, cfg = _problem_instance(problem, scenario, point, time_limit)
         rows = comparison_rows(run_methods(problem, instance, methods, cfg))
         if csv_path is not None:
             with atomic_path(csv_path) as tmp:
@@ -241,7 +271,8 @@ def compare(
     if as_json:
         typer.echo(json.dumps(rows, default=str))
         return
-    typer.echo(f"{problem} on {label} ({point}), time limit {cfg.time_limit_s:g} s per exact solve")
+    where = f"{label} ({point})" if problem_record(problem).scenario_kind == "hydra" else label
+    typer.echo(f"{problem} on {where}, time limit {cfg.time_limit_s:g} s per exact solve")
     typer.echo(f"{'method':14s} {'exact':>5s} {'objective':>12s} {'bound':>12s} {'gap':>8s} {'to best':>8s} "
                f"{'status':>12s} {'wall s':>8s}")
     for r in rows:
@@ -259,16 +290,16 @@ def compare(
 @app.command()
 def solve(
     problem: Annotated[str, typer.Argument(
-        metavar="PROBLEM", help="qap, placement, placement-max-link, hbm-partition, hbm-packing or mapping.")],
+        metavar="PROBLEM", help=f"qap (a QAPLIB file), or one of: {problems_help()}.")],
     path: Annotated[Path | None, typer.Argument(
-        metavar="FILE", help="qap: a QAPLIB .dat file; otherwise a scenario YAML (default: the bundled default).",
-        show_default=False)] = None,
+        metavar="FILE", help="qap: a QAPLIB .dat file; otherwise a scenario YAML of the problem's kind (default: "
+        "the bundled default of that kind).", show_default=False)] = None,
     method: Annotated[str | None, typer.Option(
-        "--method", help="Method for placement / hbm-partition / mapping (see chipdse compare).",
+        "--method", help="Method of the problem (chipdse compare PROBLEM --help lists them; not for qap).",
         show_default=False)] = None,
     solver: Annotated[str, typer.Option(
         "--solver", help="qap: highs (RLT-1 MILP), cpsat, or bnb (Gilmore-Lawler branch and bound).")] = "highs",
-    point: Annotated[str, typer.Option("--point", help="Which finalist: b-star or m-t.")] = "b-star",
+    point: Annotated[str, typer.Option("--point", help="Which HYDRA finalist: b-star or m-t.")] = "b-star",
     time_limit: Annotated[float | None, typer.Option(
         "--time-limit", min=0.1, help="Solver time limit, s (default: the scenario's; qap: 60). Building the "
         "model comes on top (qap: about 9 s at n = 20).",
@@ -276,24 +307,15 @@ def solve(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ) -> None:
     """Solve one decision problem with one method: a QAPLIB file (QAP mode of the placement formulation), or a
-    scenario's B* / M_T placement, HBM partition or decode mapping.
+    registered problem on a scenario's instance.
 
     Prints objective, proven bound, gap, status and wall time; a time limit returns the incumbent with its gap.
     """
-    import json
-
-    from chipdse.core.solution import relative_gap
-    from chipdse.solvers.config import SolverConfig
-
     try:
-        problems = ("qap", "placement", "placement-max-link", "hbm-partition", "hbm-packing", "mapping")
-        if problem not in problems:
-            msg = f"PROBLEM must be one of {list(problems)}, got {problem!r}"
+        if problem != "qap" and problem not in PROBLEMS:
+            msg = f"PROBLEM must be one of {['qap', *PROBLEMS]}, got {problem!r}"
             raise ValueError(msg)
         if problem == "qap":
-            from chipdse.formulations.qap import read_qaplib
-            from chipdse.solvers.qap import solve_qap
-
             if path is None:
                 msg = "chipdse solve qap needs a QAPLIB .dat file"
                 raise ValueError(msg)
@@ -304,24 +326,16 @@ def solve(
             sol = solve_qap(inst, solver, SolverConfig(time_limit_s=time_limit or 60.0))
             out = {"problem": "qap", "instance": inst.name, "n": inst.n, "solver": solver}
         else:
-            from chipdse.core.scenario import load_scenario
-            from chipdse.solvers.compare import run_methods, validate_methods
-            from chipdse.solvers.problems import finalist_instance
-
             if method is None:
                 msg = f"--method is required for {problem!r} (chipdse compare {problem} lists the methods)"
                 raise ValueError(msg)
             validate_methods(problem, [method])
-            _check_finalist(point)
-            sc = load_scenario(path)
-            cfg = SolverConfig(time_limit_s=time_limit or sc.spec.time_limit_s, seed=sc.spec.seed)
-            instance, label = finalist_instance(sc, problem, point)
+            instance, label, cfg = _problem_instance(problem, path, point, time_limit)
             sol = run_methods(problem, instance, [method], cfg)[0]
             out = {"problem": problem, "instance": label, "method": method}
     except (ChipdseError, ValueError) as exc:
         _fail(exc)
-    out.update({"objective": sol.objective, "bound": sol.bound,
-                "gap": None if sol.objective is None else relative_gap(sol.objective, sol.bound),
+    out.update({"objective": sol.objective, "bound": sol.bound, "gap": sol.gap,
                 "status": sol.status.value, "wall_s": sol.wall_s, "reason": sol.reason})
     if problem == "qap":
         out["permutation"] = sol.decision

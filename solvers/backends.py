@@ -41,6 +41,10 @@ _CPSAT_STATUS = {
     cp_model.MODEL_INVALID: (SolutionStatus.UNKNOWN, TerminationCondition.UNKNOWN),
 }
 
+HIGHS_ABS_GAP = 1e-6
+"""HiGHS's default ``mip_abs_gap``: HiGHS also stops as optimal when incumbent and bound differ by this much, in the
+model's own objective units."""
+
 
 @dataclass
 class BackendResult:
@@ -52,6 +56,8 @@ class BackendResult:
     bound: float | None
     wall_s: float
     log_summary: str
+    abs_gap: float = 0.0
+    """Absolute gap, in the model's objective units, at which the solver stops as optimal besides ``rel_gap``."""
 
     @property
     def has_solution(self) -> bool:
@@ -202,7 +208,8 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
     if status == SolutionStatus.OPTIMAL and objective is not None and bound is None:
         bound = objective
     summary = f"{solver}: {res.termination_condition.name}, incumbent={objective}, bound={bound}"
-    return BackendResult(status, term, objective, bound, wall, summary)
+    abs_gap = float(options.get("mip_abs_gap", HIGHS_ABS_GAP)) if solver == "highs" else 0.0
+    return BackendResult(status, term, objective, bound, wall, summary, abs_gap)
 
 
 def _solve_cpsat_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:

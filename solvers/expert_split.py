@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from chipdse.core.errors import SpecError
-from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition
+from chipdse.core.solution import Solution, TerminationCondition
 from chipdse.formulations.expert_split import (
     TIER1,
     TIER2,
@@ -44,21 +44,8 @@ from chipdse.formulations.expert_split import (
     tier_loads_s,
 )
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
-from chipdse.solvers.common import (
-    ProblemKind,
-    backend_solution,
-    checked_solution,
-    enumerated_solution,
-    heuristic_solution,
-)
+from chipdse.solvers.common import Methods, ProblemKind, Runner, enumeration_runner, settle
 from chipdse.solvers.config import SolverConfig
-
-PROBLEM = "expert-split"
-
-EXPERT_SPLIT_METHODS = ("milp-highs", "cpsat", "brute-force", "nova-kstar", "static-1-9")
-"""Method names accepted by :func:`solve_expert_split`."""
-
-EXACT_METHODS = frozenset({"milp-highs", "cpsat", "brute-force"})
 
 MAX_BRUTE_FORCE_EXPERTS = 20
 """Most active experts ``"brute-force"`` enumerates (2**20 assignments)."""
@@ -69,21 +56,15 @@ STATIC_HOT_SHARE = 0.1
 ROUTING_KINDS = ("uniform", "zipf", "concentrated")
 """Routing distributions accepted by :func:`routing_counts`."""
 
-KIND = ProblemKind(PROBLEM, "min", EXACT_METHODS, check_expert_split, extra=tier_loads_s)
-"""Checker, sense and exact methods of this problem, for the shared wrappers in solvers/common.py."""
+KIND = ProblemKind("expert-split", "min", frozenset({"milp-highs", "cpsat", "brute-force"}), check_expert_split,
+                   extra=tier_loads_s)
+"""Checker, sense and exact methods of the tier split (NOVA Sec. VI-E), for :func:`solvers.common.settle`."""
 
 
 def solve_expert_split(problem: ExpertSplitProblem, method: str = "milp-highs",
                        config: SolverConfig | None = None) -> Solution:
-    """Assign experts to NOVA's tiers with one method, minimizing the decode-step makespan.
-
-    Parameters
-    ----------
-    problem : ExpertSplitProblem
-    method : str
-        One of :data:`EXPERT_SPLIT_METHODS`.
-    config : SolverConfig, optional
-        Time limit, gap, threads, seed for the exact models (defaults to ``SolverConfig()``).
+    """Assign experts to NOVA's tiers with ``method`` (one of :data:`EXPERT_SPLIT_METHODS`), minimizing the
+    decode-step makespan (NOVA Sec. VI-E); arguments, status rule and errors as :meth:`solvers.common.Methods.solve`.
 
     Returns
     -------
@@ -93,55 +74,33 @@ def solve_expert_split(problem: ExpertSplitProblem, method: str = "milp-highs",
         lower bound in seconds (exact methods); ``extra`` holds ``tier1_s`` and ``tier2_s`` (each tier's busy
         time), plus ``k`` (experts on Tier-2) for the sorted heuristics. An instance without routed tokens
         (no experts, or all ``n_e = 0``) has makespan 0: exact methods return it as OPTIMAL without calling a
-        solver. Every assignment is feasible, so there is no INFEASIBLE outcome.
-
-    Raises
-    ------
-    ValueError
-        Unknown method, or ``"brute-force"`` on more than :data:`MAX_BRUTE_FORCE_EXPERTS` active experts.
-    SpecError
-        The problem data are malformed.
-    RuntimeError
-        A method returned a decision the checker rejects (a bug).
-
-    References
-    ----------
-    NOVA Sec. VI-E.
+        solver. Every assignment is feasible, so there is no INFEASIBLE outcome; ``"brute-force"`` refuses
+        (ValueError) more than :data:`MAX_BRUTE_FORCE_EXPERTS` active experts.
     """
-    if method not in EXPERT_SPLIT_METHODS:
-        msg = f"unknown expert-split method {method!r}; expected one of {EXPERT_SPLIT_METHODS}"
-        raise ValueError(msg)
-    config = config or SolverConfig()
-    t0 = time.perf_counter()
-    expert_times_s(problem)  # validates
-    if method == "nova-kstar":
-        decision, k = nova_kstar_split(problem)
-        return _heuristic(problem, method, decision, k, t0)
-    if method == "static-1-9":
-        decision, k = static_split(problem)
-        return _heuristic(problem, method, decision, k, t0)
-    if not active_experts(problem):
+    return SOLVERS.solve(problem, method, config)
+
+
+def _sorted_split(problem: ExpertSplitProblem, method: str, config: SolverConfig, t0: float) -> Solution:
+    """NOVA's k* or static split: the hottest experts on Tier-2, ``extra["k"]`` of them."""
+    decision, k = (nova_kstar_split if method == "nova-kstar" else static_split)(problem)
+    return settle(KIND, problem, method, decision, config, t0, extra={"k": k},
+                  log_summary=f"{method}: hottest {k} of {problem.n_experts} experts on Tier-2")
+
+
+def _exact(run: Runner) -> Runner:
+    """``run`` on an instance with routed tokens; without any, the all-Tier-1 split of makespan 0 (no solver)."""
+
+    def exact(problem: ExpertSplitProblem, method: str, config: SolverConfig, t0: float) -> Solution:
+        if active_experts(problem):
+            return run(problem, method, config, t0)
         decision = dict.fromkeys(range(problem.n_experts), TIER1)
-        return checked_solution(KIND, problem, method, decision, SolutionStatus.OPTIMAL,
-                                TerminationCondition.OPTIMAL, bound="objective", t0=t0,
-                                log_summary="trivial: no expert has routed tokens, makespan 0")
-    if method == "brute-force":
-        decision, n_seen = brute_force_split(problem)
-        return enumerated_solution(KIND, problem, method, decision, t0, f"brute force: {n_seen} assignments")
-    if method == "milp-highs":
-        return _solve_milp(problem, config, t0)
-    return _solve_cpsat(problem, config, t0)
+        return settle(KIND, problem, method, decision, config, t0, bound=0.0, termination=TerminationCondition.OPTIMAL,
+                      log_summary="trivial: no expert has routed tokens, makespan 0")
+
+    return exact
 
 
-def _heuristic(problem: ExpertSplitProblem, method: str, decision: dict[int, int], k: int, t0: float) -> Solution:
-    """Wrap a sorted-split heuristic's decision as a checked FEASIBLE solution with ``extra["k"]``."""
-    sol = heuristic_solution(KIND, problem, method, decision, t0,
-                             f"{method}: hottest {k} of {problem.n_experts} experts on Tier-2")
-    sol.extra["k"] = k
-    return sol
-
-
-def _solve_milp(problem: ExpertSplitProblem, config: SolverConfig, t0: float) -> Solution:
+def _solve_milp(problem: ExpertSplitProblem, method: str, config: SolverConfig, t0: float) -> Solution:
     """Build (MIP start from ``nova-kstar``), solve and decode the MILP; bound in seconds."""
     start, _ = nova_kstar_split(problem)
     m = build_expert_split_milp(problem, hint=start)
@@ -150,10 +109,11 @@ def _solve_milp(problem: ExpertSplitProblem, config: SolverConfig, t0: float) ->
     unit = float(m.time_unit_s.value)
     decision = decode_expert_split_milp(m, problem) if res.has_solution else None
     bound = res.bound * unit if res.bound is not None else None
-    return backend_solution(KIND, problem, "milp-highs", res, decision, bound, build_s, t0)
+    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, start=start,
+                  unit=unit, build_s=build_s)
 
 
-def _solve_cpsat(problem: ExpertSplitProblem, config: SolverConfig, t0: float) -> Solution:
+def _solve_cpsat(problem: ExpertSplitProblem, method: str, config: SolverConfig, t0: float) -> Solution:
     """Build (hinted with ``nova-kstar``), solve and decode the CP-SAT model; bound in seconds."""
     start, _ = nova_kstar_split(problem)
     built = build_expert_split_cpsat(problem, hint=start)
@@ -161,9 +121,9 @@ def _solve_cpsat(problem: ExpertSplitProblem, config: SolverConfig, t0: float) -
     res, solver = solve_cpsat(built.model, config)
     decision = decode_expert_split_cpsat(built, solver, problem) if res.has_solution else None
     bound = built.bound_s(res.bound) if res.bound is not None else None
-    sol = backend_solution(KIND, problem, "cpsat", res, decision, bound, build_s, t0)
-    sol.extra["resolution_s"] = built.resolution_s
-    return sol
+    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, start=start,
+                  resolution=problem.n_experts * built.resolution_s, build_s=build_s,
+                  extra={"resolution_s": built.resolution_s})
 
 
 def hotness_order(problem: ExpertSplitProblem) -> list[int]:
@@ -191,7 +151,7 @@ def nova_kstar_split(problem: ExpertSplitProblem) -> tuple[dict[int, int], int]:
     Raises
     ------
     SpecError
-        The problem data are malformed.
+        Malformed problem data (from :func:`formulations.expert_split.expert_times_s`).
 
     Notes
     -----
@@ -301,6 +261,17 @@ def brute_force_split(problem: ExpertSplitProblem) -> tuple[dict[int, int], int]
         if best_mask >> i & 1:
             decision[e] = TIER2
     return decision, 1 << m
+
+
+SOLVERS = Methods(KIND, {
+    "milp-highs": _exact(_solve_milp), "cpsat": _exact(_solve_cpsat),
+    "brute-force": _exact(enumeration_runner(KIND, brute_force_split, "assignments")),
+    "nova-kstar": _sorted_split, "static-1-9": _sorted_split,
+}, validate=expert_times_s, label="expert-split")
+"""Every expert-split method behind :func:`solve_expert_split`."""
+
+EXPERT_SPLIT_METHODS = SOLVERS.names
+"""Method names accepted by :func:`solve_expert_split`."""
 
 
 def routing_counts(n_experts: int, tokens: int, top_k: int, kind: str = "uniform",

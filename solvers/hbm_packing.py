@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import time
 
-from chipdse.core.solution import Solution
+from chipdse.core.solution import Solution, SolutionStatus
 from chipdse.formulations.hbm_packing import (
     HbmPackingProblem,
     build_hbm_packing_milp,
@@ -19,18 +19,10 @@ from chipdse.formulations.hbm_packing import (
     packing_infeasibility,
 )
 from chipdse.solvers.backends import solve_pyomo
-from chipdse.solvers.common import (
-    ProblemKind,
-    backend_solution,
-    enumerated_solution,
-    heuristic_solution,
-    infeasible_solution,
-    no_solution,
-)
+from chipdse.solvers.common import Methods, ProblemKind, enumerate_best, heuristic_runner, infeasible_solution, settle
 from chipdse.solvers.config import SolverConfig
 
 PROBLEM = "hbm-packing"
-HBM_PACKING_METHODS = ("milp-highs", "first-fit", "brute-force")
 BRUTE_FORCE_MAX = 200_000
 KIND = ProblemKind(PROBLEM, "max", frozenset({"milp-highs", "brute-force"}), check_hbm_packing)
 
@@ -64,46 +56,33 @@ def _first_fit_best(problem: HbmPackingProblem) -> dict[str, int] | None:
 
 
 def solve_hbm_packing(problem: HbmPackingProblem, method: str, config: SolverConfig | None = None) -> Solution:
-    """Pack one partition's blocks into stacks with ``method``.
+    """Pack one partition's blocks into stacks with ``method`` (one of :data:`HBM_PACKING_METHODS`); arguments,
+    status rule and errors as :meth:`solvers.common.Methods.solve`.
 
     Returns
     -------
     Solution
         ``objective`` = concurrent requests of the packing (checker, exact arithmetic), ``bound`` = the MILP's
         (never above Eq. 1's pooled value), ``status`` infeasible with the violated capacity named when a block
-        or a group's weights cannot fit.
-
-    Raises
-    ------
-    ValueError
-        Unknown method, or brute force on more than :data:`BRUTE_FORCE_MAX` assignments.
+        or a group's weights cannot fit; ``"brute-force"`` refuses (ValueError) more than :data:`BRUTE_FORCE_MAX`
+        assignments.
     """
-    if method not in HBM_PACKING_METHODS:
-        msg = f"hbm-packing method must be one of {HBM_PACKING_METHODS}, got {method!r}"
-        raise ValueError(msg)
-    config = config or SolverConfig()
-    t0 = time.perf_counter()
-    why = packing_infeasibility(problem)
-    if why is not None:
-        return infeasible_solution(KIND, method, why, t0)
-    if method == "first-fit":
-        found = _first_fit_best(problem)
-        if found is None:
-            return no_solution(KIND, method, "first fit packs no stack layout with r >= 0", t0)
-        return heuristic_solution(KIND, problem, method, found, t0, "first-fit decreasing, binary search on r")
-    if method == "brute-force":
-        return _brute_force(problem, t0)
+    return SOLVERS.solve(problem, method, config)
+
+
+def _solve_milp(problem: HbmPackingProblem, method: str, config: SolverConfig, t0: float) -> Solution:
+    """Build, solve (HiGHS) and decode the packing MILP."""
     m = build_hbm_packing_milp(problem)
     build_s = time.perf_counter() - t0
     res = solve_pyomo(m, config)
     decision = decode_hbm_packing_milp(m) if res.has_solution else None
-    sol = backend_solution(KIND, problem, method, res, decision, res.bound, build_s, t0)
-    if decision is None and res.status.value == "infeasible":
-        sol.reason = "no packing keeps every stack within capacity"
-    return sol
+    infeasible = decision is None and res.status == SolutionStatus.INFEASIBLE
+    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=res.bound, build_s=build_s,
+                  reason="no packing keeps every stack within capacity" if infeasible else "")
 
 
-def _brute_force(problem: HbmPackingProblem, t0: float) -> Solution:
+def _brute_force(problem: HbmPackingProblem, method: str, config: SolverConfig, t0: float) -> Solution:
+    """Score every assignment of blocks to the stacks of their group (at most :data:`BRUTE_FORCE_MAX`)."""
     groups = problem.stack_groups()
     options = [[s for s, g in enumerate(groups) if g == b.group] for b in problem.blocks]
     count = 1
@@ -112,12 +91,21 @@ def _brute_force(problem: HbmPackingProblem, t0: float) -> Solution:
     if count > BRUTE_FORCE_MAX:
         msg = f"brute force would try {count:,} packings, more than {BRUTE_FORCE_MAX:,}"
         raise ValueError(msg)
-    best, best_r = None, -1.0
-    for combo in itertools.product(*options):
-        decision = {b.name: s for b, s in zip(problem.blocks, combo, strict=True)}
-        r, violations = check_hbm_packing(problem, decision)
-        if not violations and r > best_r:
-            best, best_r = decision, r
+    combos = itertools.product(*options)
+    packings = ({b.name: s for b, s in zip(problem.blocks, combo, strict=True)} for combo in combos)
+    best, _ = enumerate_best(KIND, problem, packings)
     if best is None:
-        return infeasible_solution(KIND, "brute-force", "no packing keeps every stack within capacity", t0)
-    return enumerated_solution(KIND, problem, "brute-force", best, t0, f"{count:,} packings enumerated")
+        return infeasible_solution(KIND, method, "no packing keeps every stack within capacity", t0)
+    return settle(KIND, problem, method, best, config, t0, log_summary=f"{count:,} packings enumerated")
+
+
+SOLVERS = Methods(KIND, {
+    "milp-highs": _solve_milp,
+    "first-fit": heuristic_runner(KIND, _first_fit_best, "first-fit decreasing, binary search on r",
+                                  stuck="first fit packs no stack layout with r >= 0"),
+    "brute-force": _brute_force,
+}, infeasibility=packing_infeasibility, label="hbm-packing")
+"""Every packing method behind :func:`solve_hbm_packing`."""
+
+HBM_PACKING_METHODS = SOLVERS.names
+"""Method names accepted by :func:`solve_hbm_packing`."""

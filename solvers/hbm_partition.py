@@ -36,80 +36,38 @@ from chipdse.formulations.hbm_partition import (
 )
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
 from chipdse.solvers.common import (
+    Methods,
     ProblemKind,
-    backend_solution,
-    enumerated_solution,
-    heuristic_solution,
-    infeasible_solution,
+    enumerate_best,
+    enumeration_runner,
+    heuristic_runner,
+    settle,
 )
 from chipdse.solvers.config import SolverConfig
 
-PROBLEM = "hbm-partition"
-
-HBM_PARTITION_METHODS = ("milp-highs", "cpsat", "enumeration", "proportional")
-"""Method names accepted by :func:`solve_hbm_partition`."""
-
-EXACT_METHODS = frozenset({"milp-highs", "cpsat", "enumeration"})
-
-MAX_COMPOSITIONS = 2_000_000
-"""Largest number of partitions ``"enumeration"`` scores before refusing."""
-
-
-KIND = ProblemKind(PROBLEM, "max", frozenset(EXACT_METHODS), check_hbm_partition,
+KIND = ProblemKind("hbm-partition", "max", frozenset({"milp-highs", "cpsat", "enumeration"}), check_hbm_partition,
                    extra=lambda p, d: {"requests": {g: group_concurrency(p, g, d[g]) for g in hbm_groups(p)}})
-"""Checker, sense and exact methods of this problem, for the shared wrappers in solvers/common.py."""
+"""Checker, sense and exact methods of HYDRA Eq. 1, for :func:`solvers.common.settle`."""
 
 
-def solve_hbm_partition(
-    problem: HbmPartitionProblem, method: str = "milp-highs", config: SolverConfig | None = None
-) -> Solution:
-    """Split the HBM stacks among the groups with one method.
-
-    Parameters
-    ----------
-    problem : HbmPartitionProblem
-    method : str
-        One of :data:`HBM_PARTITION_METHODS`.
-    config : SolverConfig, optional
-        Time limit, gap, threads, seed for the exact models (defaults to ``SolverConfig()``).
+def solve_hbm_partition(problem: HbmPartitionProblem, method: str = "milp-highs", config: SolverConfig | None = None
+                        ) -> Solution:
+    """Split the HBM stacks among the groups with ``method`` (one of :data:`HBM_PARTITION_METHODS`; HYDRA Eq. 1 and
+    Sec. IV-A Step 1); arguments, status rule and errors as :meth:`solvers.common.Methods.solve`.
 
     Returns
     -------
     Solution
         ``problem="hbm-partition"``, ``sense="max"``; ``decision`` is ``{group: N_g}``; ``objective`` is
         ``min_g r_g`` in requests, recomputed by :func:`check_hbm_partition`; ``extra["requests"]`` holds each
-        ``r_g``. An infeasible instance gives status ``INFEASIBLE`` with ``reason`` and no decision.
-
-    Raises
-    ------
-    ValueError
-        Unknown method, or more than :data:`MAX_COMPOSITIONS` partitions to enumerate.
-    SpecError
-        The problem data are malformed.
-    RuntimeError
-        A method returned a decision the checker rejects (a bug).
-
-    References
-    ----------
-    HYDRA Eq. 1 and Sec. IV-A Step 1.
+        ``r_g``. An infeasible instance gives status ``INFEASIBLE`` with ``reason`` and no decision;
+        ``"enumeration"`` refuses (ValueError) more than :data:`MAX_COMPOSITIONS` partitions.
     """
-    if method not in HBM_PARTITION_METHODS:
-        msg = f"unknown HBM partition method {method!r}; expected one of {HBM_PARTITION_METHODS}"
-        raise ValueError(msg)
-    config = config or SolverConfig()
-    t0 = time.perf_counter()
-    reason = hbm_partition_infeasibility(problem)
-    if reason is not None:
-        return infeasible_solution(KIND, method, reason, t0)
-    if method == "milp-highs":
-        return _solve_milp(problem, config, t0)
-    if method == "cpsat":
-        return _solve_cpsat(problem, config, t0)
-    if method == "enumeration":
-        decision, n_scored = enumerate_hbm_partitions(problem)
-        return enumerated_solution(KIND, problem, method, decision, t0, f"enumeration: {n_scored} partitions scored")
-    decision = proportional_partition(problem)
-    return heuristic_solution(KIND, problem, method, decision, t0, "proportional: rounded continuous optimum")
+    return SOLVERS.solve(problem, method, config)
+
+
+MAX_COMPOSITIONS = 2_000_000
+"""Largest number of partitions ``"enumeration"`` scores before refusing."""
 
 
 def hbm_compositions(n_hbm: int, n_groups: int) -> Iterator[tuple[int, ...]]:
@@ -152,13 +110,8 @@ def enumerate_hbm_partitions(problem: HbmPartitionProblem) -> tuple[dict[str, in
             f"exceed the enumeration limit {MAX_COMPOSITIONS}"
         )
         raise ValueError(msg)
-    best: dict[str, int] | None = None
-    best_obj = -math.inf
-    for parts in hbm_compositions(problem.n_hbm, len(groups)):
-        decision = dict(zip(groups, parts, strict=True))
-        obj, violations = check_hbm_partition(problem, decision)
-        if not violations and obj > best_obj:
-            best, best_obj = decision, obj
+    splits = (dict(zip(groups, parts, strict=True)) for parts in hbm_compositions(problem.n_hbm, len(groups)))
+    best, _ = enumerate_best(KIND, problem, splits)
     if best is None:
         msg = f"no feasible partition of {problem.n_hbm} stacks among {groups}"
         raise ValueError(msg)
@@ -203,7 +156,7 @@ def proportional_partition(problem: HbmPartitionProblem) -> dict[str, int]:
     return n
 
 
-def _solve_milp(problem: HbmPartitionProblem, config: SolverConfig, t0: float) -> Solution:
+def _solve_milp(problem: HbmPartitionProblem, method: str, config: SolverConfig, t0: float) -> Solution:
     """Build, solve and decode the MILP; r_g is recomputed exactly from the decoded N_g."""
     m = build_hbm_partition_milp(problem)
     build_s = time.perf_counter() - t0
@@ -211,10 +164,10 @@ def _solve_milp(problem: HbmPartitionProblem, config: SolverConfig, t0: float) -
     decision = decode_hbm_partition_milp(m) if res.has_solution else None
     # z is an integer at any feasible point, so the floor of the bound (with slack for tolerances) is valid.
     bound = float(math.floor(res.bound + 1e-6)) if res.bound is not None else None
-    return backend_solution(KIND, problem, "milp-highs", res, decision, bound, build_s, t0)
+    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, build_s=build_s)
 
 
-def _solve_cpsat(problem: HbmPartitionProblem, config: SolverConfig, t0: float) -> Solution:
+def _solve_cpsat(problem: HbmPartitionProblem, method: str, config: SolverConfig, t0: float) -> Solution:
     """Build, solve and decode the CP-SAT model; its integer objective must equal the exact checker's."""
     built = build_hbm_partition_cpsat(problem)
     build_s = time.perf_counter() - t0
@@ -226,6 +179,16 @@ def _solve_cpsat(problem: HbmPartitionProblem, config: SolverConfig, t0: float) 
             msg = f"CP-SAT objective {res.objective} != exact Eq. 1 value {exact_obj} for {decision}"
             raise RuntimeError(msg)
     bound = float(math.floor(res.bound + 1e-6)) if res.bound is not None else None
-    sol = backend_solution(KIND, problem, "cpsat", res, decision, bound, build_s, t0)
-    sol.extra["unit_bytes"] = built.unit_bytes
-    return sol
+    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, build_s=build_s,
+                  extra={"unit_bytes": built.unit_bytes})
+
+
+SOLVERS = Methods(KIND, {
+    "milp-highs": _solve_milp, "cpsat": _solve_cpsat,
+    "enumeration": enumeration_runner(KIND, enumerate_hbm_partitions, "partitions scored"),
+    "proportional": heuristic_runner(KIND, proportional_partition, "proportional: rounded continuous optimum"),
+}, infeasibility=hbm_partition_infeasibility, label="HBM partition")
+"""Every HBM partition method behind :func:`solve_hbm_partition`."""
+
+HBM_PARTITION_METHODS = SOLVERS.names
+"""Method names accepted by :func:`solve_hbm_partition`."""

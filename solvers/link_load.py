@@ -14,7 +14,7 @@ import time
 
 import pyomo.environ as pyo
 
-from chipdse.core.solution import Solution
+from chipdse.core.solution import Solution, TerminationCondition
 from chipdse.formulations.link_load import brute_force_max_link, build_max_link_milp, objective_value
 from chipdse.formulations.placement import (
     PlacementProblem,
@@ -24,20 +24,20 @@ from chipdse.formulations.placement import (
     set_placement_start,
 )
 from chipdse.solvers.backends import solve_pyomo
-from chipdse.solvers.common import (
-    ProblemKind,
-    backend_solution,
-    checked_solution,
-    enumerated_solution,
-    heuristic_solution,
-    infeasible_solution,
-    no_solution,
-)
+from chipdse.solvers.common import ProblemKind, infeasible_solution, settle
 from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.link_load_decomp import solve_max_link_by_layouts
 from chipdse.solvers.placement import HEURISTIC_METHODS, PlacementInputError, solve_placement
 
-MAX_LINK_METHODS = ("layout-bnb", "milp-highs", "brute-force", *HEURISTIC_METHODS)
+MAX_LINK_EXACT_METHODS = ("layout-bnb", "milp-highs", "brute-force")
+MAX_LINK_METHODS = (*MAX_LINK_EXACT_METHODS, *HEURISTIC_METHODS)
 PROBLEM = "placement-max-link"
+
+
+def check_max_link(problem: PlacementProblem, decision: dict[int, str]) -> tuple[float, list[str]]:
+    """The busiest link's load under XY routing (bytes per unit of work, ``hop_weight`` 0) and the placement's
+    violations (:func:`formulations.placement.check_placement`): the checker of ``placement-max-link``."""
+    return objective_value(problem, decision), check_placement(problem, decision)[1]
 
 
 def solve_max_link_placement(problem: PlacementProblem, method: str, config: SolverConfig | None = None, *,
@@ -45,19 +45,16 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
                              hint: dict[int, str] | None = None) -> Solution:
     """Place chiplets minimizing ``max link load + hop_weight x hop-weighted volume`` under XY routing.
 
+    ``problem``, ``config`` and ``seed`` are as in :func:`solvers.placement.solve_placement`; ``method`` is one of
+    :data:`MAX_LINK_METHODS`.
+
     Parameters
     ----------
-    problem : PlacementProblem
-    method : str
-        One of :data:`MAX_LINK_METHODS`.
-    config : SolverConfig, optional
     hop_weight : float
         Weight of HYDRA Eq. 2's hop-weighted volume next to the max link load (0 = max link load alone).
     hop_limit : float, optional
         Only placements with Eq. 2 <= hop_limit (bytes x hops) are feasible; with the proven Eq. 2 optimum (see
         :func:`solve_lexicographic`) the pair is lexicographic. Exact methods only.
-    seed : int
-        Seed of the randomized heuristics.
     hint : dict[int, str], optional
         MIP start for ``milp-highs`` (default: the best heuristic placement).
 
@@ -89,7 +86,7 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
             violations = [*violations, f"hop-weighted volume {hops:.6g} exceeds the limit {hop_limit:.6g}"]
         return objective_value(p, d, hop_weight), violations
 
-    kind = ProblemKind(PROBLEM, "min", frozenset({"layout-bnb", "milp-highs", "brute-force"}), checker)
+    kind = ProblemKind(PROBLEM, "min", frozenset(MAX_LINK_EXACT_METHODS), checker)
     t0 = time.perf_counter()
     why = placement_infeasibility(problem)
     if why is not None:
@@ -101,28 +98,33 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
         return _solve_layout_bnb(problem, kind, config, seed, hint, t0)
     if method == "brute-force":
         decision, _ = brute_force_max_link(problem, hop_weight, hop_limit=hop_limit)
-        return enumerated_solution(kind, problem, method, decision, t0, "enumerated every placement")
+        return settle(kind, problem, method, decision, config, t0, log_summary="enumerated every placement")
     if method in HEURISTIC_METHODS:
         base = solve_placement(problem, method, config, seed=seed)
-        if base.decision is None:
-            return no_solution(kind, method, base.reason or "no placement found", t0)
-        return heuristic_solution(kind, problem, method, base.decision, t0, f"{method} (hop objective)")
+        return settle(kind, problem, method, base.decision, config, t0, log_summary=f"{method} (hop objective)",
+                      reason="" if base.decision is not None else base.reason or "no placement found")
     if hint is None and hop_limit is None:
-        starts = [solve_placement(problem, m, config, seed=seed).decision for m in HEURISTIC_METHODS]
-        hint = min((d for d in starts if d is not None), key=lambda d: objective_value(problem, d, hop_weight))
+        hint = _best_heuristic(problem, config, seed, hop_weight)
     m = build_max_link_milp(problem, hop_weight, hop_limit)
     if hint is not None:
         set_placement_start(m, hint)
     build_s = time.perf_counter() - t0
     res = solve_pyomo(m, config, warm_start=hint is not None)
     decision = decode_placement_milp(m) if res.has_solution else None
-    bound = None if res.bound is None else res.bound * pyo.value(m.volume_unit)
+    unit = pyo.value(m.volume_unit)
+    bound = None if res.bound is None else res.bound * unit
     if decision is not None and bound is not None:  # the reduced-volume model's bound may sit a hair above
         bound = min(bound, objective_value(problem, decision, hop_weight))
-    sol = backend_solution(kind, problem, method, res, decision, bound, build_s, t0)
-    if decision is None and not sol.reason:
-        sol.reason = f"no feasible solution found in {config.time_limit_s:g} s"
-    return sol
+    return settle(kind, problem, method, decision, config, t0, reported=res, bound=bound, start=hint, unit=unit,
+                  build_s=build_s)
+
+
+def _best_heuristic(problem: PlacementProblem, config: SolverConfig, seed: int, hop_weight: float = 0.0,
+                    also: dict[int, str] | None = None) -> dict[int, str] | None:
+    """The placement of least ``objective_value`` among the hop-objective heuristics (and ``also``), or None."""
+    starts = [solve_placement(problem, m, config, seed=seed).decision for m in HEURISTIC_METHODS]
+    starts = [d for d in [*starts, also] if d is not None]
+    return min(starts, key=lambda d: objective_value(problem, d, hop_weight)) if starts else None
 
 
 def solve_lexicographic(problem: PlacementProblem, config: SolverConfig | None = None) -> tuple[Solution, Solution]:
@@ -147,23 +149,15 @@ def solve_lexicographic(problem: PlacementProblem, config: SolverConfig | None =
 
 def _solve_layout_bnb(problem: PlacementProblem, kind: ProblemKind, config: SolverConfig, seed: int,
                       hint: dict[int, str] | None, t0: float) -> Solution:
-    """Run ``solvers.link_load_decomp`` from the best heuristic (or ``hint``) and wrap its result."""
-    from chipdse.core.solution import SolutionStatus, TerminationCondition
-    from chipdse.solvers.link_load_decomp import solve_max_link_by_layouts
-
-    starts = [solve_placement(problem, m, config, seed=seed).decision for m in HEURISTIC_METHODS]
-    starts = [d for d in [*starts, hint] if d is not None]
-    start = min(starts, key=lambda d: objective_value(problem, d)) if starts else None
+    """Run ``solvers.link_load_decomp`` from the best heuristic (or ``hint``) and settle its result."""
+    start = _best_heuristic(problem, config, seed, also=hint)
     left = max(0.1, config.time_limit_s - (time.perf_counter() - t0))
     res = solve_max_link_by_layouts(problem, left, rel_gap=config.rel_gap, start=start, workers=config.threads)
-    if res["decision"] is None:
-        return no_solution(kind, "layout-bnb", f"no feasible solution found in {config.time_limit_s:g} s", t0)
-    status = SolutionStatus.OPTIMAL if res["proven"] else SolutionStatus.FEASIBLE
-    term = TerminationCondition.OPTIMAL if res["proven"] else TerminationCondition.TIME_LIMIT
     summary = (f"layout-bnb: {res['level1']} level-1 layouts, {res['layouts']} LPs, {res['milps']} MILPs, "
                f"{res['closed']} closed with every volume")
-    sol = checked_solution(kind, problem, "layout-bnb", res["decision"], status, term,
-                           bound=min(res["bound"], res["objective"]), t0=t0, log_summary=summary)
-    if not res["proven"]:
-        sol.reason = f"time limit {config.time_limit_s:g} s ({summary})"
-    return sol
+    if res["decision"] is None:
+        return settle(kind, problem, "layout-bnb", None, config, t0, log_summary=summary)
+    term = TerminationCondition.OPTIMAL if res["proven"] else TerminationCondition.TIME_LIMIT
+    reason = "" if res["proven"] else f"time limit {config.time_limit_s:g} s ({summary})"
+    return settle(kind, problem, "layout-bnb", res["decision"], config, t0, bound=min(res["bound"], res["objective"]),
+                  termination=term, log_summary=summary, reason=reason)

@@ -39,44 +39,21 @@ from chipdse.formulations.mapping import (
     stage_times,
 )
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
-from chipdse.solvers.common import (
-    ProblemKind,
-    backend_solution,
-    enumerated_solution,
-    heuristic_solution,
-    infeasible_solution,
-    no_solution,
-)
+from chipdse.solvers.common import Methods, ProblemKind, enumeration_runner, heuristic_runner, settle
 from chipdse.solvers.config import SolverConfig
-
-PROBLEM = "mapping"
-
-MAPPING_METHODS = ("milp-highs", "cpsat", "brute-force", "lpt-greedy", "round-robin", "contiguous-dp")
-"""Method names accepted by :func:`solve_mapping`."""
-
-EXACT_METHODS = frozenset({"milp-highs", "cpsat", "brute-force"})
 
 MAX_BRUTE_FORCE = 2_000_000
 """Most assignments ``"brute-force"`` enumerates before refusing."""
 
-
-KIND = ProblemKind(PROBLEM, "min", frozenset(EXACT_METHODS), check_mapping,
+KIND = ProblemKind("mapping", "min", frozenset({"milp-highs", "cpsat", "brute-force"}), check_mapping,
                    extra=lambda p, d: {"stage_times_s": stage_times(p, d)})
-"""Checker, sense and exact methods of this problem, for the shared wrappers in solvers/common.py."""
+"""Checker, sense and exact methods of the bottleneck mapping, for :func:`solvers.common.settle`."""
 
 
-def solve_mapping(
-    problem: MappingProblem, method: str = "milp-highs", config: SolverConfig | None = None
-) -> Solution:
-    """Map tasks to chiplets with one method, minimizing the bottleneck stage time.
-
-    Parameters
-    ----------
-    problem : MappingProblem
-    method : str
-        One of :data:`MAPPING_METHODS`.
-    config : SolverConfig, optional
-        Time limit, gap, threads, seed for the exact models (defaults to ``SolverConfig()``).
+def solve_mapping(problem: MappingProblem, method: str = "milp-highs", config: SolverConfig | None = None
+                  ) -> Solution:
+    """Map tasks to chiplets with ``method`` (one of :data:`MAPPING_METHODS`), minimizing the bottleneck stage
+    time (HYDRA Eqs. 4-5); arguments, status rule and errors as :meth:`solvers.common.Methods.solve`.
 
     Returns
     -------
@@ -85,46 +62,10 @@ def solve_mapping(
         bottleneck stage time in seconds recomputed by :func:`formulations.mapping.check_mapping`; ``bound``
         a lower bound in seconds (exact methods); ``extra["stage_times_s"]`` every chiplet's stage time. A
         task without a compatible chiplet gives status ``INFEASIBLE`` with ``reason`` naming it and no
-        decision. When ``"contiguous-dp"`` finds no contiguous split, the status is ``NO_SOLUTION``.
-
-    Raises
-    ------
-    ValueError
-        Unknown method, or ``"brute-force"`` on more than :data:`MAX_BRUTE_FORCE` assignments.
-    SpecError
-        The problem data are malformed.
-    RuntimeError
-        A method returned a decision the checker rejects (a bug).
-
-    References
-    ----------
-    HYDRA Eqs. 4-5.
+        decision. When ``"contiguous-dp"`` finds no contiguous split, the status is ``NO_SOLUTION``;
+        ``"brute-force"`` refuses (ValueError) more than :data:`MAX_BRUTE_FORCE` assignments.
     """
-    if method not in MAPPING_METHODS:
-        msg = f"unknown mapping method {method!r}; expected one of {MAPPING_METHODS}"
-        raise ValueError(msg)
-    config = config or SolverConfig()
-    t0 = time.perf_counter()
-    reason = mapping_infeasibility(problem)
-    if reason is not None:
-        return infeasible_solution(KIND, method, reason, t0)
-    if method == "milp-highs":
-        return _solve_milp(problem, config, t0)
-    if method == "cpsat":
-        return _solve_cpsat(problem, config, t0)
-    if method == "brute-force":
-        decision, n_seen = brute_force_mapping(problem)
-        return enumerated_solution(KIND, problem, method, decision, t0, f"brute force: {n_seen} assignments")
-    if method == "contiguous-dp":
-        decision = contiguous_dp_mapping(problem)
-        if decision is None:
-            reason = "no split of the task chain into contiguous runs in chiplet order is compatible"
-            return no_solution(KIND, method, reason, t0)
-    elif method == "lpt-greedy":
-        decision = lpt_greedy_mapping(problem)
-    else:
-        decision = round_robin_mapping(problem)
-    return heuristic_solution(KIND, problem, method, decision, t0, f"{method}: done")
+    return SOLVERS.solve(problem, method, config)
 
 
 def brute_force_mapping(problem: MappingProblem) -> tuple[dict[str, str], int]:
@@ -278,7 +219,7 @@ def contiguous_dp_mapping(problem: MappingProblem) -> dict[str, str] | None:
     return {k: decision[k] for k in tasks}
 
 
-def _solve_milp(problem: MappingProblem, config: SolverConfig, t0: float) -> Solution:
+def _solve_milp(problem: MappingProblem, method: str, config: SolverConfig, t0: float) -> Solution:
     """Build (pairs slower than the LPT bottleneck left out), solve and decode the MILP; bound in seconds."""
     lpt = lpt_greedy_mapping(problem)
     m = build_mapping_milp(problem, upper_bound_s=check_mapping(problem, lpt)[0])
@@ -287,10 +228,11 @@ def _solve_milp(problem: MappingProblem, config: SolverConfig, t0: float) -> Sol
     unit = float(m.time_unit_s.value)
     decision = decode_mapping_milp(m) if res.has_solution else None
     bound = res.bound * unit if res.bound is not None else None
-    return backend_solution(KIND, problem, "milp-highs", res, decision, bound, build_s, t0)
+    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, unit=unit,
+                  build_s=build_s)
 
 
-def _solve_cpsat(problem: MappingProblem, config: SolverConfig, t0: float) -> Solution:
+def _solve_cpsat(problem: MappingProblem, method: str, config: SolverConfig, t0: float) -> Solution:
     """Build (hinted with LPT, slower pairs left out), solve and decode the CP-SAT model; bound in seconds."""
     lpt = lpt_greedy_mapping(problem)
     built = build_mapping_cpsat(problem, hint=lpt, upper_bound_s=check_mapping(problem, lpt)[0])
@@ -298,6 +240,20 @@ def _solve_cpsat(problem: MappingProblem, config: SolverConfig, t0: float) -> So
     res, solver = solve_cpsat(built.model, config)
     decision = decode_mapping_cpsat(built, solver) if res.has_solution else None
     bound = built.bound_s(res.bound) if res.bound is not None else None
-    sol = backend_solution(KIND, problem, "cpsat", res, decision, bound, build_s, t0)
-    sol.extra["resolution_s"] = built.resolution_s
-    return sol
+    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, start=lpt,
+                  resolution=len(problem.tasks) * built.resolution_s, build_s=build_s,
+                  extra={"resolution_s": built.resolution_s})
+
+
+SOLVERS = Methods(KIND, {
+    "milp-highs": _solve_milp, "cpsat": _solve_cpsat,
+    "brute-force": enumeration_runner(KIND, brute_force_mapping, "assignments"),
+    "lpt-greedy": heuristic_runner(KIND, lpt_greedy_mapping),
+    "round-robin": heuristic_runner(KIND, round_robin_mapping),
+    "contiguous-dp": heuristic_runner(KIND, contiguous_dp_mapping, stuck="no split of the task chain into contiguous "
+                                      "runs in chiplet order is compatible"),
+}, infeasibility=mapping_infeasibility)
+"""Every mapping method behind :func:`solve_mapping`."""
+
+MAPPING_METHODS = SOLVERS.names
+"""Method names accepted by :func:`solve_mapping`."""

@@ -13,13 +13,12 @@ from __future__ import annotations
 import math
 import time
 from functools import cache
-from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
 
 from chipdse.core.errors import ChipdseError
-from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition, relative_gap
+from chipdse.core.solution import Solution, TerminationCondition
 from chipdse.formulations.placement import (
     HBM_PREFIX,
     PlacementProblem,
@@ -37,8 +36,11 @@ from chipdse.formulations.placement import (
     set_placement_start,
     volume_table,
 )
-from chipdse.solvers.backends import BackendResult, solve_cpsat, solve_pyomo
+from chipdse.formulations.placement_compact import build_placement_compact_milp, set_compact_start
+from chipdse.solvers.backends import solve_cpsat, solve_pyomo
+from chipdse.solvers.common import ProblemKind, infeasible_solution, settle
 from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.placement_decomp import DecompositionNotApplicable, solve_by_ring_enumeration
 
 EXACT_METHODS = ("hbm-enum", "milp-highs", "milp-compact", "cpsat", "brute-force")
 """Methods that prove optimality given time (exact=True). ``milp-compact`` is the Kaufman-Broeckx linearization
@@ -47,8 +49,8 @@ HEURISTIC_METHODS = ("hydra-greedy", "round-robin", "random", "local-search")
 PLACEMENT_METHODS = EXACT_METHODS + HEURISTIC_METHODS
 BRUTE_FORCE_MAX_ASSIGNMENTS = 2_000_000
 RANDOM_SAMPLES = 32
-_BOUND_TOLERANCE = 1e-6
-"""Relative amount by which a solver's bound may exceed the checked objective (numerical tolerances)."""
+KIND = ProblemKind("placement", "min", frozenset(EXACT_METHODS), check_placement)
+"""Checker, sense and exact methods of HYDRA Eq. 2 placement, for :func:`solvers.common.settle`."""
 
 
 class PlacementInputError(ChipdseError, ValueError):
@@ -104,89 +106,51 @@ def solve_placement(
         msg = f"placement method must be one of {PLACEMENT_METHODS}, got {method!r}"
         raise PlacementInputError(msg)
     config = config or SolverConfig()
-    exact = method in EXACT_METHODS
     t0 = time.perf_counter()
     if hint is not None and check_placement(problem, hint)[1]:
         msg = f"hint for {problem.name!r} is not a valid placement: {check_placement(problem, hint)[1]}"
         raise PlacementInputError(msg)
     reason = placement_infeasibility(problem)
     if reason is not None:
-        infeasible = SolutionStatus.INFEASIBLE, TerminationCondition.INFEASIBLE
-        return _solution(method, *infeasible, reason=reason, wall_s=time.perf_counter() - t0)
+        return infeasible_solution(KIND, method, reason, t0)
     if method in ("milp-highs", "milp-compact"):
-        sol = _solve_milp(problem, config, hint, compact=method == "milp-compact")
-    elif method == "cpsat":
-        sol = _solve_cpsat(problem, config, hint)
-    elif method == "hbm-enum":
-        sol = _solve_ring_enumeration(problem, config)
-    elif method == "brute-force":
+        return _solve_milp(problem, config, hint, method, t0)
+    if method == "cpsat":
+        return _solve_cpsat(problem, config, hint, t0)
+    if method == "hbm-enum":
+        return _solve_ring_enumeration(problem, config, t0)
+    if method == "brute-force":
         decision, n_assignments = brute_force_placement(problem)
-        enumerated = SolutionStatus.OPTIMAL, TerminationCondition.ENUMERATED
-        sol = _solution(method, *enumerated, decision=decision, extra={"assignments": n_assignments})
-    else:
-        sol = _solve_heuristic(problem, method, seed, hint)
-    sol.wall_s = time.perf_counter() - t0
-    if sol.decision is not None:
-        objective, violations = check_placement(problem, sol.decision)
-        if violations:
-            msg = f"{method} returned an invalid placement for {problem.name!r}: {violations}"
-            raise RuntimeError(msg)
-        sol.objective = objective
-        if method == "brute-force":
-            sol.bound = objective
-        elif exact:
-            _settle_bound(sol, objective, config)
-    return sol
+        return settle(KIND, problem, method, decision, config, t0, extra={"assignments": n_assignments})
+    try:
+        decision, reason = _heuristic_placement(problem, method, seed, hint), ""
+    except PlacementHeuristicError as err:
+        decision, reason = None, str(err)
+    return settle(KIND, problem, method, decision, config, t0, reason=reason)
 
 
-def _settle_bound(sol: Solution, objective: float, config: SolverConfig) -> None:
-    """Clip a bound above the objective within tolerance and set OPTIMAL / FEASIBLE from the gap."""
-    if sol.bound is not None and sol.bound > objective:
-        if sol.bound - objective > _BOUND_TOLERANCE * max(abs(objective), 1.0):
-            msg = f"{sol.method}: bound {sol.bound} exceeds the checked objective {objective}"
-            raise RuntimeError(msg)
-        sol.bound = objective
-    gap = relative_gap(objective, sol.bound)
-    proven = gap is not None and gap <= config.rel_gap + 1e-9
-    sol.status = SolutionStatus.OPTIMAL if proven else SolutionStatus.FEASIBLE
-
-
-def _exact_solution(
-    method: str, res: BackendResult, decision: dict[int, str] | None, bound: float | None, build_s: float
-) -> Solution:
-    """Wrap a backend result; without a decision every solution field stays ``None``."""
-    fields = {} if decision is None else {"decision": decision, "bound": bound}
-    return _solution(method, res.status, res.termination, build_s=build_s, log_summary=res.log_summary, **fields)
-
-
-def _solution(method: str, status: SolutionStatus, termination: TerminationCondition, **fields: Any) -> Solution:
-    """Return a placement ``Solution`` of ``method`` (``exact`` follows from the method)."""
-    return Solution("placement", method, method in EXACT_METHODS, status, termination, **fields)
-
-
-def _solve_milp(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None,
-                compact: bool = False) -> Solution:
+def _solve_milp(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None, method: str,
+                t0: float) -> Solution:
     """Build, solve (HiGHS, warm-started from ``hint`` when given) and decode the RLT-1 (or compact) MILP."""
-    from chipdse.formulations.placement_compact import build_placement_compact_milp, set_compact_start
-
-    t0 = time.perf_counter()
-    method = "milp-compact" if compact else "milp-highs"
+    compact = method == "milp-compact"
     model = build_placement_compact_milp(problem) if compact else build_placement_milp(problem)
     if hint is not None:
         (set_compact_start if compact else set_placement_start)(model, hint)
     build_s = time.perf_counter() - t0
     if not model.cell_type:  # no chiplets: the empty placement, and HiGHS rejects a model without columns
-        optimal = SolutionStatus.OPTIMAL, TerminationCondition.OPTIMAL
-        return _solution(method, *optimal, decision={}, bound=0.0, build_s=build_s)
+        return settle(KIND, problem, method, {}, config, t0, bound=0.0, termination=TerminationCondition.OPTIMAL,
+                      build_s=build_s)
     res = solve_pyomo(model, config, warm_start=hint is not None)
     decision = decode_placement_milp(model) if res.has_solution else None
-    bound = None if res.bound is None else res.bound * pyo.value(model.volume_unit)
-    return _exact_solution(method, res, decision, bound, build_s)
+    unit = pyo.value(model.volume_unit)
+    bound = None if res.bound is None else res.bound * unit
+    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, start=hint, unit=unit,
+                  build_s=build_s)
 
 
-def _solve_cpsat(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None) -> Solution:
+def _solve_cpsat(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None,
+                 t0: float) -> Solution:
     """Build, solve and decode the CP-SAT model; convert its integer bound back to bytes x hops."""
-    t0 = time.perf_counter()
     model, cp_vars = build_placement_cpsat(problem)
     if hint is not None:
         hint_placement_cpsat(model, cp_vars, hint)
@@ -194,43 +158,35 @@ def _solve_cpsat(problem: PlacementProblem, config: SolverConfig, hint: dict[int
     res, solver = solve_cpsat(model, config)
     decision = decode_placement_cpsat(solver, cp_vars) if res.has_solution else None
     bound = None if res.bound is None else max(0.0, res.bound * cp_vars.volume_unit - cp_vars.rounding_error)
-    sol = _exact_solution("cpsat", res, decision, bound, build_s)
-    sol.extra = {"volume_unit": cp_vars.volume_unit, "rounding_error": cp_vars.rounding_error}
-    return sol
+    return settle(KIND, problem, "cpsat", decision, config, t0, reported=res, bound=bound, start=hint,
+                  build_s=build_s,
+                  extra={"volume_unit": cp_vars.volume_unit, "rounding_error": cp_vars.rounding_error})
 
 
-def _solve_ring_enumeration(problem: PlacementProblem, config: SolverConfig) -> Solution:
+def _solve_ring_enumeration(problem: PlacementProblem, config: SolverConfig, t0: float) -> Solution:
     """Ring-layout enumeration + optimal assignment (solvers/placement_decomp.py)."""
-    from chipdse.solvers.placement_decomp import DecompositionNotApplicable, solve_by_ring_enumeration
-
     try:
         res = solve_by_ring_enumeration(problem, config.time_limit_s, rel_gap=config.rel_gap, threads=config.threads)
     except DecompositionNotApplicable as exc:
-        return _solution("hbm-enum", SolutionStatus.NO_SOLUTION, TerminationCondition.UNKNOWN, reason=str(exc))
+        return settle(KIND, problem, "hbm-enum", None, config, t0, termination=TerminationCondition.UNKNOWN,
+                      reason=str(exc))
     term = TerminationCondition.ENUMERATED if res["proven"] else TerminationCondition.TIME_LIMIT
     summary = (f"hbm-enum: {res['layouts']:,} ring layouts ({res['canonical']:,} up to symmetry), "
                f"{res['assignments']:,} bounded by assignment, {res['subproblems']:,} solved by MILP")
-    if res["decision"] is None:
-        reason = f"no feasible solution found in {config.time_limit_s:g} s"
-        return _solution("hbm-enum", SolutionStatus.NO_SOLUTION, term, reason=reason, log_summary=summary)
-    return _solution("hbm-enum", SolutionStatus.FEASIBLE, term, decision=res["decision"], bound=res["bound"],
-                     log_summary=summary)
+    return settle(KIND, problem, "hbm-enum", res["decision"], config, t0, bound=res["bound"], termination=term,
+                  log_summary=summary)
 
 
-def _solve_heuristic(problem: PlacementProblem, method: str, seed: int, hint: dict[int, str] | None) -> Solution:
-    """Run one heuristic; a stuck heuristic gives NO_SOLUTION with the reason."""
-    try:
-        if method == "hydra-greedy":
-            decision = hydra_greedy_placement(problem)
-        elif method == "round-robin":
-            decision = round_robin_placement(problem)
-        elif method == "random":
-            decision = best_random_placement(problem, np.random.default_rng(seed))
-        else:
-            decision = local_search_placement(problem, hint if hint is not None else hydra_greedy_placement(problem))
-    except PlacementHeuristicError as err:
-        return _solution(method, SolutionStatus.NO_SOLUTION, TerminationCondition.HEURISTIC_DONE, reason=str(err))
-    return _solution(method, SolutionStatus.FEASIBLE, TerminationCondition.HEURISTIC_DONE, decision=decision)
+def _heuristic_placement(problem: PlacementProblem, method: str, seed: int,
+                         hint: dict[int, str] | None) -> dict[int, str]:
+    """Run one heuristic (``PlacementHeuristicError`` when it gets stuck)."""
+    if method == "hydra-greedy":
+        return hydra_greedy_placement(problem)
+    if method == "round-robin":
+        return round_robin_placement(problem)
+    if method == "random":
+        return best_random_placement(problem, np.random.default_rng(seed))
+    return local_search_placement(problem, hint if hint is not None else hydra_greedy_placement(problem))
 
 
 # --- brute force --------------------------------------------------------------------------------------------
@@ -398,7 +354,7 @@ def hydra_greedy_placement(problem: PlacementProblem) -> dict[int, str]:
 
 
 def round_robin_placement(problem: PlacementProblem) -> dict[int, str]:
-    """Return the round-robin baseline placement.
+    """Return the round-robin baseline placement (HYDRA Sec. VI-D, memory chiplets on the outer ring).
 
     HBM chiplets are spread evenly around the ring (chiplet m of the n HBMs at ring position
     ``floor(m * len(ring) / n)``, or the next free allowed ring cell), with the groups alternating in the
@@ -409,10 +365,6 @@ def round_robin_placement(problem: PlacementProblem) -> dict[int, str]:
     ------
     PlacementHeuristicError
         If some chiplet finds no free allowed cell.
-
-    References
-    ----------
-    HYDRA Sec. VI-D (round-robin placement baseline, memory chiplets on the outer ring).
     """
     types = active_types(problem)
     placement: dict[int, str] = {}

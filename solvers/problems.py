@@ -1,16 +1,25 @@
-"""Turn a scored design point into the decision problems solved for it: HBM partition, placement, mapping.
+"""Build decision-problem instances from scenarios: HYDRA's finalists (HBM partition and packing, placement,
+mapping; :func:`finalist` picks B* or M_T as explore does), SNAKE's shape set and area split, NOVA's expert split.
 
-This is where specs meet formulations: the formulations only see plain problem objects.
+This is where specs meet formulations: the formulations only see plain problem objects. The builders are what
+``solvers.registry`` registers; SNAKE and NOVA scenario specs are taken as loaded (their loaders sit in
+``chipdse.studies``, a layer above).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import replace
+from typing import Any
+
 import numpy as np
 
-from chipdse.core.design_space import PointSpec
+from chipdse.core.design_space import PointSpec, enumerate_points
+from chipdse.core.errors import InfeasibleDesignError, SpecError
+from chipdse.core.io import canonical_json
 from chipdse.core.models import GROUP_NAMES
-from chipdse.core.scenario import LoadedScenario
-from chipdse.evaluators.estimator import memory_needs
+from chipdse.core.scenario import LoadedScenario, scenario_identity
+from chipdse.evaluators.estimator import Screen, best_partition, memory_needs
 from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
     FAMILY_MAMBA,
@@ -20,10 +29,21 @@ from chipdse.evaluators.latency import (
     prefill_costs,
     task_time_s,
 )
+from chipdse.evaluators.nova_model import BYTES as NOVA_BYTES
+from chipdse.evaluators.nova_model import load_nova_model
+from chipdse.evaluators.nova_system import routed_tokens
+from chipdse.evaluators.selection import pick_b_star, pick_m_t
+from chipdse.evaluators.snake import SNAKE, Design, decode_gemms, load_card
+from chipdse.evaluators.snake_pu import decode_step_s, schedule_op
+from chipdse.formulations.expert_split import ExpertSplitProblem
 from chipdse.formulations.hbm_packing import HbmPackingProblem, PackBlock
 from chipdse.formulations.hbm_partition import HbmPartitionProblem
 from chipdse.formulations.mapping import MappingProblem
 from chipdse.formulations.placement import PlacementProblem
+from chipdse.formulations.snake_area import AreaSplitProblem
+from chipdse.formulations.snake_shapes import ShapeSetProblem
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.placement import solve_placement
 
 
 def hbm_partition_problem(sc: LoadedScenario, n_hbm: int) -> HbmPartitionProblem:
@@ -50,9 +70,6 @@ def hbm_packing_problem(sc: LoadedScenario, n_hbm: int) -> HbmPackingProblem:
     InfeasibleDesignError
         When the weights fit no Eq. 1 split of ``n_hbm`` stacks.
     """
-    from chipdse.core.errors import InfeasibleDesignError
-    from chipdse.evaluators.estimator import best_partition
-
     needs = memory_needs(sc)
     stacks, r = best_partition(needs, n_hbm)
     if r < 0:
@@ -132,64 +149,69 @@ def placement_problem(sc: LoadedScenario, point: PointSpec, capacity_rps: float)
 
 
 _SCORED: dict[str, object] = {}
-"""The last scored design space, by scenario identity (see :func:`finalist_instance`)."""
+"""The last scored design space, by scenario identity (see :func:`finalist`)."""
+
+FINALIST_POINTS = ("b-star", "m-t")
+"""Names of the finalists ``--point`` selects: HYDRA's B* (best throughput) and M_T (least TTFT)."""
 
 
-def finalist_instance(sc: LoadedScenario, problem_name: str, point: str = "b-star") -> tuple[object, str]:
-    """Build the ``problem_name`` instance of the scenario's B* or M_T (``point``), as explore does.
-
-    Mapping instances are the decode mapping on the point's ring-enumeration placement.
+def finalist(sc: LoadedScenario, point: str = "b-star") -> tuple[dict, PointSpec]:
+    """Score the scenario's design space as explore does (cached per scenario) and return its B* or M_T.
 
     Returns
     -------
-    (instance, label)
-        The problem object and the design point's label.
+    (dict, PointSpec)
+        The screen row of the point (``label``, ``n_hbm``, ``capacity_rps``, ...) and its point spec.
 
     Raises
     ------
     InfeasibleDesignError
         When no design point is buildable or stable.
     ValueError
-        Unknown problem name or point.
+        ``point`` not in :data:`FINALIST_POINTS`.
     """
-    from chipdse.core.design_space import enumerate_points
-    from chipdse.core.errors import InfeasibleDesignError
-    from chipdse.core.io import canonical_json
-    from chipdse.core.scenario import scenario_identity
-    from chipdse.evaluators.estimator import Screen
-    from chipdse.evaluators.selection import pick_b_star, pick_m_t
-    from chipdse.solvers.config import SolverConfig
-    from chipdse.solvers.placement import solve_placement
-
+    pickers = {"b-star": pick_b_star, "m-t": pick_m_t}
+    if point not in pickers:
+        msg = f"--point must be one of {list(FINALIST_POINTS)}, got {point!r}"
+        raise ValueError(msg)
     key = canonical_json(scenario_identity(sc))  # what a screen score depends on (the sweep store's key too)
     if key not in _SCORED:
         pts, _ = enumerate_points(sc)
         _SCORED.clear()  # keep one scored space: enough for repeated compare / solve calls in one process
         _SCORED[key] = Screen(sc).score(pts)
     df = _SCORED[key].copy()
-    pickers = {"b-star": pick_b_star, "m-t": pick_m_t}
-    if point not in pickers:
-        msg = f"--point must be one of {sorted(pickers)}, got {point!r}"
-        raise ValueError(msg)
     try:
         row = df.loc[pickers[point](df)].to_dict()
     except ValueError as exc:
         msg = f"{sc.workload_path}: arrival_rate_rps: {exc}"
         raise InfeasibleDesignError(msg) from None
-    spec = PointSpec.from_row(row, sc.compute_types())
-    if problem_name == "hbm-partition":
-        return hbm_partition_problem(sc, int(row["n_hbm"])), row["label"]
-    if problem_name == "hbm-packing":
-        return hbm_packing_problem(sc, int(row["n_hbm"])), row["label"]
+    return row, PointSpec.from_row(row, sc.compute_types())
+
+
+def finalist_hbm_partition(sc: LoadedScenario, point: str = "b-star") -> tuple[HbmPartitionProblem, str]:
+    """The HYDRA Eq. 1 instance of the finalist's stack count, and the finalist's label (see :func:`finalist`)."""
+    row, _ = finalist(sc, point)
+    return hbm_partition_problem(sc, int(row["n_hbm"])), row["label"]
+
+
+def finalist_hbm_packing(sc: LoadedScenario, point: str = "b-star") -> tuple[HbmPackingProblem, str]:
+    """The per-stack packing instance of the finalist's stack count, and its label (see :func:`finalist`)."""
+    row, _ = finalist(sc, point)
+    return hbm_packing_problem(sc, int(row["n_hbm"])), row["label"]
+
+
+def finalist_placement(sc: LoadedScenario, point: str = "b-star") -> tuple[PlacementProblem, str]:
+    """The finalist's placement instance (HYDRA Eq. 2, volumes at its capacity), and its label."""
+    row, spec = finalist(sc, point)
+    return placement_problem(sc, spec, float(row["capacity_rps"])), row["label"]
+
+
+def finalist_mapping(sc: LoadedScenario, point: str = "b-star") -> tuple[MappingProblem, str]:
+    """The finalist's decode mapping on its ring-enumeration placement (HYDRA Eqs. 3-5), and its label."""
+    row, spec = finalist(sc, point)
     placement = placement_problem(sc, spec, float(row["capacity_rps"]))
-    if problem_name in ("placement", "placement-max-link"):
-        return placement, row["label"]
-    if problem_name == "mapping":
-        layout = solve_placement(placement, "hbm-enum", SolverConfig(time_limit_s=sc.spec.time_limit_s))
-        return mapping_problem(sc, spec, layout.decision, "decode", spec.batch), row["label"]
-    names = ["hbm-packing", "hbm-partition", "mapping", "placement", "placement-max-link"]
-    msg = f"PROBLEM must be one of {names}, got {problem_name!r}"
-    raise ValueError(msg)
+    layout = solve_placement(placement, "hbm-enum", SolverConfig(time_limit_s=sc.spec.time_limit_s))
+    return mapping_problem(sc, spec, layout.decision, "decode", spec.batch), row["label"]
 
 
 def mean_hops_to_groups(sc: LoadedScenario, decision: dict[int, str]) -> dict[int, dict[str, float]]:
@@ -250,3 +272,87 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
             times[(name, cid)] = float(t_k[0])
     return MappingProblem(tasks=tuple(t.names), chiplets=tuple(chiplets), time_s=times,
                           name=f"{sc.spec.name}-{phase}-mapping")
+
+
+# --- SNAKE and NOVA instances (scenario specs are duck-typed: the loaders sit in chipdse.studies) -----------------
+
+
+def shape_set_problem(spec: Any, budget_mm2: float) -> ShapeSetProblem:
+    """The shape-set instance over the scenario's models and batches (every decode GEMM, weighted by count)."""
+    t = spec.template.template()
+    shapes = tuple((r, 4096 // r) for r in sorted(set(spec.shape_set.rows)))
+    ops = [op for m in spec.models for b in spec.batches for op in decode_gemms(load_card(m), b, spec.tp)]
+    times = np.array([[schedule_op(op, dataclasses.replace(SNAKE, shapes=((r, c), (c, r))), t).time_s
+                       for r, c in shapes] for op in ops])
+    always = tuple(i for i, (r, c) in enumerate(shapes) if r == c)
+    return ShapeSetProblem(shapes, tuple(64 // r for r, _ in shapes),
+                           tuple(spec.shape_set.config_area_mm2 for _ in shapes), spec.shape_set.port_area_mm2,
+                           budget_mm2, tuple(f"{op.name}@{op.m}" for op in ops),
+                           np.array([float(op.count) for op in ops]), times, always,
+                           name=f"{spec.name}-shape-set-{budget_mm2:g}mm2")
+
+
+def area_split_problem(spec: Any) -> AreaSplitProblem:
+    """The area-split instance: each (array, buffer) pair's decode latency with the buffer-limited streaming rate."""
+    a = spec.area_split
+    base = spec.template.template()
+    ops = decode_gemms(load_card(a.model), a.batch, spec.tp)
+    budget = (spec.template.pu_area_mm2 - a.pu_fixed_area_mm2) / spec.template.cores_per_pu
+    core_share = base.dram_TBps * 1e12 / base.cores
+    lat = np.zeros((len(a.cols), len(a.buffer_kb)))
+    for j, kb in enumerate(a.buffer_kb):
+        rate = min(core_share, kb * 1024 / 2 / (a.dram_latency_ns * 1e-9))  # Little's law on the refill half
+        t = dataclasses.replace(base, dram_TBps=rate * base.cores / 1e12)
+        for i, c in enumerate(a.cols):
+            design = Design(f"{a.rows}x{c}", "systolic", SNAKE.freq_hz, ((a.rows, c), (c, a.rows)), SNAKE.dataflows,
+                            reconfigurable=True)
+            lat[i, j] = decode_step_s(ops, design, t)
+    return AreaSplitProblem(tuple((a.rows, c) for c in a.cols), np.array([a.rows * c * a.pe_area_mm2 for c in a.cols]),
+                            tuple(a.buffer_kb), np.array([kb * a.sram_mm2_per_kb for kb in a.buffer_kb]), budget, lat,
+                            name=f"{spec.name}-area-split")
+
+
+def nova_expert_split_problem(spec: Any, model: str | None = None, batch: int | None = None
+                              ) -> tuple[ExpertSplitProblem, str]:
+    """One MoE layer's expert-to-tier split as NOVA's system model solves it in a decode step.
+
+    Parameters
+    ----------
+    spec : NovaScenario
+        A loaded ``kind: nova`` scenario (``models``, ``batches``, ``gpus``, ``nova_system()``).
+    model : str, optional
+        Model key (default: the scenario's first model with routed experts).
+    batch : int, optional
+        Decode batch (default: the scenario's largest).
+
+    Returns
+    -------
+    (ExpertSplitProblem, str)
+        The first MoE layer's experts, each with its share ``W_e / cubes`` of the weights (bytes; every cube holds
+        a slice of every expert) and ``batch * top_k`` tokens dealt round-robin (``evaluators.nova_system.
+        routed_tokens``), on the scenario's tiers; and a label. The context length does not enter: routed tokens
+        depend on the batch alone.
+
+    Raises
+    ------
+    SpecError
+        No model of the scenario (or the named one) has routed experts.
+
+    References
+    ----------
+    NOVA Sec. VI-E (expert split), Sec. V-C (MoE execution on the two tiers).
+    """
+    keys = [model] if model is not None else list(spec.models)
+    for key in keys:
+        card = load_nova_model(key)
+        layer = next((w for w in card.layers if w.moe), None)
+        if layer is None:
+            continue
+        system = replace(spec.nova_system(), gpus=spec.gpus.get(key, 1))
+        b = batch if batch is not None else max(spec.batches)
+        experts, top_k, per_expert = layer.moe
+        tokens = routed_tokens(b, experts, top_k)
+        share = per_expert * NOVA_BYTES / system.all_cubes
+        label = f"{key}, batch {b}: {experts} experts, top-{top_k}"
+        return ExpertSplitProblem(tuple(share for _ in tokens), tokens, system.tiers, name=label), label
+    raise SpecError(getattr(spec, "name", "nova"), "models", f"a model with routed experts among {keys}")

@@ -11,11 +11,13 @@ bound and the gap.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
-from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition
+from chipdse.core.solution import Solution, TerminationCondition
 from chipdse.formulations.qap import QapInstance, decision_to_perm, qap_cost, to_placement_problem
+from chipdse.solvers.common import ProblemKind, settle
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.qap_bnb import qap_glb_bnb
@@ -69,21 +71,14 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
         raise ValueError(msg)
     start = solve_placement(problem, "local-search", config, seed=config.seed)
     sol = solve_placement(problem, QAP_SOLVERS[solver], config, seed=config.seed, hint=start.decision)
-    sol.problem = "qap"
-    if sol.decision is None and start.decision is not None:  # the solver found nothing: keep the warm start
-        sol.decision = start.decision
-        sol.status = SolutionStatus.FEASIBLE
-        sol.reason = (f"{solver} found no solution within {config.time_limit_s:g} s; the local-search start is "
-                      "reported")
-    if sol.decision is not None:
-        perm = decision_to_perm(inst, sol.decision)
-        if swapped:
-            perm = np.argsort(perm)
-            inst = QapInstance(inst.name, inst.distance, inst.flow)
-        sol.objective = float(qap_cost(inst, perm))
-        sol.decision = [int(x) for x in perm]
-    sol.wall_s = time.perf_counter() - t0
-    return sol
+    if sol.decision is None:
+        return replace(sol, problem="qap", wall_s=time.perf_counter() - t0)
+    perm = decision_to_perm(inst, sol.decision)
+    if swapped:
+        perm = np.argsort(perm)
+        inst = QapInstance(inst.name, inst.distance, inst.flow)
+    return replace(sol, problem="qap", objective=float(qap_cost(inst, perm)), decision=[int(x) for x in perm],
+                   wall_s=time.perf_counter() - t0)
 
 
 def _solve_bnb(inst: QapInstance, config: SolverConfig, t0: float) -> Solution:
@@ -97,13 +92,19 @@ def _solve_bnb(inst: QapInstance, config: SolverConfig, t0: float) -> Solution:
             start = decision_to_perm(inst, warm.decision)
     left = max(0.0, config.time_limit_s - (time.perf_counter() - t0))
     res = qap_glb_bnb(inst.flow, inst.distance, left, start=start)
-    proven = res["proven"]
-    sol = Solution(problem="qap", method="glb-bnb", exact=True,
-                   status=SolutionStatus.OPTIMAL if proven else SolutionStatus.FEASIBLE,
-                   termination=TerminationCondition.OPTIMAL if proven else TerminationCondition.TIME_LIMIT,
-                   decision=[int(x) for x in res["perm"]], objective=float(qap_cost(inst, res["perm"])),
-                   bound=float(res["bound"]), wall_s=time.perf_counter() - t0,
-                   extra={"nodes": res["nodes"]})
-    if not res["proven"]:
-        sol.reason = f"time limit {config.time_limit_s:g} s after {res['nodes']:,} nodes"
-    return sol
+    term = TerminationCondition.OPTIMAL if res["proven"] else TerminationCondition.TIME_LIMIT
+    reason = "" if res["proven"] else f"time limit {config.time_limit_s:g} s after {res['nodes']:,} nodes"
+    return settle(QAP_KIND, inst, "glb-bnb", [int(x) for x in res["perm"]], config, t0, bound=float(res["bound"]),
+                  termination=term, reason=reason, extra={"nodes": res["nodes"]})
+
+
+def check_qap(inst: QapInstance, decision: list[int]) -> tuple[float, list[str]]:
+    """QAP cost ``sum_ij A_ij B_p(i)p(j)`` of ``decision`` (location of each facility, 0-based) and its violations
+    (not a permutation of ``range(n)``)."""
+    if sorted(decision) != list(range(inst.n)):
+        return float("inf"), [f"not a permutation of 0..{inst.n - 1}: {decision}"]
+    return float(qap_cost(inst, np.array(decision))), []
+
+
+QAP_KIND = ProblemKind("qap", "min", frozenset({"glb-bnb"}), check_qap)
+"""Checker and sense of the QAP (for :func:`solvers.common.settle`)."""

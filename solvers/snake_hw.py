@@ -33,29 +33,11 @@ from chipdse.formulations.snake_shapes import (
     validate_shape_set,
 )
 from chipdse.solvers.backends import solve_pyomo
-from chipdse.solvers.common import (
-    ProblemKind,
-    backend_solution,
-    enumerated_solution,
-    heuristic_solution,
-    infeasible_solution,
-)
+from chipdse.solvers.common import Methods, ProblemKind, enumerate_best, heuristic_runner, settle
 from chipdse.solvers.config import SolverConfig
 
-SHAPE_SET_METHODS = ("milp-highs", "enumeration", "greedy")
-AREA_SPLIT_METHODS = ("milp-highs", "enumeration")
-SHAPE_KIND = ProblemKind("snake-shape-set", "min", frozenset({"milp-highs", "enumeration"}), check_shape_set)
-AREA_KIND = ProblemKind("snake-area-split", "min", frozenset({"milp-highs", "enumeration"}), check_area_split)
-
-
-def _start(method: str, methods: tuple[str, ...], problem: str, validate: Callable[[Any], None], p: Any,
-           config: SolverConfig | None) -> tuple[SolverConfig, float]:
-    """Check the method and the instance; return the configuration and the start time."""
-    if method not in methods:
-        msg = f"{problem} method must be one of {methods}, got {method!r}"
-        raise ValueError(msg)
-    validate(p)
-    return config or SolverConfig(), time.perf_counter()
+SHAPE_KIND = ProblemKind("snake-shapes", "min", frozenset({"milp-highs", "enumeration"}), check_shape_set)
+AREA_KIND = ProblemKind("snake-area", "min", frozenset({"milp-highs", "enumeration"}), check_area_split)
 
 
 def _solve_milp(kind: ProblemKind, p: Any, method: str, build: Callable[[Any], pyo.ConcreteModel],
@@ -66,7 +48,7 @@ def _solve_milp(kind: ProblemKind, p: Any, method: str, build: Callable[[Any], p
     res = solve_pyomo(m, config)
     decision = decode(m) if res.has_solution else None
     bound = None if res.bound is None else res.bound / 1e6
-    return backend_solution(kind, p, method, res, decision, bound, build_s, t0)
+    return settle(kind, p, method, decision, config, t0, reported=res, bound=bound, unit=1e-6, build_s=build_s)
 
 
 def _prune(p: ShapeSetProblem, chosen: frozenset[int]) -> frozenset[int]:
@@ -84,77 +66,86 @@ def _prune(p: ShapeSetProblem, chosen: frozenset[int]) -> frozenset[int]:
 
 
 def solve_shape_set(p: ShapeSetProblem, method: str, config: SolverConfig | None = None) -> Solution:
-    """Choose the supported logical shapes with ``method``.
+    """Choose the supported logical shapes with ``method`` (one of :data:`SHAPE_SET_METHODS`; SNAKE Sec. 4.2);
+    arguments, status rule and errors as :meth:`solvers.common.Methods.solve`.
 
     Returns
     -------
     Solution
         ``decision`` = frozenset of shape indices; ``objective`` = weighted decode time, s (checker's).
-
-    Raises
-    ------
-    ValueError
-        Unknown method.
-    SpecError
-        A malformed instance.
     """
-    config, t0 = _start(method, SHAPE_SET_METHODS, "shape-set", validate_shape_set, p, config)
-    base = frozenset(p.always) or frozenset({int(np.argmin(p.weight @ p.time_s))})
-    if p.area_mm2(base) > p.area_budget_mm2:
-        return infeasible_solution(SHAPE_KIND, method, "the always-present shapes exceed the area budget", t0)
-    if method == "enumeration":
-        optional = [s for s in range(len(p.shapes)) if s not in p.always]
-        best, best_t = None, float("inf")
-        for k in range(len(optional) + 1):
-            for extra in itertools.combinations(optional, k):
-                cand = frozenset(p.always) | frozenset(extra)
-                if not cand:
-                    continue
-                obj, bad = check_shape_set(p, cand)
-                if not bad and (obj, p.area_mm2(cand)) < (best_t, p.area_mm2(best) if best else float("inf")):
-                    best, best_t = cand, obj
-        return enumerated_solution(SHAPE_KIND, p, method, best, t0, f"{2 ** len(optional)} shape sets enumerated")
-    if method == "greedy":
-        chosen = set(base)
-        while True:
-            now = check_shape_set(p, frozenset(chosen))[0]
-            gains = []
-            for s in set(range(len(p.shapes))) - chosen:
-                cand = frozenset(chosen | {s})
-                extra = p.area_mm2(cand) - p.area_mm2(frozenset(chosen))
-                obj, bad = check_shape_set(p, cand)
-                if not bad and obj < now:
-                    gains.append(((now - obj) / max(extra, 1e-12), s))
-            if not gains:
-                break
-            chosen.add(max(gains)[1])
-        return heuristic_solution(SHAPE_KIND, p, method, frozenset(chosen), t0, "greedy: time saved per mm^2")
-    return _solve_milp(SHAPE_KIND, p, method, build_shape_set_milp, lambda m: _prune(p, decode_shape_set_milp(m)),
-                       config, t0)
+    return SHAPE_SET.solve(p, method, config)
 
 
 def solve_area_split(p: AreaSplitProblem, method: str, config: SolverConfig | None = None) -> Solution:
-    """Choose the core's PE configuration and buffer size with ``method``.
+    """Choose the core's PE configuration and buffer size with ``method`` (one of :data:`AREA_SPLIT_METHODS`;
+    SNAKE Sec. 3.2, Fig. 4a); arguments, status rule and errors as :meth:`solvers.common.Methods.solve`.
 
     Returns
     -------
     Solution
         ``decision`` = (PE configuration index, buffer index); ``objective`` = decode latency, s.
-
-    Raises
-    ------
-    ValueError
-        Unknown method.
-    SpecError
-        A malformed instance.
     """
-    config, t0 = _start(method, AREA_SPLIT_METHODS, "area-split", validate_area_split, p, config)
-    why = area_split_infeasibility(p)
-    if why is not None:
-        return infeasible_solution(AREA_KIND, method, why, t0)
-    if method == "enumeration":
-        pairs = [(i, j) for i in range(len(p.pe_configs)) for j in range(len(p.buffer_kb))
-                 if not check_area_split(p, (i, j))[1]]
-        best = min(pairs, key=lambda ij: (p.latency_s[ij], ij))
-        return enumerated_solution(AREA_KIND, p, method, best, t0, f"{len(pairs)} feasible pairs enumerated")
+    return AREA_SPLIT.solve(p, method, config)
+
+
+def _base(p: ShapeSetProblem) -> frozenset[int]:
+    """The always-present shapes, or else the single best shape."""
+    return frozenset(p.always) or frozenset({int(np.argmin(p.weight @ p.time_s))})
+
+
+def _shape_infeasibility(p: ShapeSetProblem) -> str | None:
+    return "the always-present shapes exceed the area budget" if p.area_mm2(_base(p)) > p.area_budget_mm2 else None
+
+
+def _enumerate_shapes(p: ShapeSetProblem, method: str, config: SolverConfig, t0: float) -> Solution:
+    """Every superset of the always-present shapes; ties to the least area, then the first found."""
+    optional = [s for s in range(len(p.shapes)) if s not in p.always]
+    sets = (frozenset(p.always) | frozenset(extra) for k in range(len(optional) + 1)
+            for extra in itertools.combinations(optional, k))
+    best, _ = enumerate_best(SHAPE_KIND, p, sets, tie=p.area_mm2)
+    return settle(SHAPE_KIND, p, method, best, config, t0, log_summary=f"{2 ** len(optional)} shape sets enumerated")
+
+
+def greedy_shape_set(p: ShapeSetProblem) -> frozenset[int]:
+    """Add the shape with the largest decode time saved per mm^2 while one still fits and helps (a heuristic)."""
+    chosen = set(_base(p))
+    while True:
+        now = check_shape_set(p, frozenset(chosen))[0]
+        gains = []
+        for s in set(range(len(p.shapes))) - chosen:
+            cand = frozenset(chosen | {s})
+            extra = p.area_mm2(cand) - p.area_mm2(frozenset(chosen))
+            obj, bad = check_shape_set(p, cand)
+            if not bad and obj < now:
+                gains.append(((now - obj) / max(extra, 1e-12), s))
+        if not gains:
+            return frozenset(chosen)
+        chosen.add(max(gains)[1])
+
+
+def _shape_milp(p: ShapeSetProblem, method: str, config: SolverConfig, t0: float) -> Solution:
+    return _solve_milp(SHAPE_KIND, p, method, build_shape_set_milp, lambda m: _prune(p, decode_shape_set_milp(m)),
+                       config, t0)
+
+
+def _enumerate_area(p: AreaSplitProblem, method: str, config: SolverConfig, t0: float) -> Solution:
+    """Every (PE configuration, buffer) pair; ties to the first in row-major order."""
+    pairs = itertools.product(range(len(p.pe_configs)), range(len(p.buffer_kb)))
+    best, count = enumerate_best(AREA_KIND, p, pairs)
+    return settle(AREA_KIND, p, method, best, config, t0, log_summary=f"{count} pairs scored")
+
+
+def _area_milp(p: AreaSplitProblem, method: str, config: SolverConfig, t0: float) -> Solution:
     return _solve_milp(AREA_KIND, p, method, build_area_split_milp, decode_area_split_milp, config, t0)
+
+
+_GREEDY = heuristic_runner(SHAPE_KIND, greedy_shape_set, "greedy: time saved per mm^2")
+SHAPE_SET = Methods(SHAPE_KIND, {"milp-highs": _shape_milp, "enumeration": _enumerate_shapes, "greedy": _GREEDY},
+                    validate=validate_shape_set, infeasibility=_shape_infeasibility, label="shape-set")
+"""Every shape-set method behind :func:`solve_shape_set`."""
+AREA_SPLIT = Methods(AREA_KIND, {"milp-highs": _area_milp, "enumeration": _enumerate_area},
+                     validate=validate_area_split, infeasibility=area_split_infeasibility, label="area-split")
+"""Every area-split method behind :func:`solve_area_split`."""
+SHAPE_SET_METHODS = SHAPE_SET.names
+AREA_SPLIT_METHODS = AREA_SPLIT.names

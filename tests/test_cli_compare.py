@@ -9,6 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from chipdse.cli import app
+from chipdse.core.paths import instances_dir
+from chipdse.solvers.registry import PROBLEMS
 
 runner = CliRunner()
 KEYS = {"method", "exact", "objective", "bound", "gap", "gap_to_best_bound", "status", "wall_s"}
@@ -116,3 +118,37 @@ def test_solve_one_method_equals_its_compare_row() -> None:
     assert missing.exit_code == 2 and "--method is required" in missing.output
     unknown = runner.invoke(app, ["solve", "placement", "--method", "magic"])
     assert unknown.exit_code == 2 and "magic" in unknown.output
+
+
+@pytest.mark.parametrize(("problem", "scenario"), [
+    ("expert-split", "nova-nemotron3-nano.yaml"), ("snake-shapes", "snake-stratum.yaml"),
+    ("snake-area", "snake-stratum.yaml")])
+def test_compare_and_solve_reach_the_nova_and_snake_problems(problem: str, scenario: str) -> None:
+    """The registered NOVA / SNAKE problems run like compare placement: exact methods agree, none is beaten by a
+    heuristic (all minimize), and solve gives the compare row's objective."""
+    path = str(instances_dir() / "scenarios" / scenario)
+    result = runner.invoke(app, ["compare", problem, path, "--json", "--time-limit", "20"])
+    assert result.exit_code == 0, result.output
+    rows = {r["method"]: r for r in json.loads(result.output)}
+    assert set(rows) == set(PROBLEMS[problem].default_methods)
+    exact = [r["objective"] for r in rows.values() if r["exact"]]
+    assert all(r["status"] == "optimal" for r in rows.values() if r["exact"])
+    assert max(exact) == pytest.approx(min(exact), rel=1e-6)
+    assert all(min(exact) <= r["objective"] * (1 + 1e-9) for r in rows.values())
+    one = runner.invoke(app, ["solve", problem, "--method", "milp-highs", "--json"])  # the bundled default
+    assert one.exit_code == 0, one.output
+    assert json.loads(one.output)["objective"] == pytest.approx(rows["milp-highs"]["objective"], rel=1e-6)
+
+
+def test_a_problem_on_a_scenario_of_another_kind_is_a_user_error() -> None:
+    default = str(instances_dir() / "scenarios" / "default.yaml")
+    for args in (["compare", "expert-split", default], ["solve", "snake-area", default, "--method", "enumeration"],
+                 ["compare", "placement", str(instances_dir() / "scenarios" / "snake-stratum.yaml")]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "needs a kind:" in result.output and "Traceback" not in result.output
+
+
+def test_unknown_problem_message_lists_every_registered_problem() -> None:
+    result = runner.invoke(app, ["solve", "floorplan", "--method", "x"])
+    assert result.exit_code == 2
+    assert all(name in result.output for name in ["qap", *PROBLEMS])

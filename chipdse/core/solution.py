@@ -38,9 +38,9 @@ class TerminationCondition(StrEnum):
     UNKNOWN = "unknown"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Solution:
-    """Result of one method on one problem instance.
+    """Result of one method on one problem instance (immutable: derive a changed copy with ``dataclasses.replace``).
 
     Attributes
     ----------

@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 import pandas as pd
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from chipdse.core.errors import SpecError
 from chipdse.core.solution import Solution
 from chipdse.core.specs import _Spec, load_spec
-from chipdse.evaluators.snake import SNAKE, Design, SnakeError, decode_gemms, load_card
+from chipdse.evaluators.snake import SNAKE, SnakeError, decode_gemms, load_card
 from chipdse.evaluators.snake_pu import (
     BASELINE_DESIGNS,
     MODES,
@@ -30,11 +29,10 @@ from chipdse.evaluators.snake_pu import (
     design_speedups,
     fixed_mode_slowdowns,
     schedule,
-    schedule_op,
 )
 from chipdse.formulations.snake_area import AreaSplitProblem
-from chipdse.formulations.snake_shapes import ShapeSetProblem
 from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.problems import area_split_problem, shape_set_problem
 from chipdse.solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
 
 PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00}
@@ -173,41 +171,6 @@ class SnakeStudy:
     area_problem: AreaSplitProblem | None = None
     serving: pd.DataFrame = field(default_factory=pd.DataFrame)
     timings_s: dict[str, float] = field(default_factory=dict)
-
-
-def shape_set_problem(spec: SnakeScenario, budget_mm2: float) -> ShapeSetProblem:
-    """The shape-set instance over the scenario's models and batches (every decode GEMM, weighted by count)."""
-    t = spec.template.template()
-    shapes = tuple((r, 4096 // r) for r in sorted(set(spec.shape_set.rows)))
-    ops = [op for m in spec.models for b in spec.batches for op in decode_gemms(load_card(m), b, spec.tp)]
-    times = np.array([[schedule_op(op, dataclasses.replace(SNAKE, shapes=((r, c), (c, r))), t).time_s
-                       for r, c in shapes] for op in ops])
-    always = tuple(i for i, (r, c) in enumerate(shapes) if r == c)
-    return ShapeSetProblem(shapes, tuple(64 // r for r, _ in shapes),
-                           tuple(spec.shape_set.config_area_mm2 for _ in shapes), spec.shape_set.port_area_mm2,
-                           budget_mm2, tuple(f"{op.name}@{op.m}" for op in ops),
-                           np.array([float(op.count) for op in ops]), times, always,
-                           name=f"{spec.name}-shape-set-{budget_mm2:g}mm2")
-
-
-def area_split_problem(spec: SnakeScenario) -> AreaSplitProblem:
-    """The area-split instance: each (array, buffer) pair's decode latency with the buffer-limited streaming rate."""
-    a = spec.area_split
-    base = spec.template.template()
-    ops = decode_gemms(load_card(a.model), a.batch, spec.tp)
-    budget = (spec.template.pu_area_mm2 - a.pu_fixed_area_mm2) / spec.template.cores_per_pu
-    core_share = base.dram_TBps * 1e12 / base.cores
-    lat = np.zeros((len(a.cols), len(a.buffer_kb)))
-    for j, kb in enumerate(a.buffer_kb):
-        rate = min(core_share, kb * 1024 / 2 / (a.dram_latency_ns * 1e-9))  # Little's law on the refill half
-        t = dataclasses.replace(base, dram_TBps=rate * base.cores / 1e12)
-        for i, c in enumerate(a.cols):
-            design = Design(f"{a.rows}x{c}", "systolic", SNAKE.freq_hz, ((a.rows, c), (c, a.rows)), SNAKE.dataflows,
-                            reconfigurable=True)
-            lat[i, j] = decode_step_s(ops, design, t)
-    return AreaSplitProblem(tuple((a.rows, c) for c in a.cols), np.array([a.rows * c * a.pe_area_mm2 for c in a.cols]),
-                            tuple(a.buffer_kb), np.array([kb * a.sram_mm2_per_kb for kb in a.buffer_kb]), budget, lat,
-                            name=f"{spec.name}-area-split")
 
 
 def run_snake_study(spec: SnakeScenario, time_limit_s: float | None = None) -> SnakeStudy:

@@ -1,0 +1,158 @@
+"""The one registry of decision problems: what ``chipdse compare``, ``chipdse solve`` and the tests read.
+
+Each :class:`ProblemRecord` names a problem, says which scenario kind its instance comes from and how it is built,
+lists its exact methods and heuristics (and which run by default), and gives its checker and solve function. The
+QAPLIB path (``chipdse solve qap FILE``) is not a scenario problem and stays in ``solvers.qap``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chipdse.core.solution import Solution
+from chipdse.formulations.expert_split import check_expert_split
+from chipdse.formulations.hbm_packing import check_hbm_packing
+from chipdse.formulations.hbm_partition import check_hbm_partition
+from chipdse.formulations.mapping import check_mapping
+from chipdse.formulations.placement import check_placement
+from chipdse.formulations.snake_area import check_area_split
+from chipdse.formulations.snake_shapes import check_shape_set
+from chipdse.solvers import expert_split, hbm_packing, hbm_partition, link_load, mapping, placement, snake_hw
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.problems import (
+    area_split_problem,
+    finalist_hbm_packing,
+    finalist_hbm_partition,
+    finalist_mapping,
+    finalist_placement,
+    nova_expert_split_problem,
+    shape_set_problem,
+)
+
+
+@dataclass(frozen=True)
+class ProblemRecord:
+    """One decision problem as the command line and the tests see it.
+
+    Attributes
+    ----------
+    name : str
+        The ``PROBLEM`` argument of ``chipdse compare`` / ``solve`` and ``Solution.problem``.
+    summary : str
+        One line for ``--help``: what is decided, the paper and equation, which instance the scenario gives.
+    scenario_kind : str
+        ``"hydra"``, ``"snake"`` or ``"nova"``: the ``kind`` of scenario the instance is built from.
+    default_scenario : str | None
+        Bundled scenario file (``instances/scenarios/``) used when none is given; ``None``: the HYDRA default.
+    build : callable(scenario, point) -> (instance, label)
+        Instance builder from a loaded scenario (``LoadedScenario`` for hydra, the study's scenario spec for snake
+        and nova) and ``--point`` (``"b-star"`` / ``"m-t"``; ignored by snake and nova problems).
+    exact_methods, heuristics : tuple[str, ...]
+        Methods that can prove optimality (solvers and enumerations) and the rest.
+    default_methods : tuple[str, ...]
+        Methods ``compare`` runs when none are named (no brute force on full-size instances).
+    check : callable(instance, decision) -> (objective, violations)
+        The problem's solver-independent checker.
+    solve : callable(instance, method, config, seed, hint) -> Solution
+        Runs one method (``seed`` for randomized heuristics, ``hint`` a start for exact methods or ``None``).
+    sense : str
+        ``"min"`` or ``"max"``.
+    warm_start : bool
+        ``compare`` gives each exact method the best decision found so far as its start.
+    """
+
+    name: str
+    summary: str
+    scenario_kind: str
+    default_scenario: str | None
+    build: Callable[[Any, str], tuple[Any, str]]
+    exact_methods: tuple[str, ...]
+    heuristics: tuple[str, ...]
+    default_methods: tuple[str, ...]
+    check: Callable[[Any, Any], tuple[float, list[str]]]
+    solve: Callable[[Any, str, SolverConfig, int, Any], Solution]
+    sense: str = "min"
+    warm_start: bool = False
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """Every method, exact ones first."""
+        return self.exact_methods + self.heuristics
+
+
+def _without(methods: Sequence[str], *drop: str) -> tuple[str, ...]:
+    return tuple(m for m in methods if m not in drop)
+
+
+_MAPPING = mapping.SOLVERS.split()
+_PARTITION = hbm_partition.SOLVERS.split()
+_PACKING = hbm_packing.SOLVERS.split()
+_EXPERTS = expert_split.SOLVERS.split()
+_SHAPES = snake_hw.SHAPE_SET.split()
+_AREA = snake_hw.AREA_SPLIT.split()
+
+PROBLEMS: dict[str, ProblemRecord] = {r.name: r for r in (
+    ProblemRecord(
+        "placement", "chiplets on the package grid, least hop-weighted volume (HYDRA Eq. 2; the B* / M_T finalist)",
+        "hydra", None, finalist_placement, placement.EXACT_METHODS, placement.HEURISTIC_METHODS,
+        _without(placement.PLACEMENT_METHODS, "brute-force"), check_placement,
+        lambda p, m, c, seed, hint: placement.solve_placement(p, m, c, seed=seed, hint=hint), warm_start=True),
+    ProblemRecord(
+        "placement-max-link", "the same placement, least busy NoI link under XY routing (the finalist)",
+        "hydra", None, finalist_placement, link_load.MAX_LINK_EXACT_METHODS, placement.HEURISTIC_METHODS,
+        (*placement.HEURISTIC_METHODS, "layout-bnb", "milp-highs"), link_load.check_max_link,
+        lambda p, m, c, seed, hint: link_load.solve_max_link_placement(p, m, c, seed=seed, hint=hint),
+        warm_start=True),
+    ProblemRecord(
+        "hbm-partition", "HBM stacks per weight group, most concurrent requests (HYDRA Eq. 1; the finalist's stacks)",
+        "hydra", None, finalist_hbm_partition, *_PARTITION, hbm_partition.HBM_PARTITION_METHODS, check_hbm_partition,
+        lambda p, m, c, seed, hint: hbm_partition.solve_hbm_partition(p, m, c), sense="max"),
+    ProblemRecord(
+        "hbm-packing", "blocks into the stacks of the Eq. 1 split, most concurrent requests (the finalist's stacks)",
+        "hydra", None, finalist_hbm_packing, *_PACKING, ("first-fit", "milp-highs"), check_hbm_packing,
+        lambda p, m, c, seed, hint: hbm_packing.solve_hbm_packing(p, m, c), sense="max"),
+    ProblemRecord(
+        "mapping", "decode blocks onto the placed chiplets, least bottleneck stage time (HYDRA Eqs. 3-5)",
+        "hydra", None, finalist_mapping, *_MAPPING, _without(mapping.MAPPING_METHODS, "brute-force"), check_mapping,
+        lambda p, m, c, seed, hint: mapping.solve_mapping(p, m, c)),
+    ProblemRecord(
+        "expert-split", "one MoE layer's experts onto NOVA's two tiers, least makespan (NOVA Sec. VI-E; the "
+        "scenario's first MoE model at its largest batch, uniform routing)",
+        "nova", "nova-nemotron3-nano.yaml", lambda spec, point: nova_expert_split_problem(spec), *_EXPERTS,
+        _without(expert_split.EXPERT_SPLIT_METHODS, "brute-force"), check_expert_split,
+        lambda p, m, c, seed, hint: expert_split.solve_expert_split(p, m, c)),
+    ProblemRecord(
+        "snake-shapes", "logical array shapes a SNAKE core supports, least decode time (SNAKE Sec. 4.2; the "
+        "scenario's first area budget)",
+        "snake", "snake-stratum.yaml",
+        lambda spec, point: (lambda p: (p, p.name))(shape_set_problem(spec, spec.shape_set.budgets_mm2[0])),
+        *_SHAPES, snake_hw.SHAPE_SET_METHODS, check_shape_set,
+        lambda p, m, c, seed, hint: snake_hw.solve_shape_set(p, m, c)),
+    ProblemRecord(
+        "snake-area", "PE array vs buffer in a SNAKE core's area, least decode latency (SNAKE Sec. 3.2, Fig. 4a)",
+        "snake", "snake-stratum.yaml", lambda spec, point: (lambda p: (p, p.name))(area_split_problem(spec)),
+        *_AREA, snake_hw.AREA_SPLIT_METHODS, check_area_split,
+        lambda p, m, c, seed, hint: snake_hw.solve_area_split(p, m, c)),
+)}
+"""Every registered decision problem by name."""
+
+
+def problem_record(name: str) -> ProblemRecord:
+    """Return the record of problem ``name``.
+
+    Raises
+    ------
+    ValueError
+        Unknown name; the message lists the registered ones.
+    """
+    if name not in PROBLEMS:
+        msg = f"PROBLEM must be one of {sorted(PROBLEMS)}, got {name!r}"
+        raise ValueError(msg)
+    return PROBLEMS[name]
+
+
+def problems_help() -> str:
+    """One ``name (summary)`` entry per registered problem, for ``--help`` texts."""
+    return "; ".join(f"{r.name}: {r.summary}" for r in PROBLEMS.values())
