@@ -26,12 +26,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from itertools import combinations
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from chipdse.core.solution import Solution
 from chipdse.formulations.placement import PlacementProblem, active_types, allowed_cells, check_placement, volume_table
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.placement_heuristics import local_search_placement
 
 CHUNK = 4_000
 MAX_KEY_STATES = 2**62
@@ -132,7 +136,9 @@ def canonical_layouts(layouts: np.ndarray, ring: tuple[int, ...], symmetries: li
 
 
 def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float, max_layouts: int = 3_000_000,
-                              rel_gap: float = 1e-6, threads: int = 2) -> dict:
+                              rel_gap: float = 1e-6, threads: int = 2, *,
+                              solve_fixed: Callable[[PlacementProblem, SolverConfig, dict[int, str] | None], Solution]
+                              ) -> dict:
     """Run the exact decomposition; return decision, bound, proven flag and counters.
 
     Parameters
@@ -147,6 +153,9 @@ def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float, ma
         Relative gap at which a layout needs no exact solve and the search counts as proven.
     threads : int
         HiGHS threads for the per-layout MILPs.
+    solve_fixed : callable(problem, config, hint) -> Solution
+        The exact solve of one open layout (its restricted chiplets fixed through ``allowed``); the dispatcher
+        passes its RLT-1 MILP method, so this module does not import the dispatcher.
 
     Returns
     -------
@@ -174,7 +183,7 @@ def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float, ma
         msg = "hbm-enum: the restricted chiplets have no feasible layout"
         raise DecompositionNotApplicable(msg)
     layouts = canonical_layouts(all_layouts, ring, grid_symmetries(problem), len(restricted))
-    ctx = _Context(problem, restricted, free, ring)
+    ctx = _Context(problem, restricted, free, ring, solve_fixed)
     lbs = np.zeros(len(layouts))  # 0 is a valid (weak) bound where the time limit stops the relaxation
     for s in range(0, len(layouts), CHUNK):
         if time.perf_counter() - t0 > time_limit_s:
@@ -209,7 +218,6 @@ def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float, ma
         if decision is not None and value < best:
             best, best_dec = value, decision
     if best_dec is not None:
-        from chipdse.solvers.placement import local_search_placement  # the swap descent lives with the heuristics
 
         polished = local_search_placement(problem, best_dec)
         value = check_placement(problem, polished)[0]
@@ -228,8 +236,9 @@ class _Context:
     """Arrays shared by the relaxation, the per-layout assignment bound and the per-layout exact solve."""
 
     def __init__(self, problem: PlacementProblem, restricted: list[str], free: list[str],
-                 ring: tuple[int, ...]) -> None:
+                 ring: tuple[int, ...], solve_fixed: Callable[..., Solution]) -> None:
         self.problem, self.restricted, self.free = problem, restricted, free
+        self.solve_fixed = solve_fixed
         vol = volume_table(problem)
         dist = cell_distances(problem)
         self.n, self.dist = problem.rows * problem.cols, dist
@@ -296,9 +305,6 @@ class _Context:
         """Solve one layout exactly (RLT-1 MILP, restricted chiplets fixed, every volume kept).
 
         Returns (objective or inf, lower bound for the layout, decision or None)."""
-        from chipdse.solvers.config import SolverConfig
-        from chipdse.solvers.placement import solve_placement
-
         fixed = self._fixed(lay)
         cells: dict[str, list[int]] = {}
         for cell, t in fixed.items():
@@ -311,7 +317,7 @@ class _Context:
         if incumbent is not None and all(incumbent.get(c) == t for c, t in fixed.items()):
             hint = incumbent
         cfg = SolverConfig(time_limit_s=max(time_limit_s, 0.1), rel_gap=rel_gap, threads=threads)
-        sol = solve_placement(sub, "milp-highs", cfg, hint=hint)
+        sol = self.solve_fixed(sub, cfg, hint)
         bound = -math.inf if sol.bound is None else float(sol.bound)
         if sol.decision is None:
             return math.inf, bound, None
