@@ -98,7 +98,7 @@ class Backend:
 def _import_distributed() -> Any:
     """Return the ``distributed`` module, or raise a ChipdseError saying how to install it."""
     try:
-        import distributed
+        import distributed  # deferred on purpose: an optional extra (chipdse[dask]), heavy to import
     except ImportError:
         msg = f"the Dask backend needs dask.distributed, which is not installed: {DASK_HINT}"
         raise ChipdseError(msg) from None

@@ -11,9 +11,18 @@ import math
 
 import numpy as np
 
+from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.scenario import LoadedScenario
+from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, batcher_config, scheduler_config
+from chipdse.evaluators.selection import pick_b_star
+from chipdse.evaluators.sim_build import build_sim_config, workload_arrival
+from chipdse.evaluators.simulator import simulate
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.mapping import solve_mapping
+from chipdse.solvers.placement import solve_placement
+from chipdse.solvers.problems import mapping_problem, placement_problem
 
 SCHEDULERS = SCHEDULER_NAMES
 """Task schedulers of the simulator by CLI name (the registry ``chipdse.evaluators.policies``)."""
@@ -25,9 +34,6 @@ MAPPING_METHOD = "lpt-greedy"
 
 def _select_row(sc: LoadedScenario, point: str | int) -> dict:
     """Return the estimator row of ``point`` ("best" = B*, or an integer row id)."""
-    from chipdse.core.design_space import enumerate_points
-    from chipdse.evaluators.estimator import Screen
-    from chipdse.evaluators.selection import pick_b_star
 
     pid: int | None = None
     if isinstance(point, str):
@@ -122,13 +128,6 @@ def run_simulation(
         No stable point for ``"best"`` (``InfeasibleDesignError``), no placement found, or a simulator input
         error (``SimulationError``, also a ``ValueError``).
     """
-    from chipdse.core.design_space import PointSpec
-    from chipdse.evaluators.sim_build import build_sim_config, workload_arrival
-    from chipdse.evaluators.simulator import simulate
-    from chipdse.solvers.config import SolverConfig
-    from chipdse.solvers.mapping import solve_mapping
-    from chipdse.solvers.placement import solve_placement
-    from chipdse.solvers.problems import mapping_problem, placement_problem
 
     sched_cfg = scheduler_config(scheduler)
     batching = sc.spec.estimator.batching if batching is None else batching
