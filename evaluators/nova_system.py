@@ -40,8 +40,8 @@ GPU with synchronization), Sec. VI-E (tier rooflines, alpha*, k*), Sec. IV-A (2x
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 
 import numpy as np
 
@@ -191,17 +191,63 @@ def nmp_time_s(design: NovaDesign, flops: float, intensity: float, system: NovaS
     raise ValueError(msg)
 
 
-@cache
-def _expert_split_s(tokens: tuple[int, ...], expert_bytes: float, cubes: int, tiers: NovaTiers, method: str) -> float:
-    """Makespan of one MoE layer's routed experts on one cube's two tiers with ``method``, s."""
-    from chipdse.formulations.expert_split import ExpertSplitProblem
-    from chipdse.solvers.config import SolverConfig
-    from chipdse.solvers.expert_split import solve_expert_split
+@dataclass(frozen=True)
+class ExpertSplitCase:
+    """One MoE layer's expert-to-tier split on one cube, as a decode step of a two-tier design needs it.
 
-    # each cube holds a share of every expert (cube-local GEMVs), so every cube splits the same expert set
-    prob = ExpertSplitProblem(tuple(expert_bytes / cubes for _ in tokens), tokens, tiers)
-    sol = solve_expert_split(prob, method, SolverConfig(time_limit_s=20))
-    return float(sol.objective or 0.0)
+    Attributes
+    ----------
+    tokens : tuple[int, ...]
+        Tokens routed to each expert in the step (:func:`routed_tokens`).
+    expert_bytes : float
+        Bytes of each expert's share on one cube (every cube holds a share of every expert, so every cube
+        splits the same expert set): the expert's weights over the system's cubes.
+    tiers : NovaTiers
+        The cube's two tiers.
+    method : str
+        The design's expert-split policy (:attr:`NovaDesign.expert_split`).
+    """
+
+    tokens: tuple[int, ...]
+    expert_bytes: float
+    tiers: NovaTiers
+    method: str
+
+
+ExpertSplits = Mapping[ExpertSplitCase, float]
+"""Makespan of each expert split, s, solved by the study (an evaluator never runs a solver)."""
+
+
+def expert_split_cases(model: NovaModel, design: NovaDesign, batch: int,
+                       system: NovaSystem = SYSTEM) -> list[ExpertSplitCase]:
+    """The expert splits a decode step of ``design`` at ``batch`` needs, each once (empty unless the design
+    offloads MoE to the two tiers)."""
+    if design.nmp != "two-tier" or "moe" not in design.offload:
+        return []
+    cases: list[ExpertSplitCase] = []
+    for w in model.layers:
+        if w.moe:
+            e, k, per_expert = w.moe
+            case = ExpertSplitCase(routed_tokens(batch, e, k), per_expert * BYTES / system.all_cubes, system.tiers,
+                                   design.expert_split)
+            if case not in cases:
+                cases.append(case)
+    return cases
+
+
+def _expert_split_s(case: ExpertSplitCase, splits: ExpertSplits | None) -> float:
+    """The given makespan of ``case``, s.
+
+    Raises
+    ------
+    ValueError
+        ``splits`` lacks the case: the caller must solve it first (``chipdse.studies.nova.solve_expert_splits``).
+    """
+    if splits is None or case not in splits:
+        msg = (f"the {case.method} expert split of {len(case.tokens)} experts ({sum(case.tokens)} routed tokens) "
+               "was not given; solve the design's expert splits (expert_split_cases) and pass them in")
+        raise ValueError(msg)
+    return splits[case]
 
 
 def routed_tokens(batch: int, experts: int, top_k: int) -> tuple[int, ...]:
@@ -213,8 +259,11 @@ def routed_tokens(batch: int, experts: int, top_k: int) -> tuple[int, ...]:
 
 
 def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: float,
-                  system: NovaSystem = SYSTEM) -> dict[str, float]:
+                  system: NovaSystem = SYSTEM, expert_splits: ExpertSplits | None = None) -> dict[str, float]:
     """Time of one decode step of ``batch`` requests at mean context ``context`` tokens.
+
+    ``expert_splits`` holds the makespan of every case :func:`expert_split_cases` lists for the design (needed
+    only by a two-tier design running an MoE model); a missing one raises ValueError.
 
     Returns
     -------
@@ -258,8 +307,9 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
             if "moe" in design.offload:
                 syncs += 1
                 if design.nmp == "two-tier":
-                    t = _expert_split_s(tokens, per_expert * BYTES, system.all_cubes, system.tiers,
-                                        design.expert_split)
+                    case = ExpertSplitCase(tokens, per_expert * BYTES / system.all_cubes, system.tiers,
+                                           design.expert_split)
+                    t = _expert_split_s(case, expert_splits)
                 else:
                     t = sum(nmp_time_s(design, 2.0 * per_expert * n, 2.0 * n / BYTES, system) for n in tokens if n)
                 parts["nmp_s"] += t
@@ -313,8 +363,9 @@ def prefill_s(model: NovaModel, batch: int, prompt: int, system: NovaSystem = SY
 
 
 def e2e(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: int,
-        system: NovaSystem = SYSTEM) -> dict[str, float]:
-    """Decode step, throughput and E2E latency of one batch (``None`` fields when it does not fit in memory).
+        system: NovaSystem = SYSTEM, expert_splits: ExpertSplits | None = None) -> dict[str, float]:
+    """Decode step, throughput and E2E latency of one batch (``None`` fields when it does not fit in memory);
+    ``expert_splits`` as in :func:`decode_step_s`.
 
     Returns
     -------
@@ -325,7 +376,7 @@ def e2e(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: int,
     _check_run(batch, l_in, l_out)
     if not fits(model, design, batch, l_in + l_out, system):
         return {"fits": False, "step_s": np.nan, "throughput_tps": np.nan, "prefill_s": np.nan, "e2e_s": np.nan}
-    step = decode_step_s(model, design, batch, l_in + l_out / 2.0, system)
+    step = decode_step_s(model, design, batch, l_in + l_out / 2.0, system, expert_splits)
     pre = prefill_s(model, batch, l_in, system)
     return {"fits": True, **step, "throughput_tps": batch / step["step_s"], "prefill_s": pre,
             "e2e_s": pre + l_out * step["step_s"]}
