@@ -22,8 +22,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from chipdse.core.errors import SpecError
+from chipdse.core.scenario import AnyScenario, load
 from chipdse.core.solution import Solution
 
 Progress = Callable[[str, float], None]
@@ -71,3 +74,17 @@ def solve_record(problem: str, sol: Solution, **where: Any) -> dict[str, Any]:
     return {"problem": problem, **where, "method": sol.method, "exact": sol.exact, "status": sol.status.value,
             "termination": sol.termination.value, "objective": sol.objective, "bound": sol.bound,
             "wall_s": sol.wall_s}
+
+
+def load_kind(path: Path | None, kind: str) -> AnyScenario:
+    """Load any scenario file (:func:`chipdse.core.scenario.load`) and refuse it unless it is of ``kind``.
+
+    Raises
+    ------
+    SpecError
+        As :func:`chipdse.core.scenario.load`; or field ``kind`` naming the kind found.
+    """
+    loaded = load(path)
+    if loaded.spec.kind != kind:
+        raise SpecError(str(loaded.path), "kind", f"{kind}, got {loaded.spec.kind!r}")
+    return loaded

@@ -14,10 +14,9 @@ import numpy as np
 import pandas as pd
 
 from chipdse.core.design_space import PointSpec, enumerate_points
-from chipdse.core.errors import InfeasibleDesignError, SpecError
+from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import LoadedScenario
-from chipdse.core.scenario import load as load_any
 from chipdse.core.solution import Solution
 from chipdse.evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
 from chipdse.evaluators.latency import BlockTable, block_table, decode_costs, prefill_costs
@@ -28,7 +27,7 @@ from chipdse.solvers.hbm_partition import solve_hbm_partition
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import hbm_partition_problem, mapping_problem, placement_problem
-from chipdse.studies.common import Progress, Settings, Stages, no_progress, solve_record
+from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
 from chipdse.studies.generality import GeneralityResult, generality
 from chipdse.studies.simstudy import Layout, SimulationStudy, explore_simulations
 
@@ -260,9 +259,8 @@ def load(path: Path | None = None) -> LoadedScenario:
     SpecError
         As :func:`chipdse.core.scenario.load`; also a scenario of another kind.
     """
-    loaded = load_any(path)
-    if not isinstance(loaded, LoadedScenario):
-        raise SpecError(str(loaded.path), "kind", f"hydra, got {loaded.spec.kind!r}")
+    loaded = load_kind(path, KIND)
+    assert isinstance(loaded, LoadedScenario)
     return check(loaded)
 
 

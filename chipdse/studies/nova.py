@@ -22,7 +22,6 @@ import pandas as pd
 
 from chipdse.core.errors import SpecError
 from chipdse.core.scenario import StudyScenario
-from chipdse.core.scenario import load as load_any
 from chipdse.core.solution import Solution
 from chipdse.core.specs import NovaScenario
 from chipdse.evaluators.nova_model import load_nova_model
@@ -40,7 +39,7 @@ from chipdse.evaluators.nova_system import (
 from chipdse.formulations.expert_split import ExpertSplitProblem
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
-from chipdse.studies.common import Progress, Settings, Stages, no_progress, solve_record
+from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
 
 KIND = "nova"
 PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698}
@@ -86,9 +85,8 @@ def load(path: Path) -> StudyScenario:
     SpecError
         A malformed field, another kind, a missing card or an unsupported layer type, naming the file and field.
     """
-    loaded = load_any(path)
-    if not isinstance(loaded, StudyScenario):
-        raise SpecError(str(path), "kind", f"nova, got {loaded.spec.kind!r}")
+    loaded = load_kind(path, KIND)
+    assert isinstance(loaded, StudyScenario)
     return check(loaded)
 
 

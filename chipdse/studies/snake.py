@@ -18,7 +18,6 @@ import pandas as pd
 
 from chipdse.core.errors import SpecError
 from chipdse.core.scenario import StudyScenario
-from chipdse.core.scenario import load as load_any
 from chipdse.core.solution import Solution
 from chipdse.core.specs import SnakeScenario, TemplateSpec
 from chipdse.evaluators.snake import SNAKE, Design, SnakeError, decode_gemms, load_card
@@ -37,7 +36,7 @@ from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.formulations.snake_shapes import ShapeSetProblem
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
-from chipdse.studies.common import Progress, Settings, Stages, no_progress, solve_record
+from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
 
 PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00}
 """SNAKE Sec. 6.3: average decode speedup of SNAKE over each baseline across the five models."""
@@ -79,9 +78,8 @@ def load(path: Path) -> StudyScenario:
     SpecError
         A malformed field, another kind, a missing card or an unsupported layer type, naming the file and field.
     """
-    loaded = load_any(path)
-    if not isinstance(loaded, StudyScenario):
-        raise SpecError(str(path), "kind", f"snake, got {loaded.spec.kind!r}")
+    loaded = load_kind(path, KIND)
+    assert isinstance(loaded, StudyScenario)
     return check(loaded)
 
 
