@@ -20,16 +20,16 @@ A decode step runs the layers in order. In each layer the GPU reads its weights 
 experts, dense MLPs) at the cubes' external bandwidth; every offloaded operator runs on each cube's NMP on a
 fifth of the work and costs one synchronization (``sync_s``: the hand-off to the NMP and back), as the paper
 offloads every supported decode operator; operators a design does not support run on the GPU's roofline without
-one. NOVA picks Tier-1, Tier-2 or cross-tier per operator (:func:`evaluators.nmp.best_mode`), runs Falcon-H1's
-parallel GQA and SSM on the two tiers at once when that is faster, and splits each MoE layer's experts between
-the tiers: hottest 10% on Tier-2 (the static 1:9 split NOVA's Figs. 11-15 use), or exactly (MILP) for the
-"NOVA exact" design; the splits are solved by the caller (the NOVA study,
-``chipdse.studies.nova.solve_expert_splits``) and passed in, since an evaluator never runs a solver
-(:func:`expert_split_cases` lists the ones a decode step needs). Expert token counts come from uniform routing (every token's top-k dealt over the experts),
-the setting SNAKE Sec. 6.1.1 and Duplex use; NOVA reports skewed routing (Fig. 4b), which the exact split gains
-more from. Systems of several GPUs (``gpus``, tensor-parallel, for models that need them: NOVA runs
-Nemotron3-Super on two H100s over NVLink) scale compute, bandwidth, cubes and capacity by ``gpus`` and add one
-all-reduce latency (``allreduce_s``) per layer.
+one. NOVA picks Tier-1, Tier-2 or cross-tier per operator (:func:`evaluators.nmp.best_mode`), runs Falcon-H1's parallel
+GQA and SSM on the two tiers at once when that is faster, and splits each MoE layer's experts between the tiers:
+hottest 10% on Tier-2 (the static 1:9 split NOVA's Figs. 11-15 use), or exactly (MILP) for the "NOVA exact" design;
+the splits are solved by the caller (the NOVA study, ``chipdse.studies.nova.solve_expert_splits``) and passed in,
+since an evaluator never runs a solver (:func:`expert_split_cases` lists the ones a decode step needs). Expert
+token counts come from uniform routing (every token's top-k dealt over the experts), the setting SNAKE Sec. 6.1.1
+and Duplex use; NOVA reports skewed routing (Fig. 4b), which the exact split gains more from. Systems of several
+GPUs (``gpus``, tensor-parallel, for models that need them: NOVA runs Nemotron3-Super on two H100s over NVLink)
+scale compute, bandwidth, cubes and capacity by ``gpus`` and add one all-reduce latency (``allreduce_s``) per
+layer.
 
 Prefill runs on the GPU for every design (compute-bound roofline). E2E latency of a batch =
 prefill + ``L_out`` decode steps at the mean context ``L_in + L_out / 2``; throughput = batch / step time.

@@ -16,7 +16,7 @@ import pandas as pd
 from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.models import GROUP_NAMES
-from chipdse.core.scenario import LoadedScenario
+from chipdse.core.scenario import AnyScenario, LoadedScenario
 from chipdse.core.solution import Solution
 from chipdse.evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
 from chipdse.evaluators.latency import BlockTable, block_table, decode_costs, prefill_costs
@@ -246,22 +246,16 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     return ExploreResult(sc, df, reasons, finalists, cfg, stages.wall_s, study, table_iv, stages.cpu_s)
 
 
-def check(sc: LoadedScenario) -> LoadedScenario:
+def check(sc: AnyScenario) -> LoadedScenario:
     """A loaded HYDRA scenario is fully checked by :func:`chipdse.core.scenario.load`; returned as is."""
+    assert isinstance(sc, LoadedScenario), "load_kind refuses other kinds"
     return sc
 
 
 def load(path: Path | None = None) -> LoadedScenario:
-    """Load a HYDRA scenario (the bundled default when ``path`` is None).
-
-    Raises
-    ------
-    SpecError
-        As :func:`chipdse.core.scenario.load`; also a scenario of another kind.
-    """
-    loaded = load_kind(path, KIND)
-    assert isinstance(loaded, LoadedScenario)
-    return check(loaded)
+    """A HYDRA scenario file (the bundled default when ``path`` is None), loaded
+    (:func:`chipdse.studies.common.load_kind`); any problem is a one-line SpecError naming the file and field."""
+    return check(load_kind(path, KIND))
 
 
 def label(sc: LoadedScenario) -> str:

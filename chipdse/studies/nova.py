@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from chipdse.core.errors import SpecError
-from chipdse.core.scenario import StudyScenario
+from chipdse.core.scenario import AnyScenario, StudyScenario
 from chipdse.core.solution import Solution
 from chipdse.core.specs import NovaScenario
 from chipdse.evaluators.nova_model import load_nova_model
@@ -54,7 +54,7 @@ def nova_system(spec: NovaScenario) -> NovaSystem:
                    allreduce_s=spec.system.allreduce_us * 1e-6)
 
 
-def check(sc: StudyScenario) -> StudyScenario:
+def check(sc: AnyScenario) -> StudyScenario:
     """Check that every model ``sc`` names is a GQA / Mamba-2 / MoE model the NOVA evaluator supports, and that
     ``gpus`` names only those models.
 
@@ -64,8 +64,7 @@ def check(sc: StudyScenario) -> StudyScenario:
         An unsupported or unreadable card, or an unknown ``gpus`` key, naming the scenario file and field.
     """
     spec = sc.spec
-    if not isinstance(spec, NovaScenario):
-        raise SpecError(str(sc.path), "kind", f"nova, got {spec.kind!r}")
+    assert isinstance(sc, StudyScenario) and isinstance(spec, NovaScenario), "load_kind refuses other kinds"
     for i, m in enumerate(spec.models):
         try:
             load_nova_model(m)
@@ -78,16 +77,9 @@ def check(sc: StudyScenario) -> StudyScenario:
 
 
 def load(path: Path) -> StudyScenario:
-    """Load and check a NOVA scenario (:func:`chipdse.core.scenario.load`, then :func:`check`).
-
-    Raises
-    ------
-    SpecError
-        A malformed field, another kind, a missing card or an unsupported layer type, naming the file and field.
-    """
-    loaded = load_kind(path, KIND)
-    assert isinstance(loaded, StudyScenario)
-    return check(loaded)
+    """A ``kind: nova`` scenario file, loaded (:func:`chipdse.studies.common.load_kind`) and :func:`check`-ed;
+    any problem is a one-line SpecError naming the file and field."""
+    return check(load_kind(path, KIND))
 
 
 def label(sc: StudyScenario) -> str:

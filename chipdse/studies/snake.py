@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from chipdse.core.errors import SpecError
-from chipdse.core.scenario import StudyScenario
+from chipdse.core.scenario import AnyScenario, StudyScenario
 from chipdse.core.solution import Solution
 from chipdse.core.specs import SnakeScenario, TemplateSpec
 from chipdse.evaluators.snake import SNAKE, Design, SnakeError, decode_gemms, load_card
@@ -51,7 +51,7 @@ def nmp_template(t: TemplateSpec) -> NmpTemplate:
                        t.link_latency_ns * 1e-9, 2, t.mesh_side)
 
 
-def check(sc: StudyScenario) -> StudyScenario:
+def check(sc: AnyScenario) -> StudyScenario:
     """Check that every model card ``sc`` names is a decode model the SNAKE evaluator supports.
 
     Raises
@@ -60,8 +60,7 @@ def check(sc: StudyScenario) -> StudyScenario:
         A card with an unsupported layer type (or that cannot be read), naming the scenario file and field.
     """
     spec = sc.spec
-    if not isinstance(spec, SnakeScenario):
-        raise SpecError(str(sc.path), "kind", f"snake, got {spec.kind!r}")
+    assert isinstance(sc, StudyScenario) and isinstance(spec, SnakeScenario), "load_kind refuses other kinds"
     for where, m in spec.card_refs():
         try:
             decode_gemms(load_card(sc.named_files.get(where, m)), spec.batches[0], spec.tp)
@@ -71,16 +70,9 @@ def check(sc: StudyScenario) -> StudyScenario:
 
 
 def load(path: Path) -> StudyScenario:
-    """Load and check a SNAKE scenario (:func:`chipdse.core.scenario.load`, then :func:`check`).
-
-    Raises
-    ------
-    SpecError
-        A malformed field, another kind, a missing card or an unsupported layer type, naming the file and field.
-    """
-    loaded = load_kind(path, KIND)
-    assert isinstance(loaded, StudyScenario)
-    return check(loaded)
+    """A ``kind: snake`` scenario file, loaded (:func:`chipdse.studies.common.load_kind`) and :func:`check`-ed;
+    any problem is a one-line SpecError naming the file and field."""
+    return check(load_kind(path, KIND))
 
 
 def label(sc: StudyScenario) -> str:
