@@ -26,16 +26,18 @@ from rich.text import Text
 from chipdse.core.errors import ChipdseError
 from chipdse.core.io import atomic_path, ensure_writable_dir
 from chipdse.core.paths import instances_dir
-from chipdse.core.scenario import load_scenario
+from chipdse.core.scenario import LoadedScenario, load, load_scenario
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
 from chipdse.formulations.qap import read_qaplib
+from chipdse.reports.files import write_report
+from chipdse.reports.registry import REPORTS
 from chipdse.solvers.compare import comparison_rows, run_methods, validate_methods
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import FINALIST_POINTS
 from chipdse.solvers.qap import solve_qap
 from chipdse.solvers.registry import PROBLEMS, problem_record, problems_help
-from chipdse.studies.nova import load_nova_scenario
-from chipdse.studies.snake import load_snake_scenario
+from chipdse.studies.common import Settings
+from chipdse.studies.registry import load_study
 
 app = typer.Typer(
     add_completion=False,
@@ -45,8 +47,6 @@ app = typer.Typer(
 err = Console(stderr=True, soft_wrap=True)  # one message, one line: never wrapped at 80 columns when piped
 
 EXIT_USER_ERROR = 2
-SCENARIO_KINDS = ("hydra", "snake", "nova")
-"""Scenario kinds ``chipdse explore`` runs: the HYDRA chiplet DSE (default), the SNAKE and the NOVA studies."""
 
 
 class RateColumn(ProgressColumn):
@@ -93,41 +93,26 @@ def explore(
 ) -> None:
     """Sweep a scenario's design space, solve B* and M_T layouts exactly and with heuristics, write a PDF report
     (a kind: snake or kind: nova scenario runs that study instead)."""
-    from chipdse.core.io import ensure_writable_dir
-    from chipdse.core.scenario import load_scenario
-    from chipdse.reports.pdf import write_report
-    from chipdse.studies.explore import explore as run_explore
-
     created: list[Path] = []
-    kind = "hydra" if scenario is None else _scenario_kind(scenario)
-    if kind in ("snake", "nova"):
-        _explore_study(kind, scenario, out, time_limit)
-        return
     try:
-        sc = load_scenario(scenario)
+        study, sc = load_study(scenario)
         out_dir = out if out is not None else Path("reports") / "out" / sc.spec.name
         created = ensure_writable_dir(out_dir)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                       console=err, transient=True) as bar:
-            task = bar.add_task("loading", total=None)
+            task = bar.add_task(study.label(sc), total=None)
 
             def progress(msg: str, _frac: float) -> None:
                 bar.update(task, description=msg)
 
-            result = run_explore(sc, time_limit_s=time_limit, seed=seed, progress=progress)
+            result = study.run(sc, Settings(time_limit_s=time_limit, seed=seed), progress)
             bar.update(task, description="writing the report")
-            paths = write_report(result, out_dir)
+            paths = write_report(result, REPORTS[study.KIND], study.summary(result), out_dir)
             bar.update(task, description="done", total=1, completed=1)
     except (ChipdseError, OSError) as exc:
         _fail_output(exc, created)
-    for f in result.finalists:
-        typer.echo(f"{f.role}: {f.row['label']}  screen: throughput {f.row['throughput_tps']:.0f} tok/s, "
-                   f"TTFT {f.row['ttft_s']:.3f} s")
-        for s in f.serving:
-            ttft = "unstable" if not s["stable"] else f"TTFT {s['ttft_s']:.3f} s"
-            typer.echo(f"  {s['layout']}: throughput {s['throughput_tps']:.0f} tok/s, {ttft}")
-        for line in placement_summary(f.placement):
-            typer.echo(f"  {line}")
+    for line in study.headline(result):
+        typer.echo(line)
     for kind, p in paths.items():
         typer.echo(f"wrote {kind}: {p}")
 
@@ -140,64 +125,6 @@ def _fail_output(exc: BaseException, created: list[Path]) -> None:
     if isinstance(exc, OSError) and not isinstance(exc, ChipdseError) and "output folder" not in str(exc):
         _fail(f"cannot write output: {exc.strerror or exc}")
     _fail(exc)
-
-
-def _scenario_kind(path: Path) -> str:
-    """The scenario's ``kind`` field (``"hydra"`` when absent); a bad file exits with its one-line error."""
-    from chipdse.core.specs import read_yaml
-
-    try:
-        kind = read_yaml(path).get("kind", "hydra")
-    except ChipdseError as exc:
-        _fail(exc)
-        return "hydra"
-    if kind not in SCENARIO_KINDS:
-        _fail(f"{path}: kind: one of {list(SCENARIO_KINDS)} (hydra when absent), got {kind!r}")
-    return str(kind)
-
-
-def _explore_study(kind: str, path: Path, out: Path | None, time_limit: float | None) -> None:
-    """``chipdse explore`` on a ``kind: snake`` or ``kind: nova`` scenario: that study and its report."""
-    from chipdse.core.io import ensure_writable_dir
-
-    created: list[Path] = []
-    try:
-        if kind == "snake":
-            from chipdse.reports.snake_pages import write_snake_report
-            from chipdse.studies.snake import average_speedups, load_snake_scenario, run_snake_study
-
-            spec = load_snake_scenario(path)
-            label = f"SNAKE study: {len(spec.models)} models x {len(spec.batches)} batches, shape set, area split"
-        else:
-            from chipdse.reports.nova_pages import manifest as nova_manifest
-            from chipdse.reports.nova_pages import write_nova_report
-            from chipdse.studies.nova import load_nova_scenario, run_nova_study
-
-            spec = load_nova_scenario(path)
-            label = f"NOVA study: {len(spec.models)} models x 5 designs, capacity, expert split"
-        out_dir = out if out is not None else Path("reports") / "out" / spec.name
-        created = ensure_writable_dir(out_dir)
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
-                      transient=True) as bar:
-            bar.add_task(label, total=None)
-            if kind == "snake":
-                study = run_snake_study(spec, time_limit)
-                paths = write_snake_report(study, out_dir)
-            else:
-                study = run_nova_study(spec, time_limit)
-                paths = write_nova_report(study, out_dir)
-    except (ChipdseError, OSError) as exc:
-        _fail_output(exc, created)
-    if kind == "snake":
-        for b, v in average_speedups(study.speedups).items():
-            typer.echo(f"SNAKE vs {b}: {v:.2f}x average decode speedup")
-    else:
-        sm = nova_manifest(study)["summary"]
-        if sm["nova_vs_gpu_throughput_x"] is not None:
-            typer.echo(f"NOVA vs GPU over {sm['runs_compared']} runs: {sm['nova_vs_gpu_throughput_x']:.2f}x "
-                       f"throughput, {100 * sm['nova_vs_gpu_e2e_reduction']:.1f}% lower E2E latency")
-    for k, p in paths.items():
-        typer.echo(f"wrote {k}: {p}")
 
 
 def _problem_instance(problem: str, path: Path | None, point: str, time_limit: float | None
@@ -216,16 +143,15 @@ def _problem_instance(problem: str, path: Path | None, point: str, time_limit: f
     _check_finalist(point)
     if path is None and record.default_scenario is not None:
         path = instances_dir() / "scenarios" / record.default_scenario
-    kind = "hydra" if path is None else _scenario_kind(path)
+    loaded = load(path)
+    kind = loaded.spec.kind
     if kind != record.scenario_kind:
-        msg = f"{problem} needs a kind: {record.scenario_kind} scenario; {path} is kind: {kind}"
+        msg = f"{problem} needs a kind: {record.scenario_kind} scenario; {loaded.path} is kind: {kind}"
         raise ValueError(msg)
-    if kind == "hydra":
-        sc = load_scenario(path)
-        limit, seed = sc.spec.time_limit_s, sc.spec.seed
+    if isinstance(loaded, LoadedScenario):
+        sc, limit, seed = loaded, loaded.spec.time_limit_s, loaded.spec.seed
     else:
-        sc = load_snake_scenario(path) if kind == "snake" else load_nova_scenario(path)
-        limit, seed = sc.time_limit_s, 0
+        sc, limit, seed = loaded.spec, loaded.spec.time_limit_s, 0
     instance, label = record.build(sc, point)
     return instance, label, SolverConfig(time_limit_s=time_limit or limit, seed=seed)
 
@@ -373,7 +299,6 @@ def sweep(
     (sweep.simulate per workload); resumable, in-process, on a process pool or on Dask."""
     import json
 
-    from chipdse.core.scenario import load_scenario
     from chipdse.studies.parallel import Backend
     from chipdse.studies.store import ResultsStore
     from chipdse.studies.sweep import summary_json
@@ -465,7 +390,6 @@ def generality(
     import json
 
     from chipdse.core.paths import instances_dir
-    from chipdse.core.scenario import load_scenario
     from chipdse.studies.generality import OBJECTIVES
     from chipdse.studies.generality import generality as run_generality
 
@@ -524,7 +448,6 @@ def simulate(
     """
     import json
 
-    from chipdse.core.scenario import load_scenario
     from chipdse.studies.simulate import run_simulation
 
     if best and point is not None:
@@ -560,22 +483,6 @@ def simulate(
     if res["overloaded"]:
         typer.echo(f"warning: overloaded: {res['requests_in_system']:,} of {res['requests_arrived']:,} requests are "
                    "still in the system; the latency statistics cover only the requests served so far")
-
-
-def placement_summary(sols: list) -> list[str]:
-    """One line for the best exact placement (objective, bound, gap) and one per heuristic (how much worse)."""
-    from chipdse.studies.explore import best_exact
-
-    best = best_exact(sols)
-    if best is None:
-        return ["placement: no exact solution found within the time limit"]
-    proof = "proven optimal" if best.status.value == "optimal" else (
-        f"gap {100 * best.gap:.2g}% to bound {best.bound:.4g}" if best.gap is not None else "no bound")
-    lines = [f"placement: {best.method} {best.objective:.4g} byte-hops/s ({proof})"]
-    for s in sols:
-        if not s.exact and s.objective is not None:
-            lines.append(f"  {s.method}: {100 * (s.objective / best.objective - 1):+.1f}% vs exact")
-    return lines
 
 
 def run() -> None:  # pragma: no cover - console entry

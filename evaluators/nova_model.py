@@ -21,8 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chipdse.core.errors import SpecError
-from chipdse.core.models import gqa_projection_params, kv_cache_bytes_per_token, mamba2_params, moe_params
-from chipdse.evaluators.snake import load_card
+from chipdse.core.models import gqa_projection_params, kv_cache_bytes_per_token, mamba2_params, moe_params, read_card
 
 BYTES = 2
 """BF16 weights, KV cache and state (NOVA Sec. VI-A)."""
@@ -172,7 +171,7 @@ def load_nova_model(key: str) -> NovaModel:
 
     Raises
     ------
-    SnakeError, SpecError
-        Missing card or unsupported layer type.
+    SpecError
+        Missing or malformed card (from :func:`chipdse.core.models.read_card`) or unsupported layer type.
     """
-    return build_nova_model(load_card(key), key)
+    return build_nova_model(read_card(key)[0], key)

@@ -20,14 +20,16 @@ A decode step runs the layers in order. In each layer the GPU reads its weights 
 experts, dense MLPs) at the cubes' external bandwidth; every offloaded operator runs on each cube's NMP on a
 fifth of the work and costs one synchronization (``sync_s``: the hand-off to the NMP and back), as the paper
 offloads every supported decode operator; operators a design does not support run on the GPU's roofline without
-one. NOVA picks Tier-1, Tier-2 or cross-tier per operator (:func:`evaluators.nmp.best_mode`), runs Falcon-H1's
-parallel GQA and SSM on the two tiers at once when that is faster, and splits each MoE layer's experts between
-the tiers: hottest 10% on Tier-2 (the static 1:9 split NOVA's Figs. 11-15 use), or exactly (MILP) for the
-"NOVA exact" design. Expert token counts come from uniform routing (every token's top-k dealt over the experts),
-the setting SNAKE Sec. 6.1.1 and Duplex use; NOVA reports skewed routing (Fig. 4b), which the exact split gains
-more from. Systems of several GPUs (``gpus``, tensor-parallel, for models that need them: NOVA runs
-Nemotron3-Super on two H100s over NVLink) scale compute, bandwidth, cubes and capacity by ``gpus`` and add one
-all-reduce latency (``allreduce_s``) per layer.
+one. NOVA picks Tier-1, Tier-2 or cross-tier per operator (:func:`evaluators.nmp.best_mode`), runs Falcon-H1's parallel
+GQA and SSM on the two tiers at once when that is faster, and splits each MoE layer's experts between the tiers:
+hottest 10% on Tier-2 (the static 1:9 split NOVA's Figs. 11-15 use), or exactly (MILP) for the "NOVA exact" design;
+the splits are solved by the caller (the NOVA study, ``chipdse.studies.nova.solve_expert_splits``) and passed in,
+since an evaluator never runs a solver (:func:`expert_split_cases` lists the ones a decode step needs). Expert
+token counts come from uniform routing (every token's top-k dealt over the experts), the setting SNAKE Sec. 6.1.1
+and Duplex use; NOVA reports skewed routing (Fig. 4b), which the exact split gains more from. Systems of several
+GPUs (``gpus``, tensor-parallel, for models that need them: NOVA runs Nemotron3-Super on two H100s over NVLink)
+scale compute, bandwidth, cubes and capacity by ``gpus`` and add one all-reduce latency (``allreduce_s``) per
+layer.
 
 Prefill runs on the GPU for every design (compute-bound roofline). E2E latency of a batch =
 prefill + ``L_out`` decode steps at the mean context ``L_in + L_out / 2``; throughput = batch / step time.
@@ -40,8 +42,8 @@ GPU with synchronization), Sec. VI-E (tier rooflines, alpha*, k*), Sec. IV-A (2x
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import cache
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -51,6 +53,7 @@ from chipdse.core.models import (
     causal_attention_flops,
     kv_cache_bytes_per_token,
 )
+from chipdse.core.specs import NovaScenario
 from chipdse.evaluators.nmp import (
     NOVA_TIERS,
     SSM_FLOPS_PER_STATE_ELEMENT,
@@ -238,17 +241,63 @@ def nmp_time_s(design: NovaDesign, flops: float, intensity: float, system: NovaS
     raise ValueError(msg)
 
 
-@cache
-def _expert_split_s(tokens: tuple[int, ...], expert_bytes: float, cubes: int, tiers: NovaTiers, method: str) -> float:
-    """Makespan of one MoE layer's routed experts on one cube's two tiers with ``method``, s."""
-    from chipdse.formulations.expert_split import ExpertSplitProblem
-    from chipdse.solvers.config import SolverConfig
-    from chipdse.solvers.expert_split import solve_expert_split
+@dataclass(frozen=True)
+class ExpertSplitCase:
+    """One MoE layer's expert-to-tier split on one cube, as a decode step of a two-tier design needs it.
 
-    # each cube holds a share of every expert (cube-local GEMVs), so every cube splits the same expert set
-    prob = ExpertSplitProblem(tuple(expert_bytes / cubes for _ in tokens), tokens, tiers)
-    sol = solve_expert_split(prob, method, SolverConfig(time_limit_s=20))
-    return float(sol.objective or 0.0)
+    Attributes
+    ----------
+    tokens : tuple[int, ...]
+        Tokens routed to each expert in the step (:func:`routed_tokens`).
+    expert_bytes : float
+        Bytes of each expert's share on one cube (every cube holds a share of every expert, so every cube
+        splits the same expert set): the expert's weights over the system's cubes.
+    tiers : NovaTiers
+        The cube's two tiers.
+    method : str
+        The design's expert-split policy (:attr:`NovaDesign.expert_split`).
+    """
+
+    tokens: tuple[int, ...]
+    expert_bytes: float
+    tiers: NovaTiers
+    method: str
+
+
+ExpertSplits = Mapping[ExpertSplitCase, float]
+"""Makespan of each expert split, s, solved by the study (an evaluator never runs a solver)."""
+
+
+def expert_split_cases(model: NovaModel, design: NovaDesign, batch: int,
+                       system: NovaSystem = SYSTEM) -> list[ExpertSplitCase]:
+    """The expert splits a decode step of ``design`` at ``batch`` needs, each once (empty unless the design
+    offloads MoE to the two tiers)."""
+    if design.nmp != "two-tier" or "moe" not in design.offload:
+        return []
+    cases: list[ExpertSplitCase] = []
+    for w in model.layers:
+        if w.moe:
+            e, k, per_expert = w.moe
+            case = ExpertSplitCase(routed_tokens(batch, e, k), per_expert * BYTES / system.all_cubes, system.tiers,
+                                   design.expert_split)
+            if case not in cases:
+                cases.append(case)
+    return cases
+
+
+def _expert_split_s(case: ExpertSplitCase, splits: ExpertSplits | None) -> float:
+    """The given makespan of ``case``, s.
+
+    Raises
+    ------
+    ValueError
+        ``splits`` lacks the case: the caller must solve it first (``chipdse.studies.nova.solve_expert_splits``).
+    """
+    if splits is None or case not in splits:
+        msg = (f"the {case.method} expert split of {len(case.tokens)} experts ({sum(case.tokens)} routed tokens) "
+               "was not given; solve the design's expert splits (expert_split_cases) and pass them in")
+        raise ValueError(msg)
+    return splits[case]
 
 
 def routed_tokens(batch: int, experts: int, top_k: int) -> tuple[int, ...]:
@@ -260,8 +309,11 @@ def routed_tokens(batch: int, experts: int, top_k: int) -> tuple[int, ...]:
 
 
 def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: float,
-                  system: NovaSystem = SYSTEM) -> dict[str, float]:
+                  system: NovaSystem = SYSTEM, expert_splits: ExpertSplits | None = None) -> dict[str, float]:
     """Time of one decode step of ``batch`` requests at mean context ``context`` tokens.
+
+    ``expert_splits`` holds the makespan of every case :func:`expert_split_cases` lists for the design (needed
+    only by a two-tier design running an MoE model); a missing one raises ValueError.
 
     Returns
     -------
@@ -308,8 +360,9 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
             if "moe" in design.offload:
                 syncs += 1
                 if design.nmp == "two-tier":
-                    t = _expert_split_s(tokens, per_expert * BYTES, system.all_cubes, system.tiers,
-                                        design.expert_split)
+                    case = ExpertSplitCase(tokens, per_expert * BYTES / system.all_cubes, system.tiers,
+                                           design.expert_split)
+                    t = _expert_split_s(case, expert_splits)
                 else:
                     t = sum(nmp_time_s(design, 2.0 * per_expert * n, float(moe_expert_intensity(n, BYTES)), system)
                             for n in tokens if n)
@@ -367,8 +420,9 @@ def prefill_s(model: NovaModel, batch: int, prompt: int, system: NovaSystem = SY
 
 
 def e2e(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: int,
-        system: NovaSystem = SYSTEM) -> dict[str, float]:
-    """Decode step, throughput and E2E latency of one batch (``None`` fields when it does not fit in memory).
+        system: NovaSystem = SYSTEM, expert_splits: ExpertSplits | None = None) -> dict[str, float]:
+    """Decode step, throughput and E2E latency of one batch (``None`` fields when it does not fit in memory);
+    ``expert_splits`` as in :func:`decode_step_s`.
 
     Returns
     -------
@@ -379,7 +433,7 @@ def e2e(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: int,
     _check_run(batch, l_in, l_out)
     if not fits(model, design, batch, l_in + l_out, system):
         return {"fits": False, "step_s": np.nan, "throughput_tps": np.nan, "prefill_s": np.nan, "e2e_s": np.nan}
-    step = decode_step_s(model, design, batch, l_in + l_out / 2.0, system)
+    step = decode_step_s(model, design, batch, l_in + l_out / 2.0, system, expert_splits)
     pre = prefill_s(model, batch, l_in, system)
     return {"fits": True, **step, "throughput_tps": batch / step["step_s"], "prefill_s": pre,
             "e2e_s": pre + l_out * step["step_s"]}
@@ -414,3 +468,10 @@ def longest_context(model: NovaModel, design: NovaDesign, batch: int, system: No
         return 0
     kv = model.kv_bytes_per_token()
     return None if kv == 0 else int(free // (batch * kv))
+
+
+def scenario_system(spec: NovaScenario) -> NovaSystem:
+    """The :class:`NovaSystem` with a ``kind: nova`` scenario's assumptions (GPU efficiency, sync and all-reduce
+    times, us -> s), for the NOVA study and the registry's expert-split builder."""
+    return replace(SYSTEM, gpu_efficiency=spec.system.gpu_efficiency, sync_s=spec.system.sync_us * 1e-6,
+                   allreduce_s=spec.system.allreduce_us * 1e-6)

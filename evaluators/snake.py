@@ -25,14 +25,14 @@ SNAKE Secs. 3-6 and Table 1 (decode GEMM shapes at TP = 8, logical shapes, basel
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from chipdse.core.errors import ChipdseError
+from chipdse.core.errors import ChipdseError, SpecError
+from chipdse.core.models import read_card
 from chipdse.core.paths import instances_dir
 from chipdse.evaluators.systolic import DATAFLOWS, compute_cycles_array
 
@@ -180,19 +180,14 @@ def load_card(model: str | Path) -> dict:
     Raises
     ------
     SnakeError
-        If the card is missing or not valid JSON.
+        If the card is missing or not valid JSON (read by :func:`chipdse.core.models.read_card`).
     """
-    path = Path(model)
-    if path.suffix != ".json":
-        path = models_dir() / f"{model}.json"
-    if not path.is_file():
-        msg = f"model card {path} not found"
-        raise SnakeError(msg)
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        msg = f"model card {path} is not valid JSON: {exc}"
-        raise SnakeError(msg) from exc
+        return read_card(model)[0]
+    except SpecError as exc:
+        what = "not found" if exc.source == "model" or exc.expected == "file not found" else exc.expected
+        msg = f"model card {model}: {what}"
+        raise SnakeError(msg) from None
 
 
 def _field(card: dict, key: str) -> int:

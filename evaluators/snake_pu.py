@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from chipdse.core.specs import TemplateSpec
 from chipdse.evaluators.snake import MAC_TREE, SA_8X288, SA_48X48, SNAKE, Design, GemmOp, SnakeError, mac_tree_cycles
 from chipdse.evaluators.systolic import compute_cycles_array
 
@@ -264,3 +265,10 @@ def design_speedups(ops: list[GemmOp], t: NmpTemplate = STRATUM) -> dict[str, fl
     """Baseline decode latency over SNAKE's, per baseline (SNAKE Sec. 6.3: 2.90x, 2.33x, 3.00x on average)."""
     ours = decode_step_s(ops, SNAKE, t)
     return {d.name: decode_step_s(ops, d, t) / ours for d in BASELINE_DESIGNS}
+
+
+def nmp_template(t: TemplateSpec) -> NmpTemplate:
+    """The :class:`NmpTemplate` of a scenario's ``template`` section (link latency ns -> s), for the SNAKE study and the
+    registry's SNAKE instance builders."""
+    return NmpTemplate(t.name, t.pus, t.cores_per_pu, t.dram_TBps, t.pu_area_mm2, t.link_GBps,
+                       t.link_latency_ns * 1e-9, 2, t.mesh_side)

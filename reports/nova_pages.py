@@ -1,10 +1,9 @@
 """The NOVA report: throughput and E2E latency against the baselines (Fig. 11), capacity (Fig. 15) and the expert
-split (Fig. 16); written atomically with a CSV of every run and a manifest."""
+split (Fig. 16); written by :func:`chipdse.reports.files.write_report`."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -12,28 +11,18 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.evaluators.nova_system import DESIGNS  # noqa: E402
-from chipdse.reports.files import strict_json, write_study_files  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
-from chipdse.studies.nova import PAPER, NovaStudy, ratios_vs_gpu  # noqa: E402
+from chipdse.studies.nova import PAPER, NovaStudy, summary  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
 
 
 SHORT = {"nemotron3-nano-30b-a3b": "N3-Nano", "nemotron3-super-120b-a12b": "N3-Super",
          "falcon-h1-7b": "Falcon-H1", "qwen3-30b-a3b": "Qwen3-30B"}
-
-
-def _summary(s: NovaStudy) -> dict[str, Any]:
-    r = ratios_vs_gpu(s.runs)
-    nova = r[r["design"] == "NOVA"]
-    return {"nova_vs_gpu_throughput_x": float(nova["throughput_x"].mean()) if len(nova) else None,
-            "nova_vs_gpu_e2e_reduction": float(nova["e2e_reduction"].mean()) if len(nova) else None,
-            "per_design": r.groupby("design")[["throughput_x", "e2e_reduction"]].mean().round(4).to_dict("index"),
-            "per_model_nova": nova.groupby("model")[["throughput_x", "e2e_reduction"]].mean().round(4)
-            .to_dict("index"), "runs_compared": len(nova), "paper": PAPER}
 
 
 def _throughput_page(pdf: PdfPages, s: NovaStudy) -> None:
@@ -60,7 +49,7 @@ def _throughput_page(pdf: PdfPages, s: NovaStudy) -> None:
     ax.set_ylabel("decode throughput, tokens/s")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    sm = _summary(s)
+    sm = summary(s)
     fig.suptitle(f"Decode throughput at L_in/L_out = {l_in}/{l_out} (NOVA Fig. 11a)", fontsize=11)
     tx, red = sm["nova_vs_gpu_throughput_x"], sm["nova_vs_gpu_e2e_reduction"]
     exact = sm["per_design"].get("NOVA exact", {})
@@ -101,7 +90,7 @@ def _capacity_page(pdf: PdfPages, s: NovaStudy) -> None:
     ctx = int(s.memory["context"].iloc[0]) if len(s.memory) else 0
     sizes = [[r["model"], f"{r['params']:,}", f"{r['published']:,.0f}",
               f"{100 * (r['params'] / r['published'] - 1):+.2f}%", f"{r['params'] * 2 / 1e9:.1f}"]
-             for r in model_sizes(s)]
+             for r in s.model_sizes]
     table_page(pdf, "Capacity: the longest context that fits (NOVA Fig. 15)", "Longest context per request, tokens, "
                "with the batch's KV cache and SSM state next to all weights (0 = OoM: the weights alone do not fit). "
                "Per pseudo-channel: the footprint spread over the 16 pseudo-channels of each cube (8 channels x 2, "
@@ -125,29 +114,23 @@ def _expert_pages(pdf: PdfPages, s: NovaStudy) -> None:
                                                    "solve s"], rows)])
 
 
-def model_sizes(s: NovaStudy) -> list[dict[str, Any]]:
-    """Parameters of each model as the study counts them, next to the published total."""
-    from chipdse.evaluators.nova_model import load_nova_model
-
-    return [{"model": k, "params": (m := load_nova_model(k)).total_params, "published": m.published_params}
-            for k in s.spec.models]
-
-
-def manifest(s: NovaStudy) -> dict[str, Any]:
-    """Scenario, the headline ratios against the paper's, capacity, expert-split gaps and timings."""
-    return strict_json({"scenario": s.spec.name, "kind": "nova", "settings": s.spec.model_dump(mode="json"),
-                        "models": s.spec.models, "summary": _summary(s),
-                    "model_sizes": model_sizes(s), "longest_context": s.capacity.to_dict("records"),
-                    "expert_split": s.experts.to_dict("records"), "timings_s": s.timings_s})
+def details(s: NovaStudy) -> dict[str, Any]:
+    """The manifest's NOVA part: settings, models, model sizes, capacity, the Fig. 16 table and the expert split
+    each two-tier decode step used (with any fallback's note)."""
+    splits = [{k: v for k, v in r.items() if k != "solution"} for r in s.system_splits]
+    return {"settings": s.spec.model_dump(mode="json"), "models": s.spec.models, "model_sizes": s.model_sizes,
+            "longest_context": s.capacity.to_dict("records"), "expert_split": s.experts.to_dict("records"),
+            "system_expert_splits": splits}
 
 
-def write_nova_report(s: NovaStudy, out_dir: Path) -> dict[str, Path]:
-    """Write ``report.pdf``, ``runs.csv`` and ``manifest.json`` into ``out_dir``, each atomically."""
+def table(s: NovaStudy) -> tuple[str, pd.DataFrame]:
+    """The report's CSV: every (model, batch, lengths, design) run."""
+    return "runs.csv", s.runs
 
-    def draw(pdf: PdfPages) -> None:
-        _throughput_page(pdf, s)
-        _e2e_page(pdf, s)
-        _capacity_page(pdf, s)
-        _expert_pages(pdf, s)
 
-    return write_study_files(out_dir, draw, s.runs, "runs.csv", manifest(s))
+def draw(pdf: PdfPages, s: NovaStudy) -> None:
+    """Draw every page of the NOVA report into ``pdf``."""
+    _throughput_page(pdf, s)
+    _e2e_page(pdf, s)
+    _capacity_page(pdf, s)
+    _expert_pages(pdf, s)

@@ -1,42 +1,28 @@
-"""The explore report: a multi-page PDF (matplotlib PdfPages), the CSV of every point and a JSON manifest."""
+"""The HYDRA explore report's pages (matplotlib PdfPages), its CSV (every scored point) and its manifest details;
+written by :func:`chipdse.reports.files.write_report`."""
 
 from __future__ import annotations
 
-import json
 import platform
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from chipdse.core.io import atomic_path, write_text_atomic  # noqa: E402
 from chipdse.core.solution import Solution  # noqa: E402
 from chipdse.reports import sim_pages
-from chipdse.reports.files import strict_json
+from chipdse.reports.files import package_versions, strict_json
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.style import PAGE, caption, fmt, table_page
 from chipdse.studies.explore import ExploreResult, FinalistResult, best_exact  # noqa: E402
 
-PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "matplotlib", "pydantic")
 TYPE_COLOURS = {"Ap": "#1f77b4", "Ad": "#aec7e8", "Mp": "#d62728", "Md": "#ff9896",
                 "hbm:attention": "#2ca02c", "hbm:mamba": "#ff7f0e"}
-
-
-def package_versions() -> dict[str, str]:
-    """Return installed versions of chipdse and its solver / numeric stack."""
-    out = {}
-    for p in PACKAGES:
-        try:
-            out[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            out[p] = "not installed"
-    return out
 
 
 def _title_page(pdf: PdfPages, r: ExploreResult) -> None:
@@ -243,16 +229,12 @@ def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
                   "(HYDRA Eq. 5)", cols, _solution_rows(f.mapping, scale=1e3))])
 
 
-def manifest(r: ExploreResult) -> dict[str, Any]:
-    """Return the run manifest: scenario hash, seed, package versions, solver settings, counts and timings."""
+def details(r: ExploreResult) -> dict[str, Any]:
+    """The manifest's HYDRA part: model, workload, unbuildable reasons, finalists, simulation and Table IV."""
     sc = r.scenario
     return {
-        "scenario": sc.spec.name, "scenario_path": str(sc.path), "scenario_sha256": sc.sha256,
-        "model": sc.model.key, "workload": sc.workload.name, "seed": r.solver.seed,
-        "solver": r.solver.model_dump(), "versions": package_versions(),
-        "points": len(r.points), "stable": int(r.points["stable"].sum()),
-        "pareto": int(r.points["pareto"].sum()), "infeasible_reasons": r.infeasible_reasons,
-        "finalists": {f.role: f.row["label"] for f in r.finalists}, "timings_s": r.timings_s,
+        "model": sc.model.key, "workload": sc.workload.name, "infeasible_reasons": r.infeasible_reasons,
+        "finalists": {f.role: f.row["label"] for f in r.finalists},
         "simulation": None if r.simulation is None else {
             "fidelity": r.simulation.metrics, "policy_gains": sim_pages.policy_gains(r.simulation.policies),
             "layouts": strict_json(r.simulation.layouts.to_dict("records")),
@@ -261,35 +243,25 @@ def manifest(r: ExploreResult) -> dict[str, Any]:
     }
 
 
-def write_report(r: ExploreResult, out_dir: Path) -> dict[str, Path]:
-    """Write ``report.pdf``, ``points.csv`` and ``manifest.json`` into ``out_dir`` (each atomically).
+def table(r: ExploreResult) -> tuple[str, pd.DataFrame]:
+    """The report's CSV: every scored design point."""
+    return "points.csv", r.points
 
-    Returns
-    -------
-    dict[str, Path]
-        The written files by kind.
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"pdf": out_dir / "report.pdf", "csv": out_dir / "points.csv", "manifest": out_dir / "manifest.json"}
-    manifest_text = json.dumps(manifest(r), indent=2, default=str)  # fails before anything is written
-    # the PDF first: if a page cannot be drawn, no file of the set is left behind
-    with atomic_path(paths["pdf"]) as tmp, PdfPages(tmp) as pdf:
-        _title_page(pdf, r)
-        _pareto_page(pdf, r)
-        _config_page(pdf, r)
-        _floorplan_page(pdf, r)
-        for f in r.finalists:
-            _compare_page(pdf, f)
-        if r.simulation is not None:
-            b_star = r.finalists[0].row["label"]
-            if r.simulation.metrics:
-                sim_pages.fidelity_page(pdf, r.simulation, r.scenario.spec.name)
-            sim_pages.layout_page(pdf, r.simulation, b_star)
-            sim_pages.noi_page(pdf, r.simulation, r.scenario.package.rows, r.scenario.package.cols, b_star)
-            sim_pages.policy_page(pdf, r.simulation, b_star, r.scenario.spec.simulation.load)
-        if r.generality is not None:
-            generality_pages(pdf, r.generality)
-    with atomic_path(paths["csv"]) as tmp:
-        r.points.to_csv(tmp, index=False)
-    write_text_atomic(paths["manifest"], manifest_text)
-    return paths
+
+def draw(pdf: PdfPages, r: ExploreResult) -> None:
+    """Draw every page of the HYDRA report into ``pdf``."""
+    _title_page(pdf, r)
+    _pareto_page(pdf, r)
+    _config_page(pdf, r)
+    _floorplan_page(pdf, r)
+    for f in r.finalists:
+        _compare_page(pdf, f)
+    if r.simulation is not None:
+        b_star = r.finalists[0].row["label"]
+        if r.simulation.metrics:
+            sim_pages.fidelity_page(pdf, r.simulation, r.scenario.spec.name)
+        sim_pages.layout_page(pdf, r.simulation, b_star)
+        sim_pages.noi_page(pdf, r.simulation, r.scenario.package.rows, r.scenario.package.cols, b_star)
+        sim_pages.policy_page(pdf, r.simulation, b_star, r.scenario.spec.simulation.load)
+    if r.generality is not None:
+        generality_pages(pdf, r.generality)

@@ -1,9 +1,8 @@
 """The SNAKE report: decode speedups, multi-PU modes (Fig. 13), shape choice vs batch (Fig. 14a), and the exact
-shape-set and area-split choices next to enumeration; written atomically with a CSV and a manifest."""
+shape-set and area-split choices next to enumeration; written by :func:`chipdse.reports.files.write_report`."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -11,10 +10,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.evaluators.snake_pu import MODES  # noqa: E402
-from chipdse.reports.files import write_study_files  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
 from chipdse.studies.snake import PAPER_SPEEDUPS, SnakeStudy, average_speedups, mode_distribution  # noqa: E402
 
@@ -198,11 +197,11 @@ def _serving_page(pdf: PdfPages, s: SnakeStudy) -> None:
     plt.close(fig)
 
 
-def manifest(s: SnakeStudy) -> dict[str, Any]:
-    """Scenario, averages against the paper, mode shares, slowdowns, hardware choices and timings."""
+def details(s: SnakeStudy) -> dict[str, Any]:
+    """The manifest's SNAKE part: settings, models, batches, mode shares, fixed-mode slowdowns, the hardware
+    choices of every method and the serving table."""
     return {
-        "scenario": s.spec.name, "kind": "snake", "models": s.spec.models, "batches": s.spec.batches,
-        "average_speedups": average_speedups(s.speedups), "paper_speedups": PAPER_SPEEDUPS,
+        "settings": s.spec.model_dump(mode="json"), "models": s.spec.models, "batches": s.spec.batches,
         "mode_distribution": mode_distribution(s.modes).round(4).to_dict("index"),
         "fixed_mode_slowdown": s.slowdowns.groupby(["model", "mode"])["slowdown"].agg(["min", "max"])
         .round(4).reset_index().to_dict("records"),
@@ -212,19 +211,19 @@ def manifest(s: SnakeStudy) -> dict[str, Any]:
         "area_split": [{"method": x.method, "decision": x.decision, "latency_s": x.objective,
                         "status": x.status.value} for x in s.area_split],
         "serving": s.serving.to_dict("records"),
-        "timings_s": s.timings_s,
     }
 
 
-def write_snake_report(s: SnakeStudy, out_dir: Path) -> dict[str, Path]:
-    """Write ``report.pdf``, ``speedups.csv`` and ``manifest.json`` into ``out_dir``, each atomically."""
+def table(s: SnakeStudy) -> tuple[str, pd.DataFrame]:
+    """The report's CSV: SNAKE's decode speedup over each baseline per model and batch."""
+    return "speedups.csv", s.speedups
 
-    def draw(pdf: PdfPages) -> None:
-        _speedup_page(pdf, s)
-        _mode_page(pdf, s)
-        _shape_page(pdf, s)
-        _hardware_page(pdf, s)
-        if not s.serving.empty:
-            _serving_page(pdf, s)
 
-    return write_study_files(out_dir, draw, s.speedups, "speedups.csv", manifest(s))
+def draw(pdf: PdfPages, s: SnakeStudy) -> None:
+    """Draw every page of the SNAKE report into ``pdf``."""
+    _speedup_page(pdf, s)
+    _mode_page(pdf, s)
+    _shape_page(pdf, s)
+    _hardware_page(pdf, s)
+    if not s.serving.empty:
+        _serving_page(pdf, s)

@@ -31,10 +31,10 @@ from chipdse.evaluators.latency import (
 )
 from chipdse.evaluators.nova_model import BYTES as NOVA_BYTES
 from chipdse.evaluators.nova_model import load_nova_model
-from chipdse.evaluators.nova_system import routed_tokens
+from chipdse.evaluators.nova_system import routed_tokens, scenario_system
 from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.evaluators.snake import SNAKE, Design, decode_gemms, load_card
-from chipdse.evaluators.snake_pu import decode_step_s, schedule_op
+from chipdse.evaluators.snake_pu import decode_step_s, nmp_template, schedule_op
 from chipdse.formulations.expert_split import ExpertSplitProblem
 from chipdse.formulations.hbm_packing import HbmPackingProblem, PackBlock
 from chipdse.formulations.hbm_partition import HbmPartitionProblem
@@ -279,7 +279,7 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
 
 def shape_set_problem(spec: Any, budget_mm2: float) -> ShapeSetProblem:
     """The shape-set instance over the scenario's models and batches (every decode GEMM, weighted by count)."""
-    t = spec.template.template()
+    t = nmp_template(spec.template)
     shapes = tuple((r, 4096 // r) for r in sorted(set(spec.shape_set.rows)))
     ops = [op for m in spec.models for b in spec.batches for op in decode_gemms(load_card(m), b, spec.tp)]
     times = np.array([[schedule_op(op, dataclasses.replace(SNAKE, shapes=((r, c), (c, r))), t).time_s
@@ -295,7 +295,7 @@ def shape_set_problem(spec: Any, budget_mm2: float) -> ShapeSetProblem:
 def area_split_problem(spec: Any) -> AreaSplitProblem:
     """The area-split instance: each (array, buffer) pair's decode latency with the buffer-limited streaming rate."""
     a = spec.area_split
-    base = spec.template.template()
+    base = nmp_template(spec.template)
     ops = decode_gemms(load_card(a.model), a.batch, spec.tp)
     budget = (spec.template.pu_area_mm2 - a.pu_fixed_area_mm2) / spec.template.cores_per_pu
     core_share = base.dram_TBps * 1e12 / base.cores
@@ -319,7 +319,7 @@ def nova_expert_split_problem(spec: Any, model: str | None = None, batch: int | 
     Parameters
     ----------
     spec : NovaScenario
-        A loaded ``kind: nova`` scenario (``models``, ``batches``, ``gpus``, ``nova_system()``).
+        A loaded ``kind: nova`` scenario (``models``, ``batches``, ``gpus``, ``system``).
     model : str, optional
         Model key (default: the scenario's first model with routed experts).
     batch : int, optional
@@ -348,7 +348,7 @@ def nova_expert_split_problem(spec: Any, model: str | None = None, batch: int | 
         layer = next((w for w in card.layers if w.moe), None)
         if layer is None:
             continue
-        system = replace(spec.nova_system(), gpus=spec.gpus.get(key, 1))
+        system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
         b = batch if batch is not None else max(spec.batches)
         experts, top_k, per_expert = layer.moe
         tokens = routed_tokens(b, experts, top_k)

@@ -35,9 +35,9 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     assert (df.loc[~df["stable"], "ttft_s"].isna()).all()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 3 and manifest["solver"]["time_limit_s"] == 2
-    assert len(manifest["scenario_sha256"]) == 64 and "highspy" in manifest["versions"]
+    assert len(manifest["scenario"]["sha256"]) == 64 and "highspy" in manifest["versions"]
     assert not list(out.glob(".*.tmp"))
-    sim = manifest["simulation"]
+    sim = manifest["details"]["simulation"]
     assert sim["fidelity"]["points"] >= 3 and -1.0 <= sim["fidelity"]["spearman_throughput"] <= 1.0
     assert 0.0 < sim["fidelity"]["max_throughput_recovery"] <= 1.0
     layouts = {row["layout"].split(" ")[0]: row for row in sim["layouts"]}
@@ -48,7 +48,7 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     assert layouts["exact"]["eq2_byte_hops_per_s"] <= layouts["round-robin"]["eq2_byte_hops_per_s"] * (1 + 1e-9)
     assert layouts["min"]["max_link_GBps"] <= layouts["exact"]["max_link_GBps"] * (1 + 1e-9)
     assert all(row["sim_throughput_tps"] > 0 for row in sim["layouts"])
-    table4 = manifest["generality"]
+    table4 = manifest["details"]["generality"]
     assert table4["models"] == ["nemotron-h-4b", "nemotron-h-8b", "jamba-tiny-dev"] and table4["points"] == len(df)
     assert all(table4["scores"][o][n][n] == 1.0 for o in ("B*", "M_T") for n in table4["names"])
     gains = sim["policy_gains"]

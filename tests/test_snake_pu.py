@@ -134,12 +134,13 @@ def test_explore_on_the_bundled_snake_scenario_writes_the_report(tmp_path: Path)
     assert res.exit_code == 0, res.output
     assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 6  # with serving
     man = json.loads((out / "manifest.json").read_text())
-    assert set(man["average_speedups"]) == {"mac_tree", "sa48x48", "sa8x288"}
-    assert all(v > 0 for v in man["average_speedups"].values()) and len(man["models"]) == 5
-    methods = {r["method"]: r["decode_time_s"] for r in man["shape_set"]}
+    assert set(man["summary"]["average_speedups"]) == {"mac_tree", "sa48x48", "sa8x288"}
+    assert all(v > 0 for v in man["summary"]["average_speedups"].values()) and len(man["details"]["models"]) == 5
+    methods = {r["method"]: r["decode_time_s"] for r in man["details"]["shape_set"]}
     assert methods["milp-highs"] == pytest.approx(methods["enumeration"], rel=1e-6)
     assert methods["enumeration"] <= methods["greedy"] * (1 + 1e-9)
-    assert man["area_split"][0]["latency_s"] == pytest.approx(man["area_split"][1]["latency_s"], rel=1e-6)
+    area = man["details"]["area_split"]
+    assert area[0]["latency_s"] == pytest.approx(area[1]["latency_s"], rel=1e-6)
 
 
 def test_snake_scenario_errors_are_one_line(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario
 from chipdse.core.specs import Workload, load_spec
 from chipdse.core.workloads import load_lengths, load_trace, sample_parametric
+from chipdse.studies.registry import load_study
 
 
 @pytest.mark.parametrize(("name", "rows", "pre", "dec"), [
@@ -44,14 +45,10 @@ def test_every_bundled_workload_loads(path: Path) -> None:
 @pytest.mark.parametrize("path", sorted((instances_dir() / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_bundled_scenario_loads(path: Path) -> None:
     kind = yaml.safe_load(path.read_text()).get("kind", "hydra")
-    if kind == "snake":
-        from chipdse.studies.snake import load_snake_scenario
-
-        assert load_snake_scenario(path).models
-    elif kind == "nova":
-        from chipdse.studies.nova import load_nova_scenario
-
-        assert load_nova_scenario(path).models
+    study, sc = load_study(path)
+    assert study.KIND == kind == sc.spec.kind
+    if kind in ("snake", "nova"):
+        assert study.load(path).spec.models
     else:
         assert load_scenario(path).model.total_params > 0
 

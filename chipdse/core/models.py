@@ -450,6 +450,51 @@ def available_models() -> list[str]:
     return sorted(p.stem for p in (instances_dir() / "models").glob("*.json"))
 
 
+def find_card(ref: str | Path) -> Path:
+    """The card file of a bundled key (``instances/models/<key>.json``) or a path to a card JSON.
+
+    Raises
+    ------
+    SpecError
+        An unknown key (source ``model``, field ``name``, listing the bundled keys) or a missing file.
+    """
+    path = Path(ref)
+    if path.suffix != ".json":
+        path = instances_dir() / "models" / f"{ref}.json"
+        if not path.exists():
+            msg = f"one of {available_models()}, got {str(ref)!r}"
+            raise SpecError("model", "name", msg)
+    if not path.is_file():
+        raise SpecError(str(path), "", "file not found")
+    return path
+
+
+def read_card(ref: str | Path) -> tuple[dict[str, Any], Path]:
+    """Find and read a model card: by bundled key (e.g. ``"llama-3-70b"``, ``instances/models/<key>.json``) or by
+    path to a card JSON. The one card reader: the HYDRA descriptor (:func:`load_model`), the SNAKE operator
+    lists and the NOVA layer view are built from its output.
+
+    Returns
+    -------
+    (dict, Path)
+        The parsed card and its file.
+
+    Raises
+    ------
+    SpecError
+        One line: an unknown key (source ``model``, field ``name``, listing the bundled keys), a missing file or
+        invalid JSON (source: the card's path).
+    """
+    path = find_card(ref)
+    try:
+        card = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SpecError(str(path), "", f"valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(card, dict):
+        raise SpecError(str(path), "", f"a JSON object of card fields, got {type(card).__name__}")
+    return card, path
+
+
 def load_model(name_or_path: str | Path) -> ModelDescriptor:
     """Load a model descriptor by bundled key (e.g. ``"nemotron-h-4b"``) or by path to a card JSON.
 
@@ -458,16 +503,5 @@ def load_model(name_or_path: str | Path) -> ModelDescriptor:
     SpecError
         Unknown model name (the message lists the bundled ones), unreadable or malformed card.
     """
-    path = Path(name_or_path)
-    if path.suffix != ".json":
-        path = instances_dir() / "models" / f"{name_or_path}.json"
-        if not path.exists():
-            msg = f"one of {available_models()}, got {str(name_or_path)!r}"
-            raise SpecError("model", "name", msg)
-    if not path.exists():
-        raise SpecError(str(path), "", "file not found")
-    try:
-        card = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SpecError(str(path), "", f"valid JSON ({exc.msg} at line {exc.lineno})") from None
+    card, path = read_card(name_or_path)
     return build_descriptor(card, path.stem, path.name)

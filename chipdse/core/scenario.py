@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from chipdse.core.errors import SpecError
-from chipdse.core.models import ModelDescriptor, load_model
+from chipdse.core.models import ModelDescriptor, find_card, load_model
 from chipdse.core.paths import instances_dir
-from chipdse.core.specs import ChipletLibrary, Package, Scenario, Workload, file_sha256, load_spec, resolve
+from chipdse.core.specs import (
+    ChipletLibrary,
+    NovaScenario,
+    Package,
+    Scenario,
+    SnakeScenario,
+    Workload,
+    file_sha256,
+    load_spec,
+    parse_scenario_spec,
+    read_yaml,
+    resolve,
+)
 from chipdse.core.workloads import LengthSample, load_lengths
 
 DEFAULT_SCENARIO = instances_dir() / "scenarios" / "default.yaml"
@@ -33,6 +45,8 @@ class LoadedScenario:
     sha256: str
     package_path: Path
     workload_path: Path
+    named_files: dict[str, Path] = field(default_factory=dict)
+    """Every file the scenario names, by field (package, library, workload, model card)."""
 
     def compute_types(self) -> list[str]:
         """Names of the library's compute chiplet types that serve this model's block families."""
@@ -56,20 +70,79 @@ def with_workload(sc: LoadedScenario, workload: str, field: str = "simulation.da
                                workload_path=wl_path)
 
 
-def load_scenario(path: Path | None = None) -> LoadedScenario:
-    """Load and validate a scenario (the bundled default when ``path`` is None).
+@dataclass(frozen=True)
+class StudyScenario:
+    """A SNAKE or NOVA scenario file, validated, with every model card it names found.
+
+    Attributes
+    ----------
+    path : Path
+    spec : SnakeScenario or NovaScenario
+    sha256 : str
+        Digest of the scenario file.
+    named_files : dict[str, Path]
+        The card file of each field naming a model (e.g. ``models[0]``).
+    """
+
+    path: Path
+    spec: SnakeScenario | NovaScenario
+    sha256: str
+    named_files: dict[str, Path] = field(default_factory=dict)
+
+
+AnyScenario = LoadedScenario | StudyScenario
+"""What :func:`load` returns: a HYDRA scenario with everything resolved, or a SNAKE / NOVA study scenario."""
+
+
+def load(path: Path | None = None) -> AnyScenario:
+    """Load and validate a scenario file of any ``kind`` (the bundled default when ``path`` is None).
+
+    The file is validated through one pydantic union discriminated by ``kind`` (``hydra`` when absent; see
+    :data:`chipdse.core.specs.ScenarioSpec`); a HYDRA scenario then has its package, library, model, workload and
+    traces resolved (:class:`LoadedScenario`), a SNAKE or NOVA scenario its model cards found
+    (:class:`StudyScenario`; whether the study's evaluator supports each card is the study's check).
 
     Raises
     ------
     SpecError
-        Any missing file, malformed field, unknown model or bad trace row, naming the file and field.
+        Any missing file, malformed field, unknown kind or model, or bad trace row, naming the file and field.
     """
     path = Path(path) if path is not None else DEFAULT_SCENARIO
-    spec = load_spec(Scenario, path)
+    spec = parse_scenario_spec(read_yaml(path), str(path))
+    if isinstance(spec, Scenario):
+        return _load_hydra(path, spec)
+    files: dict[str, Path] = {}
+    for where, ref in spec.card_refs():
+        try:
+            files[where] = find_card(resolve(ref, path.parent, "models", str(path), where)
+                                     if ref.endswith(".json") else ref)
+        except SpecError as exc:
+            raise SpecError(str(path), where, exc.expected) from None
+    return StudyScenario(path, spec, file_sha256(path), files)
+
+
+def load_scenario(path: Path | None = None) -> LoadedScenario:
+    """Load and validate a HYDRA scenario (the bundled default when ``path`` is None), as :func:`load`.
+
+    Raises
+    ------
+    SpecError
+        As :func:`load`; also a SNAKE or NOVA scenario (field ``kind``: this command runs HYDRA scenarios).
+    """
+    sc = load(path)
+    if not isinstance(sc, LoadedScenario):
+        msg = f"hydra (this command runs the HYDRA chiplet DSE; use chipdse explore), got {sc.spec.kind!r}"
+        raise SpecError(str(sc.path), "kind", msg)
+    return sc
+
+
+def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
+    """Resolve and check everything a HYDRA scenario names."""
     base = path.parent
     pkg_path = resolve(spec.package, base, "packages", str(path), "package")
     package = load_spec(Package, pkg_path)
-    library = load_spec(ChipletLibrary, resolve(spec.library, base, "chiplets", str(path), "library"))
+    lib_path = resolve(spec.library, base, "chiplets", str(path), "library")
+    library = load_spec(ChipletLibrary, lib_path)
     wl_path = resolve(spec.workload, base, "workloads", str(path), "workload")
     workload = load_spec(Workload, wl_path)
     if spec.arrival_rate_rps is not None:
@@ -87,13 +160,13 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
         msg = f"compute chiplets for the model's {missing} blocks; the library has none"
         raise SpecError(str(path), "library", msg)
     lengths = load_lengths(workload, wl_path.parent, spec.seed)
-    for field, refs in (("simulation.datasets", spec.simulation.datasets), ("sweep.workloads", spec.sweep.workloads)):
+    for fld, refs in (("simulation.datasets", spec.simulation.datasets), ("sweep.workloads", spec.sweep.workloads)):
         for ds in refs:  # checked now, not after minutes of solving
-            load_spec(Workload, resolve(ds, base, "workloads", str(path), field))
+            load_spec(Workload, resolve(ds, base, "workloads", str(path), fld))
+    named = {"package": pkg_path, "library": lib_path, "workload": wl_path, "model": find_card(ref)}
     loaded = LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
-                            pkg_path, wl_path)
+                            pkg_path, wl_path, named)
     if spec.generality is not None:  # every model checked now, not after the sweep
-
         model_scenarios(loaded, spec.generality.models)
     return loaded
 

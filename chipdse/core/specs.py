@@ -10,10 +10,21 @@ import hashlib
 import math
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from chipdse.core.errors import SpecError
 from chipdse.core.paths import instances_dir
@@ -252,6 +263,184 @@ class Scenario(_Spec):
     seed: int = Field(0, ge=0)
 
 
+class TemplateSpec(_Spec):
+    """The 3D-stacked NMP template (SNAKE Sec. 6.1.2, Stratum-like); ``link_latency_ns`` in ns, ``dram_TBps`` in
+    1e12 bytes/s, ``link_GBps`` in 1e9 bytes/s (``chipdse.studies.snake.nmp_template`` builds the evaluator's)."""
+
+    name: str = "stratum-like"
+    pus: PositiveInt = 16
+    cores_per_pu: PositiveInt = 4
+    dram_TBps: PositiveFloat = 24.0
+    pu_area_mm2: PositiveFloat = 2.35
+    link_GBps: PositiveFloat = 64.0
+    link_latency_ns: float = Field(20.0, ge=0)
+    mesh_side: PositiveInt = 4
+
+
+class ShapeSetSpec(_Spec):
+    """Inputs of the shape-set formulation (``formulations.snake_shapes``)."""
+
+    rows: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1, description="Logical array heights, each "
+                                    "dividing 64 and at least 8 (SNAKE Sec. 4.2: remapping granularity 8); "
+                                    "width = 4096 / rows.")
+    port_area_mm2: PositiveFloat = Field(0.012, description="One weight-injection port on the 4 cores of a PU.")
+    config_area_mm2: PositiveFloat = Field(0.01, description="Reconfiguration paths of one shape, per PU.")
+    budgets_mm2: list[PositiveFloat] = Field([0.05, 0.12, 0.2, 0.3], min_length=1,
+                                             description="Area budgets for ports and reconfiguration, per PU.")
+
+    @model_validator(mode="after")
+    def _rows(self) -> ShapeSetSpec:
+        bad = [r for r in self.rows if r < 8 or r > 64 or 64 % r]
+        if bad:
+            msg = f"rows must divide the 64-row physical array and be at least 8 (SNAKE Sec. 4.2), got {bad}"
+            raise ValueError(msg)
+        return self
+
+
+class AreaSplitSpec(_Spec):
+    """Inputs of the area-split formulation (``formulations.snake_area``, SNAKE Fig. 4a)."""
+
+    model: str = "opt-66b"
+    batch: PositiveInt = 8
+    rows: PositiveInt = 8
+    cols: list[PositiveInt] = Field([128, 256, 384, 512, 640, 768], min_length=1)
+    buffer_kb: list[PositiveInt] = Field([16, 32, 64, 128, 256, 384, 512], min_length=1)
+    pe_area_mm2: PositiveFloat = Field(7.5e-5, description="One FP16 PE with its pipeline registers.")
+    sram_mm2_per_kb: PositiveFloat = 6e-4
+    pu_fixed_area_mm2: PositiveFloat = Field(0.55, description="Vector core and control of a PU.")
+    dram_latency_ns: PositiveFloat = Field(200.0, description="DRAM access latency seen by a refill request.")
+
+
+class ServingSpec(_Spec):
+    """The serving-latency page (SNAKE Sec. 6.4, Fig. 10): GPU prefill, continuous decode on the NMP."""
+
+    models: list[str] | None = Field(None, description="Models to serve (default: mode_models).")
+    l_in: PositiveInt = 8192
+    l_out: PositiveInt = 1024
+    max_batch: PositiveInt = 64
+    requests: PositiveInt = 200
+    rate_fractions: list[PositiveFloat] = Field([0.2, 0.4, 0.6, 0.8], min_length=1, description="Arrival rates "
+                                                "as fractions of SNAKE's capacity (prefill or decode, the lower).")
+    gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS (assumption).")
+    seed: int = 0
+
+
+class SnakeScenario(_Spec):
+    """A SNAKE study scenario (``kind: snake``)."""
+
+    kind: Literal["snake"]
+    name: str
+    template: TemplateSpec = TemplateSpec()
+    models: list[str] = Field(min_length=1, description="Model cards (instances/models) of SNAKE Table 1.")
+    batches: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1)
+    tp: PositiveInt = 8
+    mode_models: list[str] = Field(["llama-3-70b", "qwen3-30b-a3b"], description="Models of the mode pages "
+                                   "(SNAKE Figs. 13-14: one dense, one MoE).")
+    shape_set: ShapeSetSpec = ShapeSetSpec()
+    area_split: AreaSplitSpec = AreaSplitSpec()
+    serving: ServingSpec = ServingSpec()
+    time_limit_s: PositiveFloat = 20.0
+
+    def card_refs(self) -> list[tuple[str, str]]:
+        """Every model card the scenario names, as (field, bundled key or path)."""
+        refs = [(f"models[{i}]", m) for i, m in enumerate(self.models)]
+        refs += [(f"mode_models[{i}]", m) for i, m in enumerate(self.mode_models)]
+        refs += [("area_split.model", self.area_split.model)]
+        return refs + [(f"serving.models[{i}]", m) for i, m in enumerate(self.serving.models or [])]
+
+    @model_validator(mode="after")
+    def _areas(self) -> SnakeScenario:
+        if self.area_split.pu_fixed_area_mm2 >= self.template.pu_area_mm2:
+            msg = (f"area_split.pu_fixed_area_mm2 ({self.area_split.pu_fixed_area_mm2}) must be below "
+                   f"template.pu_area_mm2 ({self.template.pu_area_mm2}): nothing would be left for PEs and buffer")
+            raise ValueError(msg)
+        if self.template.mesh_side ** 2 != self.template.pus:
+            msg = f"template.mesh_side^2 ({self.template.mesh_side ** 2}) must equal template.pus ({self.template.pus})"
+            raise ValueError(msg)
+        return self
+
+
+class NovaSystemSpec(_Spec):
+    """System assumptions (NOVA Sec. VI-A fixes the hardware; these are what it leaves open)."""
+
+    gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS.")
+    sync_us: float = Field(2.0, ge=0, description="One GPU <-> NMP synchronization with its hand-off, us.")
+    allreduce_us: float = Field(5.0, ge=0, description="Tensor-parallel all-reduce per layer with several GPUs, us.")
+    in_die_TFLOPS: PositiveFloat = Field(4.0, description="AttAcc / PIMBA in-die compute per cube (16 GEMV units "
+                                         "per bank against Tier-1's 128: 32 / 8 TFLOPS).")
+    in_die_TBps: PositiveFloat = Field(2.0, description="Their bank-level read bandwidth per cube (256-bit reads "
+                                       "against Tier-1's 2 Kb: 16 / 8 TB/s).")
+
+
+class ExpertTableSpec(_Spec):
+    """The expert-split comparison (NOVA Fig. 16): routing kinds x expert counts."""
+
+    batch: PositiveInt = 64
+    top_k: PositiveInt = 8
+    experts: list[PositiveInt] = Field([16, 128, 512], min_length=1)
+    routing: list[Literal["uniform", "zipf", "concentrated"]] = ["uniform", "zipf", "concentrated"]
+    expert_bytes: PositiveFloat = Field(3 * 2048 * 768 * 2.0, description="Qwen3-30B-A3B-sized expert, bytes.")
+    seed: int = 42
+
+
+class NovaScenario(_Spec):
+    """A NOVA study scenario (``kind: nova``)."""
+
+    kind: Literal["nova"]
+    name: str
+    models: list[str] = Field(min_length=1, description="Model cards (instances/models), NOVA Table II.")
+    batches: list[PositiveInt] = Field([32, 64], min_length=1)
+    lengths: list[tuple[PositiveInt, PositiveInt]] = Field([(2048, 512), (4096, 1024), (8192, 2048)], min_length=1,
+                                                           description="(input, output) tokens per request.")
+    gpus: dict[str, PositiveInt] = Field(default_factory=dict, description="GPUs (each with five cubes) per model "
+                                         "that needs more than one; NOVA runs Nemotron3-Super on two H100s.")
+    system: NovaSystemSpec = NovaSystemSpec()
+    experts: ExpertTableSpec = ExpertTableSpec()
+    time_limit_s: PositiveFloat = 20.0
+
+    def card_refs(self) -> list[tuple[str, str]]:
+        """Every model card the scenario names, as (field, bundled key or path)."""
+        return [(f"models[{i}]", m) for i, m in enumerate(self.models)]
+
+
+SCENARIO_KINDS = ("hydra", "snake", "nova")
+"""Scenario kinds: the HYDRA chiplet DSE (the default when ``kind`` is absent), the SNAKE and the NOVA studies."""
+
+
+def _scenario_kind(data: Any) -> str | None:
+    if isinstance(data, dict):
+        return data.get("kind", "hydra")
+    return getattr(data, "kind", None)
+
+
+ScenarioSpec = Annotated[
+    Annotated[Scenario, Tag("hydra")] | Annotated[SnakeScenario, Tag("snake")] | Annotated[NovaScenario, Tag("nova")],
+    Discriminator(_scenario_kind, custom_error_type="scenario_kind",
+                  custom_error_message=f"one of {list(SCENARIO_KINDS)} (hydra when absent)"),
+]
+"""Any scenario file: a pydantic union discriminated by ``kind`` (``hydra`` when the field is absent)."""
+
+_SCENARIO_SPEC: TypeAdapter[Scenario | SnakeScenario | NovaScenario] = TypeAdapter(ScenarioSpec)
+
+
+def parse_scenario_spec(data: dict[str, Any], source: str) -> Scenario | SnakeScenario | NovaScenario:
+    """Validate a scenario mapping as the spec of its ``kind``.
+
+    Raises
+    ------
+    SpecError
+        The first validation error, one line naming ``source`` and the field (e.g. ``kind``, ``batches.0``).
+    """
+    try:
+        return _SCENARIO_SPEC.validate_python(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        if err["type"] == "scenario_kind":
+            got = data.get("kind") if isinstance(data, dict) else data
+            raise SpecError(source, "kind", f"{err['msg']}, got {got!r}") from None
+        raise _spec_error(err, source, err["loc"][1:]) from None
+
+
 def _format_loc(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc) if loc else "(top level)"
 
@@ -285,10 +474,15 @@ def parse_spec(cls: type[T], data: dict[str, Any], source: str) -> T:
         return cls.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        value = err.get("input")
-        shown = "" if isinstance(value, dict) else f" (got {value!r})"
-        text = str(err["msg"]).removeprefix("Value error, ")
-        raise SpecError(source, _format_loc(err["loc"]), f"{text}{shown}") from None
+        raise _spec_error(err, source, err["loc"]) from None
+
+
+def _spec_error(err: Any, source: str, loc: tuple[Any, ...]) -> SpecError:
+    """One pydantic error as a one-line :class:`SpecError` at ``loc``."""
+    value = err.get("input")
+    shown = "" if isinstance(value, dict) else f" (got {value!r})"
+    text = str(err["msg"]).removeprefix("Value error, ")
+    return SpecError(source, _format_loc(loc), f"{text}{shown}")
 
 
 def resolve(ref: str, base: Path, kind: str, referrer: str = "", field: str = "") -> Path:

@@ -6,17 +6,17 @@ mapping (exact and heuristic) -> serving re-score of each layout -> results for 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from chipdse.core.design_space import PointSpec, enumerate_points
+from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.models import GROUP_NAMES
-from chipdse.core.scenario import LoadedScenario
+from chipdse.core.scenario import AnyScenario, LoadedScenario
 from chipdse.core.solution import Solution
 from chipdse.evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
 from chipdse.evaluators.latency import BlockTable, block_table, decode_costs, prefill_costs
@@ -27,6 +27,7 @@ from chipdse.solvers.hbm_partition import solve_hbm_partition
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import hbm_partition_problem, mapping_problem, placement_problem
+from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
 from chipdse.studies.generality import GeneralityResult, generality
 from chipdse.studies.simstage import explore_simulations
 from chipdse.studies.simstudy import Layout, SimulationStudy
@@ -36,8 +37,7 @@ PLACEMENT_HEURISTICS = ("hydra-greedy", "round-robin", "random", "local-search")
 PLACEMENT_EXACT = ("hbm-enum", "milp-highs", "cpsat")
 MAPPING_HEURISTICS = ("lpt-greedy", "round-robin")
 MAPPING_EXACT = ("milp-highs", "cpsat")
-
-Progress = Callable[[str, float], None]
+KIND = "hydra"
 
 
 @dataclass
@@ -64,6 +64,14 @@ class ExploreResult:
     timings_s: dict[str, float]
     simulation: SimulationStudy | None = None
     generality: GeneralityResult | None = None
+    cpu_s: dict[str, float] = field(default_factory=dict)
+
+    def solves(self) -> list[dict[str, Any]]:
+        """Every finalist's HBM-partition, placement and decode-mapping solve
+        (:func:`chipdse.studies.common.solve_record`)."""
+        return [solve_record(problem, s, finalist=f.role) for f in self.finalists
+                for problem, sols in (("hbm-partition", f.hbm), ("placement", f.placement), ("mapping", f.mapping))
+                for s in sols]
 
 
 def best_exact(solutions: list[Solution]) -> Solution | None:
@@ -194,20 +202,17 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     InfeasibleDesignError
         When no design point can be built, or none is stable at the offered load.
     """
-    progress = progress or (lambda _msg, _frac: None)
-    timings: dict[str, float] = {}
+    progress = progress or no_progress
+    stages = Stages()
     cfg = SolverConfig(time_limit_s=time_limit_s or sc.spec.time_limit_s,
                        seed=seed if seed is not None else sc.spec.seed)
-    t0 = time.perf_counter()
-    progress("enumerating the design space", 0.0)
-    pts, reasons = enumerate_points(sc)
-    screen = Screen(sc)
-    progress(f"scoring {len(pts):,} points with the Markov/fluid estimator", 0.0)
-    df = screen.score(pts)
-    df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
-    timings["sweep_s"] = time.perf_counter() - t0
-    from chipdse.core.errors import InfeasibleDesignError
-
+    with stages.stage("sweep_s"):
+        progress("enumerating the design space", 0.0)
+        pts, reasons = enumerate_points(sc)
+        screen = Screen(sc)
+        progress(f"scoring {len(pts):,} points with the Markov/fluid estimator", 0.0)
+        df = screen.score(pts)
+        df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
     try:
         b_star, m_t = pick_b_star(df), pick_m_t(df)
     except ValueError as exc:
@@ -219,26 +224,90 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     df.loc[b_star, "role"] = "B*"
     df.loc[m_t, "role"] = "M_T" if m_t != b_star else "B*,M_T"
     finalists = []
-    t1 = time.perf_counter()
-    finalists.append(_solve_finalist(sc, screen, "B*", df.loc[b_star].to_dict(), cfg, progress))
-    if m_t != b_star:
-        finalists.append(_solve_finalist(sc, screen, "M_T", df.loc[m_t].to_dict(), cfg, progress))
-    else:
-        finalists[0].role = "B* = M_T"
-    timings["finalists_s"] = time.perf_counter() - t1
+    with stages.stage("finalists_s"):
+        finalists.append(_solve_finalist(sc, screen, "B*", df.loc[b_star].to_dict(), cfg, progress))
+        if m_t != b_star:
+            finalists.append(_solve_finalist(sc, screen, "M_T", df.loc[m_t].to_dict(), cfg, progress))
+        else:
+            finalists[0].role = "B* = M_T"
     study = None
     if sc.spec.simulation.enabled:
-        t2 = time.perf_counter()
-        study = explore_simulations(sc, df, finalists, cfg, serve_layout, Screen, progress)
-        timings["simulation_s"] = time.perf_counter() - t2
+        with stages.stage("simulation_s"):
+            study = explore_simulations(sc, df, finalists, cfg, serve_layout, Screen, progress)
     table_iv = None
     if sc.spec.generality is not None:
-        t3 = time.perf_counter()
-        progress(f"specialization vs generality: {len(sc.spec.generality.models)} models x {len(df):,} points", 0.0)
-        try:
-            table_iv = generality(sc)
-        except ValueError as exc:
-            msg = f"{sc.path}: generality: {exc}"
-            raise InfeasibleDesignError(msg) from None
-        timings["generality_s"] = time.perf_counter() - t3
-    return ExploreResult(sc, df, reasons, finalists, cfg, timings, study, table_iv)
+        with stages.stage("generality_s"):
+            progress(f"specialization vs generality: {len(sc.spec.generality.models)} models x {len(df):,} points",
+                     0.0)
+            try:
+                table_iv = generality(sc)
+            except ValueError as exc:
+                msg = f"{sc.path}: generality: {exc}"
+                raise InfeasibleDesignError(msg) from None
+    return ExploreResult(sc, df, reasons, finalists, cfg, stages.wall_s, study, table_iv, stages.cpu_s)
+
+
+def check(sc: AnyScenario) -> LoadedScenario:
+    """A loaded HYDRA scenario is fully checked by :func:`chipdse.core.scenario.load`; returned as is."""
+    assert isinstance(sc, LoadedScenario), "load_kind refuses other kinds"
+    return sc
+
+
+def load(path: Path | None = None) -> LoadedScenario:
+    """A HYDRA scenario file (the bundled default when ``path`` is None), loaded
+    (:func:`chipdse.studies.common.load_kind`); any problem is a one-line SpecError naming the file and field."""
+    return check(load_kind(path, KIND))
+
+
+def label(sc: LoadedScenario) -> str:
+    """What :func:`run` does first (later stages report through ``progress``)."""
+    return f"HYDRA explore: {sc.spec.name}"
+
+
+def run(sc: LoadedScenario, settings: Settings | None = None, progress: Progress = no_progress) -> ExploreResult:
+    """The explore pipeline (:func:`explore`) with the command line's ``settings``."""
+    settings = settings or Settings()
+    return explore(sc, time_limit_s=settings.time_limit_s, seed=settings.seed, progress=progress)
+
+
+def _finalist_summary(f: FinalistResult) -> dict[str, Any]:
+    best = best_exact(f.placement)
+    return {"label": f.row["label"], "throughput_tps": f.row["throughput_tps"], "ttft_s": f.row["ttft_s"],
+            "layouts": [{k: s[k] for k in ("layout", "throughput_tps", "ttft_s", "stable")} for s in f.serving],
+            "placement": None if best is None else {"method": best.method, "objective": best.objective,
+                                                    "status": best.status.value, "gap": best.gap}}
+
+
+def summary(r: ExploreResult) -> dict[str, Any]:
+    """Headline numbers: point counts, and each finalist's screen numbers, re-scored layouts and best exact
+    placement (byte-hops/s, with its proof status)."""
+    return {"points": len(r.points), "stable": int(r.points["stable"].sum()),
+            "pareto": int(r.points["pareto"].sum()),
+            "finalists": {f.role: _finalist_summary(f) for f in r.finalists}}
+
+
+def placement_summary(sols: list[Solution]) -> list[str]:
+    """One line for the best exact placement (objective, bound, gap) and one per heuristic (how much worse)."""
+    best = best_exact(sols)
+    if best is None:
+        return ["placement: no exact solution found within the time limit"]
+    proof = "proven optimal" if best.status.value == "optimal" else (
+        f"gap {100 * best.gap:.2g}% to bound {best.bound:.4g}" if best.gap is not None else "no bound")
+    lines = [f"placement: {best.method} {best.objective:.4g} byte-hops/s ({proof})"]
+    for s in sols:
+        if not s.exact and s.objective is not None:
+            lines.append(f"  {s.method}: {100 * (s.objective / best.objective - 1):+.1f}% vs exact")
+    return lines
+
+
+def headline(r: ExploreResult) -> list[str]:
+    """The lines ``chipdse explore`` prints: each finalist's screen numbers, its layouts and its placements."""
+    lines = []
+    for f in r.finalists:
+        lines.append(f"{f.role}: {f.row['label']}  screen: throughput {f.row['throughput_tps']:.0f} tok/s, "
+                     f"TTFT {f.row['ttft_s']:.3f} s")
+        for s in f.serving:
+            ttft = "unstable" if not s["stable"] else f"TTFT {s['ttft_s']:.3f} s"
+            lines.append(f"  {s['layout']}: throughput {s['throughput_tps']:.0f} tok/s, {ttft}")
+        lines += [f"  {line}" for line in placement_summary(f.placement)]
+    return lines

@@ -4,149 +4,255 @@ of NOVA and its baselines, capacity (longest context that fits), and the expert-
 The scenario (``instances/scenarios/nova-nemotron3-nano.yaml``) names the NOVA Table II models, batches and
 input / output lengths, and the system assumptions the paper leaves open (GPU efficiency, synchronization cost,
 in-die NMP roofline).
+
+The two-tier designs' expert splits (NOVA Sec. VI-E) are solved here, within the scenario's (or the command
+line's) time limit, and passed into the evaluator (:func:`chipdse.evaluators.nova_system.e2e`), which never runs a
+solver. A split the exact method does not solve within the limit falls back to NOVA's static 1:9 split, labelled
+so in the manifest; it is never reported as a 0 s makespan.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, PositiveFloat, PositiveInt
 
 from chipdse.core.errors import SpecError
-from chipdse.core.specs import _Spec, load_spec
+from chipdse.core.scenario import AnyScenario, StudyScenario
+from chipdse.core.solution import Solution
+from chipdse.core.specs import NovaScenario
 from chipdse.evaluators.nova_model import load_nova_model
-from chipdse.evaluators.nova_system import DESIGNS, SYSTEM, NovaSystem, e2e, longest_context, memory_bytes
-from chipdse.evaluators.snake import SnakeError
+from chipdse.evaluators.nova_system import (
+    DESIGNS,
+    ExpertSplitCase,
+    NovaDesign,
+    e2e,
+    expert_split_cases,
+    longest_context,
+    memory_bytes,
+    scenario_system,
+)
+from chipdse.formulations.expert_split import ExpertSplitProblem
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
+from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
 
+KIND = "nova"
 PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698}
 """NOVA's headline against the GPU baseline: 4.5x throughput and 69.8% lower E2E latency on average."""
+FALLBACK_SPLIT = "static-1-9"
+"""The heuristic split used, and labelled, when an exact split finds no solution within the time limit."""
 
 
-class NovaSystemSpec(_Spec):
-    """System assumptions (NOVA Sec. VI-A fixes the hardware; these are what it leaves open)."""
-
-    gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS.")
-    sync_us: float = Field(2.0, ge=0, description="One GPU <-> NMP synchronization with its hand-off, us.")
-    allreduce_us: float = Field(5.0, ge=0, description="Tensor-parallel all-reduce per layer with several GPUs, us.")
-    in_die_TFLOPS: PositiveFloat = Field(4.0, description="AttAcc / PIMBA in-die compute per cube (16 GEMV units "
-                                         "per bank against Tier-1's 128: 32 / 8 TFLOPS).")
-    in_die_TBps: PositiveFloat = Field(2.0, description="Their bank-level read bandwidth per cube (256-bit reads "
-                                       "against Tier-1's 2 Kb: 16 / 8 TB/s).")
-
-
-class ExpertTableSpec(_Spec):
-    """The expert-split comparison (NOVA Fig. 16): routing kinds x expert counts."""
-
-    batch: PositiveInt = 64
-    top_k: PositiveInt = 8
-    experts: list[PositiveInt] = Field([16, 128, 512], min_length=1)
-    routing: list[Literal["uniform", "zipf", "concentrated"]] = ["uniform", "zipf", "concentrated"]
-    expert_bytes: PositiveFloat = Field(3 * 2048 * 768 * 2.0, description="Qwen3-30B-A3B-sized expert, bytes.")
-    seed: int = 42
-
-
-class NovaScenario(_Spec):
-    """A NOVA study scenario (``kind: nova``)."""
-
-    kind: Literal["nova"]
-    name: str
-    models: list[str] = Field(min_length=1, description="Model cards (instances/models), NOVA Table II.")
-    batches: list[PositiveInt] = Field([32, 64], min_length=1)
-    lengths: list[tuple[PositiveInt, PositiveInt]] = Field([(2048, 512), (4096, 1024), (8192, 2048)], min_length=1,
-                                                           description="(input, output) tokens per request.")
-    gpus: dict[str, PositiveInt] = Field(default_factory=dict, description="GPUs (each with five cubes) per model "
-                                         "that needs more than one; NOVA runs Nemotron3-Super on two H100s.")
-    system: NovaSystemSpec = NovaSystemSpec()
-    experts: ExpertTableSpec = ExpertTableSpec()
-    time_limit_s: PositiveFloat = 20.0
-
-    def nova_system(self) -> NovaSystem:
-        """The evaluator's :class:`NovaSystem` with this scenario's assumptions."""
-        return replace(SYSTEM, gpu_efficiency=self.system.gpu_efficiency, sync_s=self.system.sync_us * 1e-6,
-                       allreduce_s=self.system.allreduce_us * 1e-6)
-
-
-def load_nova_scenario(path: Path) -> NovaScenario:
-    """Load a NOVA scenario; every model card must exist and be a GQA / Mamba-2 / MoE model.
+def check(sc: AnyScenario) -> StudyScenario:
+    """Check that every model ``sc`` names is a GQA / Mamba-2 / MoE model the NOVA evaluator supports, and that
+    ``gpus`` names only those models.
 
     Raises
     ------
-    SpecError, SnakeError
-        A malformed field (naming file and field), a missing card or an unsupported layer type.
+    SpecError
+        An unsupported or unreadable card, or an unknown ``gpus`` key, naming the scenario file and field.
     """
-    spec = load_spec(NovaScenario, path)
+    spec = sc.spec
+    assert isinstance(sc, StudyScenario) and isinstance(spec, NovaScenario), "load_kind refuses other kinds"
     for i, m in enumerate(spec.models):
         try:
             load_nova_model(m)
-        except (SnakeError, SpecError) as exc:
-            msg = exc.expected if isinstance(exc, SpecError) else str(exc)
-            raise SpecError(str(path), f"models[{i}]", msg) from None
+        except SpecError as exc:
+            raise SpecError(str(sc.path), f"models[{i}]", exc.expected) from None
     unknown = sorted(set(spec.gpus) - set(spec.models))
     if unknown:
-        raise SpecError(str(path), "gpus", f"keys among the scenario's models, got {unknown}")
-    return spec
+        raise SpecError(str(sc.path), "gpus", f"keys among the scenario's models, got {unknown}")
+    return sc
+
+
+def load(path: Path) -> StudyScenario:
+    """A ``kind: nova`` scenario file, loaded (:func:`chipdse.studies.common.load_kind`) and :func:`check`-ed;
+    any problem is a one-line SpecError naming the file and field."""
+    return check(load_kind(path, KIND))
+
+
+def label(sc: StudyScenario) -> str:
+    """What :func:`run` does, in one line."""
+    return f"NOVA study: {len(sc.spec.models)} models x 5 designs, capacity, expert split"
+
+
+@dataclass(frozen=True)
+class SplitOutcome:
+    """How one expert split of a decode step was settled.
+
+    Attributes
+    ----------
+    makespan_s : float
+        The split's makespan, s: the requested method's, or the fallback's when that found none.
+    method : str
+        The method whose split is used (the requested one, or :data:`FALLBACK_SPLIT`).
+    solution : Solution
+        The requested method's own result (its status and which limit ended it).
+    note : str
+        Empty, or why the fallback was used.
+    """
+
+    makespan_s: float
+    method: str
+    solution: Solution
+    note: str = ""
+
+
+def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> dict[ExpertSplitCase, SplitOutcome]:
+    """Solve each expert split a decode step needs (NOVA Sec. VI-E; :mod:`chipdse.formulations.expert_split`).
+
+    Every cube holds a share of every expert, so each case is one cube's split of the same expert set.
+
+    Parameters
+    ----------
+    cases : list of ExpertSplitCase
+        From :func:`chipdse.evaluators.nova_system.expert_split_cases`.
+    config : SolverConfig
+        Time limit, threads and seed of each solve.
+
+    Returns
+    -------
+    dict
+        Each case's :class:`SplitOutcome`; a method that finds no split within the limit falls back to
+        :data:`FALLBACK_SPLIT` with a note saying so.
+    """
+    out: dict[ExpertSplitCase, SplitOutcome] = {}
+    for case in cases:
+        if case in out:
+            continue
+        prob = ExpertSplitProblem(tuple(case.expert_bytes for _ in case.tokens), case.tokens, case.tiers)
+        sol = solve_expert_split(prob, case.method, config)
+        if sol.objective is not None:
+            out[case] = SplitOutcome(float(sol.objective), case.method, sol)
+            continue
+        fallback = solve_expert_split(prob, FALLBACK_SPLIT, config)
+        if fallback.objective is None:  # a heuristic always returns a split; refuse rather than report 0 s
+            msg = f"no expert split of {len(case.tokens)} experts found by {case.method} or {FALLBACK_SPLIT}"
+            raise RuntimeError(msg)
+        note = (f"{case.method} found no split ({sol.status.value}, {sol.termination.value}, time limit "
+                f"{config.time_limit_s:g} s): {FALLBACK_SPLIT} split used")
+        out[case] = SplitOutcome(float(fallback.objective), FALLBACK_SPLIT, sol, note)
+    return out
 
 
 @dataclass
 class NovaStudy:
-    """Every table of the NOVA report."""
+    """Every table of the NOVA report, with the scenario, solver settings and stage timings (wall and CPU, s).
 
-    spec: NovaScenario
+    ``system_splits`` lists each expert split the two-tier designs' decode steps used (:class:`SplitOutcome`
+    per model, batch and design); ``model_sizes`` each model's parameters next to the published total.
+    """
+
+    scenario: StudyScenario
+    solver: SolverConfig
     runs: pd.DataFrame
     capacity: pd.DataFrame
     memory: pd.DataFrame
     experts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    expert_solutions: list[dict[str, Any]] = field(default_factory=list)
+    system_splits: list[dict[str, Any]] = field(default_factory=list)
+    model_sizes: list[dict[str, Any]] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
+    cpu_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> NovaScenario:
+        """The scenario's spec."""
+        assert isinstance(self.scenario.spec, NovaScenario)
+        return self.scenario.spec
+
+    def solves(self) -> list[dict[str, Any]]:
+        """Every expert-split solve: the decode steps' and the Fig. 16 table's."""
+        out = [solve_record("expert-split", r["solution"], model=r["model"], batch=r["batch"], design=r["design"])
+               for r in self.system_splits]
+        return out + [solve_record("expert-split", r["solution"], routing=r["routing"], experts=r["experts"])
+                      for r in self.expert_solutions]
 
 
-def _designs(spec: NovaScenario) -> list:
+def _designs(spec: NovaScenario) -> list[NovaDesign]:
     s = spec.system
     return [replace(d, in_die_flops=s.in_die_TFLOPS * 1e12, in_die_Bps=s.in_die_TBps * 1e12) for d in DESIGNS]
 
 
-def run_nova_study(spec: NovaScenario, time_limit_s: float | None = None) -> NovaStudy:
-    """Decode / E2E runs, capacity and the expert-split table (NOVA Figs. 11, 15, 16)."""
+def _config(spec: NovaScenario, settings: Settings) -> SolverConfig:
+    return SolverConfig(time_limit_s=settings.time_limit_s or spec.time_limit_s, threads=2,
+                        seed=0 if settings.seed is None else settings.seed)
+
+
+def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress = no_progress) -> NovaStudy:
+    """Decode / E2E runs, capacity and the expert-split table (NOVA Figs. 11, 15, 16).
+
+    Parameters
+    ----------
+    sc : StudyScenario
+        A ``kind: nova`` scenario (:func:`load`).
+    settings : Settings, optional
+        Time limit per exact solve (default: the scenario's ``time_limit_s``) and solver seed (default 0).
+    progress : callable(str, float), optional
+        Called with each stage's description.
+    """
+    settings = settings or Settings()
+    spec = sc.spec
+    assert isinstance(spec, NovaScenario)
+    cfg = _config(spec, settings)
     designs = _designs(spec)
-    t0 = time.perf_counter()
-    runs, cap, mem = [], [], []
-    for key in spec.models:
-        model = load_nova_model(key)
-        system = replace(spec.nova_system(), gpus=spec.gpus.get(key, 1))
-        for b in spec.batches:
-            for l_in, l_out in spec.lengths:
+    stages = Stages()
+    runs, cap, mem, split_rows = [], [], [], []
+    solved: dict[ExpertSplitCase, SplitOutcome] = {}
+    progress(f"NOVA: decode, E2E and capacity (expert splits within {cfg.time_limit_s:g} s each)", 0.0)
+    with stages.stage("systems_s"):
+        for key in spec.models:
+            model = load_nova_model(key)
+            system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
+            for b in spec.batches:
+                splits: dict[ExpertSplitCase, float] = {}
                 for d in designs:
-                    r = e2e(model, d, b, l_in, l_out, system)
-                    runs.append({"model": key, "gpus": system.gpus, "batch": b, "l_in": l_in, "l_out": l_out,
-                                 "design": d.name, **r})
-            for d in designs:
-                cap.append({"model": key, "batch": b, "design": d.name, "capacity_GB": system.capacity_bytes(d) / 1e9,
-                            "longest_context": longest_context(model, d, b, system)})
-            l_in, l_out = spec.lengths[-1]
-            per_pch = system.all_cubes * system.cube.pseudo_channels_total
-            for kind, v in memory_bytes(model, b, l_in + l_out).items():
-                mem.append({"model": key, "batch": b, "context": l_in + l_out, "kind": kind,
-                            "GB": v / 1e9, "MB_per_pseudo_channel": v / per_pch / 1e6})
-    timings = {"systems_s": time.perf_counter() - t0}
-    t1 = time.perf_counter()
-    experts = expert_table(spec, time_limit_s or spec.time_limit_s)
-    timings["expert_split_s"] = time.perf_counter() - t1
-    return NovaStudy(spec, pd.DataFrame(runs), pd.DataFrame(cap), pd.DataFrame(mem), experts, timings)
+                    cases = expert_split_cases(model, d, b, system)
+                    solved.update(solve_expert_splits([c for c in cases if c not in solved], cfg))
+                    for c in cases:
+                        o = solved[c]
+                        splits[c] = o.makespan_s
+                        split_rows.append({"model": key, "batch": b, "design": d.name, "experts": len(c.tokens),
+                                           "requested": c.method, "used": o.method, "makespan_s": o.makespan_s,
+                                           "note": o.note, "solution": o.solution})
+                for l_in, l_out in spec.lengths:
+                    for d in designs:
+                        r = e2e(model, d, b, l_in, l_out, system, splits)
+                        runs.append({"model": key, "gpus": system.gpus, "batch": b, "l_in": l_in, "l_out": l_out,
+                                     "design": d.name, **r})
+                for d in designs:
+                    cap.append({"model": key, "batch": b, "design": d.name,
+                                "capacity_GB": system.capacity_bytes(d) / 1e9,
+                                "longest_context": longest_context(model, d, b, system)})
+                l_in, l_out = spec.lengths[-1]
+                per_pch = system.all_cubes * system.cube.pseudo_channels_total
+                for kind, v in memory_bytes(model, b, l_in + l_out).items():
+                    mem.append({"model": key, "batch": b, "context": l_in + l_out, "kind": kind,
+                                "GB": v / 1e9, "MB_per_pseudo_channel": v / per_pch / 1e6})
+    progress("NOVA: expert-split table", 0.0)
+    with stages.stage("expert_split_s"):
+        experts, expert_sols = expert_table(spec, cfg)
+    sizes = [{"model": k, "params": (m := load_nova_model(k)).total_params, "published": m.published_params}
+             for k in spec.models]
+    return NovaStudy(sc, cfg, pd.DataFrame(runs), pd.DataFrame(cap), pd.DataFrame(mem), experts, expert_sols,
+                     split_rows, sizes, stages.wall_s, stages.cpu_s)
 
 
-def expert_table(spec: NovaScenario, time_limit_s: float) -> pd.DataFrame:
-    """Every expert-split method on each routing kind x expert count: makespan, gap to the exact one, time."""
-    from chipdse.formulations.expert_split import ExpertSplitProblem
-    from chipdse.solvers.config import SolverConfig
-    from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
+def expert_table(spec: NovaScenario, config: SolverConfig) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Every expert-split method on each routing kind x expert count (NOVA Fig. 16).
 
+    Returns
+    -------
+    (DataFrame, list of dict)
+        One row per instance and method: makespan (us), gap to the best exact makespan, status and solve time;
+        and each solve's :class:`Solution` with its routing kind and expert count.
+    """
     e = spec.experts
-    cfg = SolverConfig(time_limit_s=time_limit_s, threads=2, seed=0)
-    rows = []
+    rows, sols_out = [], []
     for kind in e.routing:
         for n in e.experts:
             tokens = routing_counts(n, e.batch, min(e.top_k, n), kind, seed=e.seed)
@@ -154,7 +260,7 @@ def expert_table(spec: NovaScenario, time_limit_s: float) -> pd.DataFrame:
             methods = ["milp-highs", "cpsat", "nova-kstar", "static-1-9"]
             if n <= MAX_BRUTE_FORCE_EXPERTS:
                 methods.insert(2, "brute-force")
-            sols = {m: solve_expert_split(prob, m, cfg) for m in methods}
+            sols = {m: solve_expert_split(prob, m, config) for m in methods}
             exact = [s.objective for m, s in sols.items() if m in ("milp-highs", "cpsat", "brute-force")
                      and s.objective is not None]
             best = min(exact) if exact else np.nan
@@ -162,7 +268,32 @@ def expert_table(spec: NovaScenario, time_limit_s: float) -> pd.DataFrame:
                 rows.append({"routing": kind, "experts": n, "method": m, "status": s.status.value,
                              "makespan_us": None if s.objective is None else s.objective * 1e6,
                              "gap": None if s.objective is None else s.objective / best - 1, "solve_s": s.wall_s})
-    return pd.DataFrame(rows)
+                sols_out.append({"routing": kind, "experts": n, "solution": s})
+    return pd.DataFrame(rows), sols_out
+
+
+def summary(s: NovaStudy) -> dict[str, Any]:
+    """Headline numbers: NOVA's mean throughput gain and E2E reduction over the GPU where both fit, per design
+    and per model, next to the paper's (NOVA Sec. VI-B); and how many decode-step expert splits fell back."""
+    r = ratios_vs_gpu(s.runs)
+    nova = r[r["design"] == "NOVA"]
+    return {"nova_vs_gpu_throughput_x": float(nova["throughput_x"].mean()) if len(nova) else None,
+            "nova_vs_gpu_e2e_reduction": float(nova["e2e_reduction"].mean()) if len(nova) else None,
+            "per_design": r.groupby("design")[["throughput_x", "e2e_reduction"]].mean().round(4).to_dict("index"),
+            "per_model_nova": nova.groupby("model")[["throughput_x", "e2e_reduction"]].mean().round(4)
+            .to_dict("index"), "runs_compared": len(nova), "paper": PAPER,
+            "expert_split_fallbacks": sum(1 for x in s.system_splits if x["note"])}
+
+
+def headline(s: NovaStudy) -> list[str]:
+    """The lines ``chipdse explore`` prints: NOVA against the GPU, and any expert split that fell back."""
+    sm = summary(s)
+    lines = []
+    if sm["nova_vs_gpu_throughput_x"] is not None:
+        lines.append(f"NOVA vs GPU over {sm['runs_compared']} runs: {sm['nova_vs_gpu_throughput_x']:.2f}x "
+                     f"throughput, {100 * sm['nova_vs_gpu_e2e_reduction']:.1f}% lower E2E latency")
+    notes = sorted({x["note"] for x in s.system_splits if x["note"]})
+    return lines + [f"expert split: {n}" for n in notes]
 
 
 def ratios_vs_gpu(runs: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,90 @@
+"""What every study (HYDRA explore, SNAKE, NOVA) shares: run settings, stage timings and solve records.
+
+Each study module (``chipdse.studies.explore``, ``snake``, ``nova``) exposes the same functions, listed by kind in
+:mod:`chipdse.studies.registry`:
+
+* ``KIND``: the scenario kind it runs;
+* ``load(path) -> scenario``: the scenario file through :func:`chipdse.core.scenario.load`, refused unless of
+  this kind, then the study's own checks (``check(loaded)``);
+* ``label(scenario) -> str``: one line saying what ``run`` will do (for a progress display);
+* ``run(scenario, settings, progress) -> result``: every table of the study's report;
+* ``summary(result) -> dict``: the headline numbers (the manifest's ``summary``);
+* ``headline(result) -> list[str]``: the lines ``chipdse explore`` prints.
+
+A result carries what the manifest needs besides its tables: ``scenario`` (with ``path``, ``sha256`` and
+``named_files``), ``solver`` (a :class:`SolverConfig`), ``timings_s`` and ``cpu_s`` (per stage) and
+``solves()`` (one :func:`solve_record` per solve).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chipdse.core.errors import SpecError
+from chipdse.core.scenario import AnyScenario, load
+from chipdse.core.solution import Solution
+
+Progress = Callable[[str, float], None]
+"""Called with a stage description and the fraction done of the current stage."""
+
+
+def no_progress(_msg: str, _frac: float) -> None:
+    """A :data:`Progress` that shows nothing."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Command-line overrides of a scenario's run settings.
+
+    Attributes
+    ----------
+    time_limit_s : float, optional
+        Wall-clock limit per exact solve, s (default: the scenario's ``time_limit_s``).
+    seed : int, optional
+        Seed for randomized heuristics and solvers (default: the scenario's; 0 for SNAKE and NOVA solves).
+    """
+
+    time_limit_s: float | None = None
+    seed: int | None = None
+
+
+@dataclass
+class Stages:
+    """Wall-clock and CPU seconds per stage of a run (``time.perf_counter`` and ``time.process_time``)."""
+
+    wall_s: dict[str, float] = field(default_factory=dict)
+    cpu_s: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time the ``with`` block as stage ``name`` (e.g. ``"sweep_s"``)."""
+        w0, c0 = time.perf_counter(), time.process_time()
+        yield
+        self.wall_s[name] = time.perf_counter() - w0
+        self.cpu_s[name] = time.process_time() - c0
+
+
+def solve_record(problem: str, sol: Solution, **where: Any) -> dict[str, Any]:
+    """One solve for the manifest: the instance, method, status and which limit ended it (``termination``)."""
+    return {"problem": problem, **where, "method": sol.method, "exact": sol.exact, "status": sol.status.value,
+            "termination": sol.termination.value, "objective": sol.objective, "bound": sol.bound,
+            "wall_s": sol.wall_s}
+
+
+def load_kind(path: Path | None, kind: str) -> AnyScenario:
+    """Load any scenario file (:func:`chipdse.core.scenario.load`) and refuse it unless it is of ``kind``.
+
+    Raises
+    ------
+    SpecError
+        As :func:`chipdse.core.scenario.load`; or field ``kind`` naming the kind found.
+    """
+    loaded = load(path)
+    if loaded.spec.kind != kind:
+        raise SpecError(str(loaded.path), "kind", f"{kind}, got {loaded.spec.kind!r}")
+    return loaded
