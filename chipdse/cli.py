@@ -24,7 +24,7 @@ from rich.progress import (
 from rich.text import Text
 
 from chipdse.core.errors import ChipdseError
-from chipdse.core.io import atomic_path, ensure_writable_dir
+from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario, load, load_scenario
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
@@ -37,7 +37,14 @@ from chipdse.solvers.problems import FINALIST_POINTS
 from chipdse.solvers.qap import solve_qap
 from chipdse.solvers.registry import PROBLEMS, problem_record, problems_help
 from chipdse.studies.common import Settings
+from chipdse.studies.generality import OBJECTIVES
+from chipdse.studies.generality import generality as run_generality
+from chipdse.studies.parallel import Backend
 from chipdse.studies.registry import load_study
+from chipdse.studies.simulate import run_simulation
+from chipdse.studies.store import ResultsStore
+from chipdse.studies.sweep import summary_json
+from chipdse.studies.sweep import sweep as run_sweep
 
 app = typer.Typer(
     add_completion=False,
@@ -119,7 +126,6 @@ def explore(
 
 def _fail_output(exc: BaseException, created: list[Path]) -> None:
     """Exit with a one-line error after removing the output folders this run created (still empty)."""
-    from chipdse.core.io import remove_if_empty
 
     remove_if_empty(created)
     if isinstance(exc, OSError) and not isinstance(exc, ChipdseError) and "output folder" not in str(exc):
@@ -297,12 +303,7 @@ def sweep(
 ) -> None:
     """Score a design space with the estimator on every sweep workload, then simulate its Pareto candidates
     (sweep.simulate per workload); resumable, in-process, on a process pool or on Dask."""
-    import json
 
-    from chipdse.studies.parallel import Backend
-    from chipdse.studies.store import ResultsStore
-    from chipdse.studies.sweep import summary_json
-    from chipdse.studies.sweep import sweep as run_sweep
 
     if sum(x is not None for x in (workers, dask_local, scheduler)) > 1:
         _fail("choose at most one of --workers, --dask-local and --scheduler")
@@ -387,11 +388,7 @@ def generality(
     as_json: Annotated[bool, typer.Option("--json", help="Print the matrices as one JSON object.")] = False,
 ) -> None:
     """Specialization vs generality (HYDRA Table IV): the design for every subset of models, scored on all."""
-    import json
 
-    from chipdse.core.paths import instances_dir
-    from chipdse.studies.generality import OBJECTIVES
-    from chipdse.studies.generality import generality as run_generality
 
     try:
         sc = load_scenario(scenario or instances_dir() / "scenarios" / "hydra-table4-chat.yaml")
@@ -446,9 +443,7 @@ def simulate(
     Metrics: output tokens/s, TTFT / TBT / E2E (mean, p50, p99), chiplet and link utilization, preemptions,
     requests arrived and finished, events handled and the simulator's wall time.
     """
-    import json
 
-    from chipdse.studies.simulate import run_simulation
 
     if best and point is not None:
         _fail("choose at most one of --point and --best")

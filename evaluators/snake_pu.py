@@ -70,15 +70,15 @@ class NmpTemplate:
         Side of the 4 x 4 mesh view used by the ST modes.
     """
 
-    name: str = "stratum-like"
-    pus: int = 16
-    cores_per_pu: int = 4
-    dram_TBps: float = 24.0
-    pu_area_mm2: float = 2.35
-    link_GBps: float = 64.0
-    link_latency_s: float = 20e-9
-    bytes_per_element: int = 2
-    mesh_side: int = 4
+    name: str
+    pus: int
+    cores_per_pu: int
+    dram_TBps: float
+    pu_area_mm2: float
+    link_GBps: float
+    link_latency_s: float
+    bytes_per_element: int
+    mesh_side: int
 
     def __post_init__(self) -> None:
         for field in ("pus", "cores_per_pu", "mesh_side", "bytes_per_element"):
@@ -102,7 +102,14 @@ class NmpTemplate:
         return self.pus * self.cores_per_pu
 
 
-STRATUM = NmpTemplate()
+def nmp_template(t: TemplateSpec) -> NmpTemplate:
+    """The :class:`NmpTemplate` of a scenario's ``template`` section (link latency ns -> s), for the SNAKE study and the
+    registry's SNAKE instance builders."""
+    return NmpTemplate(t.name, t.pus, t.cores_per_pu, t.dram_TBps, t.pu_area_mm2, t.link_GBps,
+                       t.link_latency_ns * 1e-9, 2, t.mesh_side)
+
+
+STRATUM = nmp_template(TemplateSpec())
 
 
 def _ceil(a: int, b: int) -> int:
@@ -265,10 +272,3 @@ def design_speedups(ops: list[GemmOp], t: NmpTemplate = STRATUM) -> dict[str, fl
     """Baseline decode latency over SNAKE's, per baseline (SNAKE Sec. 6.3: 2.90x, 2.33x, 3.00x on average)."""
     ours = decode_step_s(ops, SNAKE, t)
     return {d.name: decode_step_s(ops, d, t) / ours for d in BASELINE_DESIGNS}
-
-
-def nmp_template(t: TemplateSpec) -> NmpTemplate:
-    """The :class:`NmpTemplate` of a scenario's ``template`` section (link latency ns -> s), for the SNAKE study and the
-    registry's SNAKE instance builders."""
-    return NmpTemplate(t.name, t.pus, t.cores_per_pu, t.dram_TBps, t.pu_area_mm2, t.link_GBps,
-                       t.link_latency_ns * 1e-9, 2, t.mesh_side)

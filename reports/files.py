@@ -102,8 +102,8 @@ def write_report(result: Any, pages: ModuleType, summary: dict[str, Any], out_di
     result
         The study's result (see :func:`manifest`).
     pages : module
-        The study's report module: ``draw(pdf, result)`` draws the PDF pages, ``table(result)`` returns
-        ``(csv name, DataFrame)``, ``details(result)`` the manifest's study-specific part.
+        The study's report module: ``draw(pdf, result)`` draws the PDF pages, ``CSV`` is the CSV's
+        ``(file name, result attribute)``, ``details(result)`` the manifest's study-specific part.
     summary : dict
         The study's headline numbers (``summary(result)`` of the study module).
     out_dir : Path
@@ -119,7 +119,8 @@ def write_report(result: Any, pages: ModuleType, summary: dict[str, Any], out_di
         The folder or a file cannot be written. The manifest is serialized (strict JSON: NaN as null) before
         anything is written; the PDF is drawn before the CSV and manifest are written.
     """
-    csv_name, table = pages.table(result)
+    csv_name, attr = pages.CSV
+    table = getattr(result, attr)
     text = json.dumps(manifest(result, summary, pages.details(result)), indent=2, default=str, allow_nan=False)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"pdf": out_dir / "report.pdf", "csv": out_dir / csv_name, "manifest": out_dir / "manifest.json"}

@@ -11,7 +11,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.evaluators.nova_system import DESIGNS  # noqa: E402
@@ -19,6 +18,9 @@ from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
 from chipdse.studies.nova import PAPER, NovaStudy, summary  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
+
+CSV = ("runs.csv", "runs")
+"""The report's CSV: its file name and the result's table (every (model, batch, lengths, design) run)."""
 
 
 SHORT = {"nemotron3-nano-30b-a3b": "N3-Nano", "nemotron3-super-120b-a12b": "N3-Super",
@@ -121,11 +123,6 @@ def details(s: NovaStudy) -> dict[str, Any]:
     return {"settings": s.spec.model_dump(mode="json"), "models": s.spec.models, "model_sizes": s.model_sizes,
             "longest_context": s.capacity.to_dict("records"), "expert_split": s.experts.to_dict("records"),
             "system_expert_splits": splits}
-
-
-def table(s: NovaStudy) -> tuple[str, pd.DataFrame]:
-    """The report's CSV: every (model, batch, lengths, design) run."""
-    return "runs.csv", s.runs
 
 
 def draw(pdf: PdfPages, s: NovaStudy) -> None:

@@ -10,7 +10,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
@@ -23,6 +22,9 @@ from chipdse.studies.explore import ExploreResult, FinalistResult, best_exact  #
 
 TYPE_COLOURS = {"Ap": "#1f77b4", "Ad": "#aec7e8", "Mp": "#d62728", "Md": "#ff9896",
                 "hbm:attention": "#2ca02c", "hbm:mamba": "#ff7f0e"}
+
+CSV = ("points.csv", "points")
+"""The report's CSV: its file name and the result's table (every scored design point)."""
 
 
 def _title_page(pdf: PdfPages, r: ExploreResult) -> None:
@@ -241,11 +243,6 @@ def details(r: ExploreResult) -> dict[str, Any]:
             "skipped": r.simulation.skipped},
         "generality": None if r.generality is None else r.generality.to_json(),
     }
-
-
-def table(r: ExploreResult) -> tuple[str, pd.DataFrame]:
-    """The report's CSV: every scored design point."""
-    return "points.csv", r.points
 
 
 def draw(pdf: PdfPages, r: ExploreResult) -> None:

@@ -1,5 +1,5 @@
-"""The report module of each study, keyed by scenario kind: each has ``draw(pdf, result)``, ``table(result)`` and
-``details(result)``, read by :func:`chipdse.reports.files.write_report`."""
+"""The report module of each study, keyed by scenario kind: each has ``draw(pdf, result)``, ``CSV`` (file name,
+result attribute) and ``details(result)``, read by :func:`chipdse.reports.files.write_report`."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.evaluators.snake_pu import MODES  # noqa: E402
@@ -18,6 +17,9 @@ from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
 from chipdse.studies.snake import PAPER_SPEEDUPS, SnakeStudy, average_speedups, mode_distribution  # noqa: E402
 
 BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288"}
+
+CSV = ("speedups.csv", "speedups")
+"""The report's CSV: its file name and the result's table (SNAKE's decode speedup per baseline, model and batch)."""
 
 
 def _speedup_page(pdf: PdfPages, s: SnakeStudy) -> None:
@@ -212,11 +214,6 @@ def details(s: SnakeStudy) -> dict[str, Any]:
                         "status": x.status.value} for x in s.area_split],
         "serving": s.serving.to_dict("records"),
     }
-
-
-def table(s: SnakeStudy) -> tuple[str, pd.DataFrame]:
-    """The report's CSV: SNAKE's decode speedup over each baseline per model and batch."""
-    return "speedups.csv", s.speedups
 
 
 def draw(pdf: PdfPages, s: SnakeStudy) -> None:

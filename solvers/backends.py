@@ -7,9 +7,11 @@ solver's own codes through one table onto :class:`chipdse.core.solution.Solution
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import highspy
@@ -107,39 +109,32 @@ _PYOMO_LOCK = threading.Lock()
 two solves on threads at once (a threaded Dask worker, ``--dask-local`` in-process) deadlock or fail."""
 
 
-def _run_interruptible(solve: Callable[[], object], cancel: Callable[[], None]) -> object:
-    """Run ``solve()`` on a helper thread while the main thread waits, so Ctrl-C raises KeyboardInterrupt.
+@contextlib.contextmanager
+def _sigint_recorder() -> Iterator[list[bool]]:
+    """Record Ctrl-C during a Pyomo HiGHS solve, so the caller can re-raise it after the solve returns.
 
-    highspy >= 1.8 runs Pyomo's ``run()`` in the calling thread and delivers no Python signal until it returns
-    (up to the time limit); Pyomo's ``HandleKeyboardInterrupt`` would, besides, turn the interrupt into a normal
-    "solve error" that an interrupted sweep would store as finished. Here the main thread waits in short joins;
-    on Ctrl-C it calls ``cancel()`` (which asks HiGHS to stop), waits for the solve to return and re-raises.
-    Called outside the main thread (a Dask worker), ``solve()`` simply runs there.
+    Pyomo sets ``HandleKeyboardInterrupt`` on highspy, which would turn the interrupt into a normal-looking
+    "solve error"; without this record an interrupted sweep would go on and store the cut-short result as if it
+    were finished. highspy >= 1.8 runs the solve in the calling thread, where no Python signal handler runs until
+    HiGHS returns: the interrupt is then raised when the solve reaches its time limit. (Running the solve on a
+    helper thread would stop it at once, but Pyomo's process-global output capture is not safe there: it closed
+    the CLI's output stream under test runners.) Signal handlers can only be set in the main thread; elsewhere
+    nothing is recorded.
     """
+    seen = [False]
     if threading.current_thread() is not threading.main_thread():
-        return solve()
-    box: dict[str, object] = {}
+        yield seen
+        return
 
-    def target() -> None:
-        try:
-            box["result"] = solve()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, name="chipdse-solve", daemon=True)
-    worker.start()
-    interrupted = False
-    while worker.is_alive():
-        try:
-            worker.join(0.05)
-        except KeyboardInterrupt:
-            interrupted = True
-            cancel()
-    if interrupted:
+    def handler(signum: int, frame: object) -> None:
+        seen[0] = True
         raise KeyboardInterrupt
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["result"]
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "highs",
@@ -174,13 +169,8 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
     if solver == "highs":
         options.setdefault("random_seed", config.seed)
     t0 = time.perf_counter()
-    def cancel() -> None:  # HiGHS polls this flag from its callbacks (Pyomo turns them on)
-        highs = getattr(opt, "_solver_model", None)
-        if highs is not None and hasattr(highs, "cancelSolve"):
-            highs.cancelSolve()
-
-    with _PYOMO_LOCK:
-        res = _run_interruptible(lambda: opt.solve(
+    with _PYOMO_LOCK, _sigint_recorder() as interrupted:
+        res = opt.solve(
             model,
             tee=config.log,
             time_limit=config.time_limit_s,
@@ -189,7 +179,9 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
             raise_exception_on_nonoptimal_result=False,
             load_solutions=False,
             solver_options=options,
-        ), cancel)
+        )
+    if interrupted[0]:
+        raise KeyboardInterrupt
     wall = time.perf_counter() - t0
     term = _PYOMO_TERMINATION.get(res.termination_condition, TerminationCondition.UNKNOWN)
     has_incumbent = res.solution_status in (PyoSolStatus.optimal, PyoSolStatus.feasible)

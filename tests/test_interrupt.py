@@ -25,7 +25,7 @@ def _hard_qap(n: int = 14) -> QapInstance:
     return QapInstance("random14", np.triu(flow, 1) + np.triu(flow, 1).T, np.triu(dist, 1) + np.triu(dist, 1).T)
 
 
-@pytest.mark.parametrize(("solver", "limit_s"), [("highs", 30.0), ("cpsat", 2.0)])
+@pytest.mark.parametrize(("solver", "limit_s"), [("highs", 4.0), ("cpsat", 2.0)])
 def test_sigint_during_a_solve_raises_keyboard_interrupt(solver: str, limit_s: float,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
@@ -49,6 +49,7 @@ def test_sigint_during_a_solve_raises_keyboard_interrupt(solver: str, limit_s: f
         timer.cancel()
     assert started, "the solver was never called"
     t0 = started[0]
-    # HiGHS stops at once; CP-SAT finishes its (short) time limit first, then the interrupt is raised
-    assert time.perf_counter() - t0 < (5.0 if solver == "highs" else limit_s + 5.0)
+    # Both finish their (short) time limit at the latest, then the interrupt is raised: CP-SAT with its own SIGINT
+    # handler off, HiGHS (highspy >= 1.8) because it runs in the calling thread; neither returns a result
+    assert time.perf_counter() - t0 < limit_s + 5.0
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is restored

@@ -81,7 +81,6 @@ def test_tarjan_finds_a_planted_cycle() -> None:
     assert _strongly_connected(adj) == [["a", "b", "c"]]
 
 
-@pytest.mark.xfail(reason="solvers.placement <-> placement_decomp: being untangled", strict=False)
 def test_no_import_cycles_between_modules() -> None:
     """grimp reads every import statement, function-level ones included, so a cycle hidden in a function counts."""
     graph = grimp.build_graph("chipdse")
@@ -90,7 +89,6 @@ def test_no_import_cycles_between_modules() -> None:
     assert _strongly_connected(adj) == []
 
 
-@pytest.mark.xfail(reason="cli, simulate, problems, solvers: being lifted", strict=False)
 def test_function_local_imports_only_defer_heavy_optionals() -> None:
     offenders = []
     for path in _sources():

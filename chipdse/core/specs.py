@@ -265,7 +265,8 @@ class Scenario(_Spec):
 
 class TemplateSpec(_Spec):
     """The 3D-stacked NMP template (SNAKE Sec. 6.1.2, Stratum-like); ``link_latency_ns`` in ns, ``dram_TBps`` in
-    1e12 bytes/s, ``link_GBps`` in 1e9 bytes/s (``chipdse.studies.snake.nmp_template`` builds the evaluator's)."""
+    1e12 bytes/s, ``link_GBps`` in 1e9 bytes/s (``chipdse.evaluators.snake_pu.nmp_template``
+    builds the evaluator's; its defaults are the evaluator's ``STRATUM``)."""
 
     name: str = "stratum-like"
     pus: PositiveInt = 16
