@@ -86,6 +86,7 @@ def test_chosen_keys_reads_the_true_booleans_in_order() -> None:
     cp.Add(x["a"] == 0)
     cp.Add(x["b"] + x["c"] == 2)
     solver = cp_model.CpSolver()
+    solver.parameters.catch_sigint_signal = False  # CP-SAT's own handler would outlive the test and eat Ctrl-C
     assert solver.Solve(cp) == cp_model.OPTIMAL
     assert cp.Name() == "tiny"
     assert chosen_keys(solver, x) == ["b", "c"]
