@@ -12,14 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from chipdse.formulations.common import (
-    TickedCpsat,
-    add_choice_and_makespan_variables,
-    binary_value,
-    chosen_keys,
-    new_cpsat_model,
-    time_ticks,
-)
+from chipdse.formulations import common
 
 
 @pytest.mark.parametrize(
@@ -35,7 +28,7 @@ from chipdse.formulations.common import (
 )
 def test_time_ticks_on_hand_picked_floats(time_s: float, resolution_s: float, expected: int) -> None:
     """Floor of the quotient, but never a tick count whose floating-point product exceeds the time."""
-    assert time_ticks(time_s, resolution_s) == expected
+    assert common.time_ticks(time_s, resolution_s) == expected
 
 
 @given(
@@ -44,7 +37,7 @@ def test_time_ticks_on_hand_picked_floats(time_s: float, resolution_s: float, ex
 )
 def test_time_ticks_is_the_largest_count_not_above_the_time(time_s: float, resolution_s: float) -> None:
     """``ticks * res <= t`` and ``(ticks + 1) * res > t`` in floating point; within one tick of the exact floor."""
-    ticks = time_ticks(time_s, resolution_s)
+    ticks = common.time_ticks(time_s, resolution_s)
     assert ticks >= 0
     assert ticks * resolution_s <= time_s
     assert (ticks + 1) * resolution_s > time_s
@@ -53,7 +46,7 @@ def test_time_ticks_is_the_largest_count_not_above_the_time(time_s: float, resol
 
 
 @dataclass
-class _Ticked(TickedCpsat):
+class _Ticked(common.TickedCpsat):
     resolution_s: float
 
 
@@ -71,17 +64,17 @@ def test_choice_and_makespan_variables_are_binary_and_non_negative() -> None:
     """The helper adds the named components, binary over the index and a non-negative continuous makespan."""
     m = pyo.ConcreteModel()
     m.things = pyo.Set(initialize=["a", "b"], ordered=True)
-    add_choice_and_makespan_variables(m, m.things, "pick", "span")
+    common.add_choice_and_makespan_variables(m, m.things, "pick", "span")
     assert [v.domain for v in m.pick.values()] == [pyo.Binary, pyo.Binary]
     assert m.span.domain is pyo.NonNegativeReals and not m.span.is_indexed()
-    assert binary_value(m.pick["a"]) == 0.0  # no value yet
+    assert common.binary_value(m.pick["a"]) == 0.0  # no value yet
     m.pick["a"].set_value(1)
-    assert binary_value(m.pick["a"]) == 1.0
+    assert common.binary_value(m.pick["a"]) == 1.0
 
 
 def test_chosen_keys_reads_the_true_booleans_in_order() -> None:
     """On a model whose only solution is known (exactly b and c true), the decoder returns b, c."""
-    cp = new_cpsat_model("tiny")
+    cp = common.new_cpsat_model("tiny")
     x = {k: cp.NewBoolVar(k) for k in ("a", "b", "c")}
     cp.Add(x["a"] == 0)
     cp.Add(x["b"] + x["c"] == 2)
@@ -89,4 +82,4 @@ def test_chosen_keys_reads_the_true_booleans_in_order() -> None:
     solver.parameters.catch_sigint_signal = False  # CP-SAT's own handler would outlive the test and eat Ctrl-C
     assert solver.Solve(cp) == cp_model.OPTIMAL
     assert cp.Name() == "tiny"
-    assert chosen_keys(solver, x) == ["b", "c"]
+    assert common.chosen_keys(solver, x) == ["b", "c"]
