@@ -22,7 +22,7 @@ from ortools.sat.python import cp_model
 
 from chipdse.core.errors import SpecError
 from chipdse.evaluators.nmp import NOVA_TIERS, NovaTiers, tier1_cross_throughput_flops, tier2_throughput_flops
-from chipdse.formulations.mapping import time_ticks
+from chipdse.formulations import common
 
 TIER1 = 1
 """Decision value of the peri-die NMP (cold experts in NOVA)."""
@@ -122,7 +122,7 @@ def expert_times_s(problem: ExpertSplitProblem) -> tuple[NDArray[np.float64], ND
     Raises
     ------
     SpecError
-        The problem data are malformed.
+        Lengths differ, or a weight size, token count or ``bytes_per_param`` is invalid (:func:`validate_expert_split`).
 
     References
     ----------
@@ -171,7 +171,7 @@ def check_expert_split(problem: ExpertSplitProblem, decision: dict[int, int]) ->
     Raises
     ------
     SpecError
-        The problem data are malformed.
+        The problem data are malformed (the times come from :func:`expert_times_s`).
 
     References
     ----------
@@ -206,8 +206,7 @@ def expert_split_time_unit_s(problem: ExpertSplitProblem) -> float:
 
 def add_expert_split_variables(m: pyo.ConcreteModel, problem: ExpertSplitProblem) -> None:
     """Add ``expert_on_tier2[e]`` (binary, 1 = Tier-2, 0 = Tier-1) over active experts and ``makespan >= 0``."""
-    m.expert_on_tier2 = pyo.Var(m.experts, domain=pyo.Binary)
-    m.makespan = pyo.Var(domain=pyo.NonNegativeReals)
+    common.add_choice_and_makespan_variables(m, m.experts, "expert_on_tier2", "makespan")
 
 
 def add_tier1_load_constraints(m: pyo.ConcreteModel, problem: ExpertSplitProblem) -> None:
@@ -258,7 +257,7 @@ def build_expert_split_milp(problem: ExpertSplitProblem, hint: dict[int, int] | 
     Raises
     ------
     SpecError
-        The problem data are malformed.
+        Lengths differ or a weight size / token count is invalid (:func:`validate_expert_split`).
 
     Notes
     -----
@@ -293,7 +292,7 @@ def decode_expert_split_milp(m: pyo.ConcreteModel, problem: ExpertSplitProblem) 
     """Return expert -> tier from a solved MILP (``x_e > 0.5`` is Tier-2; inactive experts on Tier-1)."""
     decision = dict.fromkeys(range(problem.n_experts), TIER1)
     for e in m.experts:
-        if (pyo.value(m.expert_on_tier2[e], exception=False) or 0.0) > 0.5:
+        if common.binary_value(m.expert_on_tier2[e]) > 0.5:
             decision[e] = TIER2
     return decision
 
@@ -302,7 +301,7 @@ def decode_expert_split_milp(m: pyo.ConcreteModel, problem: ExpertSplitProblem) 
 
 
 @dataclass
-class ExpertSplitCpsat:
+class ExpertSplitCpsat(common.TickedCpsat):
     """A built CP-SAT model of the expert split and the handles its decoder needs.
 
     Attributes
@@ -324,10 +323,6 @@ class ExpertSplitCpsat:
     resolution_s: float
     ticks1: dict[int, int]
     ticks2: dict[int, int]
-
-    def bound_s(self, bound_ticks: float) -> float:
-        """Convert a CP-SAT bound in ticks to a valid lower bound in seconds (rounded down, never up)."""
-        return math.nextafter(math.floor(bound_ticks + 1e-9) * self.resolution_s, 0.0)
 
 
 def expert_split_resolution_s(problem: ExpertSplitProblem) -> float:
@@ -361,14 +356,13 @@ def build_expert_split_cpsat(problem: ExpertSplitProblem, resolution_s: float | 
     Raises
     ------
     SpecError
-        The problem data are malformed.
+        Malformed problem data (see :func:`build_expert_split_milp`).
 
     Notes
     -----
-    Times are rounded DOWN to ticks, so every decision's makespan in ticks times the resolution is at most its
-    true makespan: the CP-SAT bound (converted with :meth:`ExpertSplitCpsat.bound_s`) is a valid lower bound
-    on the true optimum, and the CP-SAT optimum is within ``n_experts * resolution_s`` of it. The objective
-    reported to users is recomputed in seconds by :func:`check_expert_split`.
+    Times are rounded DOWN to ticks (:class:`~chipdse.formulations.common.TickedCpsat`): the bound from
+    :meth:`ExpertSplitCpsat.bound_s` is valid for the true optimum, the CP-SAT optimum is within
+    ``n_experts * resolution_s`` of it, and :func:`check_expert_split` recomputes the makespan in seconds.
 
     References
     ----------
@@ -377,10 +371,9 @@ def build_expert_split_cpsat(problem: ExpertSplitProblem, resolution_s: float | 
     t1, t2 = expert_times_s(problem)
     res = resolution_s if resolution_s is not None else expert_split_resolution_s(problem)
     experts = active_experts(problem)
-    ticks1 = {e: time_ticks(float(t1[e]), res) for e in experts}
-    ticks2 = {e: time_ticks(float(t2[e]), res) for e in experts}
-    cp = cp_model.CpModel()
-    cp.SetName(problem.name)
+    ticks1 = {e: common.time_ticks(float(t1[e]), res) for e in experts}
+    ticks2 = {e: common.time_ticks(float(t2[e]), res) for e in experts}
+    cp = common.new_cpsat_model(problem.name)
     on_tier2 = {e: cp.NewBoolVar(f"tier2_{e}") for e in experts}
     horizon = max(sum(ticks1.values()), sum(ticks2.values()), 0)
     makespan = cp.NewIntVar(0, horizon, "makespan")
@@ -403,7 +396,6 @@ def decode_expert_split_cpsat(built: ExpertSplitCpsat, solver: cp_model.CpSolver
                               problem: ExpertSplitProblem) -> dict[int, int]:
     """Return expert -> tier from a solved CP-SAT model (inactive experts on Tier-1)."""
     decision = dict.fromkeys(range(problem.n_experts), TIER1)
-    for e, x in built.on_tier2.items():
-        if solver.BooleanValue(x):
-            decision[e] = TIER2
+    for e in common.chosen_keys(solver, built.on_tier2):
+        decision[e] = TIER2
     return decision

@@ -19,6 +19,7 @@ import pyomo.environ as pyo
 from ortools.sat.python import cp_model
 
 from chipdse.core.errors import SpecError
+from chipdse.formulations.common import new_cpsat_model
 
 GB = 1e9
 """Bytes per GB (decimal, as HBM capacities are quoted); the MILP works in GB."""
@@ -337,7 +338,7 @@ def build_hbm_partition_milp(problem: HbmPartitionProblem, capacity: str = "tabl
     Raises
     ------
     SpecError
-        The problem data are malformed.
+        The problem data are malformed (:func:`validate_hbm_partition`).
     ValueError
         Unknown ``capacity``.
 
@@ -463,7 +464,7 @@ def build_hbm_partition_cpsat(problem: HbmPartitionProblem) -> HbmPartitionCpsat
     Raises
     ------
     SpecError
-        The problem data are malformed.
+        As for :func:`build_hbm_partition_milp`: malformed problem data.
 
     Notes
     -----
@@ -480,8 +481,7 @@ def build_hbm_partition_cpsat(problem: HbmPartitionProblem) -> HbmPartitionCpsat
     groups = hbm_groups(problem)
     n_max = max(1, max_stacks(problem))
     r_ub = {g: max(0, group_concurrency(problem, g, n_max)) for g in groups}
-    cp = cp_model.CpModel()
-    cp.SetName(problem.name)
+    cp = new_cpsat_model(problem.name)
     stacks = {g: cp.NewIntVar(1, n_max, f"stacks_{g}") for g in groups}
     requests = {g: cp.NewIntVar(0, r_ub[g], f"requests_{g}") for g in groups}
     z = cp.NewIntVar(0, min(r_ub.values()), "min_requests")

@@ -14,6 +14,14 @@ import pyomo.environ as pyo
 from ortools.sat.python import cp_model
 
 from chipdse.core.errors import SpecError
+from chipdse.formulations.common import (
+    TickedCpsat,
+    add_choice_and_makespan_variables,
+    binary_value,
+    chosen_keys,
+    new_cpsat_model,
+    time_ticks,
+)
 
 
 @dataclass(frozen=True)
@@ -128,7 +136,7 @@ def mapping_infeasibility(problem: MappingProblem) -> str | None:
     Raises
     ------
     SpecError
-        The problem data are malformed (see :func:`validate_mapping`).
+        Duplicate ids or a bad ``time_s`` entry (see :func:`validate_mapping`).
 
     References
     ----------
@@ -237,8 +245,7 @@ def restrict_to_upper_bound(problem: MappingProblem, upper_bound_s: float | None
 
 def add_mapping_variables(m: pyo.ConcreteModel, problem: MappingProblem) -> None:
     """Add ``assign[k, c]`` (binary, compatible pairs only) and ``bottleneck_time`` (T >= 0, model units)."""
-    m.assign = pyo.Var(m.pairs, domain=pyo.Binary)
-    m.bottleneck_time = pyo.Var(domain=pyo.NonNegativeReals)
+    add_choice_and_makespan_variables(m, m.pairs, "assign", "bottleneck_time")
 
 
 def add_assignment_constraints(m: pyo.ConcreteModel, problem: MappingProblem) -> None:
@@ -336,7 +343,7 @@ def build_mapping_milp(
     Raises
     ------
     SpecError
-        The problem data are malformed.
+        A malformed problem, as :func:`validate_mapping` defines it.
 
     Notes
     -----
@@ -372,7 +379,7 @@ def decode_mapping_milp(m: pyo.ConcreteModel) -> dict[str, str]:
     """Return task -> chiplet from a solved MILP (the chiplet with the largest ``assign`` value per task)."""
     best: dict[str, tuple[float, str]] = {}
     for k, c in m.pairs:
-        v = pyo.value(m.assign[k, c], exception=False) or 0.0
+        v = binary_value(m.assign[k, c])
         if k not in best or v > best[k][0]:
             best[k] = (v, c)
     return {k: c for k, (_, c) in best.items()}
@@ -382,7 +389,7 @@ def decode_mapping_milp(m: pyo.ConcreteModel) -> dict[str, str]:
 
 
 @dataclass
-class MappingCpsat:
+class MappingCpsat(TickedCpsat):
     """A built CP-SAT model of the bottleneck mapping and the handles its decoder needs.
 
     Attributes
@@ -404,24 +411,10 @@ class MappingCpsat:
     resolution_s: float
     ticks: dict[tuple[str, str], int]
 
-    def bound_s(self, bound_ticks: float) -> float:
-        """Convert a CP-SAT bound in ticks to a valid lower bound in seconds (rounded down, never up)."""
-        return math.nextafter(math.floor(bound_ticks + 1e-9) * self.resolution_s, 0.0)
-
 
 def mapping_resolution_s(problem: MappingProblem) -> float:
     """Return the CP-SAT tick: 1e-6 of :func:`mapping_time_unit_s` (1 ns when the bottleneck is in ms)."""
     return mapping_time_unit_s(problem) * 1e-6
-
-
-def time_ticks(time_s: float, resolution_s: float) -> int:
-    """Return ``floor(time_s / resolution_s)``, fixed up so that ``ticks * resolution_s <= time_s`` holds."""
-    ticks = math.floor(time_s / resolution_s)
-    while (ticks + 1) * resolution_s <= time_s:
-        ticks += 1
-    while ticks > 0 and ticks * resolution_s > time_s:
-        ticks -= 1
-    return ticks
 
 
 def build_mapping_cpsat(
@@ -456,14 +449,13 @@ def build_mapping_cpsat(
     Raises
     ------
     SpecError
-        The problem data are malformed.
+        Malformed problem data, as for :func:`build_mapping_milp`.
 
     Notes
     -----
-    Times are rounded DOWN to ticks, so every mapping's stage time in ticks times the resolution is at most
-    its true stage time: the CP-SAT bound (converted with :meth:`MappingCpsat.bound_s`) is a valid lower
-    bound on the true optimum, and the CP-SAT optimum is within ``n_tasks * resolution_s`` of it. The
-    objective reported to users is always recomputed in seconds by :func:`check_mapping`. The bounds of
+    Times are rounded DOWN to ticks (:class:`~chipdse.formulations.common.TickedCpsat`): the bound from
+    :meth:`MappingCpsat.bound_s` is valid for the true optimum, the CP-SAT optimum is within
+    ``n_tasks * resolution_s`` of it, and :func:`check_mapping` recomputes the bottleneck in seconds. The bounds of
     :func:`add_bottleneck_bound_constraints` are added in ticks (the average rounded up, as T is integer).
 
     References
@@ -475,8 +467,7 @@ def build_mapping_cpsat(
     res = resolution_s if resolution_s is not None else mapping_resolution_s(problem)
     pairs = compatible_pairs(problem)
     ticks = {p: time_ticks(problem.time_s[p], res) for p in pairs}
-    cp = cp_model.CpModel()
-    cp.SetName(problem.name)
+    cp = new_cpsat_model(problem.name)
     chiplet_idx = {c: i for i, c in enumerate(problem.chiplets)}
     task_idx = {k: i for i, k in enumerate(problem.tasks)}
     assign = {(k, c): cp.NewBoolVar(f"assign_{task_idx[k]}_{chiplet_idx[c]}") for k, c in pairs}
@@ -525,4 +516,4 @@ def _hint_loads(
 
 def decode_mapping_cpsat(built: MappingCpsat, solver: cp_model.CpSolver) -> dict[str, str]:
     """Return task -> chiplet from a solved CP-SAT model."""
-    return {k: c for (k, c), x in built.assign.items() if solver.BooleanValue(x)}
+    return dict(chosen_keys(solver, built.assign))

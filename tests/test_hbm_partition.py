@@ -22,10 +22,9 @@ from chipdse.formulations.hbm_partition import (
     hbm_partition_infeasibility,
 )
 from chipdse.solvers.backends import solve_pyomo
-from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.hbm_partition import HBM_PARTITION_METHODS, solve_hbm_partition
+from tests.solution_checks import CONFIG, assert_checked, assert_identifies, assert_infeasible
 
-CONFIG = SolverConfig(time_limit_s=10)
 EXACT = ("milp-highs", "cpsat", "enumeration")
 GB = 10**9
 
@@ -53,15 +52,12 @@ def oracle(n_hbm: int, capacity: int, weights: dict[str, int], per_request: dict
 def assert_consistent(problem: HbmPartitionProblem, method: str, expected: int | None) -> None:
     """Check one method's Solution against the oracle value (``None`` = infeasible)."""
     sol = solve_hbm_partition(problem, method, CONFIG)
-    assert sol.problem == "hbm-partition" and sol.sense == "max" and sol.method == method
+    assert_identifies(sol, "hbm-partition", "max", method)
     if expected is None:
-        assert sol.status == SolutionStatus.INFEASIBLE
-        assert sol.decision is None and sol.objective is None and sol.bound is None
+        assert_infeasible(sol)
         assert sol.reason
         return
-    objective, violations = check_hbm_partition(problem, sol.decision)
-    assert violations == []
-    assert sol.objective == objective
+    assert_checked(sol, check_hbm_partition, problem)
     if method in EXACT:
         assert sol.exact
         assert sol.status == SolutionStatus.OPTIMAL
@@ -71,6 +67,16 @@ def assert_consistent(problem: HbmPartitionProblem, method: str, expected: int |
         assert not sol.exact and sol.bound is None
         assert sol.status == SolutionStatus.FEASIBLE
         assert sol.objective <= expected
+
+
+def assert_hand_computed(
+    problem: HbmPartitionProblem, method: str, stacks: dict[str, int], objective: int, requests: dict[str, int]
+) -> None:
+    """Check one method's Solution against a partition worked out by hand (stacks N_g, min r_g, each r_g)."""
+    sol = solve_hbm_partition(problem, method, CONFIG)
+    assert sol.decision == stacks
+    assert sol.objective == objective
+    assert sol.extra["requests"] == requests
 
 
 @pytest.mark.parametrize("capacity_gb", [8, 16, 24])
@@ -139,10 +145,7 @@ def test_hand_computed_instance(method: str) -> None:
     problem = HbmPartitionProblem(
         5, 16e9, {"mamba": 5e9, "attention": 4e9}, {"mamba": 45e6, "attention": 42e6}
     )
-    sol = solve_hbm_partition(problem, method, CONFIG)
-    assert sol.decision == {"mamba": 3, "attention": 2}
-    assert sol.objective == 666
-    assert sol.extra["requests"] == {"mamba": 955, "attention": 666}
+    assert_hand_computed(problem, method, {"mamba": 3, "attention": 2}, 666, {"mamba": 955, "attention": 666})
 
 
 @pytest.mark.parametrize("method", EXACT)
@@ -155,10 +158,7 @@ def test_floor_at_an_exact_quotient(method: str) -> None:
     (3, 1): r_a = 44e9 / 40e6 = 1100, r_b = floor(8e9 / 60e6) = 133  -> 133
     """
     problem = HbmPartitionProblem(4, 16e9, {"a": 4e9, "b": 8e9}, {"a": 40e6, "b": 60e6})
-    sol = solve_hbm_partition(problem, method, CONFIG)
-    assert sol.decision == {"a": 2, "b": 2}
-    assert sol.objective == 400
-    assert sol.extra["requests"] == {"a": 700, "b": 400}
+    assert_hand_computed(problem, method, {"a": 2, "b": 2}, 400, {"a": 700, "b": 400})
 
 
 @pytest.mark.parametrize("method", HBM_PARTITION_METHODS)

@@ -28,8 +28,8 @@ from chipdse.formulations.mapping import (
 from chipdse.solvers.backends import solve_pyomo
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import MAPPING_METHODS, lpt_greedy_mapping, solve_mapping
+from tests.solution_checks import CONFIG, assert_checked, assert_identifies, assert_infeasible
 
-CONFIG = SolverConfig(time_limit_s=10)
 EXACT = ("milp-highs", "cpsat", "brute-force")
 HEURISTICS = ("lpt-greedy", "round-robin", "contiguous-dp")
 REL = (
@@ -84,17 +84,14 @@ def random_problem(seed: int, n_tasks: int, n_chiplets: int, p_incompatible: flo
 def assert_consistent(problem: MappingProblem, method: str, expected: float | None) -> None:
     """Check one method's Solution against the brute-force optimum (``None`` = infeasible)."""
     sol = solve_mapping(problem, method, CONFIG)
-    assert sol.problem == "mapping" and sol.sense == "min" and sol.method == method
+    assert_identifies(sol, "mapping", "min", method)
     if expected is None:
-        assert sol.status == SolutionStatus.INFEASIBLE
-        assert sol.decision is None and sol.objective is None and sol.bound is None
+        assert_infeasible(sol)
         return
     if sol.status == SolutionStatus.NO_SOLUTION:  # contiguous-dp on a problem with no contiguous split
         assert method == "contiguous-dp" and sol.decision is None and sol.objective is None
         return
-    objective, violations = check_mapping(problem, sol.decision)
-    assert violations == []
-    assert sol.objective == objective
+    assert_checked(sol, check_mapping, problem)
     if method in EXACT:
         assert sol.exact and sol.status == SolutionStatus.OPTIMAL
         assert sol.objective == pytest.approx(expected, rel=REL, abs=1e-12)
