@@ -222,7 +222,7 @@ class SimulationSettings(_Spec):
 
 
 class SweepSettings(_Spec):
-    """Settings of ``chipdse sweep`` (chipdse/sweep.py): the workloads screened and the simulation stage."""
+    """Settings of ``chipdse sweep`` (chipdse/studies/sweep.py): the workloads screened and the simulation stage."""
 
     workloads: list[str] = Field(default_factory=list, description="Workload YAMLs to sweep (relative to the "
                                  "scenario or instances/workloads); empty = the scenario's workload only.")
