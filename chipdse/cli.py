@@ -35,7 +35,7 @@ from chipdse.solvers.compare import comparison_rows, run_methods, validate_metho
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import FINALIST_POINTS
 from chipdse.solvers.qap import solve_qap
-from chipdse.solvers.registry import PROBLEMS, problem_record, problems_help
+from chipdse.solvers.registry import PROBLEMS, methods_help, problem_record, problems_help
 from chipdse.studies.common import Settings
 from chipdse.studies.generality import OBJECTIVES
 from chipdse.studies.generality import generality as run_generality
@@ -227,7 +227,7 @@ def solve(
         metavar="FILE", help="qap: a QAPLIB .dat file; otherwise a scenario YAML of the problem's kind (default: "
         "the bundled default of that kind).", show_default=False)] = None,
     method: Annotated[str | None, typer.Option(
-        "--method", help="Method of the problem (chipdse compare PROBLEM --help lists them; not for qap).",
+        "--method", help=f"Method of the problem (not for qap): {methods_help()}.",
         show_default=False)] = None,
     solver: Annotated[str, typer.Option(
         "--solver", help="qap: highs (RLT-1 MILP), cpsat, or bnb (Gilmore-Lawler branch and bound).")] = "highs",

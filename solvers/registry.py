@@ -156,3 +156,8 @@ def problem_record(name: str) -> ProblemRecord:
 def problems_help() -> str:
     """One ``name (summary)`` entry per registered problem, for ``--help`` texts."""
     return "; ".join(f"{r.name}: {r.summary}" for r in PROBLEMS.values())
+
+
+def methods_help() -> str:
+    """Each registered problem's methods (exact first, then heuristics), for ``--help`` texts."""
+    return "; ".join(f"{r.name}: {', '.join((*r.exact_methods, *r.heuristics))}" for r in PROBLEMS.values())

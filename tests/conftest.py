@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import settings
 
 from chipdse.core.paths import instances_dir, shared_dir
+
+# Property tests draw the same examples on every run (a seed from each test's name), so the README's test command
+# gives the same verdict on every machine; HYPOTHESIS_PROFILE=explore searches with fresh random examples.
+settings.register_profile("reproducible", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "reproducible"))
 
 
 @pytest.fixture
