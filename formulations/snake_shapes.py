@@ -136,6 +136,24 @@ def build_shape_set_milp(p: ShapeSetProblem) -> pyo.ConcreteModel:
     return m
 
 
+def build_least_area_milp(p: ShapeSetProblem, time_cap_s: float) -> pyo.ConcreteModel:
+    """The shape-set MILP's second, lexicographic stage: the least port and reconfiguration area (mm^2) among shape
+    sets whose weighted decode time is at most ``time_cap_s`` (the first stage's optimum).
+
+    The first stage's area term is a tie-break far below the solver's gap tolerance, so it cannot decide between
+    shape sets of equal time; this stage does, as the enumeration does (ties to the least area).
+    """
+    m = build_shape_set_milp(p)
+    m.obj.deactivate()
+    us = p.time_s * 1e6
+    paid = [s for s in range(len(p.shapes)) if s not in p.always]
+    m.time_cap = pyo.Constraint(expr=sum(float(p.weight[o]) * float(us[o, s]) * m.x[o, s] for o in m.O for s in m.S)
+                                <= time_cap_s * 1e6)
+    m.area_obj = pyo.Objective(expr=p.port_area_mm2 * m.P + sum(p.config_area_mm2[s] * m.y[s] for s in paid),
+                               sense=pyo.minimize)
+    return m
+
+
 def decode_shape_set_milp(m: pyo.ConcreteModel) -> frozenset[int]:
     """The supported shape set of a solved model."""
     return frozenset(int(s) for s in m.S if pyo.value(m.y[s]) > 0.5)

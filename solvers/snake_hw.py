@@ -8,6 +8,7 @@ allows; a heuristic).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from chipdse.formulations.snake_area import (
 )
 from chipdse.formulations.snake_shapes import (
     ShapeSetProblem,
+    build_least_area_milp,
     build_shape_set_milp,
     check_shape_set,
     decode_shape_set_milp,
@@ -125,8 +127,21 @@ def greedy_shape_set(p: ShapeSetProblem) -> frozenset[int]:
 
 
 def _shape_milp(p: ShapeSetProblem, method: str, config: SolverConfig, t0: float) -> Solution:
-    return _solve_milp(SHAPE_KIND, p, method, build_shape_set_milp, lambda m: _prune(p, decode_shape_set_milp(m)),
-                       config, t0)
+    """Least weighted decode time, then (second MILP) the least area among the shape sets of that time."""
+    first = _solve_milp(SHAPE_KIND, p, method, build_shape_set_milp, lambda m: _prune(p, decode_shape_set_milp(m)),
+                        config, t0)
+    if first.decision is None or first.objective is None:
+        return first
+    m = build_least_area_milp(p, first.objective * (1 + 1e-12) + 1e-15)
+    res = solve_pyomo(m, config)
+    if not res.has_solution:
+        return first
+    decision = _prune(p, decode_shape_set_milp(m))
+    if check_shape_set(p, decision)[1] or p.area_mm2(decision) >= p.area_mm2(first.decision):
+        return first
+    return dataclasses.replace(first, decision=decision, objective=check_shape_set(p, decision)[0],
+                               wall_s=time.perf_counter() - t0,
+                               log_summary=f"{first.log_summary}; least area among equal times: {res.log_summary}")
 
 
 def _enumerate_area(p: AreaSplitProblem, method: str, config: SolverConfig, t0: float) -> Solution:

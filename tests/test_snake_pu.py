@@ -187,3 +187,16 @@ def test_serving_isolated_requests_and_md1_prefill_queue() -> None:
     wait = rho / (2 * (1 / service) * (1 - rho))
     assert r.finished == 40_000
     assert r.e2e_s - service == pytest.approx(wait, rel=0.05)
+
+
+def test_shape_set_milp_breaks_equal_times_by_the_least_area() -> None:
+    """Shapes 1 and 2 give the same decode time (33 x 1 us); by hand, {0, 1} needs max(1, 4) = 4 ports x 1/64 mm^2
+    = 0.0625 mm^2 and {0, 2} one port plus 1/32 mm^2 of reconfiguration = 0.046875 mm^2: the least area wins, as
+    in the enumeration (the first stage's area tie-break alone is below HiGHS's gap tolerance)."""
+    p = ShapeSetProblem(((1, 64), (2, 64), (3, 64)), (1, 4, 1), (0.0, 0.0, 0.03125), 0.015625, 0.25, ("op0",),
+                        np.array([33.0]), np.array([[9.82685531e-04, 1e-6, 1e-6]]), (0,))
+    milp, enum = solve_shape_set(p, "milp-highs"), solve_shape_set(p, "enumeration")
+    assert enum.decision == frozenset({0, 2})
+    assert milp.decision == frozenset({0, 2})
+    assert p.area_mm2(milp.decision) == pytest.approx(0.046875, abs=1e-12)
+    assert milp.objective == pytest.approx(33e-6, rel=1e-9)
