@@ -40,6 +40,10 @@ def check_max_link(problem: PlacementProblem, decision: dict[int, str]) -> tuple
     return objective_value(problem, decision), check_placement(problem, decision)[1]
 
 
+KIND = ProblemKind(PROBLEM, "min", frozenset(MAX_LINK_EXACT_METHODS), check_max_link)
+"""Checker, sense and exact methods of ``placement-max-link`` as registered (no ``hop_weight``, no ``hop_limit``)."""
+
+
 def solve_max_link_placement(problem: PlacementProblem, method: str, config: SolverConfig | None = None, *,
                              hop_weight: float = 0.0, hop_limit: float | None = None, seed: int = 0,
                              hint: dict[int, str] | None = None) -> Solution:
@@ -86,7 +90,7 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
             violations = [*violations, f"hop-weighted volume {hops:.6g} exceeds the limit {hop_limit:.6g}"]
         return objective_value(p, d, hop_weight), violations
 
-    kind = ProblemKind(PROBLEM, "min", frozenset(MAX_LINK_EXACT_METHODS), checker)
+    kind = dataclasses.replace(KIND, check=checker)
     t0 = time.perf_counter()
     why = placement_infeasibility(problem)
     if why is not None:

@@ -12,14 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from chipdse.core.solution import Solution
-from chipdse.formulations.expert_split import check_expert_split
-from chipdse.formulations.hbm_packing import check_hbm_packing
-from chipdse.formulations.hbm_partition import check_hbm_partition
-from chipdse.formulations.mapping import check_mapping
-from chipdse.formulations.placement import check_placement
-from chipdse.formulations.snake_area import check_area_split
-from chipdse.formulations.snake_shapes import check_shape_set
 from chipdse.solvers import expert_split, hbm_packing, hbm_partition, link_load, mapping, placement, snake_hw
+from chipdse.solvers.common import ProblemKind
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import (
     area_split_problem,
@@ -53,12 +47,11 @@ class ProblemRecord:
         Methods that can prove optimality (solvers and enumerations) and the rest.
     default_methods : tuple[str, ...]
         Methods ``compare`` runs when none are named (no brute force on full-size instances).
-    check : callable(instance, decision) -> (objective, violations)
-        The problem's solver-independent checker.
+    kind : ProblemKind
+        The solver module's own record of the problem: its checker and sense (``check`` and ``sense`` read it,
+        so the registry cannot disagree with what the solve function settles by).
     solve : callable(instance, method, config, seed, hint) -> Solution
         Runs one method (``seed`` for randomized heuristics, ``hint`` a start for exact methods or ``None``).
-    sense : str
-        ``"min"`` or ``"max"``.
     warm_start : bool
         ``compare`` gives each exact method the best decision found so far as its start.
     """
@@ -71,10 +64,19 @@ class ProblemRecord:
     exact_methods: tuple[str, ...]
     heuristics: tuple[str, ...]
     default_methods: tuple[str, ...]
-    check: Callable[[Any, Any], tuple[float, list[str]]]
+    kind: ProblemKind
     solve: Callable[[Any, str, SolverConfig, int, Any], Solution]
-    sense: str = "min"
     warm_start: bool = False
+
+    @property
+    def check(self) -> Callable[[Any, Any], tuple[float, list[str]]]:
+        """The problem's solver-independent checker: (instance, decision) -> (objective, violations)."""
+        return self.kind.check
+
+    @property
+    def sense(self) -> str:
+        """``"min"`` or ``"max"``."""
+        return self.kind.sense
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -97,43 +99,43 @@ PROBLEMS: dict[str, ProblemRecord] = {r.name: r for r in (
     ProblemRecord(
         "placement", "chiplets on the package grid, least hop-weighted volume (HYDRA Eq. 2; the B* / M_T finalist)",
         "hydra", None, finalist_placement, placement.EXACT_METHODS, placement.HEURISTIC_METHODS,
-        _without(placement.PLACEMENT_METHODS, "brute-force"), check_placement,
+        _without(placement.PLACEMENT_METHODS, "brute-force"), placement.KIND,
         lambda p, m, c, seed, hint: placement.solve_placement(p, m, c, seed=seed, hint=hint), warm_start=True),
     ProblemRecord(
         "placement-max-link", "the same placement, least busy NoI link under XY routing (the finalist)",
         "hydra", None, finalist_placement, link_load.MAX_LINK_EXACT_METHODS, placement.HEURISTIC_METHODS,
-        (*placement.HEURISTIC_METHODS, "layout-bnb", "milp-highs"), link_load.check_max_link,
+        (*placement.HEURISTIC_METHODS, "layout-bnb", "milp-highs"), link_load.KIND,
         lambda p, m, c, seed, hint: link_load.solve_max_link_placement(p, m, c, seed=seed, hint=hint),
         warm_start=True),
     ProblemRecord(
         "hbm-partition", "HBM stacks per weight group, most concurrent requests (HYDRA Eq. 1; the finalist's stacks)",
-        "hydra", None, finalist_hbm_partition, *_PARTITION, hbm_partition.HBM_PARTITION_METHODS, check_hbm_partition,
-        lambda p, m, c, seed, hint: hbm_partition.solve_hbm_partition(p, m, c), sense="max"),
+        "hydra", None, finalist_hbm_partition, *_PARTITION, hbm_partition.HBM_PARTITION_METHODS, hbm_partition.KIND,
+        lambda p, m, c, seed, hint: hbm_partition.solve_hbm_partition(p, m, c)),
     ProblemRecord(
         "hbm-packing", "blocks into the stacks of the Eq. 1 split, most concurrent requests (the finalist's stacks)",
-        "hydra", None, finalist_hbm_packing, *_PACKING, ("first-fit", "milp-highs"), check_hbm_packing,
-        lambda p, m, c, seed, hint: hbm_packing.solve_hbm_packing(p, m, c), sense="max"),
+        "hydra", None, finalist_hbm_packing, *_PACKING, ("first-fit", "milp-highs"), hbm_packing.KIND,
+        lambda p, m, c, seed, hint: hbm_packing.solve_hbm_packing(p, m, c)),
     ProblemRecord(
         "mapping", "decode blocks onto the placed chiplets, least bottleneck stage time (HYDRA Eqs. 3-5)",
-        "hydra", None, finalist_mapping, *_MAPPING, _without(mapping.MAPPING_METHODS, "brute-force"), check_mapping,
+        "hydra", None, finalist_mapping, *_MAPPING, _without(mapping.MAPPING_METHODS, "brute-force"), mapping.KIND,
         lambda p, m, c, seed, hint: mapping.solve_mapping(p, m, c)),
     ProblemRecord(
         "expert-split", "one MoE layer's experts onto NOVA's two tiers, least makespan (NOVA Sec. VI-E; the "
         "scenario's first MoE model at its largest batch, uniform routing)",
         "nova", "nova-nemotron3-nano.yaml", lambda spec, point: nova_expert_split_problem(spec), *_EXPERTS,
-        _without(expert_split.EXPERT_SPLIT_METHODS, "brute-force"), check_expert_split,
+        _without(expert_split.EXPERT_SPLIT_METHODS, "brute-force"), expert_split.KIND,
         lambda p, m, c, seed, hint: expert_split.solve_expert_split(p, m, c)),
     ProblemRecord(
         "snake-shapes", "logical array shapes a SNAKE core supports, least decode time (SNAKE Sec. 4.2; the "
         "scenario's first area budget)",
         "snake", "snake-stratum.yaml",
         lambda spec, point: (lambda p: (p, p.name))(shape_set_problem(spec, spec.shape_set.budgets_mm2[0])),
-        *_SHAPES, snake_hw.SHAPE_SET_METHODS, check_shape_set,
+        *_SHAPES, snake_hw.SHAPE_SET_METHODS, snake_hw.SHAPE_KIND,
         lambda p, m, c, seed, hint: snake_hw.solve_shape_set(p, m, c)),
     ProblemRecord(
         "snake-area", "PE array vs buffer in a SNAKE core's area, least decode latency (SNAKE Sec. 3.2, Fig. 4a)",
         "snake", "snake-stratum.yaml", lambda spec, point: (lambda p: (p, p.name))(area_split_problem(spec)),
-        *_AREA, snake_hw.AREA_SPLIT_METHODS, check_area_split,
+        *_AREA, snake_hw.AREA_SPLIT_METHODS, snake_hw.AREA_KIND,
         lambda p, m, c, seed, hint: snake_hw.solve_area_split(p, m, c)),
 )}
 """Every registered decision problem by name."""
