@@ -69,9 +69,10 @@ class Stages:
         self.cpu_s[name] = time.process_time() - c0
 
 
-def solve_record(problem: str, sol: Solution, **where: Any) -> dict[str, Any]:
-    """One solve for the manifest: the instance, method, status and which limit ended it (``termination``)."""
-    return {"problem": problem, **where, "method": sol.method, "exact": sol.exact, "status": sol.status.value,
+def solve_record(sol: Solution, **where: Any) -> dict[str, Any]:
+    """One solve for the manifest: its problem (the registry's name, ``Solution.problem``), the instance
+    (``where``), method, status and which limit ended it (``termination``)."""
+    return {"problem": sol.problem, **where, "method": sol.method, "exact": sol.exact, "status": sol.status.value,
             "termination": sol.termination.value, "objective": sol.objective, "bound": sol.bound,
             "wall_s": sol.wall_s}
 

@@ -69,9 +69,7 @@ class ExploreResult:
     def solves(self) -> list[dict[str, Any]]:
         """Every finalist's HBM-partition, placement and decode-mapping solve
         (:func:`chipdse.studies.common.solve_record`)."""
-        return [solve_record(problem, s, finalist=f.role) for f in self.finalists
-                for problem, sols in (("hbm-partition", f.hbm), ("placement", f.placement), ("mapping", f.mapping))
-                for s in sols]
+        return [solve_record(s, finalist=f.role) for f in self.finalists for s in (*f.hbm, *f.placement, *f.mapping)]
 
 
 def best_exact(solutions: list[Solution]) -> Solution | None:

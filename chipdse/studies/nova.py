@@ -167,9 +167,9 @@ class NovaStudy:
 
     def solves(self) -> list[dict[str, Any]]:
         """Every expert-split solve: the decode steps' and the Fig. 16 table's."""
-        out = [solve_record("expert-split", r["solution"], model=r["model"], batch=r["batch"], design=r["design"])
+        out = [solve_record(r["solution"], model=r["model"], batch=r["batch"], design=r["design"])
                for r in self.system_splits]
-        return out + [solve_record("expert-split", r["solution"], routing=r["routing"], experts=r["experts"])
+        return out + [solve_record(r["solution"], routing=r["routing"], experts=r["experts"])
                       for r in self.expert_solutions]
 
 

@@ -98,8 +98,8 @@ class SnakeStudy:
 
     def solves(self) -> list[dict[str, Any]]:
         """Every shape-set and area-split solve (:func:`chipdse.studies.common.solve_record`)."""
-        out = [solve_record("snake-shape-set", r["solution"], budget_mm2=r["budget_mm2"]) for r in self.shape_set]
-        return out + [solve_record("snake-area-split", sol) for sol in self.area_split]
+        out = [solve_record(r["solution"], budget_mm2=r["budget_mm2"]) for r in self.shape_set]
+        return out + [solve_record(sol) for sol in self.area_split]
 
 
 def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress = no_progress) -> SnakeStudy:
