@@ -137,9 +137,10 @@ def _shape_milp(p: ShapeSetProblem, method: str, config: SolverConfig, t0: float
     if not res.has_solution:
         return first
     decision = _prune(p, decode_shape_set_milp(m))
-    if check_shape_set(p, decision)[1] or p.area_mm2(decision) >= p.area_mm2(first.decision):
+    objective, violations = check_shape_set(p, decision)
+    if violations or p.area_mm2(decision) >= p.area_mm2(first.decision):
         return first
-    return dataclasses.replace(first, decision=decision, objective=check_shape_set(p, decision)[0],
+    return dataclasses.replace(first, decision=decision, objective=objective,
                                wall_s=time.perf_counter() - t0,
                                log_summary=f"{first.log_summary}; least area among equal times: {res.log_summary}")
 
