@@ -443,7 +443,7 @@ def sweep(
             result = run_sweep(sc, backend, store=store, fresh=fresh, progress=progress)
     except (ChipdseError, ValueError) as exc:
         if new_store and path is not None:  # leave no empty store behind
-            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            for leftover in _store_files(path):
                 leftover.unlink(missing_ok=True)
         _fail(exc)
     except KeyboardInterrupt:
