@@ -198,7 +198,9 @@ def test_checkpoints_reuse_a_stage_only_for_the_same_identity(tmp_path: Path) ->
             cut.run("finalist B*", interrupted, lambda v: "never")
         assert cut.kept == []
         assert [s for s, _ in store.stages()] == ["sweep", "sweep"]  # two keys: time limits 2 s and 3 s
-    assert calls == ["a", "c", "d"]
+        store.conn.execute("UPDATE stages SET value = ?", (b"not a pickle",))  # a damaged value is recomputed
+        assert Checkpoints(store, identity(2.0), "m", "w").run("sweep", lambda: compute("e"), str)["tag"] == "e"
+    assert calls == ["a", "c", "d", "e"]
 
 
 def test_run_identity_follows_the_files_and_the_solver_config(write_scenario, tmp_path: Path) -> None:

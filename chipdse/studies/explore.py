@@ -257,7 +257,8 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     cfg = SolverConfig(time_limit_s=time_limit_s or sc.spec.time_limit_s,
                        seed=seed if seed is not None else sc.spec.seed)
     keep = checkpoints or Checkpoints(None)
-    keep.begin(run_identity(sc, cfg), sc.model.key, sc.workload.name)
+    if checkpoints is not None:
+        keep.begin(run_identity(sc, cfg), sc.model.key, sc.workload.name)
     with stages.stage("sweep_s"):
         screen = Screen(sc)
         df, reasons = keep.run("sweep", lambda: _sweep_stage(sc, screen, progress),

@@ -5,8 +5,9 @@ job finishes, so an interrupted sweep resumes where it stopped and loses nothing
 
 The key of a job is the SHA-256 of the canonical JSON of (job kind, job parameters, model key, workload name,
 code version). The code version is chipdse's package version plus a hash of the Python sources of ``chipdse/``,
-``evaluators/``, ``formulations/`` and ``solvers/``, computed once per process: any edit to the code that computes
-a result gives new keys, so a stale result is never returned.
+``evaluators/``, ``formulations/`` and ``solvers/`` and of the installed versions of the numeric and solver packages
+(``STACK_PACKAGES``), computed once per process: any edit to the code that computes a result, or another solver or
+pandas release, gives new keys, so a stale result is never returned.
 
 The database runs in WAL mode, so one writer and any number of readers (other processes included) can use it at
 once; every ``put`` is its own committed transaction.
@@ -37,6 +38,8 @@ from chipdse.core.errors import ChipdseError
 from chipdse.core.io import canonical_json
 
 SOURCE_PACKAGES = ("chipdse", "evaluators", "formulations", "solvers")
+STACK_PACKAGES = ("numpy", "scipy", "pandas", "pyomo", "highspy", "ortools")
+"""Installed packages whose release is part of :func:`code_version` (they compute, or pickle, stored results)."""
 _SCHEMA = "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, result TEXT NOT NULL, created_s REAL NOT NULL)"
 _STAGES_SCHEMA = ("CREATE TABLE IF NOT EXISTS stages (key TEXT PRIMARY KEY, stage TEXT NOT NULL, note TEXT NOT NULL, "
                   "value BLOB NOT NULL, created_s REAL NOT NULL)")
@@ -47,7 +50,8 @@ T = TypeVar("T")
 
 @functools.cache
 def code_version() -> str:
-    """Return ``"<package version>+<12 hex digits>"``: chipdse's version and a hash of the solver/evaluator sources.
+    """Return ``"<package version>+<12 hex digits>"``: chipdse's version and a hash of the solver/evaluator sources
+    and of the releases of ``STACK_PACKAGES``.
 
     Computed once per process (sources edited later in the same process are not seen).
     """
@@ -58,6 +62,11 @@ def code_version() -> str:
         pkg = "0+unknown"
     package_dir = Path(__file__).resolve().parent.parent  # chipdse/
     h = hashlib.sha256()
+    for name in STACK_PACKAGES:
+        try:
+            h.update(f"{name}=={version(name)}\0".encode())
+        except PackageNotFoundError:  # pragma: no cover - every one is a dependency
+            h.update(f"{name} absent\0".encode())
     for name in SOURCE_PACKAGES:
         # the sub-packages are links to the top-level folders in a checkout: resolve before walking
         folder = package_dir if name == "chipdse" else (package_dir / name).resolve()
@@ -177,9 +186,15 @@ class ResultsStore:
                           (key, stage, note, blob, time.time()))
 
     def get_stage(self, key: str) -> tuple[str, Any] | None:
-        """Return ``(note, value)`` of the stage stored under ``key``, or None when it is not stored."""
+        """Return ``(note, value)`` of the stage stored under ``key``, or None when it is not stored (or its value
+        cannot be unpickled)."""
         row = self.conn.execute("SELECT note, value FROM stages WHERE key = ?", (key,)).fetchone()
-        return None if row is None else (row[0], pickle.loads(row[1]))  # noqa: S301 - written by this code version
+        if row is None:
+            return None
+        try:  # the key holds the code version, so this code wrote it; a damaged value is recomputed
+            return row[0], pickle.loads(row[1])  # noqa: S301
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return None
 
     def stages(self) -> list[tuple[str, str]]:
         """Return ``(stage, note)`` of every stored stage, oldest first."""
