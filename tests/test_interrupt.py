@@ -148,9 +148,8 @@ def test_sigint_after_the_sweep_stage_then_rerun_skips_it_and_equals_an_uninterr
     assert lines[-1].startswith("rerun the same command to resume")
     assert {p.name for p in out.iterdir()} <= {"explore.sqlite", "explore.sqlite-wal", "explore.sqlite-shm"}
 
-    rerun = subprocess.run(_explore_cmd(str(path), "--out", str(out)), capture_output=True, text=True, timeout=120,
-                           env=_env_without_columns(), check=False)
-    assert rerun.returncode == 0, rerun.stderr
+    rerun = CliRunner().invoke(app, ["explore", str(path), "--out", str(out)])  # the same command, in-process
+    assert rerun.exit_code == 0, rerun.output
     prefix = f"read from {store_path}: "
     read = [ln.removeprefix(prefix) for ln in rerun.stderr.splitlines() if ln.startswith(prefix)]
     assert [ln.split(" (")[0] for ln in read] == kept  # every kept stage read, no other
@@ -158,9 +157,8 @@ def test_sigint_after_the_sweep_stage_then_rerun_skips_it_and_equals_an_uninterr
     assert REPORT_FILES <= {p.name for p in out.iterdir()}
 
     whole = tmp_path / "whole"
-    ref = subprocess.run(_explore_cmd(str(path), "--out", str(whole)), capture_output=True, text=True, timeout=120,
-                         env=_env_without_columns(), check=False)
-    assert ref.returncode == 0 and "read from" not in ref.stderr, ref.stderr
+    ref = CliRunner().invoke(app, ["explore", str(path), "--out", str(whole)])
+    assert ref.exit_code == 0 and "read from" not in ref.stderr, ref.output
     assert (out / "points.csv").read_bytes() == (whole / "points.csv").read_bytes()
     summary = [json.loads((d / "manifest.json").read_text())["summary"] for d in (out, whole)]
     assert summary[0] == summary[1]
