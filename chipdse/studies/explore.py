@@ -3,9 +3,10 @@
 Data flow (DESIGN.md): scenario -> design points -> estimator -> Pareto / B*, M_T -> HBM partition, placement,
 mapping (exact and heuristic) -> serving re-score of each layout -> results for the report.
 
-Given :class:`chipdse.studies.store.Checkpoints`, each stage is kept as it finishes (the scored sweep, B*'s solves,
-M_T's solves, the simulation stage, the generality stage) and a rerun of the same inputs reads it back instead of
-computing it again (:data:`STAGES`; keyed by :func:`run_identity` and the code version).
+Given :class:`chipdse.studies.store.Checkpoints`, each stage is kept as it finishes and a rerun of the same inputs
+reads it back instead of computing it again (keyed by :func:`run_identity` and the code version). The stages, in
+run order: ``sweep`` (the scored table), ``finalist B*`` and ``finalist M_T`` (each finalist's solves; M_T only when
+it differs from B*), ``simulation`` and ``generality`` (when the scenario enables them).
 """
 
 from __future__ import annotations
@@ -44,9 +45,6 @@ PLACEMENT_EXACT = ("hbm-enum", "milp-highs", "cpsat")
 MAPPING_HEURISTICS = ("lpt-greedy", "round-robin")
 MAPPING_EXACT = ("milp-highs", "cpsat")
 KIND = "hydra"
-STAGES = ("sweep", "finalist B*", "finalist M_T", "simulation", "generality")
-"""The stages explore keeps as they finish, in run order (M_T only when it differs from B*; simulation and
-generality only when the scenario enables them)."""
 
 
 @dataclass
@@ -238,7 +236,7 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     progress : callable(str, float), optional
         Called with a stage description and the fraction done of the sweep stage.
     checkpoints : Checkpoints, optional
-        Where finished stages are kept and read back (:data:`STAGES`); its run identity is set here
+        Where finished stages are kept and read back (the module's stages); its run identity is set here
         (:meth:`Checkpoints.begin` with :func:`run_identity`). Default: nothing kept.
 
     Returns
