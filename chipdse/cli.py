@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,13 +38,14 @@ from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import FINALIST_POINTS
 from chipdse.solvers.qap import solve_qap
 from chipdse.solvers.registry import PROBLEMS, methods_help, problem_record, problems_help
+from chipdse.studies import explore as hydra_study
 from chipdse.studies.common import Settings
 from chipdse.studies.generality import OBJECTIVES
 from chipdse.studies.generality import generality as run_generality
 from chipdse.studies.parallel import Backend
 from chipdse.studies.registry import load_study
 from chipdse.studies.simulate import run_simulation
-from chipdse.studies.store import ResultsStore
+from chipdse.studies.store import Checkpoints, ResultsStore
 from chipdse.studies.sweep import summary_json
 from chipdse.studies.sweep import sweep as run_sweep
 
@@ -97,31 +100,130 @@ def explore(
     seed: Annotated[int | None, typer.Option(
         "--seed", min=0, help="Seed for randomized heuristics and solvers (default: the scenario's).",
         show_default=False)] = None,
+    fresh: Annotated[bool, typer.Option(
+        "--fresh", help="HYDRA: recompute every stage, even those kept in the store.")] = False,
+    store_path: Annotated[Path | None, typer.Option(
+        "--store", help="HYDRA: SQLite store of finished stages (sweep, B*, M_T, simulation, generality); each is "
+                        "kept as it finishes and reused by a rerun of the same inputs, so Ctrl-C loses only the "
+                        "stage in progress. Default: explore.sqlite in the output folder.",
+        show_default=False)] = None,
 ) -> None:
     """Sweep a scenario's design space, solve B* and M_T layouts exactly and with heuristics, write a PDF report
     (a kind: snake or kind: nova scenario runs that study instead)."""
     created: list[Path] = []
+    kept = _KeptStages()
+    hydra = False
     try:
         study, sc = load_study(scenario)
         out_dir = out if out is not None else Path("reports") / "out" / sc.spec.name
+        hydra = study.KIND == hydra_study.KIND
+        if store_path is not None and not hydra:
+            msg = (f"--store: only HYDRA scenarios keep finished stages; {sc.path} is a kind: {study.KIND} study, "
+                   "which runs in seconds and keeps nothing")
+            raise ChipdseError(msg)
         created = ensure_writable_dir(out_dir)
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                      console=err, transient=True) as bar:
+        kept.report_files = [out_dir / n for n in ("report.pdf", REPORTS[study.KIND].CSV[0], "manifest.json")]
+        with contextlib.ExitStack() as stack:
+            extra: dict[str, Checkpoints] = {}
+            if hydra:
+                extra["checkpoints"] = kept.open(store_path or out_dir / HYDRA_STORE, fresh, stack)
+            bar = stack.enter_context(Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                               TimeElapsedColumn(), console=err, transient=True))
             task = bar.add_task(study.label(sc), total=None)
 
             def progress(msg: str, _frac: float) -> None:
                 bar.update(task, description=msg)
 
-            result = study.run(sc, Settings(time_limit_s=time_limit, seed=seed), progress)
+            result = study.run(sc, Settings(time_limit_s=time_limit, seed=seed), progress, **extra)
             bar.update(task, description="writing the report")
+            kept.writing = True
             paths = write_report(result, REPORTS[study.KIND], study.summary(result), out_dir)
             bar.update(task, description="done", total=1, completed=1)
     except (ChipdseError, OSError) as exc:
+        kept.discard_new_store()
         _fail_output(exc, created)
+    except KeyboardInterrupt:
+        kept.interrupted(hydra, created)
     for line in study.headline(result):
         typer.echo(line)
     for kind, p in paths.items():
         typer.echo(f"wrote {kind}: {p}")
+
+
+HYDRA_STORE = "explore.sqlite"
+"""File name of HYDRA explore's store of finished stages, in the output folder (``--store`` overrides)."""
+
+
+def _store_files(path: Path) -> list[Path]:
+    """A SQLite store and its write-ahead-log companions."""
+    return [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]
+
+
+def _say(line: str) -> None:
+    """One line on stderr, never wrapped and never read as rich markup (paths may hold brackets)."""
+    err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+@dataclass
+class _KeptStages:
+    """What ``chipdse explore`` keeps of a run: its store of finished stages, and which report files it writes."""
+
+    path: Path | None = None
+    new_store: bool = False
+    checkpoints: Checkpoints | None = None
+    report_files: list[Path] = field(default_factory=list)
+    writing: bool = False
+
+    def open(self, path: Path, fresh: bool, stack: contextlib.ExitStack) -> Checkpoints:
+        """Open (or create) the store at ``path``, closed with ``stack``, and return the run's checkpoints.
+
+        Raises
+        ------
+        ChipdseError
+            ``path`` is a folder, or not a store.
+        """
+        if path.is_dir():
+            msg = f"--store {path}: is a directory; give the path of a store file (e.g. {path / HYDRA_STORE})"
+            raise ChipdseError(msg)
+        self.path, self.new_store = path, not path.exists()
+        store = stack.enter_context(ResultsStore(path))
+        self.checkpoints = Checkpoints(store, fresh=fresh, on_stage=self.announce)
+        return self.checkpoints
+
+    def announce(self, stage: str, note: str, read: bool) -> None:
+        """:class:`Checkpoints` ``on_stage``: say so when a stage was read from the store."""
+        if read:
+            _say(f"read from {self.path}: {stage} ({note}); not recomputed")
+
+    def discard_new_store(self) -> None:
+        """Delete the store when this run created it (a failed run leaves no file behind)."""
+        if self.path is not None and self.new_store:
+            for leftover in _store_files(self.path):
+                leftover.unlink(missing_ok=True)
+
+    def interrupted(self, hydra: bool, created: list[Path]) -> None:
+        """Ctrl-C: remove report files being written, say what is kept where, and exit 130.
+
+        ``hydra`` is False for a study that keeps nothing (SNAKE, NOVA); ``created`` are the output folders this
+        run created (removed when left empty).
+        """
+        if self.writing:  # a report half written is no report: the rerun writes it again from the store
+            for p in self.report_files:
+                p.unlink(missing_ok=True)
+        kept = [] if self.checkpoints is None else self.checkpoints.kept
+        if not hydra:
+            remove_if_empty(created)
+            _say("interrupted: a SNAKE or NOVA study keeps nothing (it runs in seconds); no report written")
+            raise typer.Exit(130)
+        if not kept:
+            self.discard_new_store()
+            remove_if_empty(created)
+            _say("interrupted: no stage had finished; nothing kept")
+            raise typer.Exit(130)
+        for stage, note in kept:
+            _say(f"interrupted: kept {stage} ({note}) in {self.path}")
+        _say("rerun the same command to resume (--fresh recomputes every stage)")
+        raise typer.Exit(130)
 
 
 def _fail_output(exc: BaseException, created: list[Path]) -> None:
@@ -341,7 +443,7 @@ def sweep(
             result = run_sweep(sc, backend, store=store, fresh=fresh, progress=progress)
     except (ChipdseError, ValueError) as exc:
         if new_store and path is not None:  # leave no empty store behind
-            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            for leftover in _store_files(path):
                 leftover.unlink(missing_ok=True)
         _fail(exc)
     except KeyboardInterrupt:

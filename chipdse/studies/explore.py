@@ -2,6 +2,11 @@
 
 Data flow (DESIGN.md): scenario -> design points -> estimator -> Pareto / B*, M_T -> HBM partition, placement,
 mapping (exact and heuristic) -> serving re-score of each layout -> results for the report.
+
+Given :class:`chipdse.studies.store.Checkpoints`, each stage is kept as it finishes and a rerun of the same inputs
+reads it back instead of computing it again (keyed by :func:`run_identity` and the code version). The stages, in
+run order: ``sweep`` (the scored table), ``finalist B*`` and ``finalist M_T`` (each finalist's solves; M_T only when
+it differs from B*), ``simulation`` and ``generality`` (when the scenario enables them).
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ import pandas as pd
 from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.models import GROUP_NAMES
-from chipdse.core.scenario import AnyScenario, LoadedScenario
+from chipdse.core.scenario import AnyScenario, LoadedScenario, model_scenarios, scenario_identity, with_workload
 from chipdse.core.solution import Solution
+from chipdse.core.specs import file_sha256
 from chipdse.evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
 from chipdse.evaluators.latency import BlockTable, block_table, decode_costs, prefill_costs
 from chipdse.evaluators.selection import pareto_mask, pick_b_star, pick_m_t
@@ -31,6 +37,7 @@ from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_pro
 from chipdse.studies.generality import GeneralityResult, generality
 from chipdse.studies.simstage import explore_simulations
 from chipdse.studies.simstudy import Layout, SimulationStudy
+from chipdse.studies.store import Checkpoints
 
 HBM_METHODS = ("milp-highs", "cpsat", "enumeration", "proportional")
 PLACEMENT_HEURISTICS = ("hydra-greedy", "round-robin", "random", "local-search")
@@ -65,6 +72,8 @@ class ExploreResult:
     simulation: SimulationStudy | None = None
     generality: GeneralityResult | None = None
     cpu_s: dict[str, float] = field(default_factory=dict)
+    stored_stages: list[str] = field(default_factory=list)
+    """The stages read from the results store instead of computed (their ``timings_s`` are this run's reads)."""
 
     def solves(self) -> list[dict[str, Any]]:
         """Every finalist's HBM-partition, placement and decode-mapping solve
@@ -177,8 +186,44 @@ def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str
     return res
 
 
+def run_identity(sc: LoadedScenario, cfg: SolverConfig) -> dict[str, Any]:
+    """Everything explore's results depend on besides the code: the key of its kept stages.
+
+    The scenario's settings (its name left out), a digest of every file it names and of its request sample
+    (:func:`chipdse.core.scenario.scenario_identity`), the same for each simulation dataset, a digest of each
+    generality model, and the whole solver configuration (time and work limits, seed, ...; new fields count at once).
+
+    Raises
+    ------
+    SpecError
+        A simulation dataset or generality model that cannot be loaded (as the scenario loader would).
+    """
+    spec = sc.spec.model_dump(mode="json", exclude={"name"})
+    datasets = [scenario_identity(with_workload(sc, ds)) for ds in sc.spec.simulation.datasets]
+    models = ([] if sc.spec.generality is None else
+              [scenario_identity(v)["model_sha256"] for v in model_scenarios(sc, sc.spec.generality.models)])
+    return {"spec": spec, "scenario": scenario_identity(sc),
+            "files_sha256": {k: file_sha256(p) for k, p in sorted(sc.named_files.items())},
+            "datasets": datasets, "generality_models_sha256": models, "solver": cfg.model_dump(mode="json")}
+
+
+def _sweep_stage(sc: LoadedScenario, screen: Screen, progress: Progress) -> tuple[pd.DataFrame, list[str]]:
+    """Enumerate and score the design space; the table (with its ``pareto`` column) and the unbuildable reasons."""
+    progress("enumerating the design space", 0.0)
+    pts, reasons = enumerate_points(sc)
+    progress(f"scoring {len(pts):,} points with the Markov/fluid estimator", 0.0)
+    df = screen.score(pts)
+    df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
+    return df, reasons
+
+
+def _finalist_note(f: FinalistResult) -> str:
+    n = len(f.hbm) + len(f.placement) + len(f.mapping)
+    return f"{f.row['label']}: {n} HBM-partition, placement and mapping solves, {len(f.serving)} layouts served"
+
+
 def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | None = None,
-            progress: Progress | None = None) -> ExploreResult:
+            progress: Progress | None = None, checkpoints: Checkpoints | None = None) -> ExploreResult:
     """Run the explore pipeline on a loaded scenario.
 
     Parameters
@@ -190,6 +235,9 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
         Seed for randomized heuristics and solvers (overrides the scenario's).
     progress : callable(str, float), optional
         Called with a stage description and the fraction done of the sweep stage.
+    checkpoints : Checkpoints, optional
+        Where finished stages are kept and read back (the module's stages); its run identity is set here
+        (:meth:`Checkpoints.begin` with :func:`run_identity`). Default: nothing kept.
 
     Returns
     -------
@@ -199,18 +247,20 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     ------
     InfeasibleDesignError
         When no design point can be built, or none is stable at the offered load.
+    KeyboardInterrupt
+        Passed on (Ctrl-C); every stage finished before it is in ``checkpoints``' store.
     """
     progress = progress or no_progress
     stages = Stages()
     cfg = SolverConfig(time_limit_s=time_limit_s or sc.spec.time_limit_s,
                        seed=seed if seed is not None else sc.spec.seed)
+    keep = checkpoints or Checkpoints(None)
+    if checkpoints is not None:
+        keep.begin(run_identity(sc, cfg), sc.model.key, sc.workload.name)
     with stages.stage("sweep_s"):
-        progress("enumerating the design space", 0.0)
-        pts, reasons = enumerate_points(sc)
         screen = Screen(sc)
-        progress(f"scoring {len(pts):,} points with the Markov/fluid estimator", 0.0)
-        df = screen.score(pts)
-        df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
+        df, reasons = keep.run("sweep", lambda: _sweep_stage(sc, screen, progress),
+                               lambda v: f"{len(v[0]):,} points scored")
     try:
         b_star, m_t = pick_b_star(df), pick_m_t(df)
     except ValueError as exc:
@@ -223,26 +273,30 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     df.loc[m_t, "role"] = "M_T" if m_t != b_star else "B*,M_T"
     finalists = []
     with stages.stage("finalists_s"):
-        finalists.append(_solve_finalist(sc, screen, "B*", df.loc[b_star].to_dict(), cfg, progress))
-        if m_t != b_star:
-            finalists.append(_solve_finalist(sc, screen, "M_T", df.loc[m_t].to_dict(), cfg, progress))
-        else:
+        for role, i in (("B*", b_star), ("M_T", m_t))[:1 if m_t == b_star else 2]:
+            finalists.append(keep.run(f"finalist {role}", lambda role=role, i=i: _solve_finalist(
+                sc, screen, role, df.loc[i].to_dict(), cfg, progress), _finalist_note))
+        if m_t == b_star:
             finalists[0].role = "B* = M_T"
     study = None
     if sc.spec.simulation.enabled:
         with stages.stage("simulation_s"):
-            study = explore_simulations(sc, df, finalists, cfg, serve_layout, Screen, progress)
+            study = keep.run("simulation", lambda: explore_simulations(sc, df, finalists, cfg, serve_layout, Screen,
+                                                                       progress),
+                             lambda v: f"{len(v.fidelity)} fidelity points, {len(v.policies)} policy runs")
     table_iv = None
     if sc.spec.generality is not None:
         with stages.stage("generality_s"):
             progress(f"specialization vs generality: {len(sc.spec.generality.models)} models x {len(df):,} points",
                      0.0)
             try:
-                table_iv = generality(sc)
+                table_iv = keep.run("generality", lambda: generality(sc),
+                                    lambda v: f"{len(v.models)} models x {v.n_points:,} points")
             except ValueError as exc:
                 msg = f"{sc.path}: generality: {exc}"
                 raise InfeasibleDesignError(msg) from None
-    return ExploreResult(sc, df, reasons, finalists, cfg, stages.wall_s, study, table_iv, stages.cpu_s)
+    return ExploreResult(sc, df, reasons, finalists, cfg, stages.wall_s, study, table_iv, stages.cpu_s,
+                         list(keep.read))
 
 
 def check(sc: AnyScenario) -> LoadedScenario:
@@ -262,10 +316,13 @@ def label(sc: LoadedScenario) -> str:
     return f"HYDRA explore: {sc.spec.name}"
 
 
-def run(sc: LoadedScenario, settings: Settings | None = None, progress: Progress = no_progress) -> ExploreResult:
-    """The explore pipeline (:func:`explore`) with the command line's ``settings``."""
+def run(sc: LoadedScenario, settings: Settings | None = None, progress: Progress = no_progress,
+        checkpoints: Checkpoints | None = None) -> ExploreResult:
+    """The explore pipeline (:func:`explore`) with the command line's ``settings``, keeping finished stages in
+    ``checkpoints`` when given."""
     settings = settings or Settings()
-    return explore(sc, time_limit_s=settings.time_limit_s, seed=settings.seed, progress=progress)
+    return explore(sc, time_limit_s=settings.time_limit_s, seed=settings.seed, progress=progress,
+                   checkpoints=checkpoints)
 
 
 def _finalist_summary(f: FinalistResult) -> dict[str, Any]:

@@ -5,11 +5,18 @@ job finishes, so an interrupted sweep resumes where it stopped and loses nothing
 
 The key of a job is the SHA-256 of the canonical JSON of (job kind, job parameters, model key, workload name,
 code version). The code version is chipdse's package version plus a hash of the Python sources of ``chipdse/``,
-``evaluators/``, ``formulations/`` and ``solvers/``, computed once per process: any edit to the code that computes
-a result gives new keys, so a stale result is never returned.
+``evaluators/``, ``formulations/`` and ``solvers/`` and of the installed versions of the numeric and solver packages
+(``STACK_PACKAGES``), computed once per process: any edit to the code that computes a result, or another solver or
+pandas release, gives new keys, so a stale result is never returned.
 
 The database runs in WAL mode, so one writer and any number of readers (other processes included) can use it at
 once; every ``put`` is its own committed transaction.
+
+Besides job results (table ``results``, JSON text), the store keeps whole finished stages of a run (table
+``stages``: key, stage name, a one-line note, the stage's value pickled): :class:`Checkpoints` reads a stage
+instead of computing it again and writes each stage as it finishes, so ``chipdse explore`` interrupted with Ctrl-C
+resumes after its last finished stage. A stage's key holds the code version, so a pickle is only ever read by the
+code that wrote it.
 """
 
 from __future__ import annotations
@@ -17,24 +24,34 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import pickle
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from chipdse.core.errors import ChipdseError
 from chipdse.core.io import canonical_json
 
 SOURCE_PACKAGES = ("chipdse", "evaluators", "formulations", "solvers")
+STACK_PACKAGES = ("numpy", "scipy", "pandas", "pyomo", "highspy", "ortools")
+"""Installed packages whose release is part of :func:`code_version` (they compute, or pickle, stored results)."""
 _SCHEMA = "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, result TEXT NOT NULL, created_s REAL NOT NULL)"
+_STAGES_SCHEMA = ("CREATE TABLE IF NOT EXISTS stages (key TEXT PRIMARY KEY, stage TEXT NOT NULL, note TEXT NOT NULL, "
+                  "value BLOB NOT NULL, created_s REAL NOT NULL)")
+STAGE_JOB_KIND = "run-stage"
+"""The ``kind`` of :func:`job_key` for a stage of a run (:class:`Checkpoints`)."""
+T = TypeVar("T")
 
 
 @functools.cache
 def code_version() -> str:
-    """Return ``"<package version>+<12 hex digits>"``: chipdse's version and a hash of the solver/evaluator sources.
+    """Return ``"<package version>+<12 hex digits>"``: chipdse's version and a hash of the solver/evaluator sources
+    and of the releases of ``STACK_PACKAGES``.
 
     Computed once per process (sources edited later in the same process are not seen).
     """
@@ -45,6 +62,11 @@ def code_version() -> str:
         pkg = "0+unknown"
     package_dir = Path(__file__).resolve().parent.parent  # chipdse/
     h = hashlib.sha256()
+    for name in STACK_PACKAGES:
+        try:
+            h.update(f"{name}=={version(name)}\0".encode())
+        except PackageNotFoundError:  # pragma: no cover - every one is a dependency
+            h.update(f"{name} absent\0".encode())
     for name in SOURCE_PACKAGES:
         # the sub-packages are links to the top-level folders in a checkout: resolve before walking
         folder = package_dir if name == "chipdse" else (package_dir / name).resolve()
@@ -106,6 +128,7 @@ class ResultsStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
             self._conn.execute(_SCHEMA)
+            self._conn.execute(_STAGES_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             msg = f"{self.path}: cannot open the results store: {exc}"
             raise ChipdseError(msg) from None
@@ -150,6 +173,37 @@ class ResultsStore:
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
 
+    def put_stage(self, key: str, stage: str, note: str, value: Any) -> None:
+        """Store a finished stage's ``value`` (pickled) under ``key`` with its name and a one-line ``note``.
+
+        Raises
+        ------
+        pickle.PicklingError, TypeError, AttributeError
+            When ``value`` cannot be pickled.
+        """
+        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        self.conn.execute("INSERT OR REPLACE INTO stages (key, stage, note, value, created_s) VALUES (?, ?, ?, ?, ?)",
+                          (key, stage, note, blob, time.time()))
+
+    def get_stage(self, key: str) -> tuple[str, Any] | None:
+        """Return ``(note, value)`` of the stage stored under ``key``, or None when it is not stored (or its value
+        cannot be unpickled)."""
+        row = self.conn.execute("SELECT note, value FROM stages WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:  # the key holds the code version, so this code wrote it; a damaged value is recomputed
+            return row[0], pickle.loads(row[1])  # noqa: S301
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+
+    def stages(self) -> list[tuple[str, str]]:
+        """Return ``(stage, note)`` of every stored stage, oldest first."""
+        return [(r[0], r[1]) for r in self.conn.execute("SELECT stage, note FROM stages ORDER BY created_s, rowid")]
+
+    def is_empty(self) -> bool:
+        """True when the store holds neither a job result nor a stage."""
+        return self.count() == 0 and not self.stages()
+
     def close(self) -> None:
         """Close the connection (idempotent)."""
         if self._conn is not None:
@@ -162,3 +216,83 @@ class ResultsStore:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+@dataclass
+class Checkpoints:
+    """The finished stages of one run, kept in a :class:`ResultsStore` so that a rerun resumes after them.
+
+    Each stage is stored under :func:`job_key` of (``STAGE_JOB_KIND``, ``identity`` plus the stage name, model,
+    workload, code version): a stage is reused only by a run of the same inputs (``identity``: scenario files,
+    seed, solver settings, ...) on the same code.
+
+    Parameters
+    ----------
+    store : ResultsStore, optional
+        Where stages are kept; None keeps nothing (every stage is computed).
+    identity : dict
+        Everything the run's results depend on besides the code (JSON-able); the run sets it with :meth:`begin`
+        when the caller cannot know it (e.g. the solver settings are resolved inside the run).
+    model, workload : str
+        The run's model key and workload name (parts of the key, as for a job).
+    fresh : bool
+        Compute every stage even when stored (and replace the stored one).
+    on_stage : callable(stage, note, read), optional
+        Called when a stage is done: ``read`` is True when it came from the store.
+
+    Attributes
+    ----------
+    kept : list[tuple[str, str]]
+        ``(stage, note)`` of every stage of this run now in the store (read or written), in run order.
+    read : list[str]
+        The stages read from the store instead of computed.
+    """
+
+    store: ResultsStore | None
+    identity: dict[str, Any] = field(default_factory=dict)
+    model: str = ""
+    workload: str = ""
+    fresh: bool = False
+    on_stage: Callable[[str, str, bool], None] | None = None
+    kept: list[tuple[str, str]] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)
+
+    def begin(self, identity: dict[str, Any], model: str, workload: str) -> None:
+        """Set the run's identity, model key and workload name (before its first :meth:`run`)."""
+        self.identity, self.model, self.workload = identity, model, workload
+
+    def key(self, stage: str) -> str:
+        """The store key of ``stage`` of this run (:func:`job_key`)."""
+        return job_key(STAGE_JOB_KIND, {**self.identity, "stage": stage}, self.model, self.workload)
+
+    def run(self, stage: str, compute: Callable[[], T], note: Callable[[T], str]) -> T:
+        """Return the stored value of ``stage``, or ``compute()`` it and store it at once.
+
+        Parameters
+        ----------
+        stage : str
+            Stage name, unique within the run (e.g. ``"sweep"``, ``"finalist B*"``).
+        compute : callable() -> value
+            Computes the stage (its value must pickle).
+        note : callable(value) -> str
+            One line saying what the stage holds (e.g. ``"1,785 points scored"``).
+
+        Raises
+        ------
+        KeyboardInterrupt
+            Passed on from ``compute``; the stage is not stored, every earlier one is.
+        """
+        got = None if self.store is None or self.fresh else self.store.get_stage(self.key(stage))
+        if got is not None:
+            text, value = got
+            self.read.append(stage)
+        else:
+            value = compute()
+            text = note(value)
+            if self.store is None:
+                return value
+            self.store.put_stage(self.key(stage), stage, text, value)
+        self.kept.append((stage, text))
+        if self.on_stage is not None:
+            self.on_stage(stage, text, got is not None)
+        return value
