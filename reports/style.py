@@ -27,9 +27,48 @@ def fmt(v: Any, digits: int = 4, spec: str | None = None) -> str:
     return str(v)
 
 
-def caption(fig: plt.Figure, text: str, y: float = 0.02) -> None:
-    """Write a caption wrapped to the page width with equal side margins."""
-    fig.text(0.04, y, "\n".join(textwrap.wrap(text, 170)), fontsize=8, va="bottom")
+CAPTION_CHARS = 170
+"""Characters per caption line (8 pt on the page width)."""
+LINE_H = 1.45 / 72 / PAGE[1]
+"""Height of one 1 pt text line in figure fraction (1.45 x the font size, on the page height)."""
+
+
+def caption(fig: plt.Figure, text: str, y: float = 0.02) -> float:
+    """Write a caption wrapped to the page width with equal side margins, its bottom at ``y`` (figure fraction).
+
+    Returns
+    -------
+    float
+        The caption's top, figure fraction: place axes (and their tick labels) above it.
+    """
+    lines = textwrap.wrap(text, CAPTION_CHARS)
+    fig.text(0.04, y, "\n".join(lines), fontsize=8, va="bottom")
+    return y + len(lines) * 8 * LINE_H
+
+
+def text_pages(pdf: PdfPages, title: str, lines: list[str], fontsize: float = 8.5, width: int = 150) -> None:
+    """Add as many pages as ``lines`` need: a bold title, then one text line each, wrapped at ``width`` characters
+    (continuations indented); a line starting with ``"## "`` is a bold heading, one starting with ``"| "`` is set
+    in a monospace font (not wrapped), ``""`` an empty line."""
+    wrapped: list[tuple[str, str]] = []
+    for line in lines:
+        if line.startswith(("## ", "| ")):
+            wrapped.append((line[2:].lstrip(" ") if line.startswith("#") else line[2:], line[0]))
+            continue
+        lead = " " * (len(line) - len(line.lstrip()))
+        parts = textwrap.wrap(line.strip(), width, initial_indent=lead, subsequent_indent=lead + "    ") or [""]
+        wrapped += [(p, "") for p in parts]
+    step = fontsize * LINE_H
+    per_page = int((0.86 - 0.04) / step)
+    for start in range(0, max(len(wrapped), 1), per_page):
+        fig = plt.figure(figsize=PAGE)
+        more = " (continued)" if start else ""
+        fig.text(0.04, 0.93, title + more, fontsize=14, fontweight="bold")
+        for i, (text, kind) in enumerate(wrapped[start:start + per_page]):
+            fig.text(0.04, 0.86 - i * step, text, fontsize=fontsize, va="top",
+                     fontweight="bold" if kind == "#" else "normal", family="monospace" if kind == "|" else None)
+        pdf.savefig(fig)
+        plt.close(fig)
 
 
 def table_page(pdf: PdfPages, title: str, note: str, blocks: list[tuple[str, list[str], list[list[str]]]]) -> None:
