@@ -15,7 +15,7 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.core.solution import EXCESS_OVER_BEST  # noqa: E402
 from chipdse.evaluators.nova_system import DESIGNS  # noqa: E402
-from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
+from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
 from chipdse.studies.nova import PAPER, NovaStudy, summary  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
@@ -157,3 +157,14 @@ def draw(pdf: PdfPages, s: NovaStudy) -> None:
     _e2e_page(pdf, s)
     _capacity_page(pdf, s)
     _expert_pages(pdf, s)
+    glossary_pages(pdf, [
+        "## Terms",
+        "    Designs: " + "; ".join(f"{d.name}: offloads {', '.join(sorted(d.offload)) or 'nothing'}"
+                                   + ("" if d.nmp == "none" else f" to {d.nmp} NMP")
+                                   + ("" if d.density == 1.0 else f", {d.density:g}x-density cubes")
+                                   + (f", expert split {d.expert_split}" if d.nmp == "two-tier" else "")
+                                   for d in DESIGNS) + ".",
+        "    Offloaded operators: gqa = grouped-query attention, ssm = Mamba/SSM layers, moe = MoE experts.",
+        "    OoM: weights, KV cache and SSM state do not fit the memory. E2E: prefill + L_out decode steps of a "
+        "batch. L_in / L_out: prompt / output tokens per request.",
+        f"    Gaps: {EXCESS_OVER_BEST}."], CSV[0], columns(s))

@@ -26,7 +26,7 @@ from chipdse.core.solution import (  # noqa: E402
 from chipdse.reports import sim_pages
 from chipdse.reports.files import package_versions, strict_json
 from chipdse.reports.generality_page import generality_pages
-from chipdse.reports.style import PAGE, caption, fmt, table_page, text_pages
+from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_pages
 from chipdse.studies.explore import ExploreResult, FinalistResult, best_exact  # noqa: E402
 from chipdse.studies.simstudy import FIDELITY_THRESHOLDS, finalist_layouts  # noqa: E402
 
@@ -482,7 +482,5 @@ def _glossary_pages(pdf: PdfPages, r: ExploreResult) -> None:
               f"    Gaps: {PROVEN_GAP}.",
               f"    {EXCESS_OVER_BEST}.",
               f"    {EXCESS_OVER_BOUND}.",
-              "    Ended by: the limit or event that ended a solve (optimal, time limit, heuristic done, ...).",
-              "## points.csv columns (also in points.columns.csv beside it)"]
-    lines += [f"    {name} [{unit}]: {text}" for name, (unit, text) in columns(r).items()]
-    text_pages(pdf, "Glossary", lines)
+              "    Ended by: the limit or event that ended a solve (optimal, time limit, heuristic done, ...)."]
+    glossary_pages(pdf, lines, CSV[0], columns(r))

@@ -14,7 +14,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
 from chipdse.core.solution import EXCESS_OVER_BEST, excess
-from chipdse.reports.style import LINE_H, PAGE, caption, fmt
+from chipdse.reports.style import LINE_H, PAGE, caption, fmt, label_points
 from chipdse.studies.simstudy import ABLATION, FIDELITY_THRESHOLDS, SCHEDULER_VARIANTS, SimulationStudy
 
 
@@ -42,14 +42,13 @@ def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> 
             ax.axis("off")
             continue
         ax.scatter(d[est], d[sim], s=40, c="#1f77b4", edgecolors="k", zorder=3)
-        for k, r in d.iterrows():
-            ax.annotate(str(k + 1), (r[est], r[sim]), fontsize=6.5, xytext=(3, 3), textcoords="offset points")
         lo, hi = min(d[est].min(), d[sim].min()), max(d[est].max(), d[sim].max())
         ax.plot([lo, hi], [lo, hi], "--", c="#888888", label="simulator = estimator")
         ax.set_xlabel(f"estimator: {name}")
         ax.set_ylabel(f"simulator: {name}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
+        label_points(ax, d[est].to_numpy(), d[sim].to_numpy(), [str(k + 1) for k in d.index], fontsize=6.5)
     fig.suptitle(f"Estimator vs event simulator on {len(fid)} design points of {scenario_name} (Pareto "
                  "candidates and points spread over the throughput ranking)", fontsize=10)
     pdf.savefig(fig)

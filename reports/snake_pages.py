@@ -12,8 +12,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
+from chipdse.core.solution import PROVEN_GAP  # noqa: E402
 from chipdse.evaluators.snake_pu import MODES  # noqa: E402
-from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
+from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
 from chipdse.studies.snake import PAPER_SPEEDUPS, SnakeStudy, average_speedups, mode_distribution  # noqa: E402
 
 BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288"}
@@ -236,3 +237,13 @@ def draw(pdf: PdfPages, s: SnakeStudy) -> None:
     _hardware_page(pdf, s)
     if not s.serving.empty:
         _serving_page(pdf, s)
+    glossary_pages(pdf, [
+        "## Terms",
+        "    PU: one processing unit of the NMP (cores of systolic arrays next to a DRAM stack); SNAKE reshapes each "
+        "array's logical shape (rows x cols) per operator.",
+        "    Baselines: " + "; ".join(f"{k} = {v}" for k, v in BASELINE_LABELS.items()) + ".",
+        f"    Modes: {', '.join(MODES)}: how an operator is split over the PUs (IS / OS = input / output "
+        "stationary; S = spatial split, ST = spatial and temporal; SNAKE Sec. 5a).",
+        "    Speedup: baseline decode-step latency / SNAKE's, same model and batch. TBT: time between two output "
+        "tokens of one request. E2E: a request's end-to-end latency.",
+        f"    Ended by: the limit or event that ended a solve; {PROVEN_GAP}."], CSV[0], columns(s))
