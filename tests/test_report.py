@@ -21,9 +21,11 @@ from chipdse.core.paths import instances_dir
 from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition, excess, relative_gap
 from chipdse.reports import nova_pages, pdf, snake_pages
 from chipdse.reports.files import COLUMNS_SUFFIX, MANIFEST_KEYS, write_pdf, write_report
+from chipdse.reports.generality_page import generality_pages
 from chipdse.solvers.compare import comparison_rows
 from chipdse.studies import explore, nova, snake
 from chipdse.studies.common import Settings
+from chipdse.studies.generality import generality
 
 matplotlib.use("Agg")
 
@@ -86,7 +88,7 @@ def hydra(tmp_path_factory: pytest.TempPathFactory) -> explore.ExploreResult:
     base.pop("generality", None)
     path = tmp_path_factory.mktemp("report") / "small.yaml"
     path.write_text(yaml.safe_dump(base))
-    return explore.run(explore.load(path), Settings(time_limit_s=1.0, seed=3))
+    return explore.run(explore.load(path), Settings(time_limit_s=0.5, seed=3))
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +101,14 @@ def hydra_pages(hydra: explore.ExploreResult) -> Pages:
 def test_hydra_pages_have_no_overlapping_or_clipped_text(hydra_pages: Pages) -> None:
     assert len(hydra_pages.pages) >= 10
     assert overlaps(hydra_pages) == []
+
+
+def test_generality_pages_have_no_overlapping_text(hydra: explore.ExploreResult) -> None:
+    """Table IV and its chosen designs (three models on the small space) with the paper's values in brackets."""
+    pages = Pages()
+    generality_pages(pages, generality(hydra.scenario, ["nemotron-h-4b", "nemotron-h-8b", "jamba-tiny-dev"]))
+    assert len(pages.pages) == 2
+    assert overlaps(pages) == []
 
 
 def test_page_one_recommends_b_star_with_its_numbers_and_fidelity(hydra: explore.ExploreResult,
