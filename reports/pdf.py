@@ -158,7 +158,9 @@ def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
     lib = {c.name: c for c in sc.library.compute}
     kinds = ", ".join(f"{n} {t} ({lib[t].family} {lib[t].phase})" for t, n in rec["counts"].items())
     st = r.points[r.points["stable"]]
-    above = int((st["throughput_tps"] >= st["throughput_tps"].mean()).sum())
+    top = st[st["throughput_tps"] >= st["throughput_tps"].mean()]
+    above = len(top)
+    ratio = (top["throughput_tps"] / top["ttft_s"]).sort_values(ascending=False, kind="stable")
     lines = [
         f"## Build {rec['role']} = {rec['label']}",
         f"What it is: {sum(rec['counts'].values())} compute chiplets: {kinds}; {rec['n_hbm']} {sc.library.memory.name} "
@@ -169,6 +171,19 @@ def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
         f"({int(r.points['stable'].sum()):,} stable of {len(r.points):,} scored) for {sc.model.name} on "
         f"{sc.workload.name} at {sc.workload.arrival_rate_rps:g} req/s.",
     ]
+    ties = ratio[ratio >= ratio.iloc[0] * (1 - 1e-12)].index.drop(r.points.index[r.points["label"] == rec["label"]],
+                                                                   errors="ignore")
+    if len(ties):
+        lines.append(f"    {len(ties)} other design(s) tie with B* at the screen (same throughput and TTFT), e.g. "
+                     f"{r.points.loc[ties[0], 'label']}: B* is the first in the sweep's order.")
+    rest = ratio[ratio < ratio.iloc[0] * (1 - 1e-12)]
+    if len(rest):
+        nxt = r.points.loc[rest.index[0]]
+        short = 1 - rest.iloc[0] / ratio.iloc[0]
+        lines.append(f"    The next design, {nxt['label']}, is {100 * short:.2g}% below B*'s throughput / TTFT "
+                     f"({nxt['throughput_tps']:.1f} tok/s at TTFT {nxt['ttft_s']:.3f} s)"
+                     + (": a margin this small rests on the estimator, whose fidelity is below." if short < 0.01
+                        else "."))
     if len(r.finalists) > 1:
         m = r.finalists[1].row
         lines.append(f"    M_T ({m['label']}, the highest throughput) gives {m['throughput_tps']:.1f} tok/s at TTFT "
