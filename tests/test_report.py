@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +162,11 @@ def test_report_writes_column_descriptions_and_command_line(hydra: explore.Explo
     man = json.loads(paths["manifest"].read_text())
     assert tuple(man) == MANIFEST_KEYS
     assert man["command"] == sys.argv
-    assert man["code_version"]["package"] and man["code_version"]["git_commit"]
+    assert man["code_version"]["package"] == metadata.version("chipdse")
+    root = Path(__file__).resolve().parent.parent
+    if (root / ".git").exists():  # a checkout: the commit git reports for it
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+        assert man["code_version"]["git_commit"] == head.stdout.strip()
     rec = man["details"]["recommendation"]
     assert rec["label"] == hydra.finalists[0].row["label"]
 
