@@ -191,6 +191,7 @@ def test_each_gap_has_one_definition_used_by_compare() -> None:
     assert excess(4.408, 2.584) == pytest.approx(0.70588, rel=1e-4)
     assert excess(90.0, 100.0, "max") == pytest.approx(0.1)
     assert excess(1.0, None) is None and excess(1.0, 0.0) is None
+    assert str(excess(710.0, 710.0, "max")) == "0.0"  # equal is 0, never -0 (printed "-0%")
     assert relative_gap(120.0, 100.0) == pytest.approx(1 / 6)
     sols = [Solution("p", "milp", True, SolutionStatus.FEASIBLE, TerminationCondition.TIME_LIMIT, objective=120.0,
                      bound=100.0),

@@ -156,4 +156,4 @@ def excess(objective: float | None, reference: float | None, sense: str = "min")
     if objective is None or reference is None or reference == 0:
         return None
     sign = 1.0 if sense == "min" else -1.0
-    return sign * (objective - reference) / abs(reference)
+    return sign * (objective - reference) / abs(reference) + 0.0  # + 0.0: no -0.0 when equal
