@@ -307,8 +307,8 @@ def compare(
         return
     where = f"{label} ({point})" if problem_record(problem).scenario_kind == "hydra" else label
     typer.echo(f"{problem} on {where}, time limit {cfg.time_limit_s:g} s per exact solve")
-    typer.echo(f"{'method':14s} {'exact':>5s} {'objective':>12s} {'bound':>12s} {'gap':>8s} {'to best':>8s} "
-               f"{'status':>12s} {'wall s':>8s}")
+    typer.echo(f"{'method':14s} {'exact':>5s} {'objective':>12s} {'bound':>12s} {'proven gap':>10s} "
+               f"{'over bound':>10s} {'status':>12s} {'wall s':>8s}")
     for r in rows:
         def num(v: float | None) -> str:
             return "-" if v is None else f"{v:.5g}"
@@ -317,7 +317,7 @@ def compare(
             return "-" if v is None else f"{100 * v:.3g}%"
 
         typer.echo(f"{r['method']:14s} {'yes' if r['exact'] else 'no':>5s} {num(r['objective']):>12s} "
-                   f"{num(r['bound']):>12s} {pct(r['gap']):>8s} {pct(r['gap_to_best_bound']):>8s} "
+                   f"{num(r['bound']):>12s} {pct(r['gap']):>10s} {pct(r['gap_to_best_bound']):>10s} "
                    f"{r['status']:>12s} {r['wall_s']:8.2f}")
 
 

@@ -7,6 +7,11 @@ its scenario hash, seed, versions and solver settings):
 
 ``kind``
     The scenario kind.
+``command``
+    The command line as given (``sys.argv``).
+``code_version``
+    ``package`` (chipdse's installed version) and ``git_commit`` (the commit of the checkout chipdse runs from,
+    "unknown" outside a git checkout).
 ``scenario``
     ``name``, ``path``, ``sha256`` of the file, and ``files``: path and sha256 of every file it names (package,
     library, workload and model card for HYDRA; the model cards for SNAKE and NOVA), by field.
@@ -18,7 +23,8 @@ its scenario hash, seed, versions and solver settings):
     Settings (time limit s, relative gap, threads, seed, ...) and ``solves``: each solve's problem, method,
     status and ``termination`` (which limit ended it), objective, bound and wall seconds.
 ``timings``
-    ``wall_s`` and ``cpu_s`` per stage.
+    ``wall_s`` and ``cpu_s`` per stage (the only wall-clock and CPU times of a run: the PDF prints none, so the
+    same results give the same PDF bytes).
 ``summary``
     The headline numbers (the study's ``summary(result)``).
 ``details``
@@ -30,19 +36,28 @@ from __future__ import annotations
 import json
 import math
 import platform
+import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from chipdse.core.io import atomic_path, write_text_atomic
 from chipdse.core.specs import file_sha256
 
 PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "matplotlib", "pydantic")
-MANIFEST_KEYS = ("kind", "scenario", "seed", "versions", "solver", "timings", "summary", "details")
+MANIFEST_KEYS = ("kind", "command", "code_version", "scenario", "seed", "versions", "solver", "timings", "summary",
+                 "details")
 """Top-level keys of every manifest, in order."""
+COLUMNS_SUFFIX = ".columns.csv"
+"""The companion of a study's CSV (``points.csv`` -> ``points.columns.csv``): one row per column of the CSV with
+its ``column``, ``unit`` and ``description``."""
+PDF_METADATA = {"CreationDate": None, "Creator": "chipdse", "Producer": "chipdse"}
+"""PDF metadata without a date or a library version, so the same pages give the same bytes."""
 
 
 def package_versions() -> dict[str, str]:
@@ -54,6 +69,31 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[p] = "not installed"
     return out
+
+
+def code_version() -> dict[str, str]:
+    """chipdse's installed version and the git commit of the checkout it runs from.
+
+    Returns
+    -------
+    dict
+        ``package`` (e.g. "0.1.0", "unknown" when not installed) and ``git_commit`` (40 hex digits, or "unknown"
+        when the package is not in a git checkout or git is not available).
+    """
+    try:
+        package = metadata.version("chipdse")
+    except metadata.PackageNotFoundError:
+        package = "unknown"
+    root = Path(__file__).resolve().parent.parent
+    commit = "unknown"
+    if (root / ".git").exists():
+        try:
+            out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                 timeout=10, check=True)
+            commit = out.stdout.strip() or "unknown"
+        except (OSError, subprocess.SubprocessError):
+            commit = "unknown"
+    return {"package": package, "git_commit": commit}
 
 
 def strict_json(obj: Any) -> Any:
@@ -84,6 +124,8 @@ def manifest(result: Any, summary: dict[str, Any], details: dict[str, Any]) -> d
     files = {k: {"path": str(p), "sha256": file_sha256(p)} for k, p in sc.named_files.items()}
     return strict_json({
         "kind": sc.spec.kind,
+        "command": list(sys.argv),
+        "code_version": code_version(),
         "scenario": {"name": sc.spec.name, "path": str(sc.path), "sha256": sc.sha256, "files": files},
         "seed": result.solver.seed,
         "versions": {"python": platform.python_version(), **package_versions()},
@@ -94,8 +136,23 @@ def manifest(result: Any, summary: dict[str, Any], details: dict[str, Any]) -> d
     })
 
 
+def columns_table(cols: dict[str, tuple[str, str]]) -> pd.DataFrame:
+    """The column-description table of a study's CSV: ``cols`` (``{column: (unit, description)}``) as rows of
+    ``column``, ``unit``, ``description``."""
+    return pd.DataFrame([{"column": k, "unit": u, "description": d} for k, (u, d) in cols.items()],
+                        columns=["column", "unit", "description"])
+
+
+def write_pdf(result: Any, pages: ModuleType, path: Path) -> None:
+    """Draw the study's pages (``pages.draw``) into the PDF ``path``, atomically, with :data:`PDF_METADATA`: the
+    same result gives the same bytes."""
+    with atomic_path(path) as tmp, PdfPages(tmp, metadata=PDF_METADATA) as pdf:
+        pages.draw(pdf, result)
+
+
 def write_report(result: Any, pages: ModuleType, summary: dict[str, Any], out_dir: Path) -> dict[str, Path]:
-    """Write ``report.pdf``, the study's CSV and ``manifest.json`` into ``out_dir``, each atomically.
+    """Write ``report.pdf``, the study's CSV, its column descriptions (:data:`COLUMNS_SUFFIX`) and
+    ``manifest.json`` into ``out_dir``, each atomically.
 
     Parameters
     ----------
@@ -103,7 +160,8 @@ def write_report(result: Any, pages: ModuleType, summary: dict[str, Any], out_di
         The study's result (see :func:`manifest`).
     pages : module
         The study's report module: ``draw(pdf, result)`` draws the PDF pages, ``CSV`` is the CSV's
-        ``(file name, result attribute)``, ``details(result)`` the manifest's study-specific part.
+        ``(file name, result attribute)``, ``columns(result)`` its ``{column: (unit, description)}``,
+        ``details(result)`` the manifest's study-specific part.
     summary : dict
         The study's headline numbers (``summary(result)`` of the study module).
     out_dir : Path
@@ -111,7 +169,7 @@ def write_report(result: Any, pages: ModuleType, summary: dict[str, Any], out_di
     Returns
     -------
     dict[str, Path]
-        ``{"pdf": ..., "csv": ..., "manifest": ...}``.
+        ``{"pdf": ..., "csv": ..., "columns": ..., "manifest": ...}``.
 
     Raises
     ------
@@ -123,10 +181,13 @@ def write_report(result: Any, pages: ModuleType, summary: dict[str, Any], out_di
     table = getattr(result, attr)
     text = json.dumps(manifest(result, summary, pages.details(result)), indent=2, default=str, allow_nan=False)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"pdf": out_dir / "report.pdf", "csv": out_dir / csv_name, "manifest": out_dir / "manifest.json"}
-    with atomic_path(paths["pdf"]) as tmp, PdfPages(tmp) as pdf:
-        pages.draw(pdf, result)
+    cols = columns_table(pages.columns(result))
+    paths = {"pdf": out_dir / "report.pdf", "csv": out_dir / csv_name,
+             "columns": out_dir / (Path(csv_name).stem + COLUMNS_SUFFIX), "manifest": out_dir / "manifest.json"}
+    write_pdf(result, pages, paths["pdf"])
     with atomic_path(paths["csv"]) as tmp:
         table.to_csv(tmp, index=False)
+    with atomic_path(paths["columns"]) as tmp:
+        cols.to_csv(tmp, index=False)
     write_text_atomic(paths["manifest"], text)
     return paths

@@ -10,15 +10,25 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
-from chipdse.core.solution import Solution  # noqa: E402
+from chipdse.core.solution import (  # noqa: E402
+    EXCESS_OVER_BEST,
+    EXCESS_OVER_BOUND,
+    PROVEN_GAP,
+    Solution,
+    SolutionStatus,
+    excess,
+)
 from chipdse.reports import sim_pages
 from chipdse.reports.files import package_versions, strict_json
 from chipdse.reports.generality_page import generality_pages
-from chipdse.reports.style import PAGE, caption, fmt, table_page
+from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_pages
 from chipdse.studies.explore import ExploreResult, FinalistResult, best_exact  # noqa: E402
+from chipdse.studies.simstudy import FIDELITY_THRESHOLDS, finalist_layouts  # noqa: E402
 
 TYPE_COLOURS = {"Ap": "#1f77b4", "Ad": "#aec7e8", "Mp": "#d62728", "Md": "#ff9896",
                 "hbm:attention": "#2ca02c", "hbm:mamba": "#ff7f0e"}
@@ -31,7 +41,7 @@ def _title_page(pdf: PdfPages, r: ExploreResult) -> None:
     sc = r.scenario
     df = r.points
     fig = plt.figure(figsize=PAGE)
-    fig.text(0.06, 0.9, "chipdse design report", fontsize=22, fontweight="bold")
+    fig.text(0.06, 0.9, "chipdse design report: the run", fontsize=22, fontweight="bold")
     lines = [
         f"Scenario: {sc.spec.name}   ({sc.path})   sha256 {sc.sha256[:16]}",
         f"Model: {sc.model.name}: {sc.model.total_params / 1e9:.3f} B parameters "
@@ -46,7 +56,6 @@ def _title_page(pdf: PdfPages, r: ExploreResult) -> None:
         "Unbuildable: " + ("; ".join(r.infeasible_reasons) if r.infeasible_reasons else "none"),
         f"Solver settings: time limit {r.solver.time_limit_s:g} s per exact solve, relative gap {r.solver.rel_gap:g}, "
         f"{r.solver.threads} threads, seed {r.solver.seed}",
-        f"Wall time: sweep {r.timings_s.get('sweep_s', 0):.1f} s, finalists {r.timings_s.get('finalists_s', 0):.1f} s",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in package_versions().items()),
         f"Python {platform.python_version()} on {platform.machine()}",
         "",
@@ -74,37 +83,196 @@ def _key_results(r: ExploreResult) -> list[str]:
             lines.append(f"      {s['layout']}: {s['throughput_tps']:.1f} tok/s, {ttft}")
         best = best_exact(f.placement)
         if best is not None:
-            proof = ("proven optimal" if best.status.value == "optimal"
-                     else f"gap {100 * (best.gap or 0):.2g}% to the proven bound")
-            lines.append(f"      placement {best.method}: {best.objective:.4g} byte-hops/s ({proof})")
+            lines.append(f"      placement {best.method}: {best.objective:.4g} byte-hops/s ({proof(best)})")
     return lines
+
+
+def ended_by(s: Solution) -> str:
+    """Which limit or event ended a solve, in words (its ``termination``, e.g. "time limit")."""
+    return s.termination.value.replace("_", " ")
+
+
+def proof(s: Solution) -> str:
+    """A solve's proof status in words: "proven optimal", or its proven gap (:data:`PROVEN_GAP`) and the limit that
+    ended it, or its status and that limit when it has no bound."""
+    if s.status == SolutionStatus.OPTIMAL:
+        return "proven optimal"
+    if s.gap is not None:
+        return f"proven gap {100 * s.gap:.3g}%, ended by the {ended_by(s)}"
+    return f"{s.status.value.replace('_', ' ')}, ended by the {ended_by(s)}"
+
+
+def _served(f: FinalistResult, layout: str) -> dict[str, Any] | None:
+    return next((s for s in f.serving if s["layout"] == layout), None)
+
+
+EXACT_LAYOUT = "exact placement + exact mapping"
+"""The serving re-score's name of a finalist's exact layout (best exact placement and mapping)."""
+
+
+def recommendation(r: ExploreResult) -> dict[str, Any]:
+    """The design page 1 recommends (B*, the first finalist) and what backs it.
+
+    Returns
+    -------
+    dict
+        ``role``, ``label``; ``counts`` (compute chiplets per type), ``n_hbm``, ``hbm_attention``, ``hbm_mamba``
+        (HBM stacks), ``d2d_GBps``, ``max_batch``, ``batch_eff``; ``screen`` (the sweep's throughput_tps,
+        ttft_s), ``estimator`` (the estimator's re-score of the exact layout: throughput_tps = capacity x mean
+        output, ttft_s at the offered load; None without it), ``simulator`` (the event simulator on the same
+        layout: saturated throughput_tps, ttft_s at the offered load; None when it was not simulated);
+        ``solves`` (per problem: each exact solve's method, status, termination, proven gap); ``fidelity`` (the
+        run's fidelity metrics, {} without a simulation).
+    """
+    f = r.finalists[0]
+    row = f.row
+    est = _served(f, EXACT_LAYOUT)
+    sim = None
+    if r.simulation is not None and not r.simulation.fidelity.empty:
+        hit = r.simulation.fidelity[r.simulation.fidelity["label"] == row["label"]]
+        if not hit.empty:
+            sim = {"throughput_tps": float(hit["sim_throughput_tps"].iloc[0]),
+                   "ttft_s": float(hit["sim_ttft_s"].iloc[0])}
+    solves = {name: [{"method": s.method, "status": s.status.value, "termination": s.termination.value,
+                      "proven_gap": s.gap} for s in sols if s.exact]
+              for name, sols in (("hbm-partition", f.hbm), ("placement", f.placement), ("mapping", f.mapping))}
+    return strict_json({
+        "role": f.role, "label": row["label"],
+        "counts": {t: int(row[t]) for t in r.scenario.compute_types()},
+        "n_hbm": int(row["n_hbm"]), "hbm_attention": int(row["hbm_attention"]), "hbm_mamba": int(row["hbm_mamba"]),
+        "d2d_GBps": float(row["d2d_GBps"]), "max_batch": int(row["max_batch"]), "batch_eff": int(row["batch_eff"]),
+        "screen": {"throughput_tps": float(row["throughput_tps"]), "ttft_s": float(row["ttft_s"])},
+        "estimator": None if est is None else {"throughput_tps": float(est["throughput_tps"]),
+                                               "ttft_s": float(est["ttft_s"]) if est["stable"] else None},
+        "simulator": sim, "solves": solves,
+        "fidelity": {} if r.simulation is None else dict(r.simulation.metrics)})
+
+
+def _num(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
+    rec = recommendation(r)
+    sc = r.scenario
+    lib = {c.name: c for c in sc.library.compute}
+    kinds = ", ".join(f"{n} {t} ({lib[t].family} {lib[t].phase})" for t, n in rec["counts"].items())
+    st = r.points[r.points["stable"]]
+    top = st[st["throughput_tps"] >= st["throughput_tps"].mean()]
+    above = len(top)
+    ratio = (top["throughput_tps"] / top["ttft_s"]).sort_values(ascending=False, kind="stable")
+    lines = [
+        f"## Build {rec['role']} = {rec['label']}",
+        f"What it is: {sum(rec['counts'].values())} compute chiplets: {kinds}; {rec['n_hbm']} {sc.library.memory.name} "
+        f"stacks ({rec['hbm_attention']} for the attention blocks, {rec['hbm_mamba']} for the Mamba blocks); "
+        f"{rec['d2d_GBps']:.0f} GB/s D2D links on every mesh port; max batch {rec['max_batch']} (the memory allows "
+        f"{rec['batch_eff']} at once); on the {sc.package.rows} x {sc.package.cols} package of {sc.package.name}.",
+        f"Why: B* has the highest throughput / TTFT of the {above:,} stable points with above-average throughput "
+        f"({int(r.points['stable'].sum()):,} stable of {len(r.points):,} scored) for {sc.model.name} on "
+        f"{sc.workload.name} at {sc.workload.arrival_rate_rps:g} req/s.",
+    ]
+    ties = ratio[ratio >= ratio.iloc[0] * (1 - 1e-12)].index.drop(r.points.index[r.points["label"] == rec["label"]],
+                                                                   errors="ignore")
+    if len(ties):
+        lines.append(f"    {len(ties)} other design(s) tie with B* at the screen (same throughput and TTFT), e.g. "
+                     f"{r.points.loc[ties[0], 'label']}: B* is the first in the sweep's order.")
+    rest = ratio[ratio < ratio.iloc[0] * (1 - 1e-12)]
+    if len(rest):
+        nxt = r.points.loc[rest.index[0]]
+        short = 1 - rest.iloc[0] / ratio.iloc[0]
+        lines.append(f"    The next design, {nxt['label']}, is {100 * short:.2g}% below B*'s throughput / TTFT "
+                     f"({nxt['throughput_tps']:.1f} tok/s at TTFT {nxt['ttft_s']:.3f} s)"
+                     + (": a margin this small rests on the estimator, whose fidelity is below." if short < 0.01
+                        else "."))
+    if len(r.finalists) > 1:
+        m = r.finalists[1].row
+        lines.append(f"    M_T ({m['label']}, the highest throughput) gives {m['throughput_tps']:.1f} tok/s at TTFT "
+                     f"{m['ttft_s']:.3f} s; B* gives {rec['screen']['throughput_tps'] / m['throughput_tps']:.1%} of "
+                     f"that throughput at {rec['screen']['ttft_s'] / m['ttft_s']:.1%} of its TTFT.")
+    est, sim, scr = rec["estimator"] or {}, rec["simulator"] or {}, rec["screen"]
+    lines += [
+        "",
+        "## Estimator vs simulator, same design",
+        "| quantity                              sweep screen   estimator, exact layout   simulator, exact layout",
+        f"| throughput (tok/s)                    {scr['throughput_tps']:>12.1f}   "
+        f"{_num(est.get('throughput_tps'), '.1f'):>23s}   {_num(sim.get('throughput_tps'), '.1f'):>23s}",
+        f"| TTFT at the offered load (s)          {scr['ttft_s']:>12.3f}   "
+        f"{_num(est.get('ttft_s'), '.3f'):>23s}   {_num(sim.get('ttft_s'), '.3f'):>23s}",
+        "Sweep screen: fluid mapping and an assumed mean hop count. Exact layout: the best exact placement and "
+        "mapping below. Simulator throughput: saturated (arrivals at twice the estimated capacity); TTFT: at the "
+        "offered load." + ("" if rec["simulator"] else " The simulator did not run this design (simulation "
+                           "disabled or skipped)."),
+        "",
+        "## How sure: every exact solve behind it",
+    ]
+    names = {"hbm-partition": "HBM partition (HYDRA Eq. 1)", "placement": "placement (HYDRA Eq. 2)",
+             "mapping": "decode mapping (HYDRA Eq. 5)"}
+    f = r.finalists[0]
+    for key, sols in (("hbm-partition", f.hbm), ("placement", f.placement), ("mapping", f.mapping)):
+        exact = [s for s in sols if s.exact]
+        best = best_exact(sols)
+        used = f"; used: {best.method}" if best is not None else "; no exact solution"
+        lines.append(f"    {names[key]}: " + "; ".join(f"{s.method} {proof(s)}" for s in exact) + used)
+    lines.append(f"    ({PROVEN_GAP}.)")
+    lines += ["", "## How sure: estimator fidelity on this run"]
+    fid = rec["fidelity"]
+    if fid:
+        lines.append(f"    on {int(fid.get('points', 0))} simulated design points: " + "; ".join(
+            f"{k} = {fid[k]:.3f} (target >= {t}: {'met' if fid[k] >= t else 'NOT met'})"
+            for k, t in FIDELITY_THRESHOLDS.items() if k in fid) + ".")
+    else:
+        lines.append("    not measured (simulation disabled or too few simulated points).")
+    lines += ["", "Terms (chiplet types, label format, B*, M_T, max batch, gaps, every points.csv column): see the "
+              "glossary at the end."]
+    text_pages(pdf, f"Recommendation: {rec['label']}", lines)
+
+
+def _pareto_panel(ax: plt.Axes, df: Any, st: Any, front: Any) -> None:
+    ax.scatter(st["ttft_s"], st["throughput_tps"], s=3, c="#bbbbbb", label=f"stable points ({len(st):,})",
+               rasterized=True)
+    distinct = len(front.drop_duplicates(["ttft_s", "throughput_tps"]))
+    ax.plot(front["ttft_s"], front["throughput_tps"], "o-", c="#1f77b4", ms=4, zorder=3,
+            label=f"Pareto front ({len(front)} points, {distinct} distinct)")
+    for role, marker, colour, size, z in (("M_T", "D", "#2ca02c", 90, 4), ("B*", "*", "#d62728", 260, 5)):
+        sel = df[df["role"].str.contains(role, regex=False)]
+        if not sel.empty:
+            row = sel.iloc[0]
+            ax.scatter([row["ttft_s"]], [row["throughput_tps"]], marker=marker, s=size, c=colour, zorder=z,
+                       edgecolors="k", label=f"{role}: {row['label']}")
+    ax.grid(True, which="both", alpha=0.3)
 
 
 def _pareto_page(pdf: PdfPages, r: ExploreResult) -> None:
     df = r.points
     st = df[df["stable"]]
-    fig, ax = plt.subplots(figsize=PAGE)
-    ax.scatter(st["ttft_s"], st["throughput_tps"], s=3, c="#bbbbbb", label=f"stable points ({len(st):,})",
-               rasterized=True)
     front = df[df["pareto"]].sort_values("ttft_s")
-    distinct = len(front.drop_duplicates(["ttft_s", "throughput_tps"]))
-    for role, marker, colour in (("B*", "*", "#d62728"), ("M_T", "D", "#2ca02c")):
-        sel = df[df["role"].str.contains(role, regex=False)]
-        if not sel.empty:
-            row = sel.iloc[0]
-            ax.scatter([row["ttft_s"]], [row["throughput_tps"]], marker=marker, s=160, c=colour, zorder=3,
-                       edgecolors="k", label=f"{role}: {row['label']}")
-    ax.plot(front["ttft_s"], front["throughput_tps"], "o-", c="#1f77b4", ms=4, zorder=4,
-            label=f"Pareto front ({len(front)} points, {distinct} distinct)")
-    ax.set_xscale("log")
-    ax.set_xlabel("mean TTFT at the offered load (s, log scale)")
-    ax.set_ylabel("throughput (output tokens/s)")
-    ax.set_title("Pareto front: throughput vs TTFT (Markov/fluid estimator)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8, markerscale=0.7, framealpha=0.95)
-    caption(fig, f"{len(df):,} points scored; {len(df) - len(st):,} unstable or infeasible points omitted. "
-             "B* = best throughput/TTFT among stable points with above-average throughput; M_T = highest "
-             "throughput. Several compositions can share one (TTFT, throughput) point.", y=0.01)
+    fig, (full, zoom) = plt.subplots(1, 2, figsize=PAGE)
+    top = caption(fig, f"{len(df):,} points scored; {len(df) - len(st):,} unstable or infeasible points omitted. "
+                  "Left: every stable point (log TTFT axis); right: the window around the Pareto front (linear "
+                  "axes), where B* (star) and M_T (diamond) are told apart. B* = best throughput/TTFT among stable "
+                  "points with above-average throughput; M_T = highest throughput. Several compositions can share "
+                  "one (TTFT, throughput) point.", y=0.02)
+    fig.subplots_adjust(bottom=top + 0.09, top=0.9, wspace=0.25)
+    _pareto_panel(full, df, st, front)
+    full.set_xscale("log")
+    full.xaxis.set_minor_formatter(NullFormatter())
+    full.set_xlabel("mean TTFT at the offered load (s, log scale)")
+    full.set_ylabel("throughput (output tokens/s)")
+    full.set_title("all stable points", fontsize=10)
+    _pareto_panel(zoom, df, st, front)
+    finals = df[df["role"] != "-"]
+    xs = np.concatenate([front["ttft_s"].to_numpy(), finals["ttft_s"].to_numpy()])
+    ys = np.concatenate([front["throughput_tps"].to_numpy(), finals["throughput_tps"].to_numpy()])
+    xs, ys = xs[np.isfinite(xs)], ys[np.isfinite(ys)]
+    if len(xs):
+        dx = max(xs.max() - xs.min(), 1e-3 * max(xs.max(), 1e-9))
+        dy = max(ys.max() - ys.min(), 1e-3 * max(ys.max(), 1e-9))
+        zoom.set_xlim(xs.min() - 0.08 * dx, xs.max() + 0.08 * dx)
+        zoom.set_ylim(ys.min() - 0.05 * dy, ys.max() + 0.08 * dy)
+    zoom.set_xlabel("mean TTFT at the offered load (s)")
+    zoom.set_title("around the Pareto front", fontsize=10)
+    zoom.legend(loc="lower right", fontsize=7, markerscale=0.6, framealpha=0.95)
+    fig.suptitle("Pareto front: throughput vs TTFT (Markov/fluid estimator)", fontsize=12)
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -157,13 +325,8 @@ def _draw_floorplan(ax: plt.Axes, r: ExploreResult, sol: Solution, title: str) -
         if ty:
             ax.text(cc + 0.5, rr + 0.5, ty.replace("hbm:attention", "HBM\nattn").replace("hbm:mamba", "HBM\nmamba"),
                     ha="center", va="center", fontsize=7)
-    if not sol.exact:
-        proof = ""
-    elif sol.status.value == "optimal":
-        proof = ", proven optimal"
-    else:
-        proof = f", gap {100 * (sol.gap or 0):.2g}% to its bound"
-    ax.set_title(f"{title}\n{sol.method}: {sol.objective:.3e} byte-hops/s{proof}", fontsize=8)
+    note = f"\n{proof(sol)}" if sol.exact else ""
+    ax.set_title(f"{title}\n{sol.method}: {sol.objective:.3e} byte-hops/s{note}", fontsize=7)
 
 
 def _floorplan_page(pdf: PdfPages, r: ExploreResult) -> None:
@@ -191,10 +354,9 @@ def _floorplan_page(pdf: PdfPages, r: ExploreResult) -> None:
 def _solution_rows(sols: list[Solution], scale: float = 1.0) -> list[list[str]]:
     """One table row per method (values multiplied by ``scale`` for display).
 
-    Columns: method, exact, objective, own bound, MILP gap % (|objective - own bound| / |objective|, as solvers
-    report it), worse than best known % ((objective - best objective of any method) / best), and
-    at most worse than optimum % ((objective - tightest proven bound) / bound: the optimum lies between the
-    bound and the best known objective, so this is an upper limit on the method's loss), status, wall s.
+    Columns: method, exact, objective, own bound, proven gap % (:data:`PROVEN_GAP`), excess over best %
+    (:data:`EXCESS_OVER_BEST`), excess over bound % (:data:`EXCESS_OVER_BOUND`), status and the limit that ended
+    the solve.
     """
     if not sols:
         return []
@@ -205,24 +367,22 @@ def _solution_rows(sols: list[Solution], scale: float = 1.0) -> list[list[str]]:
     bound = max(bounds, key=lambda v: sign * v) if bounds else None
     rows = []
     for s in sols:
-        worse = None if best is None or s.objective is None or not best else sign * (s.objective - best) / abs(best)
-        loss = None if bound is None or s.objective is None or not bound else sign * (s.objective - bound) / abs(bound)
-        status = s.status.value if s.termination.value != "time_limit" else f"{s.status.value} (time limit)"
+        over_best, over_bound = excess(s.objective, best, s.sense), excess(s.objective, bound, s.sense)
         rows.append([s.method, fmt(s.exact), fmt(None if s.objective is None else s.objective * scale),
                      fmt(None if s.bound is None else s.bound * scale),
-                     fmt(None if s.gap is None else 100 * s.gap, 3), fmt(None if worse is None else 100 * worse, 3),
-                     fmt(None if loss is None else 100 * loss, 3), status, f"{s.wall_s:.2f}"])
+                     fmt(None if s.gap is None else 100 * s.gap, 3),
+                     fmt(None if over_best is None else 100 * over_best, 3),
+                     fmt(None if over_bound is None else 100 * over_bound, 3), s.status.value, ended_by(s)])
     return rows
 
 
 def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
-    cols = ["method", "exact", "objective", "own bound", "MILP gap %", "worse than best known %",
-            "at most worse than optimum %", "status", "wall s"]
+    cols = ["method", "exact", "objective", "own bound", "proven gap %", "excess over best %",
+            "excess over bound %", "status", "ended by"]
     table_page(pdf, f"Exact vs heuristic: {f.role} ({f.row['label']})",
-                "Worse than best known: relative to the best objective any method found. At most worse than optimum: "
-                "relative to the tightest proven bound, so it caps the method's loss against the true optimum. "
-                "MILP gap: the method's own |objective - bound| / objective; 0 means proven optimal. Exact methods "
-                "are warm-started from the best heuristic and stop at the time limit with their incumbent and bound.",
+                f"The report's three gaps, each defined once: {PROVEN_GAP}; {EXCESS_OVER_BEST}; "
+                f"{EXCESS_OVER_BOUND}. Exact methods are warm-started from the best heuristic and stop at their "
+                "limit with their incumbent and bound ('ended by').",
                 [("Placement: byte-hops/s, minimize (HYDRA Eq. 2 + chiplet-to-chiplet traffic)", cols,
                   _solution_rows(f.placement)),
                  ("HBM partition: min(r_M, r_A) concurrent requests, maximize (HYDRA Eq. 1)", cols,
@@ -232,9 +392,11 @@ def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
 
 
 def details(r: ExploreResult) -> dict[str, Any]:
-    """The manifest's HYDRA part: model, workload, unbuildable reasons, finalists, simulation and Table IV."""
+    """The manifest's HYDRA part: the page-1 recommendation (:func:`recommendation`), model, workload, unbuildable
+    reasons, finalists, simulation and Table IV."""
     sc = r.scenario
     return {
+        "recommendation": recommendation(r),
         "model": sc.model.key, "workload": sc.workload.name, "infeasible_reasons": r.infeasible_reasons,
         "finalists": {f.role: f.row["label"] for f in r.finalists},
         "simulation": None if r.simulation is None else {
@@ -246,7 +408,8 @@ def details(r: ExploreResult) -> dict[str, Any]:
 
 
 def draw(pdf: PdfPages, r: ExploreResult) -> None:
-    """Draw every page of the HYDRA report into ``pdf``."""
+    """Draw every page of the HYDRA report into ``pdf``: the recommendation first, the glossary last."""
+    _recommendation_page(pdf, r)
     _title_page(pdf, r)
     _pareto_page(pdf, r)
     _config_page(pdf, r)
@@ -254,11 +417,85 @@ def draw(pdf: PdfPages, r: ExploreResult) -> None:
     for f in r.finalists:
         _compare_page(pdf, f)
     if r.simulation is not None:
-        b_star = r.finalists[0].row["label"]
+        b = r.finalists[0]
+        best = best_exact(b.placement)
         if r.simulation.metrics:
             sim_pages.fidelity_page(pdf, r.simulation, r.scenario.spec.name)
-        sim_pages.layout_page(pdf, r.simulation, b_star)
-        sim_pages.noi_page(pdf, r.simulation, r.scenario.package.rows, r.scenario.package.cols, b_star)
-        sim_pages.policy_page(pdf, r.simulation, b_star, r.scenario.spec.simulation.load)
+        sim_pages.layout_page(pdf, r.simulation, b.row["label"], None if best is None else best.objective)
+        placements = {k: lay.placement for k, lay in finalist_layouts(b).items()}
+        sim_pages.noi_page(pdf, r.simulation, r.scenario.package.rows, r.scenario.package.cols, b.row["label"],
+                           placements)
+        sim_pages.policy_page(pdf, r.simulation, b.row["label"], r.scenario.spec.simulation.load)
     if r.generality is not None:
         generality_pages(pdf, r.generality)
+    _glossary_pages(pdf, r)
+
+
+def columns(r: ExploreResult) -> dict[str, tuple[str, str]]:
+    """Every points.csv column: ``{name: (unit, description)}`` in the CSV's order ("-" for unitless), the compute
+    chiplet types read from the scenario's library and model."""
+    lib = {c.name: c for c in r.scenario.library.compute}
+    mem = r.scenario.library.memory.name
+    out: dict[str, tuple[str, str]] = {"point": ("-", "row number of the design point in the sweep")}
+    for t in r.scenario.compute_types():
+        out[t] = ("chiplets", f"number of {t} chiplets ({lib[t].family} blocks, {lib[t].phase} phase)")
+    out |= {
+        "label": ("-", "the point's label (format: see the glossary)"),
+        "n_hbm": ("stacks", f"{mem} stacks in the package"),
+        "d2d_GBps": ("GB/s", "die-to-die link bandwidth of every mesh port (1e9 bytes/s)"),
+        "max_batch": ("requests", "largest decode batch the design allows (a design choice)"),
+        "hbm_attention": ("stacks", f"{mem} stacks holding the attention blocks' weights and KV cache"),
+        "hbm_mamba": ("stacks", f"{mem} stacks holding the Mamba blocks' weights and SSM state"),
+        "r_mem": ("requests", "requests the HBM holds at once next to the weights, min(r_M, r_A) (HYDRA Eq. 1); "
+                              "0 = the weights and one request do not fit"),
+        "batch_eff": ("requests", "effective batch: max_batch capped by r_mem (at least 1)"),
+        "decode_stages": ("stages", "decode pipeline stages (chiplets the decode blocks are spread over)"),
+        "decode_concurrency": ("requests", "requests decoding at once at full load"),
+        "decode_iteration_s": ("s", "time between two output tokens of one request at full load (the TBT at "
+                                    "saturation)"),
+        "prefill_rps": ("requests/s", "prefill capacity: 1 / prefill bottleneck stage time"),
+        "decode_rps": ("requests/s", "decode capacity: concurrent requests / (iteration time x mean output "
+                                     "tokens)"),
+        "capacity_rps": ("requests/s", "sustainable request rate: min(prefill_rps, decode_rps); 0 when infeasible"),
+        "throughput_tps": ("tokens/s", "sustainable output tokens/s: capacity_rps x mean output tokens "
+                                       "(HYDRA Eq. 8)"),
+        "ttft_s": ("s", "mean time to first token at the offered load; empty when unstable"),
+        "stable": ("yes/no", "capacity above the offered load (a finite TTFT)"),
+        "feasible": ("yes/no", "the weights and one request fit the HBM stacks"),
+        "reason": ("-", "why a point is infeasible or unstable; empty otherwise"),
+        "pareto": ("yes/no", "on the throughput-TTFT Pareto front among stable points"),
+        "role": ("-", "B*, M_T, B*,M_T (both) or - (neither)"),
+    }
+    return out
+
+
+def _glossary_pages(pdf: PdfPages, r: ExploreResult) -> None:
+    sc = r.scenario
+    types = sc.compute_types()
+    lib = {c.name: c for c in sc.library.compute}
+    example = r.finalists[0].row["label"]
+    fields = "-".join(f"{t}<n>" for t in types)
+    lines = ["## Chiplet types (from the library " + sc.library.name + ", those the model " + sc.model.name
+             + " uses)"]
+    lines += [f"    {t}: {lib[t].family} blocks, {lib[t].phase} phase; {lib[t].compute_fraction:.0%} of the core area "
+              f"is compute, the rest SRAM; {lib[t].die_area_mm2:g} mm^2 die. Source: {lib[t].source or '-'}"
+              for t in types]
+    lines += [f"    HBM: a {sc.library.memory.name} stack, {sc.library.memory.capacity_GB:g} GB, "
+              f"{sc.library.memory.bandwidth_GBps:g} GB/s" + ("; HBM stacks sit on the package's outer ring of cells."
+                                                if sc.package.hbm_on_ring else "."),
+              "## Terms",
+              f"    Label: {fields}-HBM<stacks>-<D2D>GBps-B<max batch>, e.g. {example}: the number of chiplets of each "
+              "type, the HBM stacks, the D2D link bandwidth and the max batch.",
+              "    B*: the stable design with the highest throughput / TTFT among those with above-average throughput "
+              "(HYDRA Fig. 8). M_T: the stable design with the highest throughput.",
+              "    Max batch: the most requests one decode step may batch (a design choice); the effective batch is "
+              "capped by how many requests the HBM holds next to the weights.",
+              "    D2D: die-to-die link bandwidth of each of a chiplet's mesh ports, GB/s (PHY area grows with it).",
+              "    TTFT: time to first token of a request (queueing + prefill), s. TBT: time between two output "
+              "tokens of one request, s. Throughput: output tokens/s.",
+              "    Stable: capacity above the offered load; an unstable design's queue grows without bound.",
+              f"    Gaps: {PROVEN_GAP}.",
+              f"    {EXCESS_OVER_BEST}.",
+              f"    {EXCESS_OVER_BOUND}.",
+              "    Ended by: the limit or event that ended a solve (optimal, time limit, heuristic done, ...)."]
+    glossary_pages(pdf, lines, CSV[0], columns(r))

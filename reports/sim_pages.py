@@ -13,7 +13,8 @@ from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
-from chipdse.reports.style import PAGE, caption, fmt
+from chipdse.core.solution import EXCESS_OVER_BEST, excess
+from chipdse.reports.style import LINE_H, PAGE, caption, fmt, label_points
 from chipdse.studies.simstudy import ABLATION, FIDELITY_THRESHOLDS, SCHEDULER_VARIANTS, SimulationStudy
 
 
@@ -21,9 +22,18 @@ def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> 
     """Estimator vs simulator on the simulated Pareto candidates (throughput at saturation, TTFT at load)."""
     fid = study.fidelity.reset_index(drop=True)
     fig, axes = plt.subplots(1, 2, figsize=PAGE)
-    fig.subplots_adjust(bottom=0.3, top=0.88, wspace=0.3)
-    key = "   ".join(f"{k + 1}: {r['label']}" for k, r in fid.iterrows())
-    fig.text(0.5, 0.2, textwrap.fill(key, 170), ha="center", va="top", fontsize=6.5, family="monospace")
+    m = study.metrics
+    parts = []
+    for k, target in FIDELITY_THRESHOLDS.items():
+        if k in m:
+            parts.append(f"{k} = {m[k]:.3f} (target >= {target}: {'met' if m[k] >= target else 'NOT met'})")
+    top = caption(fig, "; ".join(parts) + ". Throughput: simulator saturated (Poisson arrivals at twice the "
+                  "estimated capacity, after a warm-up that turns the resident requests over); TTFT: simulator at "
+                  "the offered load. Same placement (exact) and LPT mapping on both sides. "
+                  "benchmarks/bench_fidelity.py runs the same check over the whole design space's throughput range.")
+    key = textwrap.wrap("   ".join(f"{k + 1}: {r['label']}" for k, r in fid.iterrows()), 150)
+    fig.text(0.5, top + 0.015, "\n".join(key), ha="center", va="bottom", fontsize=6.5, family="monospace")
+    fig.subplots_adjust(bottom=top + 0.015 + len(key) * 6.5 * LINE_H + 0.08, top=0.88, wspace=0.3)
     for ax, (est, sim, name) in zip(axes, (("est_throughput_tps", "sim_throughput_tps", "throughput (tok/s)"),
                                            ("est_ttft_s", "sim_ttft_s", "mean TTFT at the offered load (s)")),
                                     strict=True):
@@ -32,31 +42,21 @@ def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> 
             ax.axis("off")
             continue
         ax.scatter(d[est], d[sim], s=40, c="#1f77b4", edgecolors="k", zorder=3)
-        for k, r in d.iterrows():
-            ax.annotate(str(k + 1), (r[est], r[sim]), fontsize=6.5, xytext=(3, 3), textcoords="offset points")
         lo, hi = min(d[est].min(), d[sim].min()), max(d[est].max(), d[sim].max())
         ax.plot([lo, hi], [lo, hi], "--", c="#888888", label="simulator = estimator")
         ax.set_xlabel(f"estimator: {name}")
         ax.set_ylabel(f"simulator: {name}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
-    m = study.metrics
-    parts = []
-    for k, target in FIDELITY_THRESHOLDS.items():
-        if k in m:
-            parts.append(f"{k} = {m[k]:.3f} (target >= {target}: {'met' if m[k] >= target else 'NOT met'})")
+        label_points(ax, d[est].to_numpy(), d[sim].to_numpy(), [str(k + 1) for k in d.index], fontsize=6.5)
     fig.suptitle(f"Estimator vs event simulator on {len(fid)} design points of {scenario_name} (Pareto "
                  "candidates and points spread over the throughput ranking)", fontsize=10)
-    caption(fig, "; ".join(parts) + ". Throughput: simulator saturated (Poisson arrivals at twice the estimated "
-             "capacity, after a warm-up that turns the resident requests over); TTFT: simulator at the offered "
-             "load. Same placement (exact) and LPT mapping on both sides. benchmarks/bench_fidelity.py runs the "
-             "same check over the whole design space's throughput range.")
     pdf.savefig(fig)
     plt.close(fig)
 
 
 def _draw_links(ax: plt.Axes, rows: int, cols: int, links: dict[tuple[int, int], float],
-                chiplets: dict[str, float], norm: Normalize, title: str) -> None:
+                chiplets: dict[str, float], norm: Normalize, title: str, placement: dict[int, str] | None) -> None:
     cmap = plt.get_cmap("inferno_r")
     ax.set_xlim(-0.6, cols - 0.4)
     ax.set_ylim(rows - 0.4, -0.6)
@@ -69,8 +69,13 @@ def _draw_links(ax: plt.Axes, rows: int, cols: int, links: dict[tuple[int, int],
         names[int(cell)] = ty
     for cell in range(rows * cols):
         r, c = divmod(cell, cols)
-        ax.add_patch(plt.Rectangle((c - 0.3, r - 0.3), 0.6, 0.6, facecolor="#eeeeee", edgecolor="k", lw=0.5))
-        ax.text(c, r, names.get(cell, "HBM"), ha="center", va="center", fontsize=6)
+        ty = (placement or {}).get(cell, "")
+        name = names.get(cell) or ("HBM" if ty.startswith("hbm") or placement is None else "")
+        unused = not name
+        ax.add_patch(plt.Rectangle((c - 0.3, r - 0.3), 0.6, 0.6, facecolor="white" if unused else "#eeeeee",
+                                   edgecolor="k", lw=0.5, ls=":" if unused else "-"))
+        ax.text(c, r, name or "unused", ha="center", va="center", fontsize=6 if name else 5,
+                color="#888888" if unused else "k")
     for (a, b), u in links.items():
         ra, ca = divmod(int(a), cols)
         rb, cb = divmod(int(b), cols)
@@ -82,8 +87,12 @@ def _draw_links(ax: plt.Axes, rows: int, cols: int, links: dict[tuple[int, int],
     ax.set_title(title, fontsize=8)
 
 
-def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star: str) -> None:
-    """NoI link utilization (round-robin vs exact placement) and per-chiplet utilization of B*."""
+def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star: str,
+             placements: dict[str, dict[int, str]] | None = None) -> None:
+    """NoI link utilization (round-robin vs exact placement) and per-chiplet utilization of B*.
+
+    ``placements`` (``{"round-robin" | "exact": {cell: chiplet type}}``, B*'s layouts) tells HBM cells from unused
+    ones; without it every cell without a compute chiplet is drawn as HBM."""
     util = study.utilization
     if not {"round-robin", "exact"} <= set(util):
         return
@@ -96,7 +105,8 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
         ax = fig.add_subplot(gs[0, j])
         mx = max(u["links"].values(), default=0.0)
         _draw_links(ax, rows, cols, u["links"], u["chiplets"], norm,
-                    f"{key} placement: busiest link {mx:.0%}, mean {np.mean(list(u['links'].values())):.0%}")
+                    f"{key} placement: busiest link {mx:.0%}, mean {np.mean(list(u['links'].values())):.0%}",
+                    (placements or {}).get(key))
     fig.colorbar(ScalarMappable(norm, plt.get_cmap("inferno_r")), ax=fig.axes[:2], shrink=0.7,
                  label="link busy fraction")
     ax = fig.add_subplot(gs[1, :])
@@ -192,7 +202,8 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
     def change(v: float | None) -> str:
         return "n/a" if v is None else f"{-100 * v:+.1f}%"
 
-    caption(fig, "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = exact "
+    top = caption(fig, "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = "
+             "exact "
              "communication-aware placement + exact mapping; ET = HYDRA's elastic task scheduler; DB = dynamic "
              "batching. Every run of a dataset has the same window, measured from an empty system. Averages over "
              f"datasets: CP+ET+DB vs baseline {x(g['full_vs_baseline_throughput_x'])} throughput, TTFT change "
@@ -201,23 +212,27 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
              f"{change(g['elastic_vs_static_ttft_reduction'])} (HYDRA: 1.55x and -43.7% for its full method). A "
              "variant whose capacity is below the offered load shows its saturated throughput and a TTFT that grows "
              "with the window." + (f" Notes: {'; '.join(study.skipped)}." if study.skipped else ""))
+    fig.subplots_adjust(bottom=top + 0.07)
     pdf.savefig(fig)
     plt.close(fig)
 
 
-def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str) -> None:
-    """B*'s layouts: placement objectives and gaps, then estimator and simulator at serving time."""
+def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: float | None = None) -> None:
+    """B*'s layouts: placement objectives and their excess over ``best_eq2`` (the best exact placement's Eq. 2
+    objective, byte-hops/s; :data:`EXCESS_OVER_BEST`), busiest links, then estimator and simulator at serving
+    time."""
     t = study.layouts
     if t.empty:
         return
 
-    cols = ["layout", "Eq. 2\nbyte-hops/s", "Eq. 2 gap\nto bound", "busiest link\nGB/s", "its bound\nGB/s",
+    cols = ["layout", "Eq. 2\nbyte-hops/s", "Eq. 2 excess\nover best", "busiest link\nGB/s", "its bound\nGB/s",
             "est. capacity\ntok/s", "est. TTFT s\n(offered)", "sim. tok/s at\n90% load", "sim.\nTTFT s",
             "sim. TTFT\np99 s"]
     cells = []
     for _, r in t.iterrows():
         cells.append([r["layout"], fmt(r["eq2_byte_hops_per_s"], spec=".3e"),
-                      "-" if r["eq2_gap_to_bound"] is None else f"{100 * r['eq2_gap_to_bound']:.1f}%",
+                      fmt(None if (x := excess(r["eq2_byte_hops_per_s"], best_eq2)) is None else 100 * x,
+                          spec=".1f") + ("" if x is None else "%"),
                       fmt(r["max_link_GBps"], spec=".1f"), fmt(r["max_link_bound_GBps"], spec=".1f"),
                       fmt(r["est_throughput_tps"], spec=".0f"), fmt(r["est_ttft_s"], spec=".3f"),
                       fmt(r["sim_throughput_tps"], spec=".0f"),
@@ -230,11 +245,11 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str) -> None:
     table.set_fontsize(7)
     table.scale(1.0, 2.2)
     fig.suptitle(f"What the layout buys at serving time: B* ({b_star})", fontsize=11)
-    caption(fig, "Eq. 2 = HYDRA's hop-weighted volume at the design's capacity; gap = how far above the best proven "
-             "lower bound (from the exact placement methods) each layout is. Busiest link = the largest directed "
-             "link load under XY routing at the same traffic; the last row minimizes it (MILP within the scenario's "
-             "time limit, warm-started from the exact placement; its proven bound beside it). Estimator = the "
-             "layout re-score; simulator = the same offered load (90% of "
+    caption(fig, "Eq. 2 = HYDRA's hop-weighted volume at the design's capacity; excess over best: how much more "
+             f"than the best exact placement's ({EXCESS_OVER_BEST}). Busiest link = the largest directed "
+             "link load under XY routing at the same traffic; the last row minimizes it (warm-started from the "
+             "exact placement; its proven bound beside it). Estimator = the layout re-score; simulator = the same "
+             "offered load (90% of "
              "the exact layout's estimated capacity) and window as the scheduler study, dynamic batching, static "
              "scheduling, from an empty system.", y=0.05)
     pdf.savefig(fig)

@@ -12,14 +12,27 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
+from chipdse.core.solution import PROVEN_GAP  # noqa: E402
 from chipdse.evaluators.snake_pu import MODES  # noqa: E402
-from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
+from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
 from chipdse.studies.snake import PAPER_SPEEDUPS, SnakeStudy, average_speedups, mode_distribution  # noqa: E402
 
 BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288"}
 
 CSV = ("speedups.csv", "speedups")
 """The report's CSV: its file name and the result's table (SNAKE's decode speedup per baseline, model and batch)."""
+
+
+def columns(s: SnakeStudy) -> dict[str, tuple[str, str]]:
+    """Every speedups.csv column: ``{name: (unit, description)}`` ("-" for unitless)."""
+    return {
+        "model": ("-", "model card key"),
+        "batch": ("requests", "decode batch"),
+        "baseline": ("-", "the design SNAKE is compared with: " + "; ".join(f"{k} = {v}"
+                                                                          for k, v in BASELINE_LABELS.items())),
+        "speedup": ("x", "decode speedup of SNAKE: baseline decode-step latency / SNAKE's"),
+        "snake_step_s": ("s", "SNAKE's decode-step latency (the weight GEMMs of one step at this batch)"),
+    }
 
 
 def _speedup_page(pdf: PdfPages, s: SnakeStudy) -> None:
@@ -120,7 +133,7 @@ def _hardware_page(pdf: PdfPages, s: SnakeStudy) -> None:
         shapes = ", ".join(f"{a}x{b}" for a, b in r["shapes"]) or "-"
         rows.append([fmt(r["budget_mm2"]), r["method"], shapes, fmt(r["area_mm2"], spec=".3f"),
                      fmt(None if sol.objective is None else sol.objective * 1e3, spec=".4f"), sol.status.value,
-                     fmt(sol.wall_s, spec=".2f")])
+                     sol.termination.value.replace("_", " ")])
     ap = s.area_problem
     arows = []
     for sol in s.area_split:
@@ -129,7 +142,7 @@ def _hardware_page(pdf: PdfPages, s: SnakeStudy) -> None:
                       "-" if j is None else str(ap.buffer_kb[j]),
                       "-" if i is None else f"{ap.area_mm2(i, j):.3f} of {ap.area_budget_mm2:.3f}",
                       fmt(None if sol.objective is None else sol.objective * 1e6, spec=".1f"), sol.status.value,
-                      fmt(sol.wall_s, spec=".2f")])
+                      sol.termination.value.replace("_", " ")])
     table_page(pdf, "Exact hardware choices vs enumeration", "Shape set (formulations/snake_shapes.py): which "
                "logical shapes to support when each costs weight-injection ports (the widest shape's count, shared) "
                "and reconfiguration area; objective (mix time) = the decode steps of every Table 1 model at every "
@@ -138,9 +151,9 @@ def _hardware_page(pdf: PdfPages, s: SnakeStudy) -> None:
                "PE array vs buffer under the core's share of 2.35 mm^2; the buffer bounds the DRAM streaming rate "
                "by Little's law. Area figures are the scenario's stated assumptions.",
                [("Supported shape set per area budget (mm^2 per PU)",
-                 ["budget", "method", "shapes", "area mm^2", "mix time ms", "status", "wall s"], rows),
+                 ["budget", "method", "shapes", "area mm^2", "mix time ms", "status", "ended by"], rows),
                 ("PE / buffer split of one core", ["method", "array", "buffer KiB", "area mm^2", "latency us",
-                                                    "status", "wall s"], arows)])
+                                                    "status", "ended by"], arows)])
     grid = s.area_grid * 1e6
     fig, ax = plt.subplots(figsize=PAGE)
     fig.subplots_adjust(bottom=0.2, top=0.88)
@@ -224,3 +237,13 @@ def draw(pdf: PdfPages, s: SnakeStudy) -> None:
     _hardware_page(pdf, s)
     if not s.serving.empty:
         _serving_page(pdf, s)
+    glossary_pages(pdf, [
+        "## Terms",
+        "    PU: one processing unit of the NMP (cores of systolic arrays next to a DRAM stack); SNAKE reshapes each "
+        "array's logical shape (rows x cols) per operator.",
+        "    Baselines: " + "; ".join(f"{k} = {v}" for k, v in BASELINE_LABELS.items()) + ".",
+        f"    Modes: {', '.join(MODES)}: how an operator is split over the PUs (IS / OS = input / output "
+        "stationary; S = spatial split, ST = spatial and temporal; SNAKE Sec. 5a).",
+        "    Speedup: baseline decode-step latency / SNAKE's, same model and batch. TBT: time between two output "
+        "tokens of one request. E2E: a request's end-to-end latency.",
+        f"    Ended by: the limit or event that ended a solve; {PROVEN_GAP}."], CSV[0], columns(s))

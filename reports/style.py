@@ -7,6 +7,7 @@ import textwrap
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.backends.backend_pdf import PdfPages
 
 PAGE = (11.0, 8.5)
@@ -27,9 +28,48 @@ def fmt(v: Any, digits: int = 4, spec: str | None = None) -> str:
     return str(v)
 
 
-def caption(fig: plt.Figure, text: str, y: float = 0.02) -> None:
-    """Write a caption wrapped to the page width with equal side margins."""
-    fig.text(0.04, y, "\n".join(textwrap.wrap(text, 170)), fontsize=8, va="bottom")
+CAPTION_CHARS = 170
+"""Characters per caption line (8 pt on the page width)."""
+LINE_H = 1.45 / 72 / PAGE[1]
+"""Height of one 1 pt text line in figure fraction (1.45 x the font size, on the page height)."""
+
+
+def caption(fig: plt.Figure, text: str, y: float = 0.02) -> float:
+    """Write a caption wrapped to the page width with equal side margins, its bottom at ``y`` (figure fraction).
+
+    Returns
+    -------
+    float
+        The caption's top, figure fraction: place axes (and their tick labels) above it.
+    """
+    lines = textwrap.wrap(text, CAPTION_CHARS)
+    fig.text(0.04, y, "\n".join(lines), fontsize=8, va="bottom")
+    return y + len(lines) * 8 * LINE_H
+
+
+def text_pages(pdf: PdfPages, title: str, lines: list[str], fontsize: float = 8.5, width: int = 150) -> None:
+    """Add as many pages as ``lines`` need: a bold title, then one text line each, wrapped at ``width`` characters
+    (continuations indented); a line starting with ``"## "`` is a bold heading, one starting with ``"| "`` is set
+    in a monospace font (not wrapped), ``""`` an empty line."""
+    wrapped: list[tuple[str, str]] = []
+    for line in lines:
+        if line.startswith(("## ", "| ")):
+            wrapped.append((line[2:].lstrip(" ") if line.startswith("#") else line[2:], line[0]))
+            continue
+        lead = " " * (len(line) - len(line.lstrip()))
+        parts = textwrap.wrap(line.strip(), width, initial_indent=lead, subsequent_indent=lead + "    ") or [""]
+        wrapped += [(p, "") for p in parts]
+    step = fontsize * LINE_H
+    per_page = int((0.86 - 0.04) / step)
+    for start in range(0, max(len(wrapped), 1), per_page):
+        fig = plt.figure(figsize=PAGE)
+        more = " (continued)" if start else ""
+        fig.text(0.04, 0.93, title + more, fontsize=14, fontweight="bold")
+        for i, (text, kind) in enumerate(wrapped[start:start + per_page]):
+            fig.text(0.04, 0.86 - i * step, text, fontsize=fontsize, va="top",
+                     fontweight="bold" if kind == "#" else "normal", family="monospace" if kind == "|" else None)
+        pdf.savefig(fig)
+        plt.close(fig)
 
 
 def table_page(pdf: PdfPages, title: str, note: str, blocks: list[tuple[str, list[str], list[list[str]]]]) -> None:
@@ -53,3 +93,63 @@ def table_page(pdf: PdfPages, title: str, note: str, blocks: list[tuple[str, lis
     caption(fig, note)
     pdf.savefig(fig)
     plt.close(fig)
+
+
+def glossary_pages(pdf: PdfPages, terms: list[str], csv_name: str, cols: dict[str, tuple[str, str]]) -> None:
+    """Add the glossary: ``terms`` (lines as :func:`text_pages` takes them), then every column of the study's CSV
+    ``csv_name`` as "name [unit]: description" from ``cols`` (``{column: (unit, description)}``)."""
+    stem = csv_name.rsplit(".", 1)[0]
+    lines = [*terms, f"## {csv_name} columns (also in {stem}.columns.csv beside it)"]
+    lines += [f"    {name} [{unit}]: {text}" for name, (unit, text) in cols.items()]
+    text_pages(pdf, "Glossary", lines)
+
+
+LABEL_OFFSETS_PT = ((3, 3), (3, -10), (-10, 3), (-10, -10), (8, -3), (-15, -3), (-3, 8), (-3, -15), (12, 10),
+                    (12, -16), (-20, 10), (-20, -16))
+"""Offsets (points) :func:`label_points` tries for a label, nearest first."""
+
+
+def label_points(ax: plt.Axes, xs: np.ndarray, ys: np.ndarray, labels: list[str], fontsize: float = 6.5,
+                 merge_pt: float = 8.0) -> None:
+    """Label data points without overlapping labels: points closer than ``merge_pt`` points on the page share one
+    label ("1,2"); each label takes the first offset of :data:`LABEL_OFFSETS_PT` where it overlaps no label placed
+    before it and no legend, else the first offset. Fixes the axes' limits (the current autoscaled ones).
+
+    Parameters
+    ----------
+    ax : Axes
+        Its figure's layout (subplots_adjust) must be final.
+    xs, ys : numpy.ndarray, shape (n,)
+        Data coordinates.
+    labels : list of str, length n
+    """
+    fig = ax.figure
+    ax.set_xlim(ax.get_xlim())
+    ax.set_ylim(ax.get_ylim())
+    px = ax.transData.transform(np.column_stack([xs, ys]))
+    merge_px = merge_pt * fig.dpi / 72
+    groups: list[tuple[np.ndarray, list[str], float, float]] = []
+    for (x, y), p, text in zip(zip(xs, ys, strict=True), px, labels, strict=True):
+        for g in groups:
+            if np.hypot(*(g[0] - p)) < merge_px:
+                g[1].append(text)
+                break
+        else:
+            groups.append((p, [text], x, y))
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend()
+    placed = [legend.get_window_extent(renderer)] if legend is not None else []
+    for _, texts, x, y in groups:
+        chosen = None
+        for off in LABEL_OFFSETS_PT:
+            ann = ax.annotate(",".join(texts), (x, y), fontsize=fontsize, xytext=off, textcoords="offset points")
+            box = ann.get_window_extent(renderer)
+            if not any(box.overlaps(b) for b in placed):
+                chosen = (ann, box)
+                break
+            ann.remove()
+        if chosen is None:
+            ann = ax.annotate(",".join(texts), (x, y), fontsize=fontsize, xytext=LABEL_OFFSETS_PT[0],
+                              textcoords="offset points")
+            chosen = (ann, ann.get_window_extent(renderer))
+        placed.append(chosen[1])

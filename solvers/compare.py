@@ -67,9 +67,11 @@ def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None,
 
 
 def comparison_rows(sols: list[Solution]) -> list[dict[str, Any]]:
-    """Rows with keys method, exact, objective, bound, gap (own MILP gap), gap_to_best_bound, status, wall_s.
+    """Rows with keys method, exact, objective, bound, gap, gap_to_best_bound, status, wall_s.
 
-    ``gap_to_best_bound`` is |objective - tightest bound of any exact method| / |objective|.
+    ``gap`` is the solve's proven gap (:data:`chipdse.core.solution.PROVEN_GAP`); ``gap_to_best_bound`` is the
+    excess over the tightest bound of any exact method (:data:`chipdse.core.solution.EXCESS_OVER_BOUND`), the
+    report's "excess over bound" column.
     """
     sign = 1 if sols and sols[0].sense == "min" else -1
     bounds = [s.bound for s in sols if s.exact and s.bound is not None]

@@ -99,7 +99,7 @@ def test_explore_on_the_bundled_nova_scenario_writes_the_report(tmp_path: Path) 
     res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml"),
                                    "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 6  # 3 + one per routing kind
+    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 7  # 3, one per routing, glossary
     man = json.loads((out / "manifest.json").read_text())
     assert all(abs(r["params"] / r["published"] - 1) < 0.01 for r in man["details"]["model_sizes"])  # Table II
     sm = man["summary"]

@@ -25,7 +25,8 @@ from chipdse.studies import nova
 from chipdse.studies.registry import STUDIES, load_study
 
 SCENARIOS = instances_dir() / "scenarios"
-MANIFEST_KEYS = {"kind", "scenario", "seed", "versions", "solver", "timings", "summary", "details"}
+MANIFEST_KEYS = {"kind", "command", "code_version", "scenario", "seed", "versions", "solver", "timings", "summary",
+                 "details"}
 
 
 def _sha256(path: Path) -> str:

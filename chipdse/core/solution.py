@@ -86,25 +86,74 @@ class Solution:
 
     @property
     def gap(self) -> float | None:
-        """Relative gap |objective - bound| / max(|objective|, 1e-9), ``None`` without both."""
+        """The solve's proven gap (:data:`PROVEN_GAP`): |objective - bound| / max(|objective|, 1e-9), ``None``
+        without both."""
         return relative_gap(self.objective, self.bound)
 
     def row(self, best_bound: float | None = None) -> dict[str, Any]:
-        """Return the comparison-table row: method, exact, objective, bound, gap, gap to ``best_bound``."""
+        """Return the comparison-table row: method, exact, objective, bound, gap (the proven gap,
+        :data:`PROVEN_GAP`) and ``gap_to_best_bound`` (the excess over ``best_bound``, :data:`EXCESS_OVER_BOUND`)."""
         return {
             "method": self.method,
             "exact": self.exact,
             "objective": self.objective,
             "bound": self.bound,
             "gap": self.gap,
-            "gap_to_best_bound": relative_gap(self.objective, best_bound),
+            "gap_to_best_bound": excess(self.objective, best_bound, self.sense),
             "status": self.status.value,
             "wall_s": round(self.wall_s, 4),
         }
 
 
+PROVEN_GAP = "proven gap = |incumbent - bound| / |incumbent| of one exact solve (0 = proven optimal)"
+"""The one definition of a solve's own gap (:func:`relative_gap`), quoted wherever it is printed."""
+EXCESS_OVER_BEST = ("excess over best = (objective - best incumbent) / |best incumbent|, sign flipped for a "
+                    "maximization: how much worse than the best solution any method found")
+"""The one definition of a method's loss against the best known solution (:func:`excess`)."""
+EXCESS_OVER_BOUND = ("excess over bound = (objective - best proven bound) / |best proven bound|, sign flipped for "
+                     "a maximization: at most this much worse than the true optimum")
+"""The one definition of a method's loss against the tightest proven bound (:func:`excess`); compare's
+``gap_to_best_bound``."""
+
+
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
-    """Return |objective - bound| / max(|objective|, 1e-9), or ``None`` if either is missing."""
+    """The proven gap of one solve (:data:`PROVEN_GAP`).
+
+    Parameters
+    ----------
+    objective, bound : float or None
+        The solve's incumbent objective and its proven bound, in the problem's unit.
+
+    Returns
+    -------
+    float or None
+        |objective - bound| / max(|objective|, 1e-9) (a fraction, 0 = proven optimal), ``None`` if either is
+        missing.
+    """
     if objective is None or bound is None:
         return None
     return abs(objective - bound) / max(abs(objective), 1e-9)
+
+
+def excess(objective: float | None, reference: float | None, sense: str = "min") -> float | None:
+    """How much worse ``objective`` is than ``reference`` (:data:`EXCESS_OVER_BEST` when the reference is the best
+    incumbent found, :data:`EXCESS_OVER_BOUND` when it is the tightest proven bound).
+
+    Parameters
+    ----------
+    objective, reference : float or None
+        Values in the problem's unit (e.g. byte-hops/s, s, concurrent requests).
+    sense : str
+        ``"min"`` or ``"max"``: the problem's optimization sense.
+
+    Returns
+    -------
+    float or None
+        (objective - reference) / |reference| for ``"min"``, (reference - objective) / |reference| for ``"max"``
+        (a fraction; 0.25 = 25% worse; negative = better than the reference); ``None`` if either is missing or
+        the reference is 0.
+    """
+    if objective is None or reference is None or reference == 0:
+        return None
+    sign = 1.0 if sense == "min" else -1.0
+    return sign * (objective - reference) / abs(reference) + 0.0  # + 0.0: no -0.0 when equal

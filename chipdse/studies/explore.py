@@ -22,7 +22,7 @@ from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import AnyScenario, LoadedScenario, model_scenarios, scenario_identity, with_workload
-from chipdse.core.solution import Solution
+from chipdse.core.solution import Solution, excess
 from chipdse.core.specs import file_sha256
 from chipdse.evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
 from chipdse.evaluators.latency import BlockTable, block_table, decode_costs, prefill_costs
@@ -347,11 +347,11 @@ def placement_summary(sols: list[Solution]) -> list[str]:
     if best is None:
         return ["placement: no exact solution found within the time limit"]
     proof = "proven optimal" if best.status.value == "optimal" else (
-        f"gap {100 * best.gap:.2g}% to bound {best.bound:.4g}" if best.gap is not None else "no bound")
+        f"proven gap {100 * best.gap:.2g}% to bound {best.bound:.4g}" if best.gap is not None else "no bound")
     lines = [f"placement: {best.method} {best.objective:.4g} byte-hops/s ({proof})"]
     for s in sols:
-        if not s.exact and s.objective is not None:
-            lines.append(f"  {s.method}: {100 * (s.objective / best.objective - 1):+.1f}% vs exact")
+        if not s.exact and (x := excess(s.objective, best.objective, s.sense)) is not None:
+            lines.append(f"  {s.method}: {100 * x:+.1f}% excess over best exact")
     return lines
 
 
