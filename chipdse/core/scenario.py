@@ -14,12 +14,14 @@ from chipdse.core.errors import SpecError
 from chipdse.core.models import ModelDescriptor, find_card, load_model
 from chipdse.core.paths import instances_dir
 from chipdse.core.specs import (
+    MAX_DESIGN_POINTS,
     ChipletLibrary,
     NovaScenario,
     Package,
     Scenario,
     SnakeScenario,
     Workload,
+    check_requests,
     file_sha256,
     load_spec,
     parse_scenario_spec,
@@ -63,9 +65,7 @@ def with_workload(sc: LoadedScenario, workload: str, field: str = "simulation.da
         A missing or malformed workload file or trace, naming it and the scenario ``field`` that refers to it.
     """
     wl_path = resolve(workload, sc.path.parent, "workloads", str(sc.path), field)
-    wl = load_spec(Workload, wl_path)
-    if sc.spec.arrival_rate_rps is not None:
-        wl = wl.model_copy(update={"arrival_rate_rps": sc.spec.arrival_rate_rps})
+    wl = _with_rate(sc.path, sc.spec, load_spec(Workload, wl_path))
     return dataclasses.replace(sc, workload=wl, lengths=load_lengths(wl, wl_path.parent, sc.spec.seed),
                                workload_path=wl_path)
 
@@ -136,6 +136,55 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
     return sc
 
 
+def _with_rate(path: Path, spec: Scenario, workload: Workload) -> Workload:
+    """The workload at the scenario's ``arrival_rate_rps`` when it sets one (SpecError naming that field when the
+    rate times the workload's ``duration_s`` offers too many requests)."""
+    if spec.arrival_rate_rps is None:
+        return workload
+    try:
+        check_requests(spec.arrival_rate_rps, workload.duration_s, "arrival_rate_rps x the workload's duration_s")
+    except ValueError as exc:
+        raise SpecError(str(path), "arrival_rate_rps", str(exc)) from None
+    return workload.model_copy(update={"arrival_rate_rps": spec.arrival_rate_rps})
+
+
+def _check_cells(path: Path, spec: Scenario, pkg_path: Path, package: Package, lib_path: Path,
+                 library: ChipletLibrary) -> None:
+    """Cross-file checks of the package: every chiplet fits a cell (pitch^2, mm^2) and the design space's
+    ``total_chiplets`` fits the grid's cells.
+
+    Raises
+    ------
+    SpecError
+        Naming the library field of a die larger than a cell, or the scenario's ``design_space.total_chiplets``.
+    """
+    cell_mm2 = package.cell_pitch_mm ** 2
+    dies = [(f"compute[{i}].die_area_mm2", c.die_area_mm2) for i, c in enumerate(library.compute)]
+    for where, area in [*dies, ("memory.area_mm2", library.memory.area_mm2)]:
+        if area > cell_mm2 * (1 + 1e-9):
+            msg = (f"at most one cell of the package, {package.cell_pitch_mm:g} mm x {package.cell_pitch_mm:g} mm = "
+                   f"{cell_mm2:g} mm^2 ({pkg_path}: cell_pitch_mm; each cell holds one chiplet), got {area:g}")
+            raise SpecError(str(lib_path), where, msg)
+    total = spec.design_space.total_chiplets
+    if total > package.n_cells:
+        msg = (f"at most the {package.rows} x {package.cols} = {package.n_cells} cells of the package "
+               f"({pkg_path}; each chiplet takes one cell), got {total}")
+        raise SpecError(str(path), "design_space.total_chiplets", msg)
+
+
+def _check_size(path: Path, spec: Scenario, n_types: int) -> None:
+    """The design space holds at most :data:`~chipdse.core.specs.MAX_DESIGN_POINTS` points (SpecError naming the
+    scenario's ``design_space`` otherwise)."""
+    ds = spec.design_space
+    n = ds.n_points(n_types)
+    if n > MAX_DESIGN_POINTS:
+        msg = (f"{n:,} design points ({ds.total_chiplets} chiplets over {n_types} compute types and HBM "
+               f"{ds.hbm_min}..{ds.hbm_max}, x {len(ds.d2d_GBps)} bandwidths x {len(ds.max_batch)} batches); at most "
+               f"{MAX_DESIGN_POINTS:,} (about a minute of screening): narrow hbm_min..hbm_max, raise min_per_type "
+               "or shorten d2d_GBps / max_batch")
+        raise SpecError(str(path), "design_space", msg)
+
+
 def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
     """Resolve and check everything a HYDRA scenario names."""
     base = path.parent
@@ -143,10 +192,9 @@ def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
     package = load_spec(Package, pkg_path)
     lib_path = resolve(spec.library, base, "chiplets", str(path), "library")
     library = load_spec(ChipletLibrary, lib_path)
+    _check_cells(path, spec, pkg_path, package, lib_path, library)
     wl_path = resolve(spec.workload, base, "workloads", str(path), "workload")
-    workload = load_spec(Workload, wl_path)
-    if spec.arrival_rate_rps is not None:
-        workload = workload.model_copy(update={"arrival_rate_rps": spec.arrival_rate_rps})
+    workload = _with_rate(path, spec, load_spec(Workload, wl_path))
     try:
         json_card = spec.model.endswith(".json")
         ref = resolve(spec.model, base, "models", str(path), "model") if json_card else spec.model
@@ -159,6 +207,7 @@ def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
     if missing:
         msg = f"compute chiplets for the model's {missing} blocks; the library has none"
         raise SpecError(str(path), "library", msg)
+    _check_size(path, spec, sum(c.family in model.families for c in library.compute))
     lengths = load_lengths(workload, wl_path.parent, spec.seed)
     for fld, refs in (("simulation.datasets", spec.simulation.datasets), ("sweep.workloads", spec.sweep.workloads)):
         for ds in refs:  # checked now, not after minutes of solving

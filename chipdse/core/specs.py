@@ -47,6 +47,9 @@ MAX_SIM_DURATION_S = 3600.0
 """Longest simulated window, s: an hour of serving is millions of events (minutes of wall time per run)."""
 MAX_REQUESTS = 10_000_000
 """Most requests a workload may offer (arrival_rate_rps x duration_s): each is an event-simulator request."""
+MAX_DESIGN_POINTS = 2_000_000
+"""Most design points a HYDRA design space may hold: the estimator scores about 40,000 points/s, so this is about
+a minute of screening (HYDRA Table III's space, 24 chiplets, has 174,720)."""
 MAX_TOKENS = 10_000_000
 """Longest prompt or output of one request, tokens: ten times the longest context of any bundled card (1M)."""
 
@@ -249,6 +252,16 @@ class DesignSpace(_Spec):
             msg = f"hbm_min ({self.hbm_min}) must not exceed hbm_max ({self.hbm_max})"
             raise ValueError(msg)
         return self
+
+    def n_points(self, n_types: int) -> int:
+        """Design points of this space for a model served by ``n_types`` compute chiplet types, before the
+        package's area and cell checks: compositions of ``total_chiplets - h`` into ``n_types`` parts of at least
+        ``min_per_type`` for every HBM count h, times the bandwidths and batches (stars and bars)."""
+        comps = 0
+        for h in range(self.hbm_min, self.hbm_max + 1):
+            free = self.total_chiplets - h - n_types * self.min_per_type
+            comps += math.comb(free + n_types - 1, n_types - 1) if free >= 0 and n_types > 0 else 0
+        return comps * len(self.d2d_GBps) * len(self.max_batch)
 
 
 class EstimatorSettings(_Spec):
