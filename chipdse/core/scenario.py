@@ -66,7 +66,7 @@ def with_workload(sc: LoadedScenario, workload: str, field: str = "simulation.da
     """
     wl_path = resolve(workload, sc.path.parent, "workloads", str(sc.path), field)
     wl = _with_rate(sc.path, sc.spec, load_spec(Workload, wl_path))
-    return dataclasses.replace(sc, workload=wl, lengths=load_lengths(wl, wl_path.parent, sc.spec.seed),
+    return dataclasses.replace(sc, workload=wl, lengths=load_lengths(wl, wl_path.parent, sc.spec.seed, wl_path),
                                workload_path=wl_path)
 
 
@@ -208,10 +208,11 @@ def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
         msg = f"compute chiplets for the model's {missing} blocks; the library has none"
         raise SpecError(str(path), "library", msg)
     _check_size(path, spec, sum(c.family in model.families for c in library.compute))
-    lengths = load_lengths(workload, wl_path.parent, spec.seed)
+    lengths = load_lengths(workload, wl_path.parent, spec.seed, wl_path)
     for fld, refs in (("simulation.datasets", spec.simulation.datasets), ("sweep.workloads", spec.sweep.workloads)):
         for ds in refs:  # checked now, not after minutes of solving
-            load_spec(Workload, resolve(ds, base, "workloads", str(path), fld))
+            ds_path = resolve(ds, base, "workloads", str(path), fld)
+            load_lengths(_with_rate(path, spec, load_spec(Workload, ds_path)), ds_path.parent, spec.seed, ds_path)
     named = {"package": pkg_path, "library": lib_path, "workload": wl_path, "model": find_card(ref)}
     loaded = LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
                             pkg_path, wl_path, named)
