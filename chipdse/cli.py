@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -27,6 +28,7 @@ from chipdse.core.errors import ChipdseError
 from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario, load, load_scenario
+from chipdse.core.specs import MAX_SEED, MAX_TIME_LIMIT_S
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
 from chipdse.formulations.qap import read_qaplib
 from chipdse.reports.files import write_report
@@ -72,8 +74,14 @@ def _check_finalist(point: str) -> None:
         raise ValueError(msg)
 
 
-def _fail(exc: BaseException) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+def _error_line(text: object) -> None:
+    """Print ``error: <text>`` on one line of stderr (newlines in ``text`` become spaces)."""
+    line = " ".join(str(text).split())
+    err.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+
+
+def _fail(exc: BaseException | str) -> None:
+    _error_line(exc)
     raise typer.Exit(EXIT_USER_ERROR)
 
 
@@ -92,11 +100,11 @@ def explore(
                       "and manifest.json. "
                       "Default: reports/out/<scenario name>/.", show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, help="Time limit per exact solve in seconds (default: the scenario's).",
-        show_default=False)] = None,
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Time limit per exact solve in seconds (default: the "
+        "scenario's).", show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
-        "--seed", min=0, help="Seed for randomized heuristics and solvers (default: the scenario's).",
-        show_default=False)] = None,
+        "--seed", min=0, max=MAX_SEED, help="Seed for randomized heuristics and solvers, 0..2^31-1 (default: the "
+        "scenario's).", show_default=False)] = None,
 ) -> None:
     """Sweep a scenario's design space, solve B* and M_T layouts exactly and with heuristics, write a PDF report
     (a kind: snake or kind: nova scenario runs that study instead)."""
@@ -173,8 +181,8 @@ def compare(
         show_default=False)] = None,
     point: Annotated[str, typer.Option("--point", help="Which HYDRA finalist: b-star or m-t.")] = "b-star",
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, help="Time limit per exact solve, s (default: the scenario's).",
-        show_default=False)] = None,
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Time limit per exact solve, s (default: the "
+        "scenario's).", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON list.")] = False,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Also write the rows to this CSV file.",
                                                   show_default=False)] = None,
@@ -233,7 +241,8 @@ def solve(
         "--solver", help="qap: highs (RLT-1 MILP), cpsat, or bnb (Gilmore-Lawler branch and bound).")] = "highs",
     point: Annotated[str, typer.Option("--point", help="Which HYDRA finalist: b-star or m-t.")] = "b-star",
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, help="Solver time limit, s (default: the scenario's; qap: 60). Building the "
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Solver time limit, s (default: the scenario's; qap: "
+        "60). Building the "
         "model comes on top (qap: about 9 s at n = 20).",
         show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
@@ -290,9 +299,11 @@ def sweep(
         metavar="SCENARIO", help="Scenario YAML (default: the bundled default).", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     workers: Annotated[int | None, typer.Option(
-        "--workers", min=1, help="Run the jobs on a local process pool of N workers.", show_default=False)] = None,
+        "--workers", min=1, max=256, help="Run the jobs on a local process pool of N workers.",
+        show_default=False)] = None,
     dask_local: Annotated[int | None, typer.Option(
-        "--dask-local", min=1, help="Run the jobs on a local Dask cluster of N workers.", show_default=False)] = None,
+        "--dask-local", min=1, max=256, help="Run the jobs on a local Dask cluster of N workers.",
+        show_default=False)] = None,
     scheduler: Annotated[str | None, typer.Option(
         "--scheduler", help="Run the jobs on the Dask cluster at this scheduler address (tcp://host:8786).",
         show_default=False)] = None,
@@ -424,10 +435,10 @@ def simulate(
         show_default=False)] = None,
     best: Annotated[bool, typer.Option("--best", help="Simulate B* (the default when --point is not given).")] = False,
     duration: Annotated[float | None, typer.Option(
-        "--duration", min=0.001, help="Simulated window, s (default: the workload's duration_s).",
+        "--duration", min=0.001, max=3600.0, help="Simulated window, s (default: the workload's duration_s).",
         show_default=False)] = None,
     rate: Annotated[float | None, typer.Option(
-        "--rate", min=1e-9, help="Mean arrival rate, requests/s (default: the workload's).",
+        "--rate", min=1e-9, max=1e6, help="Mean arrival rate, requests/s (default: the workload's).",
         show_default=False)] = None,
     scheduler: Annotated[str, typer.Option(
         "--scheduler", help=f"Task scheduler: {names_text(SCHEDULER_NAMES)}.")] = "static",
@@ -435,7 +446,8 @@ def simulate(
         "--batching", help=f"{names_text(BATCHER_NAMES)} (default: the scenario's estimator.batching).",
         show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
-        "--seed", min=0, help="Simulator seed (default: the scenario's).", show_default=False)] = None,
+        "--seed", min=0, max=MAX_SEED, help="Simulator seed, 0..2^31-1 (default: the scenario's).",
+        show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as one JSON object.")] = False,
 ) -> None:
     """Place (hbm-enum), map (lpt-greedy) and simulate one design point; print its serving metrics.
@@ -480,6 +492,29 @@ def simulate(
                    "still in the system; the latency statistics cover only the requests served so far")
 
 
-def run() -> None:  # pragma: no cover - console entry
-    """Entry point that never shows a traceback for chipdse errors."""
-    sys.exit(app())
+def invoke(argv: list[str] | None = None) -> int:
+    """Run the command line on ``argv`` (default: ``sys.argv[1:]``) and return its exit code.
+
+    Every usage error Typer finds (a bad option value such as ``--seed -3``, an unknown command or option, a
+    missing argument) is printed as one ``error: ...`` line on stderr, as the commands print bad input, and
+    returns 2; ``chipdse`` alone prints the help and returns 2, as Typer does; ``--help`` returns 0.
+    """
+    try:
+        code = app(args=argv, prog_name="chipdse", standalone_mode=False)
+    except typer._click.exceptions.NoArgsIsHelpError as exc:
+        err.print(exc.format_message(), highlight=False, markup=False)
+        return EXIT_USER_ERROR
+    except typer.exceptions.TyperException as exc:
+        ctx = getattr(exc, "ctx", None)
+        where = f"{ctx.command_path}: " if ctx is not None and ctx.command_path != "chipdse" else ""
+        _error_line(where + exc.format_message())
+        return EXIT_USER_ERROR
+    except typer.Abort:
+        _error_line("aborted")
+        return 1
+    return code if isinstance(code, int) else 0
+
+
+def run() -> None:
+    """Console entry point (``chipdse``): :func:`invoke` on the command line; exits with its code."""
+    sys.exit(invoke())
