@@ -18,7 +18,15 @@ from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import AnyScenario, LoadedScenario
 from chipdse.core.solution import Solution
-from chipdse.evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
+from chipdse.core.specs import resolve
+from chipdse.evaluators.estimator import (
+    CONTENTION_ITERATIONS,
+    MemoryNeeds,
+    Screen,
+    best_partition,
+    memory_concurrency,
+    transfer_wait,
+)
 from chipdse.evaluators.latency import BlockTable, block_table, decode_costs, prefill_costs
 from chipdse.evaluators.selection import pareto_mask, pick_b_star, pick_m_t
 from chipdse.formulations.mapping import MappingProblem, stage_times
@@ -177,6 +185,60 @@ def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str
     return res
 
 
+def no_stable_point_cause(sc: LoadedScenario, needs: MemoryNeeds, df: pd.DataFrame, symptom: str) -> str:
+    """Say why no design point of ``df`` (``Screen.score``'s table) is stable, naming the file and field to change.
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+    needs : MemoryNeeds
+        The estimator's Eq. 1 inputs (weights and per-request bytes per HBM group, capacity per stack in bytes).
+    df : pandas.DataFrame
+        The scored points (columns ``feasible``, ``n_hbm``, ``capacity_rps``).
+    symptom : str
+        :func:`pick_b_star`'s message.
+
+    Returns
+    -------
+    str
+        One line. When some point fits its memory, the offered load is the cause (the workload's
+        ``arrival_rate_rps``). Otherwise memory is (HYDRA Eq. 1): the model's weights exceed the HBM of the point
+        with the most stacks (the library's ``memory.capacity_GB``, naming the card), or they fit but one request's
+        KV cache / state at the trace's mean context does not fit beside them (the trace's token column, or the
+        parametric ``lengths``, naming the longest request).
+    """
+    if df["feasible"].any():
+        best = df["capacity_rps"].max()
+        return (f"{sc.workload_path}: arrival_rate_rps: {symptom} ({sc.workload.arrival_rate_rps:g} req/s offered; "
+                f"the best design sustains {best:.3g} req/s); lower the offered load or enlarge the design space")
+    h = int(df["n_hbm"].max())
+    cap_GB = needs.capacity_bytes / 1e9  # noqa: N806 - unit in name
+    hbm = f"{h} HBM stacks x {cap_GB:g} GB = {h * cap_GB:.4g} GB (the most stacks of any buildable point)"
+    weights_GB = float(needs.weight_bytes.sum()) / 1e9  # noqa: N806
+    lib, card = sc.named_files["library"], sc.named_files["model"]
+    _, r = best_partition(needs, h)
+    if r < 0:
+        return (f"{lib}: memory.capacity_GB: the model's weights ({weights_GB:.4g} GB; {card}, hidden_size "
+                f"{sc.model.hidden_size}) do not fit the HBM of any design point: at most {hbm}; raise "
+                "memory.capacity_GB or design_space.hbm_max, or choose a smaller model")
+    lengths = sc.lengths
+    request_GB = float(needs.per_request_bytes[needs.present].sum()) / 1e9  # noqa: N806
+    total = lengths.prefill_tokens + lengths.decode_tokens
+    longest = int(np.argmax(total))
+    if sc.workload.trace is not None:
+        where = (f"{resolve(sc.workload.trace, sc.workload_path.parent, 'traces')}: num_prefill_tokens, "
+                 f"num_decode_tokens")
+        worst = f"the longest request, line {longest + 2}, has {int(total[longest]):,} tokens"
+    else:
+        where = f"{sc.workload_path}: lengths.prefill_median, lengths.decode_median"
+        worst = f"the longest drawn request has {int(total[longest]):,} tokens"
+    ctx = lengths.mean_prefill + lengths.mean_decode
+    return (f"{where}: one request's KV cache and state at the mean context of {ctx:,.0f} tokens "
+            f"({request_GB:.4g} GB; {worst}) do not fit beside the model's weights ({weights_GB:.4g} GB) in the HBM "
+            f"of any design point (HYDRA Eq. 1): at most {hbm}; shorten the requests, or raise memory.capacity_GB "
+            f"({lib})")
+
+
 def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | None = None,
             progress: Progress | None = None) -> ExploreResult:
     """Run the explore pipeline on a loaded scenario.
@@ -214,10 +276,7 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     try:
         b_star, m_t = pick_b_star(df), pick_m_t(df)
     except ValueError as exc:
-        best = df["capacity_rps"].max()
-        msg = (f"{sc.workload_path}: arrival_rate_rps: {exc} ({sc.workload.arrival_rate_rps:g} req/s offered; "
-               f"the best design sustains {best:.3g} req/s); lower the offered load or enlarge the design space")
-        raise InfeasibleDesignError(msg) from None
+        raise InfeasibleDesignError(no_stable_point_cause(sc, screen.needs, df, str(exc))) from None
     df["role"] = "-"
     df.loc[b_star, "role"] = "B*"
     df.loc[m_t, "role"] = "M_T" if m_t != b_star else "B*,M_T"
