@@ -185,6 +185,37 @@ def _check_size(path: Path, spec: Scenario, n_types: int) -> None:
         raise SpecError(str(path), "design_space", msg)
 
 
+def _check_longest_request(spec: Scenario, package: Package, library: ChipletLibrary, model: ModelDescriptor,
+                           workload: Workload, wl_path: Path, lengths: LengthSample) -> None:
+    """The longest request fits, beside the weights, in the HBM of the largest design (HYDRA Eq. 1 with one
+    request): weights + KV cache at its full context + SSM state <= stacks x capacity, with the most stacks any point
+    can have (``design_space.hbm_max``, and the package's ring cells when stacks sit on the ring). A request that
+    fails this can be served by no design point, whatever the split of the stacks.
+
+    Raises
+    ------
+    SpecError
+        Naming the trace file and its token columns with the request's line (or the workload's parametric
+        ``lengths``), the bytes needed and the bytes available.
+    """
+    stacks = min(spec.design_space.hbm_max, len(package.ring_cells()) if package.hbm_on_ring else package.n_cells)
+    avail = stacks * library.memory.capacity_GB * 1e9
+    total = lengths.prefill_tokens + lengths.decode_tokens
+    i = int(np.argmax(total))
+    need = model.weight_bytes + model.kv_bytes_per_token() * float(total[i]) + model.state_bytes_per_request()
+    if need <= avail:
+        return
+    if workload.trace is not None:
+        source = str(resolve(workload.trace, wl_path.parent, "traces"))
+        field, which = "num_prefill_tokens", f"the request on line {i + 2}"
+    else:
+        source, field, which = str(wl_path), "lengths", "the longest drawn request"
+    msg = (f"{which} has {int(total[i]):,} tokens: its KV cache and state beside the model's weights need "
+           f"{need / 1e9:.4g} GB, more than the largest design holds ({stacks} HBM stacks x "
+           f"{library.memory.capacity_GB:g} GB = {avail / 1e9:.4g} GB), so no design point could serve it")
+    raise SpecError(source, field, msg)
+
+
 def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
     """Resolve and check everything a HYDRA scenario names."""
     base = path.parent
@@ -209,6 +240,7 @@ def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
         raise SpecError(str(path), "library", msg)
     _check_size(path, spec, sum(c.family in model.families for c in library.compute))
     lengths = load_lengths(workload, wl_path.parent, spec.seed, wl_path)
+    _check_longest_request(spec, package, library, model, workload, wl_path, lengths)
     for fld, refs in (("simulation.datasets", spec.simulation.datasets), ("sweep.workloads", spec.sweep.workloads)):
         for ds in refs:  # checked now, not after minutes of solving
             ds_path = resolve(ds, base, "workloads", str(path), fld)
