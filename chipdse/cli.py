@@ -362,16 +362,20 @@ def sweep(
     if as_json:
         typer.echo(json.dumps(summary))
         return
-    typer.echo(f"{sc.spec.name}: {summary['points']:,} points ({summary['feasible']:,} feasible, "
-               f"{summary['infeasible']:,} infeasible, {summary['pareto']} on the Pareto front) in "
+    typer.echo(f"{sc.spec.name}: {summary['points']:,} points ({summary['stable']:,} stable at the offered load, "
+               f"{summary['unstable']:,} unstable, {summary['infeasible']:,} infeasible (do not fit the HBM); "
+               f"{summary['pareto']} on the Pareto front) in "
                f"{summary['wall_s']:.2f} s on {summary['backend']}; {summary['jobs_stored']} of "
                f"{summary['jobs']} screen jobs and {summary['sim_jobs_stored']} of {summary['sim_jobs']} "
                f"simulations read from {path}")
     if len(summary["workloads"]) > 1:
         for name, c in summary["workloads"].items():
-            typer.echo(f"  {name}: {c['points']:,} points, {c['feasible']:,} feasible, {c['pareto']} Pareto")
+            typer.echo(f"  {name}: {c['points']:,} points, {c['stable']:,} stable, {c['unstable']:,} unstable, "
+                       f"{c['infeasible']:,} infeasible, {c['pareto']} Pareto")
     for reason, n in summary["infeasible_reasons"].items():
         typer.echo(f"  {n:,} infeasible: {reason}")
+    for reason, n in summary["unstable_reasons"].items():
+        typer.echo(f"  {n:,} {reason}")
     for reason in summary["unbuildable"]:
         typer.echo(f"  not built: {reason}")
     for r in summary["simulated"]:
