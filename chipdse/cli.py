@@ -191,6 +191,7 @@ def compare(
 
     Columns: method, exact, objective, bound, gap (own), gap to the best proven bound, status, wall time.
     """
+    created: list[Path] = []
     try:
         validate_methods(problem, methods)
         _check_finalist(point)
@@ -198,15 +199,17 @@ def compare(
             if csv_path.is_dir():
                 msg = f"--csv {csv_path} is a directory; give a file name"
                 raise ValueError(msg)
-            ensure_writable_dir(csv_path.parent)
+            created = ensure_writable_dir(csv_path.parent)
         instance, label, cfg = _problem_instance(problem, scenario, point, time_limit)
         rows = comparison_rows(run_methods(problem, instance, methods, cfg))
         if csv_path is not None:
             with atomic_path(csv_path) as tmp:
                 pd.DataFrame(rows).to_csv(tmp, index=False)
     except (ChipdseError, ValueError) as exc:
+        remove_if_empty(created)
         _fail(exc)
     except OSError as exc:
+        remove_if_empty(created)
         _fail(f"cannot write {csv_path}: {exc.strerror or exc}")
     if as_json:
         typer.echo(json.dumps(rows, default=str))
@@ -328,12 +331,14 @@ def sweep(
         backend = Backend.in_process()
     path: Path | None = store_path
     new_store = False
+    created: list[Path] = []
     try:
         sc = load_scenario(scenario)
         path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
         if path.is_dir():
             _fail(f"--store {path}: is a directory; give the path of a results file (e.g. {path / 'results.sqlite'})")
         new_store = not path.exists()
+        created = ensure_writable_dir(path.parent)
         units = {"screen": "points", "simulate": "runs"}
         with ResultsStore(path) as store, Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -350,11 +355,11 @@ def sweep(
                 bar.update(task, completed=done, total=total)
 
             result = run_sweep(sc, backend, store=store, fresh=fresh, progress=progress)
-    except (ChipdseError, ValueError) as exc:
-        if new_store and path is not None:  # leave no empty store behind
+    except (ChipdseError, ValueError, OSError) as exc:
+        if new_store and path is not None:  # leave no empty store, nor the folders made for it, behind
             for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
                 leftover.unlink(missing_ok=True)
-        _fail(exc)
+        _fail_output(exc, created)
     except KeyboardInterrupt:
         err.print(f"interrupted: finished jobs are saved in {path}; rerun the same command to resume")
         raise typer.Exit(130) from None
