@@ -185,21 +185,31 @@ def _check_size(path: Path, spec: Scenario, n_types: int) -> None:
         raise SpecError(str(path), "design_space", msg)
 
 
-def _check_longest_request(spec: Scenario, package: Package, library: ChipletLibrary, model: ModelDescriptor,
-                           workload: Workload, wl_path: Path, lengths: LengthSample) -> None:
-    """The longest request fits, beside the weights, in the HBM of the largest design (HYDRA Eq. 1 with one
-    request): weights + KV cache at its full context + SSM state <= stacks x capacity, with the most stacks any point
-    can have (``design_space.hbm_max``, and the package's ring cells when stacks sit on the ring). A request that
-    fails this can be served by no design point, whatever the split of the stacks.
+def _check_longest_request(spec: Scenario, package: Package, library: ChipletLibrary, lib_path: Path,
+                           model: ModelDescriptor, card: Path, workload: Workload, wl_path: Path,
+                           lengths: LengthSample) -> None:
+    """The weights, and beside them the longest request, fit in the HBM of the largest design (HYDRA Eq. 1 with
+    one request): weights + KV cache at its full context + SSM state <= stacks x capacity, with the most stacks any
+    point can have (``design_space.hbm_max``, and the package's ring cells when stacks sit on the ring). A model or
+    request that fails this can be served by no design point, whatever the split of the stacks.
 
     Raises
     ------
     SpecError
-        Naming the trace file and its token columns with the request's line (or the workload's parametric
-        ``lengths``), the bytes needed and the bytes available.
+        Weights alone too large: naming the library's ``memory.capacity_GB`` and the card. Else naming the trace
+        file and its token columns with the request's line (or the workload's parametric ``lengths``), the bytes
+        needed and the bytes available.
     """
     stacks = min(spec.design_space.hbm_max, len(package.ring_cells()) if package.hbm_on_ring else package.n_cells)
     avail = stacks * library.memory.capacity_GB * 1e9
+    largest = (f"the largest design holds {stacks} HBM stacks x {library.memory.capacity_GB:g} GB = "
+               f"{avail / 1e9:.4g} GB (design_space.hbm_max {spec.design_space.hbm_max}, "
+               f"{len(package.ring_cells())} ring cells)")
+    if model.weight_bytes > avail:
+        msg = (f"the model's weights ({model.weight_bytes / 1e9:.4g} GB; {card}, hidden_size "
+               f"{model.hidden_size}) do not fit: {largest}; raise memory.capacity_GB or design_space.hbm_max, or "
+               "choose a smaller model")
+        raise SpecError(str(lib_path), "memory.capacity_GB", msg)
     total = lengths.prefill_tokens + lengths.decode_tokens
     i = int(np.argmax(total))
     need = model.weight_bytes + model.kv_bytes_per_token() * float(total[i]) + model.state_bytes_per_request()
@@ -211,8 +221,7 @@ def _check_longest_request(spec: Scenario, package: Package, library: ChipletLib
     else:
         source, field, which = str(wl_path), "lengths", "the longest drawn request"
     msg = (f"{which} has {int(total[i]):,} tokens: its KV cache and state beside the model's weights need "
-           f"{need / 1e9:.4g} GB, more than the largest design holds ({stacks} HBM stacks x "
-           f"{library.memory.capacity_GB:g} GB = {avail / 1e9:.4g} GB), so no design point could serve it")
+           f"{need / 1e9:.4g} GB, but {largest}, so no design point could serve it")
     raise SpecError(source, field, msg)
 
 
@@ -240,7 +249,7 @@ def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
         raise SpecError(str(path), "library", msg)
     _check_size(path, spec, sum(c.family in model.families for c in library.compute))
     lengths = load_lengths(workload, wl_path.parent, spec.seed, wl_path)
-    _check_longest_request(spec, package, library, model, workload, wl_path, lengths)
+    _check_longest_request(spec, package, library, lib_path, model, find_card(ref), workload, wl_path, lengths)
     for fld, refs in (("simulation.datasets", spec.simulation.datasets), ("sweep.workloads", spec.sweep.workloads)):
         for ds in refs:  # checked now, not after minutes of solving
             ds_path = resolve(ds, base, "workloads", str(path), fld)

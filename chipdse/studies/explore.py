@@ -18,12 +18,10 @@ from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import AnyScenario, LoadedScenario
 from chipdse.core.solution import Solution
-from chipdse.core.specs import resolve
 from chipdse.evaluators.estimator import (
     CONTENTION_ITERATIONS,
     MemoryNeeds,
     Screen,
-    best_partition,
     memory_concurrency,
     transfer_wait,
 )
@@ -202,41 +200,22 @@ def no_stable_point_cause(sc: LoadedScenario, needs: MemoryNeeds, df: pd.DataFra
     -------
     str
         One line. When some point fits its memory, the offered load is the cause (the workload's
-        ``arrival_rate_rps``). Otherwise memory is (HYDRA Eq. 1): the model's weights exceed the HBM of the point
-        with the most stacks (the library's ``memory.capacity_GB``, naming the card), or they fit but one request's
-        KV cache / state at the trace's mean context does not fit beside them (the trace's token column, or the
-        parametric ``lengths``, naming the longest request).
+        ``arrival_rate_rps``). Otherwise memory is (HYDRA Eq. 1): the weights and one request fit the largest
+        design's HBM in total (the scenario loader checks that, naming the card or the trace row), so no split of
+        its stacks between the attention and Mamba groups holds each group's weights and one request's KV cache /
+        state; the message gives both groups' needs and names the library's ``memory.capacity_GB``.
     """
     if df["feasible"].any():
         best = df["capacity_rps"].max()
         return (f"{sc.workload_path}: arrival_rate_rps: {symptom} ({sc.workload.arrival_rate_rps:g} req/s offered; "
                 f"the best design sustains {best:.3g} req/s); lower the offered load or enlarge the design space")
     h = int(df["n_hbm"].max())
-    cap_GB = needs.capacity_bytes / 1e9  # noqa: N806 - unit in name
-    hbm = f"{h} HBM stacks x {cap_GB:g} GB = {h * cap_GB:.4g} GB (the most stacks of any buildable point)"
-    weights_GB = float(needs.weight_bytes.sum()) / 1e9  # noqa: N806
-    lib, card = sc.named_files["library"], sc.named_files["model"]
-    _, r = best_partition(needs, h)
-    if r < 0:
-        return (f"{lib}: memory.capacity_GB: the model's weights ({weights_GB:.4g} GB; {card}, hidden_size "
-                f"{sc.model.hidden_size}) do not fit the HBM of any design point: at most {hbm}; raise "
-                "memory.capacity_GB or design_space.hbm_max, or choose a smaller model")
-    lengths = sc.lengths
-    request_GB = float(needs.per_request_bytes[needs.present].sum()) / 1e9  # noqa: N806
-    total = lengths.prefill_tokens + lengths.decode_tokens
-    longest = int(np.argmax(total))
-    if sc.workload.trace is not None:
-        where = (f"{resolve(sc.workload.trace, sc.workload_path.parent, 'traces')}: num_prefill_tokens, "
-                 f"num_decode_tokens")
-        worst = f"the longest request, line {longest + 2}, has {int(total[longest]):,} tokens"
-    else:
-        where = f"{sc.workload_path}: lengths.prefill_median, lengths.decode_median"
-        worst = f"the longest drawn request has {int(total[longest]):,} tokens"
-    ctx = lengths.mean_prefill + lengths.mean_decode
-    return (f"{where}: one request's KV cache and state at the mean context of {ctx:,.0f} tokens "
-            f"({request_GB:.4g} GB; {worst}) do not fit beside the model's weights ({weights_GB:.4g} GB) in the HBM "
-            f"of any design point (HYDRA Eq. 1): at most {hbm}; shorten the requests, or raise memory.capacity_GB "
-            f"({lib})")
+    groups = ", ".join(f"{g} {needs.weight_bytes[i] / 1e9:.4g} GB + {needs.per_request_bytes[i] / 1e9:.4g} GB"
+                       for i, g in enumerate(GROUP_NAMES) if needs.present[i])
+    return (f"{sc.named_files['library']}: memory.capacity_GB: no split of at most {h} HBM stacks x "
+            f"{needs.capacity_bytes / 1e9:g} GB between the HBM groups holds each group's weights and one request "
+            f"at the mean context of {sc.lengths.mean_prefill + sc.lengths.mean_decode:,.0f} tokens ({groups}; "
+            "HYDRA Eq. 1); raise memory.capacity_GB or design_space.hbm_max, or shorten the requests")
 
 
 def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | None = None,
