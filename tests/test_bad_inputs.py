@@ -120,7 +120,7 @@ CASES = [
     # --- workload and trace ---
     Case("workload-rate-nan", {"workload": {"arrival_rate_rps": math.nan}}, ("{workload}", "arrival_rate_rps")),
     Case("workload-too-many-requests", {"workload": {"arrival_rate_rps": 1e5, "duration_s": 1e3}},
-         ("{workload}", "arrival_rate_rps x duration_s")),
+         ("{workload}", "duration_s", "arrival_rate_rps x duration_s")),
     Case("workload-median-inf", {"workload": {"trace": None, "lengths": {"prefill_median": INF, "prefill_sigma": 1,
                                                                         "decode_median": 10, "decode_sigma": 1}}},
          ("{workload}", "lengths.prefill_median")),

@@ -23,6 +23,8 @@ from pydantic import (
     Tag,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -59,7 +61,8 @@ Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
 """A request length, tokens (1..10,000,000, see :data:`MAX_TOKENS`)."""
 TimeLimit = Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_S)]
 """A time limit per solve, s (at most one day, see :data:`MAX_TIME_LIMIT_S`)."""
-Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED, description="Random seed (0..2^31-1: CP-SAT's and the simulators' "
+                                                             "seeds are 32-bit integers).")]
 """A random seed (0..2^31-1, see :data:`MAX_SEED`)."""
 
 
@@ -220,12 +223,18 @@ class Workload(_Spec):
                               "(arrival_rate_rps x duration_s at most 10,000,000 requests).")
     source: str = ""
 
+    @field_validator("duration_s")
+    @classmethod
+    def _requests(cls, duration_s: float, info: ValidationInfo) -> float:
+        if "arrival_rate_rps" in info.data:
+            check_requests(info.data["arrival_rate_rps"], duration_s, "arrival_rate_rps x duration_s")
+        return duration_s
+
     @model_validator(mode="after")
     def _one_length_source(self) -> Workload:
         if (self.trace is None) == (self.lengths is None):
             msg = "exactly one of 'trace' or 'lengths'"
             raise ValueError(msg)
-        check_requests(self.arrival_rate_rps, self.duration_s, "arrival_rate_rps x duration_s")
         return self
 
 
@@ -631,7 +640,8 @@ def _spec_error(err: Any, source: str, loc: tuple[Any, ...], cls: type[BaseModel
     """One pydantic error as a one-line :class:`SpecError` at ``loc``; a range error adds the field's
     description (its units, limit and why) when ``cls`` is the spec validated."""
     value = err.get("input")
-    shown = "" if isinstance(value, dict) else f" (got {value!r})"
+    got = repr(value)
+    shown = "" if isinstance(value, dict) else f" (got {got if len(got) <= 80 else got[:76] + ' ...'})"
     text = str(err["msg"]).removeprefix("Value error, ")
     why = field_description(cls, loc) if err["type"] in _BOUND_ERRORS else ""
     return SpecError(source, format_field(loc), f"{text}{shown}" + (f"; {why}" if why else ""))
