@@ -172,6 +172,32 @@ def _check_cells(path: Path, spec: Scenario, pkg_path: Path, package: Package, l
         raise SpecError(str(path), "design_space.total_chiplets", msg)
 
 
+def _check_core_area(path: Path, spec: Scenario, lib_path: Path, library: ChipletLibrary,
+                     model: ModelDescriptor) -> None:
+    """Every compute chiplet the model uses keeps core area at every swept D2D bandwidth: die - overhead - PHY(B)
+    > 0 (HYDRA Sec. III-C: PHY area comes out of the die cap; ``D2DPhy.area_for``).
+
+    Raises
+    ------
+    SpecError
+        Naming the library's ``overhead_area_mm2`` when the overhead alone fills the die, else the scenario's
+        ``design_space.d2d_GBps[j]`` that leaves no core area, with the areas.
+    """
+    for i, c in enumerate(library.compute):
+        if c.family not in model.families:
+            continue
+        if c.overhead_area_mm2 >= c.die_area_mm2:
+            msg = f"less than the die's {c.die_area_mm2:g} mm^2 (die_area_mm2), got {c.overhead_area_mm2:g}"
+            raise SpecError(str(lib_path), f"compute[{i}].overhead_area_mm2", msg)
+        for j, bw in enumerate(spec.design_space.d2d_GBps):
+            phy = library.phy.area_for(bw)
+            if c.die_area_mm2 - c.overhead_area_mm2 - phy <= 0:
+                msg = (f"{bw:g} GB/s per link needs {phy:.4g} mm^2 of D2D PHY on chiplet {c.name}, which leaves no "
+                       f"core area under its {c.die_area_mm2:g} mm^2 die after {c.overhead_area_mm2:g} mm^2 of "
+                       f"overhead ({lib_path}: phy, compute[{i}])")
+                raise SpecError(str(path), f"design_space.d2d_GBps[{j}]", msg)
+
+
 def _check_size(path: Path, spec: Scenario, n_types: int) -> None:
     """The design space holds at most :data:`~chipdse.core.specs.MAX_DESIGN_POINTS` points (SpecError naming the
     scenario's ``design_space`` otherwise)."""
@@ -247,6 +273,7 @@ def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
     if missing:
         msg = f"compute chiplets for the model's {missing} blocks; the library has none"
         raise SpecError(str(path), "library", msg)
+    _check_core_area(path, spec, lib_path, library, model)
     _check_size(path, spec, sum(c.family in model.families for c in library.compute))
     lengths = load_lengths(workload, wl_path.parent, spec.seed, wl_path)
     _check_longest_request(spec, package, library, lib_path, model, find_card(ref), workload, wl_path, lengths)

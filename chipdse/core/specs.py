@@ -149,8 +149,8 @@ class MemoryChiplet(_Spec):
     name: str = Field(description="E.g. HBM3.")
     capacity_GB: float = Field(gt=0, le=1024, description="Capacity per stack, GB (1e9 bytes; at most 1024: "
                                "HBM4 stacks hold 64).")
-    bandwidth_GBps: float = Field(gt=0, le=100_000, description="Peak bandwidth per stack, GB/s (at most "
-                                  "100,000: HBM4 gives about 2,000).")
+    bandwidth_GBps: float = Field(ge=1, le=100_000, description="Peak bandwidth per stack, GB/s (1..100,000: HBM4 "
+                                  "gives about 2,000).")
     area_mm2: float = Field(gt=0, le=MAX_AREA_MM2, description="Footprint, mm^2 (at most the 858 mm^2 reticle "
                             "limit).")
     source: str = Field("", description="Where the numbers come from.")
@@ -246,9 +246,9 @@ class DesignSpace(_Spec):
     hbm_min: int = Field(2, ge=1, le=256, description="Fewest HBM stacks (at most 256).")
     hbm_max: int = Field(16, ge=1, le=256, description="Most HBM stacks (at most 256).")
     min_per_type: int = Field(1, ge=0, le=256, description="Minimum count of each compute type of the model.")
-    d2d_GBps: list[Annotated[float, Field(gt=0, le=100_000)]] = Field(
+    d2d_GBps: list[Annotated[float, Field(ge=1, le=100_000)]] = Field(
         [256, 384, 512, 640], min_length=1, max_length=MAX_LIST,
-        description="Per-link D2D bandwidths, GB/s (each > 0 and at most 100,000, far beyond any D2D PHY; at most "
+        description="Per-link D2D bandwidths, GB/s (each 1..100,000, far beyond any D2D PHY; at most "
         "64 values, each multiplies the design points).")
     max_batch: list[Annotated[int, Field(ge=1, le=MAX_BATCH)]] = Field(
         [2, 4, 8, 16, 32, 64], min_length=1, max_length=MAX_LIST,
