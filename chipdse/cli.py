@@ -114,7 +114,7 @@ def explore(
         out_dir = out if out is not None else Path("reports") / "out" / sc.spec.name
         created = ensure_writable_dir(out_dir)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                      console=err, transient=True) as bar:
+                      console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task(study.label(sc), total=None)
 
             def progress(msg: str, _frac: float) -> None:
@@ -343,7 +343,7 @@ def sweep(
         with ResultsStore(path) as store, Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[unit]}"), RateColumn(), TimeElapsedColumn(), TextColumn("ETA"),
-                TimeRemainingColumn(), console=err, transient=True) as bar:
+                TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task(f"sweeping {sc.spec.name} ({backend.describe()})", total=None, unit="points")
             current = ["screen"]
 
