@@ -276,11 +276,10 @@ class DesignSpace(_Spec):
 class EstimatorSettings(_Spec):
     """Settings of the sweep screen (evaluators/estimator.py)."""
 
-    screen_hops: float = Field(2.5, gt=0, le=64,
-        description="Mean hops from a compute chiplet to the stacks of its HBM "
-                               "group assumed before placement (a random cell is 3.5 hops from a random ring cell "
-                               "on a 5x5 grid; good placements are closer; at most 64). Finalists are re-scored with "
-                               "their real placement.")
+    screen_hops: float = Field(2.5, gt=0, le=64, description=(
+        "Mean hops from a compute chiplet to the stacks of its HBM group assumed before placement (a random cell is "
+        "3.5 hops from a random ring cell on a 5x5 grid; good placements are closer; at most 64). Finalists are "
+        "re-scored with their real placement."))
     chunk_tokens: int = Field(512, gt=0, le=1_000_000, description="Prefill chunk size for pipelined prefill, "
                               "tokens (at most 1,000,000).")
     batching: BatcherKind = Field(
@@ -293,23 +292,21 @@ class SimulationSettings(_Spec):
     """Settings of explore's simulation stage (chipdse/simstudy.py)."""
 
     enabled: bool = Field(True, description="Run the simulator pages (fidelity, ablation, schedulers).")
-    candidates: int = Field(6, ge=0, le=MAX_LIST,
-        description="Pareto points simulated against the estimator (B* and M_T "
-                            "included, the rest spread along the front; at most 64, each one several simulations).")
-    spread: int = Field(6, ge=0, le=MAX_LIST,
-        description="Further points, spread evenly over the estimator's throughput ranking "
-                        "of all feasible points, simulated against the estimator (the fidelity page's range; "
-                        "at most 64).")
+    candidates: int = Field(6, ge=0, le=MAX_LIST, description=(
+        "Pareto points simulated against the estimator (B* and M_T included, the rest spread along the front; at "
+        "most 64, each one several simulations)."))
+    spread: int = Field(6, ge=0, le=MAX_LIST, description=(
+        "Further points, spread evenly over the estimator's throughput ranking of all feasible points, simulated "
+        "against the estimator (the fidelity page's range; at most 64)."))
     duration_s: float = Field(60.0, gt=0, le=MAX_SIM_DURATION_S, description="Simulated window of each ablation / "
                               "scheduler run, s (at most 3600: an hour of serving is millions of events).")
     max_duration_s: float = Field(300.0, gt=0, le=MAX_SIM_DURATION_S, description="Cap on a saturated fidelity "
                                   "run's window, s (at most 3600).")
     load: float = Field(0.9, gt=0, le=10, description="Offered load of the ablation / scheduler runs, as a fraction of "
                         "the design's estimated capacity on each dataset (at most 10).")
-    datasets: list[str] = Field(default_factory=list, max_length=MAX_LIST,
-        description="Workload YAMLs of the ablation / scheduler "
-                                "comparison (relative to the scenario or instances/workloads); empty = the "
-                                "scenario's workload only.")
+    datasets: list[str] = Field(default_factory=list, max_length=MAX_LIST, description=(
+        "Workload YAMLs of the ablation / scheduler comparison (relative to the scenario or instances/workloads); "
+        "empty = the scenario's workload only; at most 64."))
     workers: int = Field(2, ge=1, le=256, description="Worker processes for the simulations (1 = in-process; at "
                          "most 256).")
 
@@ -317,13 +314,12 @@ class SimulationSettings(_Spec):
 class SweepSettings(_Spec):
     """Settings of ``chipdse sweep`` (chipdse/studies/sweep.py): the workloads screened and the simulation stage."""
 
-    workloads: list[str] = Field(default_factory=list, max_length=MAX_LIST,
-        description="Workload YAMLs to sweep (relative to the "
-                                 "scenario or instances/workloads); empty = the scenario's workload only.")
-    simulate: int = Field(0, ge=0, le=MAX_LIST,
-        description="Pareto candidates per workload (B* and M_T first, the rest spread "
-                          "along the front) placed exactly, mapped and simulated at the offered load; 0 = none; "
-                          "at most 64).")
+    workloads: list[str] = Field(default_factory=list, max_length=MAX_LIST, description=(
+        "Workload YAMLs to sweep (relative to the scenario or instances/workloads); empty = the scenario's workload "
+        "only; at most 64."))
+    simulate: int = Field(0, ge=0, le=MAX_LIST, description=(
+        "Pareto candidates per workload (B* and M_T first, the rest spread along the front) placed exactly, mapped "
+        "and simulated at the offered load; 0 = none; at most 64."))
     placement: Literal["hbm-enum", "hydra-greedy"] = Field("hbm-enum", description="Placement of the simulated "
                                                            "candidates: hbm-enum (exact, HYDRA Eq. 2) or the "
                                                            "paper's greedy.")
@@ -383,10 +379,9 @@ class TemplateSpec(_Spec):
 class ShapeSetSpec(_Spec):
     """Inputs of the shape-set formulation (``formulations.snake_shapes``)."""
 
-    rows: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1, max_length=MAX_LIST,
-        description="Logical array heights, each "
-                                    "dividing 64 and at least 8 (SNAKE Sec. 4.2: remapping granularity 8); "
-                                    "width = 4096 / rows.")
+    rows: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1, max_length=MAX_LIST, description=(
+        "Logical array heights, each dividing 64 and at least 8 (SNAKE Sec. 4.2: remapping granularity 8); width = "
+        "4096 / rows."))
     port_area_mm2: PositiveFloat = Field(0.012, le=MAX_AREA_MM2, description="One weight-injection port on the 4 "
                                          "cores of a PU, mm^2.")
     config_area_mm2: PositiveFloat = Field(0.01, le=MAX_AREA_MM2, description="Reconfiguration paths of one shape, "
@@ -479,15 +474,15 @@ class NovaSystemSpec(_Spec):
     """System assumptions (NOVA Sec. VI-A fixes the hardware; these are what it leaves open)."""
 
     gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS.")
-    sync_us: float = Field(2.0, ge=0, le=1e6, description="One GPU <-> NMP synchronization with its hand-off, us.")
-    allreduce_us: float = Field(5.0, ge=0, le=1e6,
-        description="Tensor-parallel all-reduce per layer with several GPUs, us.")
-    in_die_TFLOPS: PositiveFloat = Field(4.0, le=1e4,
-        description="AttAcc / PIMBA in-die compute per cube (16 GEMV units "
-                                         "per bank against Tier-1's 128: 32 / 8 TFLOPS).")
-    in_die_TBps: PositiveFloat = Field(2.0, le=1e4,
-        description="Their bank-level read bandwidth per cube (256-bit reads "
-                                       "against Tier-1's 2 Kb: 16 / 8 TB/s).")
+    sync_us: float = Field(2.0, ge=0, le=1e6, description="One GPU <-> NMP synchronization with its hand-off, us "
+                           "(at most 1e6).")
+    allreduce_us: float = Field(5.0, ge=0, le=1e6, description=(
+        "Tensor-parallel all-reduce per layer with several GPUs, us (at most 1e6)."))
+    in_die_TFLOPS: PositiveFloat = Field(4.0, le=1e4, description=(
+        "AttAcc / PIMBA in-die compute per cube (16 GEMV units per bank against Tier-1's 128: 32 / 8 TFLOPS; at "
+        "most 1e4)."))
+    in_die_TBps: PositiveFloat = Field(2.0, le=1e4, description=(
+        "Their bank-level read bandwidth per cube (256-bit reads against Tier-1's 2 Kb: 16 / 8 TB/s; at most 1e4)."))
 
 
 class ExpertTableSpec(_Spec):
@@ -515,10 +510,9 @@ class NovaScenario(_Spec):
     lengths: list[tuple[Tokens, Tokens]] = Field([(2048, 512), (4096, 1024), (8192, 2048)], min_length=1,
                                                  max_length=MAX_LIST, description="(input, output) tokens per "
                                                  "request (each 1..10,000,000).")
-    gpus: dict[str, Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=dict,
-        description="GPUs (each with five cubes) per model "
-                                         "that needs more than one; NOVA runs Nemotron3-Super on two H100s; "
-                                         "at most 64).")
+    gpus: dict[str, Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=dict, description=(
+        "GPUs (each with five cubes) per model that needs more than one; NOVA runs Nemotron3-Super on two H100s; "
+        "at most 64."))
     system: NovaSystemSpec = NovaSystemSpec()
     experts: ExpertTableSpec = ExpertTableSpec()
     time_limit_s: TimeLimit = Field(20.0, description="Time limit per exact solve, s (at most 86,400).")
