@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -29,6 +30,7 @@ from chipdse.core.errors import ChipdseError
 from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario, load, load_scenario
+from chipdse.core.specs import MAX_SEED, MAX_TIME_LIMIT_S
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
 from chipdse.formulations.qap import read_qaplib
 from chipdse.reports.files import write_report
@@ -75,8 +77,14 @@ def _check_finalist(point: str) -> None:
         raise ValueError(msg)
 
 
-def _fail(exc: BaseException) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+def _error_line(text: object) -> None:
+    """Print ``error: <text>`` on one line of stderr (newlines in ``text`` become spaces)."""
+    line = " ".join(str(text).split())
+    err.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+
+
+def _fail(exc: BaseException | str) -> None:
+    _error_line(exc)
     raise typer.Exit(EXIT_USER_ERROR)
 
 
@@ -95,11 +103,11 @@ def explore(
                       "and manifest.json. "
                       "Default: reports/out/<scenario name>/.", show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, help="Time limit per exact solve in seconds (default: the scenario's).",
-        show_default=False)] = None,
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Time limit per exact solve in seconds (default: the "
+        "scenario's).", show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
-        "--seed", min=0, help="Seed for randomized heuristics and solvers (default: the scenario's).",
-        show_default=False)] = None,
+        "--seed", min=0, max=MAX_SEED, help="Seed for randomized heuristics and solvers, 0..2^31-1 (default: the "
+        "scenario's).", show_default=False)] = None,
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="HYDRA: recompute every stage, even those kept in the store.")] = False,
     store_path: Annotated[Path | None, typer.Option(
@@ -128,7 +136,8 @@ def explore(
             if hydra:
                 extra["checkpoints"] = kept.open(store_path or out_dir / HYDRA_STORE, fresh, stack)
             bar = stack.enter_context(Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                               TimeElapsedColumn(), console=err, transient=True))
+                                               TimeElapsedColumn(), console=err, transient=True,
+                                               disable=not err.is_terminal))
             task = bar.add_task(study.label(sc), total=None)
 
             def progress(msg: str, _frac: float) -> None:
@@ -275,8 +284,8 @@ def compare(
         show_default=False)] = None,
     point: Annotated[str, typer.Option("--point", help="Which HYDRA finalist: b-star or m-t.")] = "b-star",
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, help="Time limit per exact solve, s (default: the scenario's).",
-        show_default=False)] = None,
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Time limit per exact solve, s (default: the "
+        "scenario's).", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON list.")] = False,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Also write the rows to this CSV file.",
                                                   show_default=False)] = None,
@@ -285,6 +294,7 @@ def compare(
 
     Columns: method, exact, objective, bound, gap (own), gap to the best proven bound, status, wall time.
     """
+    created: list[Path] = []
     try:
         validate_methods(problem, methods)
         _check_finalist(point)
@@ -292,15 +302,17 @@ def compare(
             if csv_path.is_dir():
                 msg = f"--csv {csv_path} is a directory; give a file name"
                 raise ValueError(msg)
-            ensure_writable_dir(csv_path.parent)
+            created = ensure_writable_dir(csv_path.parent)
         instance, label, cfg = _problem_instance(problem, scenario, point, time_limit)
         rows = comparison_rows(run_methods(problem, instance, methods, cfg))
         if csv_path is not None:
             with atomic_path(csv_path) as tmp:
                 pd.DataFrame(rows).to_csv(tmp, index=False)
     except (ChipdseError, ValueError) as exc:
+        remove_if_empty(created)
         _fail(exc)
     except OSError as exc:
+        remove_if_empty(created)
         _fail(f"cannot write {csv_path}: {exc.strerror or exc}")
     if as_json:
         typer.echo(json.dumps(rows, default=str))
@@ -335,7 +347,8 @@ def solve(
         "--solver", help="qap: highs (RLT-1 MILP), cpsat, or bnb (Gilmore-Lawler branch and bound).")] = "highs",
     point: Annotated[str, typer.Option("--point", help="Which HYDRA finalist: b-star or m-t.")] = "b-star",
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, help="Solver time limit, s (default: the scenario's; qap: 60). Building the "
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Solver time limit, s (default: the scenario's; qap: "
+        "60). Building the "
         "model comes on top (qap: about 9 s at n = 20).",
         show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
@@ -392,9 +405,11 @@ def sweep(
         metavar="SCENARIO", help="Scenario YAML (default: the bundled default).", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     workers: Annotated[int | None, typer.Option(
-        "--workers", min=1, help="Run the jobs on a local process pool of N workers.", show_default=False)] = None,
+        "--workers", min=1, max=256, help="Run the jobs on a local process pool of N workers.",
+        show_default=False)] = None,
     dask_local: Annotated[int | None, typer.Option(
-        "--dask-local", min=1, help="Run the jobs on a local Dask cluster of N workers.", show_default=False)] = None,
+        "--dask-local", min=1, max=256, help="Run the jobs on a local Dask cluster of N workers.",
+        show_default=False)] = None,
     scheduler: Annotated[str | None, typer.Option(
         "--scheduler", help="Run the jobs on the Dask cluster at this scheduler address (tcp://host:8786).",
         show_default=False)] = None,
@@ -419,17 +434,19 @@ def sweep(
         backend = Backend.in_process()
     path: Path | None = store_path
     new_store = False
+    created: list[Path] = []
     try:
         sc = load_scenario(scenario)
         path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
         if path.is_dir():
             _fail(f"--store {path}: is a directory; give the path of a results file (e.g. {path / 'results.sqlite'})")
         new_store = not path.exists()
+        created = ensure_writable_dir(path.parent)
         units = {"screen": "points", "simulate": "runs"}
         with ResultsStore(path) as store, Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[unit]}"), RateColumn(), TimeElapsedColumn(), TextColumn("ETA"),
-                TimeRemainingColumn(), console=err, transient=True) as bar:
+                TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task(f"sweeping {sc.spec.name} ({backend.describe()})", total=None, unit="points")
             current = ["screen"]
 
@@ -441,11 +458,11 @@ def sweep(
                 bar.update(task, completed=done, total=total)
 
             result = run_sweep(sc, backend, store=store, fresh=fresh, progress=progress)
-    except (ChipdseError, ValueError) as exc:
-        if new_store and path is not None:  # leave no empty store behind
+    except (ChipdseError, ValueError, OSError) as exc:
+        if new_store and path is not None:  # leave no empty store, nor the folders made for it, behind
             for leftover in _store_files(path):
                 leftover.unlink(missing_ok=True)
-        _fail(exc)
+        _fail_output(exc, created)
     except KeyboardInterrupt:
         err.print(f"interrupted: finished jobs are saved in {path}; rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -453,16 +470,20 @@ def sweep(
     if as_json:
         typer.echo(json.dumps(summary))
         return
-    typer.echo(f"{sc.spec.name}: {summary['points']:,} points ({summary['feasible']:,} feasible, "
-               f"{summary['infeasible']:,} infeasible, {summary['pareto']} on the Pareto front) in "
+    typer.echo(f"{sc.spec.name}: {summary['points']:,} points ({summary['stable']:,} stable at the offered load, "
+               f"{summary['unstable']:,} unstable, {summary['infeasible']:,} infeasible (do not fit the HBM); "
+               f"{summary['pareto']} on the Pareto front) in "
                f"{summary['wall_s']:.2f} s on {summary['backend']}; {summary['jobs_stored']} of "
                f"{summary['jobs']} screen jobs and {summary['sim_jobs_stored']} of {summary['sim_jobs']} "
                f"simulations read from {path}")
     if len(summary["workloads"]) > 1:
         for name, c in summary["workloads"].items():
-            typer.echo(f"  {name}: {c['points']:,} points, {c['feasible']:,} feasible, {c['pareto']} Pareto")
+            typer.echo(f"  {name}: {c['points']:,} points, {c['stable']:,} stable, {c['unstable']:,} unstable, "
+                       f"{c['infeasible']:,} infeasible, {c['pareto']} Pareto")
     for reason, n in summary["infeasible_reasons"].items():
         typer.echo(f"  {n:,} infeasible: {reason}")
+    for reason, n in summary["unstable_reasons"].items():
+        typer.echo(f"  {n:,} {reason}")
     for reason in summary["unbuildable"]:
         typer.echo(f"  not built: {reason}")
     for r in summary["simulated"]:
@@ -526,10 +547,10 @@ def simulate(
         show_default=False)] = None,
     best: Annotated[bool, typer.Option("--best", help="Simulate B* (the default when --point is not given).")] = False,
     duration: Annotated[float | None, typer.Option(
-        "--duration", min=0.001, help="Simulated window, s (default: the workload's duration_s).",
+        "--duration", min=0.001, max=3600.0, help="Simulated window, s (default: the workload's duration_s).",
         show_default=False)] = None,
     rate: Annotated[float | None, typer.Option(
-        "--rate", min=1e-9, help="Mean arrival rate, requests/s (default: the workload's).",
+        "--rate", min=1e-9, max=1e6, help="Mean arrival rate, requests/s (default: the workload's).",
         show_default=False)] = None,
     scheduler: Annotated[str, typer.Option(
         "--scheduler", help=f"Task scheduler: {names_text(SCHEDULER_NAMES)}.")] = "static",
@@ -537,7 +558,8 @@ def simulate(
         "--batching", help=f"{names_text(BATCHER_NAMES)} (default: the scenario's estimator.batching).",
         show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
-        "--seed", min=0, help="Simulator seed (default: the scenario's).", show_default=False)] = None,
+        "--seed", min=0, max=MAX_SEED, help="Simulator seed, 0..2^31-1 (default: the scenario's).",
+        show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as one JSON object.")] = False,
 ) -> None:
     """Place (hbm-enum), map (lpt-greedy) and simulate one design point; print its serving metrics.
@@ -582,6 +604,29 @@ def simulate(
                    "still in the system; the latency statistics cover only the requests served so far")
 
 
-def run() -> None:  # pragma: no cover - console entry
-    """Entry point that never shows a traceback for chipdse errors."""
-    sys.exit(app())
+def invoke(argv: list[str] | None = None) -> int:
+    """Run the command line on ``argv`` (default: ``sys.argv[1:]``) and return its exit code.
+
+    Every usage error Typer finds (a bad option value such as ``--seed -3``, an unknown command or option, a
+    missing argument) is printed as one ``error: ...`` line on stderr, as the commands print bad input, and
+    returns 2; ``chipdse`` alone prints the help and returns 2, as Typer does; ``--help`` returns 0.
+    """
+    try:
+        code = app(args=argv, prog_name="chipdse", standalone_mode=False)
+    except typer._click.exceptions.NoArgsIsHelpError as exc:
+        err.print(exc.format_message(), highlight=False, markup=False)
+        return EXIT_USER_ERROR
+    except typer.exceptions.TyperException as exc:
+        ctx = getattr(exc, "ctx", None)
+        where = f"{ctx.command_path}: " if ctx is not None and ctx.command_path != "chipdse" else ""
+        _error_line(where + exc.format_message())
+        return EXIT_USER_ERROR
+    except typer.Abort:
+        _error_line("aborted")
+        return 1
+    return code if isinstance(code, int) else 0
+
+
+def run() -> None:
+    """Console entry point (``chipdse``): :func:`invoke` on the command line; exits with its code."""
+    sys.exit(invoke())

@@ -219,6 +219,7 @@ class Screen:
         self.needs = memory_needs(sc)
         self.hbm_GBps = sc.library.memory.bandwidth_GBps
         self.hops = sc.spec.estimator.screen_hops
+        self.hop_latency_s = sc.package.hop_latency_ns * 1e-9
         self.lam = sc.workload.arrival_rate_rps
         self.batching = sc.spec.estimator.batching
 
@@ -262,7 +263,8 @@ class Screen:
                 times[fam] = np.full((3, len(d2d)), np.inf)
                 n[fam] = np.zeros(len(d2d))
                 continue
-            times[fam] = task_time_s(mat, vec, by, caps_by_type[types[i]], self.hbm_GBps, self.hops, d2d, wait)
+            times[fam] = task_time_s(mat, vec, by, caps_by_type[types[i]], self.hbm_GBps, self.hops, d2d, wait,
+                                     self.hop_latency_s)
             n[fam] = counts[:, i].astype(float)
         ta, tm = times["attention"], times["mamba"]
         t_a, t_m = _balance_times(np.where(n["attention"] > 0, ta[FAMILY_ATTENTION], 0.0),

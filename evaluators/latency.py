@@ -213,7 +213,7 @@ def decode_costs(t: BlockTable, ctx_tokens: float) -> PhaseCosts:
 def task_time_s(
     mat_flop: np.ndarray | float, vec_flop: np.ndarray | float, hbm_bytes: np.ndarray | float, caps: ChipletCaps,
     hbm_GBps: float, hops: np.ndarray | float, d2d_GBps: np.ndarray | float,  # noqa: N803
-    transfer_wait: np.ndarray | float = 0.0,
+    transfer_wait: np.ndarray | float = 0.0, hop_latency_s: float = 0.0,
 ) -> np.ndarray:
     """Return t_comp + t_comm of tasks on a chiplet, optionally with queueing on the shared transfers.
 
@@ -235,19 +235,25 @@ def task_time_s(
         Queueing on the shared HBM ports and links as a multiple (>= 0) of the task's transfer time
         ``V / B_HBM + t_comm`` (:func:`chipdse.evaluators.estimator.transfer_wait`); 0 (the default) is HYDRA's
         uncontended Eq. 3.
+    hop_latency_s : float, optional
+        Router + link latency of one hop, s (the package's ``hop_latency_ns`` x 1e-9); a task that moves bytes
+        pays it once per hop, as the simulator's NoI does (``evaluators/sim_noi.py``). 0 (the default) is
+        HYDRA's Eq. 3, which counts bandwidth only.
 
     Returns
     -------
     numpy.ndarray
-        ``max(F_mat / P_mat + F_vec / P_vec, V / B_HBM) + t_comm + wait * (V / B_HBM + t_comm)``, seconds,
-        shaped like the broadcast of the arguments. Nothing is raised; a zero bandwidth gives ``inf``.
+        ``max(F_mat / P_mat + F_vec / P_vec, V / B_HBM) + t_comm + wait * (V / B_HBM + t_comm)``, seconds, with
+        ``t_comm = d (V / B_NoI + t_hop)`` (``t_hop`` only where V > 0), shaped like the broadcast of the
+        arguments. Nothing is raised; a zero bandwidth gives ``inf``.
 
     References
     ----------
-    HYDRA Eq. 3 (t_comm = d_Man(c, m_k) V_k / B_NoI) and Sec. IV-C (t_comp from a latency table; here a
-    roofline against the chiplet's compute and the HBM stack bandwidth).
+    HYDRA Eq. 3 (t_comm = d_Man(c, m_k) V_k / B_NoI) plus a per-hop latency, and Sec. IV-C (t_comp from a latency
+    table; here a roofline against the chiplet's compute and the HBM stack bandwidth).
     """
     compute = mat_flop / caps.matrix_flops + vec_flop / caps.vector_flops
     port = hbm_bytes / (hbm_GBps * 1e9)
-    t_comm = hops * hbm_bytes / (np.asarray(d2d_GBps) * 1e9)
+    per_hop = hbm_bytes / (np.asarray(d2d_GBps) * 1e9) + np.where(np.asarray(hbm_bytes) > 0, hop_latency_s, 0.0)
+    t_comm = hops * per_hop
     return np.maximum(compute, port) + t_comm + transfer_wait * (port + t_comm)

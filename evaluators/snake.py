@@ -185,7 +185,8 @@ def load_card(model: str | Path) -> dict:
     try:
         return read_card(model)[0]
     except SpecError as exc:
-        what = "not found" if exc.source == "model" or exc.expected == "file not found" else exc.expected
+        what = ("not found" if exc.source == "model" or exc.expected == "file not found" else
+                f"{exc.field}: {exc.expected}" if exc.field else exc.expected)
         msg = f"model card {model}: {what}"
         raise SnakeError(msg) from None
 

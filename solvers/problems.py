@@ -268,7 +268,7 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
             d = hops[cell][GROUP_NAMES[t.group[k]]] if GROUP_NAMES[t.group[k]] in hops[cell] else \
                 min(hops[cell].values())
             t_k = task_time_s(mat[k], vec[k], by[k], caps, sc.library.memory.bandwidth_GBps, d, point.d2d_GBps,
-                              transfer_wait)
+                              transfer_wait, sc.package.hop_latency_ns * 1e-9)
             times[(name, cid)] = float(t_k[0])
     return MappingProblem(tasks=tuple(t.names), chiplets=tuple(chiplets), time_s=times,
                           name=f"{sc.spec.name}-{phase}-mapping")

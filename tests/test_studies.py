@@ -87,7 +87,7 @@ def test_kind_is_a_discriminated_union(tmp_path: Path) -> None:
     bad.write_text(yaml.safe_dump({**spec, "batches": [8, 0]}))
     with pytest.raises(SpecError) as exc:
         load(bad)
-    assert exc.value.field == "batches.1"  # the union's tag is not part of the field name
+    assert exc.value.field == "batches[1]"  # the union's tag is not part of the field name
     bad.write_text(yaml.safe_dump({**spec, "kind": "nova"}))  # SNAKE fields are unknown to a NOVA scenario
     with pytest.raises(SpecError):
         load(bad)

@@ -160,8 +160,10 @@ def test_sweep_equals_screen_score(small_scenario) -> None:
     assert (res.points["workload"] == small_scenario.workload.name).all()
     s = summary_json(res)
     assert s["points"] == len(pts) == s["feasible"] + s["infeasible"]
-    assert s["feasible"] == int((expected["reason"] == "").sum())
+    assert s["stable"] == int((expected["reason"] == "").sum())
+    assert s["feasible"] == int(expected["feasible"].sum()) == s["stable"] + s["unstable"]
     assert sum(s["infeasible_reasons"].values()) == s["infeasible"]
+    assert sum(s["unstable_reasons"].values()) == s["unstable"]
     assert 1 <= s["pareto"] == int(res.points["pareto"].sum()) and s["wall_s"] > 0
     assert s["jobs"] == 3 and s["jobs_stored"] == 0
 

@@ -30,6 +30,21 @@ SUPPORTED_FFNS = {"mlp", "moe", "shared_mlp", "none"}
 SSM_KINDS = ("mamba1", "mamba2")
 """Block kinds run on Mamba (SSM) chiplets: Mamba-1 (Jamba) and Mamba-2 mixers."""
 
+MAX_CARD_DIM = 2**24
+"""Largest size a card may give (a width, head count, expert count or vocabulary): 16,777,216, far above any
+published model (hidden sizes reach about 25,000, vocabularies about 260,000)."""
+CARD_SIZES = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+              "intermediate_size", "ssm_d_inner", "ssm_state_size", "ssm_conv_kernel", "ssm_n_groups",
+              "mamba_num_heads", "mamba_head_dim", "mamba_dt_rank", "ssm_chunk_size", "ssm_expand", "num_experts",
+              "num_experts_per_tok", "moe_intermediate_size", "moe_latent_size", "shared_expert_intermediate_size",
+              "vocab_size", "vocab_pad_multiple", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
+              "qk_rope_head_dim", "v_head_dim", "max_position_embeddings")
+"""Card fields that are sizes: whole numbers 1..MAX_CARD_DIM where present (null = not used by the model)."""
+CARD_COUNTS = ("num_shared_experts", "num_nextn_predict_layers", "first_k_dense_replace")
+"""Card fields that are counts: whole numbers 0..MAX_CARD_DIM where present."""
+CARD_TOTALS = ("published_params_total", "published_params_total_exact", "published_params_active")
+"""Card fields that are parameter totals: finite numbers > 0 where present."""
+
 
 @dataclass(frozen=True)
 class Block:
@@ -469,6 +484,39 @@ def find_card(ref: str | Path) -> Path:
     return path
 
 
+def check_card(card: dict[str, Any], source: str) -> None:
+    """Check a card's numbers and layer lists before any reader uses them.
+
+    Sizes (:data:`CARD_SIZES`) are whole numbers 1..:data:`MAX_CARD_DIM`, counts (:data:`CARD_COUNTS`) 0..that,
+    totals (:data:`CARD_TOTALS`) finite and positive; ``layer_mixer`` and ``layer_ffn`` are lists of names and
+    ``num_hidden_layers`` equals their length (every layer is in the list the blocks are built from).
+
+    Raises
+    ------
+    SpecError
+        Naming ``source`` (the card file) and the field, e.g. ``hidden_size: a whole number 1..16777216, got 'big'``.
+    """
+    for key in (*CARD_SIZES, *CARD_COUNTS):
+        value, low = card.get(key), 1 if key in CARD_SIZES else 0
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not low <= value <= MAX_CARD_DIM):
+            raise SpecError(source, key, f"a whole number {low}..{MAX_CARD_DIM} (a size of the model; null where "
+                            f"the model has none), got {value!r}")
+    for key in CARD_TOTALS:
+        value = card.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value) or value <= 0):
+            raise SpecError(source, key, f"a finite parameter count > 0, got {value!r}")
+    for key in ("layer_mixer", "layer_ffn"):
+        value = card.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            raise SpecError(source, key, f"a list of layer type names, one per layer, got {value!r}")
+    layers, mixers = card.get("num_hidden_layers"), card.get("layer_mixer")
+    if layers is not None and mixers is not None and layers != len(mixers):
+        raise SpecError(source, "num_hidden_layers", f"the number of entries of layer_mixer ({len(mixers)}; the "
+                        f"blocks are built from that list), got {layers}")
+
+
 def read_card(ref: str | Path) -> tuple[dict[str, Any], Path]:
     """Find and read a model card: by bundled key (e.g. ``"llama-3-70b"``, ``instances/models/<key>.json``) or by
     path to a card JSON. The one card reader: the HYDRA descriptor (:func:`load_model`), the SNAKE operator
@@ -483,7 +531,7 @@ def read_card(ref: str | Path) -> tuple[dict[str, Any], Path]:
     ------
     SpecError
         One line: an unknown key (source ``model``, field ``name``, listing the bundled keys), a missing file or
-        invalid JSON (source: the card's path).
+        invalid JSON, or a bad number or layer list (:func:`check_card`; source: the card's path).
     """
     path = find_card(ref)
     try:
@@ -492,6 +540,7 @@ def read_card(ref: str | Path) -> tuple[dict[str, Any], Path]:
         raise SpecError(str(path), "", f"valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(card, dict):
         raise SpecError(str(path), "", f"a JSON object of card fields, got {type(card).__name__}")
+    check_card(card, str(path))
     return card, path
 
 
@@ -504,4 +553,4 @@ def load_model(name_or_path: str | Path) -> ModelDescriptor:
         Unknown model name (the message lists the bundled ones), unreadable or malformed card.
     """
     card, path = read_card(name_or_path)
-    return build_descriptor(card, path.stem, path.name)
+    return build_descriptor(card, path.stem, str(path))

@@ -14,12 +14,14 @@ from chipdse.core.errors import SpecError
 from chipdse.core.models import ModelDescriptor, find_card, load_model
 from chipdse.core.paths import instances_dir
 from chipdse.core.specs import (
+    MAX_DESIGN_POINTS,
     ChipletLibrary,
     NovaScenario,
     Package,
     Scenario,
     SnakeScenario,
     Workload,
+    check_requests,
     file_sha256,
     load_spec,
     parse_scenario_spec,
@@ -63,10 +65,8 @@ def with_workload(sc: LoadedScenario, workload: str, field: str = "simulation.da
         A missing or malformed workload file or trace, naming it and the scenario ``field`` that refers to it.
     """
     wl_path = resolve(workload, sc.path.parent, "workloads", str(sc.path), field)
-    wl = load_spec(Workload, wl_path)
-    if sc.spec.arrival_rate_rps is not None:
-        wl = wl.model_copy(update={"arrival_rate_rps": sc.spec.arrival_rate_rps})
-    return dataclasses.replace(sc, workload=wl, lengths=load_lengths(wl, wl_path.parent, sc.spec.seed),
+    wl = _with_rate(sc.path, sc.spec, load_spec(Workload, wl_path))
+    return dataclasses.replace(sc, workload=wl, lengths=load_lengths(wl, wl_path.parent, sc.spec.seed, wl_path),
                                workload_path=wl_path)
 
 
@@ -136,6 +136,121 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
     return sc
 
 
+def _with_rate(path: Path, spec: Scenario, workload: Workload) -> Workload:
+    """The workload at the scenario's ``arrival_rate_rps`` when it sets one (SpecError naming that field when the
+    rate times the workload's ``duration_s`` offers too many requests)."""
+    if spec.arrival_rate_rps is None:
+        return workload
+    try:
+        check_requests(spec.arrival_rate_rps, workload.duration_s, "arrival_rate_rps x the workload's duration_s")
+    except ValueError as exc:
+        raise SpecError(str(path), "arrival_rate_rps", str(exc)) from None
+    return workload.model_copy(update={"arrival_rate_rps": spec.arrival_rate_rps})
+
+
+def _check_cells(path: Path, spec: Scenario, pkg_path: Path, package: Package, lib_path: Path,
+                 library: ChipletLibrary) -> None:
+    """Cross-file checks of the package: every chiplet fits a cell (pitch^2, mm^2) and the design space's
+    ``total_chiplets`` fits the grid's cells.
+
+    Raises
+    ------
+    SpecError
+        Naming the library field of a die larger than a cell, or the scenario's ``design_space.total_chiplets``.
+    """
+    cell_mm2 = package.cell_pitch_mm ** 2
+    dies = [(f"compute[{i}].die_area_mm2", c.die_area_mm2) for i, c in enumerate(library.compute)]
+    for where, area in [*dies, ("memory.area_mm2", library.memory.area_mm2)]:
+        if area > cell_mm2 * (1 + 1e-9):
+            msg = (f"at most one cell of the package, {package.cell_pitch_mm:g} mm x {package.cell_pitch_mm:g} mm = "
+                   f"{cell_mm2:g} mm^2 ({pkg_path}: cell_pitch_mm; each cell holds one chiplet), got {area:g}")
+            raise SpecError(str(lib_path), where, msg)
+    total = spec.design_space.total_chiplets
+    if total > package.n_cells:
+        msg = (f"at most the {package.rows} x {package.cols} = {package.n_cells} cells of the package "
+               f"({pkg_path}; each chiplet takes one cell), got {total}")
+        raise SpecError(str(path), "design_space.total_chiplets", msg)
+
+
+def _check_core_area(path: Path, spec: Scenario, lib_path: Path, library: ChipletLibrary,
+                     model: ModelDescriptor) -> None:
+    """Every compute chiplet the model uses keeps core area at every swept D2D bandwidth: die - overhead - PHY(B)
+    > 0 (HYDRA Sec. III-C: PHY area comes out of the die cap; ``D2DPhy.area_for``).
+
+    Raises
+    ------
+    SpecError
+        Naming the library's ``overhead_area_mm2`` when the overhead alone fills the die, else the scenario's
+        ``design_space.d2d_GBps[j]`` that leaves no core area, with the areas.
+    """
+    for i, c in enumerate(library.compute):
+        if c.family not in model.families:
+            continue
+        if c.overhead_area_mm2 >= c.die_area_mm2:
+            msg = f"less than the die's {c.die_area_mm2:g} mm^2 (die_area_mm2), got {c.overhead_area_mm2:g}"
+            raise SpecError(str(lib_path), f"compute[{i}].overhead_area_mm2", msg)
+        for j, bw in enumerate(spec.design_space.d2d_GBps):
+            phy = library.phy.area_for(bw)
+            if c.die_area_mm2 - c.overhead_area_mm2 - phy <= 0:
+                msg = (f"{bw:g} GB/s per link needs {phy:.4g} mm^2 of D2D PHY on chiplet {c.name}, which leaves no "
+                       f"core area under its {c.die_area_mm2:g} mm^2 die after {c.overhead_area_mm2:g} mm^2 of "
+                       f"overhead ({lib_path}: phy, compute[{i}])")
+                raise SpecError(str(path), f"design_space.d2d_GBps[{j}]", msg)
+
+
+def _check_size(path: Path, spec: Scenario, n_types: int) -> None:
+    """The design space holds at most :data:`~chipdse.core.specs.MAX_DESIGN_POINTS` points (SpecError naming the
+    scenario's ``design_space`` otherwise)."""
+    ds = spec.design_space
+    n = ds.n_points(n_types)
+    if n > MAX_DESIGN_POINTS:
+        msg = (f"{n:,} design points ({ds.total_chiplets} chiplets over {n_types} compute types and HBM "
+               f"{ds.hbm_min}..{ds.hbm_max}, x {len(ds.d2d_GBps)} bandwidths x {len(ds.max_batch)} batches); at most "
+               f"{MAX_DESIGN_POINTS:,} (about a minute of screening): narrow hbm_min..hbm_max, raise min_per_type "
+               "or shorten d2d_GBps / max_batch")
+        raise SpecError(str(path), "design_space", msg)
+
+
+def _check_longest_request(spec: Scenario, package: Package, library: ChipletLibrary, lib_path: Path,
+                           model: ModelDescriptor, card: Path, workload: Workload, wl_path: Path,
+                           lengths: LengthSample) -> None:
+    """The weights, and beside them the longest request, fit in the HBM of the largest design (HYDRA Eq. 1 with
+    one request): weights + KV cache at its full context + SSM state <= stacks x capacity, with the most stacks any
+    point can have (``design_space.hbm_max``, and the package's ring cells when stacks sit on the ring). A model or
+    request that fails this can be served by no design point, whatever the split of the stacks.
+
+    Raises
+    ------
+    SpecError
+        Weights alone too large: naming the library's ``memory.capacity_GB`` and the card. Else naming the trace
+        file and its token columns with the request's line (or the workload's parametric ``lengths``), the bytes
+        needed and the bytes available.
+    """
+    stacks = min(spec.design_space.hbm_max, len(package.ring_cells()) if package.hbm_on_ring else package.n_cells)
+    avail = stacks * library.memory.capacity_GB * 1e9
+    largest = (f"the largest design holds {stacks} HBM stacks x {library.memory.capacity_GB:g} GB = "
+               f"{avail / 1e9:.4g} GB (design_space.hbm_max {spec.design_space.hbm_max}, "
+               f"{len(package.ring_cells())} ring cells)")
+    if model.weight_bytes > avail:
+        msg = (f"the model's weights ({model.weight_bytes / 1e9:.4g} GB; {card}, hidden_size "
+               f"{model.hidden_size}) do not fit: {largest}; raise memory.capacity_GB or design_space.hbm_max, or "
+               "choose a smaller model")
+        raise SpecError(str(lib_path), "memory.capacity_GB", msg)
+    total = lengths.prefill_tokens + lengths.decode_tokens
+    i = int(np.argmax(total))
+    need = model.weight_bytes + model.kv_bytes_per_token() * float(total[i]) + model.state_bytes_per_request()
+    if need <= avail:
+        return
+    if workload.trace is not None:
+        source = str(resolve(workload.trace, wl_path.parent, "traces"))
+        field, which = "num_prefill_tokens", f"the request on line {i + 2}"
+    else:
+        source, field, which = str(wl_path), "lengths", "the longest drawn request"
+    msg = (f"{which} has {int(total[i]):,} tokens: its KV cache and state beside the model's weights need "
+           f"{need / 1e9:.4g} GB, but {largest}, so no design point could serve it")
+    raise SpecError(source, field, msg)
+
+
 def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
     """Resolve and check everything a HYDRA scenario names."""
     base = path.parent
@@ -143,10 +258,9 @@ def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
     package = load_spec(Package, pkg_path)
     lib_path = resolve(spec.library, base, "chiplets", str(path), "library")
     library = load_spec(ChipletLibrary, lib_path)
+    _check_cells(path, spec, pkg_path, package, lib_path, library)
     wl_path = resolve(spec.workload, base, "workloads", str(path), "workload")
-    workload = load_spec(Workload, wl_path)
-    if spec.arrival_rate_rps is not None:
-        workload = workload.model_copy(update={"arrival_rate_rps": spec.arrival_rate_rps})
+    workload = _with_rate(path, spec, load_spec(Workload, wl_path))
     try:
         json_card = spec.model.endswith(".json")
         ref = resolve(spec.model, base, "models", str(path), "model") if json_card else spec.model
@@ -159,10 +273,14 @@ def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
     if missing:
         msg = f"compute chiplets for the model's {missing} blocks; the library has none"
         raise SpecError(str(path), "library", msg)
-    lengths = load_lengths(workload, wl_path.parent, spec.seed)
+    _check_core_area(path, spec, lib_path, library, model)
+    _check_size(path, spec, sum(c.family in model.families for c in library.compute))
+    lengths = load_lengths(workload, wl_path.parent, spec.seed, wl_path)
+    _check_longest_request(spec, package, library, lib_path, model, find_card(ref), workload, wl_path, lengths)
     for fld, refs in (("simulation.datasets", spec.simulation.datasets), ("sweep.workloads", spec.sweep.workloads)):
         for ds in refs:  # checked now, not after minutes of solving
-            load_spec(Workload, resolve(ds, base, "workloads", str(path), fld))
+            ds_path = resolve(ds, base, "workloads", str(path), fld)
+            load_lengths(_with_rate(path, spec, load_spec(Workload, ds_path)), ds_path.parent, spec.seed, ds_path)
     named = {"package": pkg_path, "library": lib_path, "workload": wl_path, "model": find_card(ref)}
     loaded = LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
                             pkg_path, wl_path, named)

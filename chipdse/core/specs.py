@@ -10,7 +10,7 @@ import hashlib
 import math
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import yaml
 from pydantic import (
@@ -23,6 +23,8 @@ from pydantic import (
     Tag,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -32,8 +34,49 @@ from chipdse.core.paths import instances_dir
 T = TypeVar("T", bound=BaseModel)
 
 
+MAX_SEED = 2**31 - 1
+"""Largest seed: CP-SAT's ``random_seed`` and the simulators' seeds are 32-bit signed integers."""
+MAX_TIME_LIMIT_S = 86_400.0
+"""Longest time limit of one solve, s (one day): a longer limit is a typo, and ``.inf`` would never end."""
+MAX_BATCH = 4096
+"""Largest batch, requests: the simulator allocates per-request state for a whole batch, and no bundled model's
+KV cache / state lets even 16 HBM stacks hold more than a few thousand requests (HYDRA Table III sweeps 2-64)."""
+MAX_LIST = 64
+"""Longest list of swept values (bandwidths, batches, ...): every value multiplies the points or runs."""
+MAX_AREA_MM2 = 858.0
+"""Largest die, mm^2: the lithography reticle limit (26 mm x 33 mm)."""
+MAX_SIM_DURATION_S = 3600.0
+"""Longest simulated window, s: an hour of serving is millions of events (minutes of wall time per run)."""
+MAX_REQUESTS = 10_000_000
+"""Most requests a workload may offer (arrival_rate_rps x duration_s): each is an event-simulator request."""
+MAX_DESIGN_POINTS = 2_000_000
+"""Most design points a HYDRA design space may hold: the estimator scores about 40,000 points/s, so this is about
+a minute of screening (HYDRA Table III's space, 24 chiplets, has 174,720)."""
+MAX_TOKENS = 10_000_000
+"""Longest prompt or output of one request, tokens: ten times the longest context of any bundled card (1M)."""
+
+Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
+"""A batch size, requests (1..4096, see :data:`MAX_BATCH`)."""
+Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+"""A request length, tokens (1..10,000,000, see :data:`MAX_TOKENS`)."""
+TimeLimit = Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_S)]
+"""A time limit per solve, s (at most one day, see :data:`MAX_TIME_LIMIT_S`)."""
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED, description="Random seed (0..2^31-1: CP-SAT's and the simulators' "
+                                                             "seeds are 32-bit integers).")]
+"""A random seed (0..2^31-1, see :data:`MAX_SEED`)."""
+
+
+def check_requests(rate_rps: float, duration_s: float, field: str) -> None:
+    """Raise ValueError when ``rate_rps`` (req/s) x ``duration_s`` (s) offers more than :data:`MAX_REQUESTS`
+    requests; ``field`` names the product in the message."""
+    if rate_rps * duration_s > MAX_REQUESTS:
+        msg = (f"{field} = {rate_rps:g} req/s x {duration_s:g} s = {rate_rps * duration_s:.3g} requests; at most "
+               f"{MAX_REQUESTS:,} (each one is a request of the event simulator)")
+        raise ValueError(msg)
+
+
 class _Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class BatcherKind(StrEnum):
@@ -57,10 +100,13 @@ class SchedulerKind(StrEnum):
 class D2DPhy(_Spec):
     """D2D PHY cost model: how much die area a given link bandwidth takes (HYDRA Sec. VI-A, NVIDIA GRS)."""
 
-    lanes: int = Field(8, gt=0, description="Lanes per PHY macro.")
-    lane_rate_Gbps: float = Field(25.0, gt=0, description="Signalling rate per lane, Gb/s.")
-    area_mm2: float = Field(0.3876, gt=0, description="Area of one PHY macro, mm^2 (16 nm GRS, HYDRA).")
-    ports_per_chiplet: int = Field(4, gt=0, description="Mesh ports per compute chiplet (N, E, S, W).")
+    lanes: int = Field(8, gt=0, le=1024, description="Lanes per PHY macro (at most 1024).")
+    lane_rate_Gbps: float = Field(25.0, gt=0, le=1000, description="Signalling rate per lane, Gb/s (at most "
+                                  "1000: beyond any electrical SerDes).")
+    area_mm2: float = Field(0.3876, gt=0, le=MAX_AREA_MM2, description="Area of one PHY macro, mm^2 (16 nm GRS, "
+                            "HYDRA; at most the 858 mm^2 reticle limit).")
+    ports_per_chiplet: int = Field(4, gt=0, le=16, description="Mesh ports per compute chiplet (N, E, S, W; at "
+                                   "most 16).")
 
     @property
     def GBps_per_phy(self) -> float:  # noqa: N802 - unit in name
@@ -82,12 +128,17 @@ class ComputeChiplet(_Spec):
     name: str = Field(description="Type name, e.g. Ap, Ad, Mp, Md.")
     family: Literal["attention", "mamba"] = Field(description="Block family it is built for.")
     phase: Literal["prefill", "decode"] = Field(description="Phase it is optimized for.")
-    die_area_mm2: float = Field(121.0, gt=0, description="Die area (the die cap), mm^2.")
-    overhead_area_mm2: float = Field(gt=0, description="Fixed area for control, router, DMA, mm^2.")
+    die_area_mm2: float = Field(121.0, gt=0, le=MAX_AREA_MM2, description="Die area (the die cap), mm^2 (at most "
+                                "the 858 mm^2 reticle limit).")
+    overhead_area_mm2: float = Field(gt=0, le=MAX_AREA_MM2, description="Fixed area for control, router, DMA, "
+                                     "mm^2 (at most the 858 mm^2 reticle limit).")
     compute_fraction: float = Field(gt=0, lt=1, description="Share of the core area given to compute units.")
-    matrix_TFLOPS_per_mm2: float = Field(gt=0, description="Dense matrix throughput density, TFLOP/s per mm^2.")
-    vector_TFLOPS_per_mm2: float = Field(gt=0, description="Element-wise/SFU throughput density, TFLOP/s per mm^2.")
-    sram_MB_per_mm2: float = Field(gt=0, description="SRAM density, MB (1e6 bytes) per mm^2.")
+    matrix_TFLOPS_per_mm2: float = Field(gt=0, le=100, description="Dense matrix throughput density, TFLOP/s per "
+                                         "mm^2 (at most 100: an H100 has about 1.2).")
+    vector_TFLOPS_per_mm2: float = Field(gt=0, le=100, description="Element-wise/SFU throughput density, TFLOP/s "
+                                         "per mm^2 (at most 100).")
+    sram_MB_per_mm2: float = Field(gt=0, le=100, description="SRAM density, MB (1e6 bytes) per mm^2 (at most "
+                                   "100: 5 nm SRAM is about 4).")
     utilization: float = Field(0.8, gt=0, le=1, description="Sustained fraction of peak compute.")
     source: str = Field("", description="Where the numbers come from.")
 
@@ -96,9 +147,12 @@ class MemoryChiplet(_Spec):
     """An HBM stack."""
 
     name: str = Field(description="E.g. HBM3.")
-    capacity_GB: float = Field(gt=0, description="Capacity, GB (1e9 bytes).")
-    bandwidth_GBps: float = Field(gt=0, description="Peak bandwidth, GB/s.")
-    area_mm2: float = Field(gt=0, description="Footprint, mm^2.")
+    capacity_GB: float = Field(gt=0, le=1024, description="Capacity per stack, GB (1e9 bytes; at most 1024: "
+                               "HBM4 stacks hold 64).")
+    bandwidth_GBps: float = Field(ge=1, le=100_000, description="Peak bandwidth per stack, GB/s (1..100,000: HBM4 "
+                                  "gives about 2,000).")
+    area_mm2: float = Field(gt=0, le=MAX_AREA_MM2, description="Footprint, mm^2 (at most the 858 mm^2 reticle "
+                            "limit).")
     source: str = Field("", description="Where the numbers come from.")
 
 
@@ -106,7 +160,7 @@ class ChipletLibrary(_Spec):
     """Compute chiplet types plus the memory stack and the PHY model."""
 
     name: str
-    compute: list[ComputeChiplet] = Field(min_length=1)
+    compute: list[ComputeChiplet] = Field(min_length=1, max_length=MAX_LIST)
     memory: MemoryChiplet
     phy: D2DPhy = D2DPhy()
 
@@ -122,12 +176,18 @@ class Package(_Spec):
     """Interposer grid, NoI and area budget (HYDRA Sec. III-C, VI-A)."""
 
     name: str
-    rows: int = Field(gt=0, le=16)
-    cols: int = Field(gt=0, le=16)
-    cell_pitch_mm: float = Field(gt=0, description="Cell pitch; a cell is pitch x pitch mm.")
-    interposer_area_mm2: float = Field(gt=0, description="Interposer area budget for all chiplets, mm^2.")
+    rows: int = Field(gt=0, le=16, description="Grid rows (at most 16: the exact placement models grow with "
+                      "the square of the cells).")
+    cols: int = Field(gt=0, le=16, description="Grid columns (at most 16, as rows).")
+    cell_pitch_mm: float = Field(gt=0, le=100, description="Cell pitch, mm; a cell is pitch x pitch mm and holds "
+                                 "one chiplet, so every die and HBM stack must fit in pitch^2 (at most 100 mm: "
+                                 "wider than any stitched interposer).")
+    interposer_area_mm2: float = Field(gt=0, le=100_000, description="Interposer area budget for all chiplets, "
+                                       "mm^2 (at most 100,000).")
     topology: Literal["mesh"] = "mesh"
-    hop_latency_ns: float = Field(20.0, ge=0, description="Per-hop router + link latency, ns.")
+    hop_latency_ns: float = Field(20.0, ge=0, le=10_000, description="Per-hop router + link latency, ns (at most "
+                                  "10,000); adds to each NoI transfer (HYDRA Eq. 3) in the estimator, the "
+                                  "mapping and the simulator.")
     hbm_on_ring: bool = Field(True, description="HBM stacks only on the outer ring of cells.")
 
     @property
@@ -156,10 +216,19 @@ class Workload(_Spec):
     lengths: dict[str, float] | None = Field(None, description="Parametric lengths: lognormal with keys "
                                              "prefill_median, prefill_sigma, decode_median, decode_sigma.")
     arrival: Literal["poisson", "gamma", "replay"] = "poisson"
-    arrival_rate_rps: float = Field(gt=0, description="Offered load, requests per second.")
-    gamma_cv: float = Field(1.0, gt=0, description="Coefficient of variation of Gamma inter-arrivals.")
-    duration_s: float = Field(100.0, gt=0, description="Workload time simulated per configuration, s.")
+    arrival_rate_rps: float = Field(gt=0, le=1e6, description="Offered load, requests per second (at most 1e6).")
+    gamma_cv: float = Field(1.0, gt=0, le=100, description="Coefficient of variation of Gamma inter-arrivals "
+                            "(at most 100).")
+    duration_s: float = Field(100.0, gt=0, le=1e6, description="Workload time simulated per configuration, s "
+                              "(arrival_rate_rps x duration_s at most 10,000,000 requests).")
     source: str = ""
+
+    @field_validator("duration_s")
+    @classmethod
+    def _requests(cls, duration_s: float, info: ValidationInfo) -> float:
+        if "arrival_rate_rps" in info.data:
+            check_requests(info.data["arrival_rate_rps"], duration_s, "arrival_rate_rps x duration_s")
+        return duration_s
 
     @model_validator(mode="after")
     def _one_length_source(self) -> Workload:
@@ -172,14 +241,19 @@ class Workload(_Spec):
 class DesignSpace(_Spec):
     """The composition space to sweep (HYDRA Table III)."""
 
-    total_chiplets: int = Field(24, gt=0, description="Chiplets in the package (HBM + compute).")
-    hbm_min: int = Field(2, ge=1)
-    hbm_max: int = Field(16, ge=1)
-    min_per_type: int = Field(1, ge=0, description="Minimum count of each compute type of the model.")
-    d2d_GBps: list[PositiveFloat] = Field([256, 384, 512, 640], min_length=1,
-                                          description="Per-link D2D bandwidths, GB/s (each > 0).")
-    max_batch: list[PositiveInt] = Field([2, 4, 8, 16, 32, 64], min_length=1,
-                                         description="Max batch sizes (each >= 1).")
+    total_chiplets: int = Field(24, gt=0, le=256, description="Chiplets in the package (HBM + compute; at most "
+                                "the package's rows x cols cells, and 256 = 16 x 16).")
+    hbm_min: int = Field(2, ge=1, le=256, description="Fewest HBM stacks (at most 256).")
+    hbm_max: int = Field(16, ge=1, le=256, description="Most HBM stacks (at most 256).")
+    min_per_type: int = Field(1, ge=0, le=256, description="Minimum count of each compute type of the model.")
+    d2d_GBps: list[Annotated[float, Field(ge=1, le=100_000)]] = Field(
+        [256, 384, 512, 640], min_length=1, max_length=MAX_LIST,
+        description="Per-link D2D bandwidths, GB/s (each 1..100,000, far beyond any D2D PHY; at most "
+        "64 values, each multiplies the design points).")
+    max_batch: list[Annotated[int, Field(ge=1, le=MAX_BATCH)]] = Field(
+        [2, 4, 8, 16, 32, 64], min_length=1, max_length=MAX_LIST,
+        description="Max batch sizes, requests (each 1..4096: the simulator allocates per-request state for a "
+        "whole batch; at most 64 values, each multiplies the design points).")
 
     @model_validator(mode="after")
     def _check(self) -> DesignSpace:
@@ -188,15 +262,26 @@ class DesignSpace(_Spec):
             raise ValueError(msg)
         return self
 
+    def n_points(self, n_types: int) -> int:
+        """Design points of this space for a model served by ``n_types`` compute chiplet types, before the
+        package's area and cell checks: compositions of ``total_chiplets - h`` into ``n_types`` parts of at least
+        ``min_per_type`` for every HBM count h, times the bandwidths and batches (stars and bars)."""
+        comps = 0
+        for h in range(self.hbm_min, self.hbm_max + 1):
+            free = self.total_chiplets - h - n_types * self.min_per_type
+            comps += math.comb(free + n_types - 1, n_types - 1) if free >= 0 and n_types > 0 else 0
+        return comps * len(self.d2d_GBps) * len(self.max_batch)
+
 
 class EstimatorSettings(_Spec):
     """Settings of the sweep screen (evaluators/estimator.py)."""
 
-    screen_hops: float = Field(2.5, gt=0, description="Mean hops from a compute chiplet to the stacks of its HBM "
-                               "group assumed before placement (a random cell is 3.5 hops from a random ring cell "
-                               "on a 5x5 grid; good placements are closer). Finalists are re-scored with their "
-                               "real placement.")
-    chunk_tokens: int = Field(512, gt=0, description="Prefill chunk size for pipelined prefill, tokens.")
+    screen_hops: float = Field(2.5, gt=0, le=64, description=(
+        "Mean hops from a compute chiplet to the stacks of its HBM group assumed before placement (a random cell is "
+        "3.5 hops from a random ring cell on a 5x5 grid; good placements are closer; at most 64). Finalists are "
+        "re-scored with their real placement."))
+    chunk_tokens: int = Field(512, gt=0, le=1_000_000, description="Prefill chunk size for pipelined prefill, "
+                              "tokens (at most 1,000,000).")
     batching: BatcherKind = Field(
         BatcherKind.DYNAMIC, description="dynamic: continuous batching (HYDRA Sec. IV-B; what HYDRA's estimator "
         "models and its full method runs); static: batches of max-batch requests prefilled together and decoded "
@@ -207,38 +292,47 @@ class SimulationSettings(_Spec):
     """Settings of explore's simulation stage (chipdse/simstudy.py)."""
 
     enabled: bool = Field(True, description="Run the simulator pages (fidelity, ablation, schedulers).")
-    candidates: int = Field(6, ge=0, description="Pareto points simulated against the estimator (B* and M_T "
-                            "included, the rest spread along the front).")
-    spread: int = Field(6, ge=0, description="Further points, spread evenly over the estimator's throughput ranking "
-                        "of all feasible points, simulated against the estimator (the fidelity page's range).")
-    duration_s: float = Field(60.0, gt=0, description="Simulated window of each ablation / scheduler run, s.")
-    max_duration_s: float = Field(300.0, gt=0, description="Cap on a saturated fidelity run's window, s.")
-    load: float = Field(0.9, gt=0, description="Offered load of the ablation / scheduler runs, as a fraction of "
-                        "the design's estimated capacity on each dataset.")
-    datasets: list[str] = Field(default_factory=list, description="Workload YAMLs of the ablation / scheduler "
-                                "comparison (relative to the scenario or instances/workloads); empty = the "
-                                "scenario's workload only.")
-    workers: int = Field(2, ge=1, description="Worker processes for the simulations (1 = in-process).")
+    candidates: int = Field(6, ge=0, le=MAX_LIST, description=(
+        "Pareto points simulated against the estimator (B* and M_T included, the rest spread along the front; at "
+        "most 64, each one several simulations)."))
+    spread: int = Field(6, ge=0, le=MAX_LIST, description=(
+        "Further points, spread evenly over the estimator's throughput ranking of all feasible points, simulated "
+        "against the estimator (the fidelity page's range; at most 64)."))
+    duration_s: float = Field(60.0, gt=0, le=MAX_SIM_DURATION_S, description="Simulated window of each ablation / "
+                              "scheduler run, s (at most 3600: an hour of serving is millions of events).")
+    max_duration_s: float = Field(300.0, gt=0, le=MAX_SIM_DURATION_S, description="Cap on a saturated fidelity "
+                                  "run's window, s (at most 3600).")
+    load: float = Field(0.9, gt=0, le=10, description="Offered load of the ablation / scheduler runs, as a fraction of "
+                        "the design's estimated capacity on each dataset (at most 10).")
+    datasets: list[str] = Field(default_factory=list, max_length=MAX_LIST, description=(
+        "Workload YAMLs of the ablation / scheduler comparison (relative to the scenario or instances/workloads); "
+        "empty = the scenario's workload only; at most 64."))
+    workers: int = Field(2, ge=1, le=256, description="Worker processes for the simulations (1 = in-process; at "
+                         "most 256).")
 
 
 class SweepSettings(_Spec):
     """Settings of ``chipdse sweep`` (chipdse/studies/sweep.py): the workloads screened and the simulation stage."""
 
-    workloads: list[str] = Field(default_factory=list, description="Workload YAMLs to sweep (relative to the "
-                                 "scenario or instances/workloads); empty = the scenario's workload only.")
-    simulate: int = Field(0, ge=0, description="Pareto candidates per workload (B* and M_T first, the rest spread "
-                          "along the front) placed exactly, mapped and simulated at the offered load; 0 = none.")
+    workloads: list[str] = Field(default_factory=list, max_length=MAX_LIST, description=(
+        "Workload YAMLs to sweep (relative to the scenario or instances/workloads); empty = the scenario's workload "
+        "only; at most 64."))
+    simulate: int = Field(0, ge=0, le=MAX_LIST, description=(
+        "Pareto candidates per workload (B* and M_T first, the rest spread along the front) placed exactly, mapped "
+        "and simulated at the offered load; 0 = none; at most 64."))
     placement: Literal["hbm-enum", "hydra-greedy"] = Field("hbm-enum", description="Placement of the simulated "
                                                            "candidates: hbm-enum (exact, HYDRA Eq. 2) or the "
                                                            "paper's greedy.")
-    sim_duration_s: float = Field(30.0, gt=0, description="Simulated window of each candidate, s.")
+    sim_duration_s: float = Field(30.0, gt=0, le=MAX_SIM_DURATION_S, description="Simulated window of each "
+                                  "candidate, s (at most 3600).")
 
 
 class GeneralitySettings(_Spec):
     """HYDRA Table IV: designs chosen for every subset of these models, each evaluated on all of them."""
 
-    models: list[str] = Field(min_length=2, description="Model keys (instances/models) or card paths; each must "
-                              "use the same chiplet types as the scenario's model.")
+    models: list[str] = Field(min_length=2, max_length=8, description="Model keys (instances/models) or card "
+                              "paths; each must use the same chiplet types as the scenario's model (at most 8: "
+                              "every subset is solved).")
 
 
 class Scenario(_Spec):
@@ -251,16 +345,19 @@ class Scenario(_Spec):
     library: str = Field(description="Path to a chiplet library YAML (relative to the scenario or instances/).")
     package: str = Field(description="Path to a package YAML.")
     workload: str = Field(description="Path to a workload YAML.")
-    arrival_rate_rps: PositiveFloat | None = Field(None, description="Offered load, req/s, replacing the "
-                                                   "workload's own (e.g. one every compared model sustains).")
+    arrival_rate_rps: Annotated[float, Field(gt=0, le=1e6)] | None = Field(
+        None, description="Offered load, req/s, replacing the workload's own (e.g. one every compared model "
+        "sustains; at most 1e6).")
     design_space: DesignSpace = DesignSpace()
     estimator: EstimatorSettings = EstimatorSettings()
     simulation: SimulationSettings = SimulationSettings()
     sweep: SweepSettings = SweepSettings()
     generality: GeneralitySettings | None = Field(None, description="Specialization-generality study (HYDRA "
                                                    "Table IV) added to the explore report.")
-    time_limit_s: float = Field(20.0, gt=0, description="Time limit per exact solve, s.")
-    seed: int = Field(0, ge=0)
+    time_limit_s: float = Field(20.0, gt=0, le=MAX_TIME_LIMIT_S, description="Time limit per exact solve, s (at "
+                                "most 86,400: one day).")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the randomized heuristics, solvers and "
+                      "parametric lengths (0..2^31-1: CP-SAT's seed is a 32-bit integer).")
 
 
 class TemplateSpec(_Spec):
@@ -269,24 +366,27 @@ class TemplateSpec(_Spec):
     builds the evaluator's; its defaults are the evaluator's ``STRATUM``)."""
 
     name: str = "stratum-like"
-    pus: PositiveInt = 16
-    cores_per_pu: PositiveInt = 4
-    dram_TBps: PositiveFloat = 24.0
-    pu_area_mm2: PositiveFloat = 2.35
-    link_GBps: PositiveFloat = 64.0
-    link_latency_ns: float = Field(20.0, ge=0)
-    mesh_side: PositiveInt = 4
+    pus: PositiveInt = Field(16, le=4096, description="Processing units (at most 4096).")
+    cores_per_pu: PositiveInt = Field(4, le=64, description="Systolic cores per PU (at most 64).")
+    dram_TBps: PositiveFloat = Field(24.0, le=1000, description="DRAM bandwidth of the stack, TB/s (at most 1000).")
+    pu_area_mm2: PositiveFloat = Field(2.35, le=MAX_AREA_MM2, description="Area of one PU, mm^2 (at most 858).")
+    link_GBps: PositiveFloat = Field(64.0, le=100_000, description="Inter-PU link bandwidth, GB/s (at most "
+                                     "100,000).")
+    link_latency_ns: float = Field(20.0, ge=0, le=10_000, description="Inter-PU link latency, ns (at most 10,000).")
+    mesh_side: PositiveInt = Field(4, le=64, description="PUs per side of the PU mesh (at most 64).")
 
 
 class ShapeSetSpec(_Spec):
     """Inputs of the shape-set formulation (``formulations.snake_shapes``)."""
 
-    rows: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1, description="Logical array heights, each "
-                                    "dividing 64 and at least 8 (SNAKE Sec. 4.2: remapping granularity 8); "
-                                    "width = 4096 / rows.")
-    port_area_mm2: PositiveFloat = Field(0.012, description="One weight-injection port on the 4 cores of a PU.")
-    config_area_mm2: PositiveFloat = Field(0.01, description="Reconfiguration paths of one shape, per PU.")
-    budgets_mm2: list[PositiveFloat] = Field([0.05, 0.12, 0.2, 0.3], min_length=1,
+    rows: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1, max_length=MAX_LIST, description=(
+        "Logical array heights, each dividing 64 and at least 8 (SNAKE Sec. 4.2: remapping granularity 8); width = "
+        "4096 / rows."))
+    port_area_mm2: PositiveFloat = Field(0.012, le=MAX_AREA_MM2, description="One weight-injection port on the 4 "
+                                         "cores of a PU, mm^2.")
+    config_area_mm2: PositiveFloat = Field(0.01, le=MAX_AREA_MM2, description="Reconfiguration paths of one shape, "
+                                           "per PU, mm^2.")
+    budgets_mm2: list[PositiveFloat] = Field([0.05, 0.12, 0.2, 0.3], min_length=1, max_length=MAX_LIST,
                                              description="Area budgets for ports and reconfiguration, per PU.")
 
     @model_validator(mode="after")
@@ -302,28 +402,35 @@ class AreaSplitSpec(_Spec):
     """Inputs of the area-split formulation (``formulations.snake_area``, SNAKE Fig. 4a)."""
 
     model: str = "opt-66b"
-    batch: PositiveInt = 8
-    rows: PositiveInt = 8
-    cols: list[PositiveInt] = Field([128, 256, 384, 512, 640, 768], min_length=1)
-    buffer_kb: list[PositiveInt] = Field([16, 32, 64, 128, 256, 384, 512], min_length=1)
-    pe_area_mm2: PositiveFloat = Field(7.5e-5, description="One FP16 PE with its pipeline registers.")
-    sram_mm2_per_kb: PositiveFloat = 6e-4
-    pu_fixed_area_mm2: PositiveFloat = Field(0.55, description="Vector core and control of a PU.")
-    dram_latency_ns: PositiveFloat = Field(200.0, description="DRAM access latency seen by a refill request.")
+    batch: Batch = Field(8, description="Batch, requests (1..4096).")
+    rows: PositiveInt = Field(8, le=4096, description="Systolic array rows (at most 4096).")
+    cols: list[Annotated[int, Field(ge=1, le=4096)]] = Field([128, 256, 384, 512, 640, 768], min_length=1,
+                                                             max_length=MAX_LIST, description="Array columns "
+                                                             "swept (each 1..4096).")
+    buffer_kb: list[Annotated[int, Field(ge=1, le=100_000)]] = Field([16, 32, 64, 128, 256, 384, 512], min_length=1,
+                                                                     max_length=MAX_LIST, description="Buffer sizes "
+                                                                     "swept, KB (each 1..100,000).")
+    pe_area_mm2: PositiveFloat = Field(7.5e-5, le=1, description="One FP16 PE with its pipeline registers, mm^2.")
+    sram_mm2_per_kb: PositiveFloat = Field(6e-4, le=1, description="SRAM area per KB, mm^2.")
+    pu_fixed_area_mm2: PositiveFloat = Field(0.55, le=MAX_AREA_MM2, description="Vector core and control of a PU, "
+                                             "mm^2.")
+    dram_latency_ns: PositiveFloat = Field(200.0, le=1e6, description="DRAM access latency seen by a refill "
+                                           "request, ns.")
 
 
 class ServingSpec(_Spec):
     """The serving-latency page (SNAKE Sec. 6.4, Fig. 10): GPU prefill, continuous decode on the NMP."""
 
     models: list[str] | None = Field(None, description="Models to serve (default: mode_models).")
-    l_in: PositiveInt = 8192
-    l_out: PositiveInt = 1024
-    max_batch: PositiveInt = 64
-    requests: PositiveInt = 200
-    rate_fractions: list[PositiveFloat] = Field([0.2, 0.4, 0.6, 0.8], min_length=1, description="Arrival rates "
+    l_in: Tokens = Field(8192, description="Prompt tokens per request (1..10,000,000).")
+    l_out: Tokens = Field(1024, description="Output tokens per request (1..10,000,000).")
+    max_batch: Batch = Field(64, description="Decode batch, requests (1..4096).")
+    requests: PositiveInt = Field(200, le=100_000, description="Requests simulated per rate (at most 100,000).")
+    rate_fractions: list[Annotated[float, Field(gt=0, le=10)]] = Field([0.2, 0.4, 0.6, 0.8], min_length=1,
+                                                                       max_length=MAX_LIST, description="Arrival rates "
                                                 "as fractions of SNAKE's capacity (prefill or decode, the lower).")
     gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS (assumption).")
-    seed: int = 0
+    seed: Seed = 0
 
 
 class SnakeScenario(_Spec):
@@ -332,15 +439,17 @@ class SnakeScenario(_Spec):
     kind: Literal["snake"]
     name: str
     template: TemplateSpec = TemplateSpec()
-    models: list[str] = Field(min_length=1, description="Model cards (instances/models) of SNAKE Table 1.")
-    batches: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1)
-    tp: PositiveInt = 8
+    models: list[str] = Field(min_length=1, max_length=MAX_LIST, description="Model cards (instances/models) of "
+                              "SNAKE Table 1.")
+    batches: list[Batch] = Field([8, 16, 32, 64], min_length=1, max_length=MAX_LIST, description="Batches, "
+                                 "requests (each 1..4096).")
+    tp: PositiveInt = Field(8, le=1024, description="Tensor-parallel NMP stacks (at most 1024).")
     mode_models: list[str] = Field(["llama-3-70b", "qwen3-30b-a3b"], description="Models of the mode pages "
                                    "(SNAKE Figs. 13-14: one dense, one MoE).")
     shape_set: ShapeSetSpec = ShapeSetSpec()
     area_split: AreaSplitSpec = AreaSplitSpec()
     serving: ServingSpec = ServingSpec()
-    time_limit_s: PositiveFloat = 20.0
+    time_limit_s: TimeLimit = Field(20.0, description="Time limit per exact solve, s (at most 86,400).")
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""
@@ -365,23 +474,28 @@ class NovaSystemSpec(_Spec):
     """System assumptions (NOVA Sec. VI-A fixes the hardware; these are what it leaves open)."""
 
     gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS.")
-    sync_us: float = Field(2.0, ge=0, description="One GPU <-> NMP synchronization with its hand-off, us.")
-    allreduce_us: float = Field(5.0, ge=0, description="Tensor-parallel all-reduce per layer with several GPUs, us.")
-    in_die_TFLOPS: PositiveFloat = Field(4.0, description="AttAcc / PIMBA in-die compute per cube (16 GEMV units "
-                                         "per bank against Tier-1's 128: 32 / 8 TFLOPS).")
-    in_die_TBps: PositiveFloat = Field(2.0, description="Their bank-level read bandwidth per cube (256-bit reads "
-                                       "against Tier-1's 2 Kb: 16 / 8 TB/s).")
+    sync_us: float = Field(2.0, ge=0, le=1e6, description="One GPU <-> NMP synchronization with its hand-off, us "
+                           "(at most 1e6).")
+    allreduce_us: float = Field(5.0, ge=0, le=1e6, description=(
+        "Tensor-parallel all-reduce per layer with several GPUs, us (at most 1e6)."))
+    in_die_TFLOPS: PositiveFloat = Field(4.0, le=1e4, description=(
+        "AttAcc / PIMBA in-die compute per cube (16 GEMV units per bank against Tier-1's 128: 32 / 8 TFLOPS; at "
+        "most 1e4)."))
+    in_die_TBps: PositiveFloat = Field(2.0, le=1e4, description=(
+        "Their bank-level read bandwidth per cube (256-bit reads against Tier-1's 2 Kb: 16 / 8 TB/s; at most 1e4)."))
 
 
 class ExpertTableSpec(_Spec):
     """The expert-split comparison (NOVA Fig. 16): routing kinds x expert counts."""
 
-    batch: PositiveInt = 64
-    top_k: PositiveInt = 8
-    experts: list[PositiveInt] = Field([16, 128, 512], min_length=1)
+    batch: Batch = Field(64, description="Batch, requests (1..4096).")
+    top_k: PositiveInt = Field(8, le=1024, description="Experts per token (at most 1024).")
+    experts: list[Annotated[int, Field(ge=1, le=65_536)]] = Field([16, 128, 512], min_length=1, max_length=MAX_LIST,
+                                                                  description="Expert counts (each 1..65,536).")
     routing: list[Literal["uniform", "zipf", "concentrated"]] = ["uniform", "zipf", "concentrated"]
-    expert_bytes: PositiveFloat = Field(3 * 2048 * 768 * 2.0, description="Qwen3-30B-A3B-sized expert, bytes.")
-    seed: int = 42
+    expert_bytes: PositiveFloat = Field(3 * 2048 * 768 * 2.0, le=1e12, description="Qwen3-30B-A3B-sized expert, "
+                                        "bytes (at most 1e12).")
+    seed: Seed = 42
 
 
 class NovaScenario(_Spec):
@@ -389,15 +503,19 @@ class NovaScenario(_Spec):
 
     kind: Literal["nova"]
     name: str
-    models: list[str] = Field(min_length=1, description="Model cards (instances/models), NOVA Table II.")
-    batches: list[PositiveInt] = Field([32, 64], min_length=1)
-    lengths: list[tuple[PositiveInt, PositiveInt]] = Field([(2048, 512), (4096, 1024), (8192, 2048)], min_length=1,
-                                                           description="(input, output) tokens per request.")
-    gpus: dict[str, PositiveInt] = Field(default_factory=dict, description="GPUs (each with five cubes) per model "
-                                         "that needs more than one; NOVA runs Nemotron3-Super on two H100s.")
+    models: list[str] = Field(min_length=1, max_length=MAX_LIST, description="Model cards (instances/models), NOVA "
+                              "Table II.")
+    batches: list[Batch] = Field([32, 64], min_length=1, max_length=MAX_LIST, description="Batches, requests (each "
+                                 "1..4096).")
+    lengths: list[tuple[Tokens, Tokens]] = Field([(2048, 512), (4096, 1024), (8192, 2048)], min_length=1,
+                                                 max_length=MAX_LIST, description="(input, output) tokens per "
+                                                 "request (each 1..10,000,000).")
+    gpus: dict[str, Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=dict, description=(
+        "GPUs (each with five cubes) per model that needs more than one; NOVA runs Nemotron3-Super on two H100s; "
+        "at most 64."))
     system: NovaSystemSpec = NovaSystemSpec()
     experts: ExpertTableSpec = ExpertTableSpec()
-    time_limit_s: PositiveFloat = 20.0
+    time_limit_s: TimeLimit = Field(20.0, description="Time limit per exact solve, s (at most 86,400).")
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""
@@ -439,11 +557,45 @@ def parse_scenario_spec(data: dict[str, Any], source: str) -> Scenario | SnakeSc
         if err["type"] == "scenario_kind":
             got = data.get("kind") if isinstance(data, dict) else data
             raise SpecError(source, "kind", f"{err['msg']}, got {got!r}") from None
-        raise _spec_error(err, source, err["loc"][1:]) from None
+        cls = {"hydra": Scenario, "snake": SnakeScenario, "nova": NovaScenario}.get(err["loc"][0])
+        raise _spec_error(err, source, err["loc"][1:], cls) from None
 
 
-def _format_loc(loc: tuple[Any, ...]) -> str:
-    return ".".join(str(p) for p in loc) if loc else "(top level)"
+def format_field(loc: tuple[Any, ...] | list[Any]) -> str:
+    """The one field-path style of every message: names joined by dots, list positions in brackets
+    (``models[1].name``, ``design_space.d2d_GBps[0]``); ``(top level)`` for the empty path."""
+    out = ""
+    for p in loc:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+_BOUND_ERRORS = {"less_than", "less_than_equal", "greater_than", "greater_than_equal", "too_long", "too_short",
+                 "finite_number"}
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The spec class inside a field's annotation (``X``, ``list[X]``, ``X | None``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def field_description(cls: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
+    """The description (units, range and why) of the field at ``loc`` of spec ``cls``; ``""`` when unknown."""
+    desc = ""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if cls is None or part not in cls.model_fields:
+            return ""
+        info = cls.model_fields[part]
+        desc, cls = info.description or "", _model_in(info.annotation)
+    return desc
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
@@ -475,15 +627,18 @@ def parse_spec(cls: type[T], data: dict[str, Any], source: str) -> T:
         return cls.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise _spec_error(err, source, err["loc"]) from None
+        raise _spec_error(err, source, err["loc"], cls) from None
 
 
-def _spec_error(err: Any, source: str, loc: tuple[Any, ...]) -> SpecError:
-    """One pydantic error as a one-line :class:`SpecError` at ``loc``."""
+def _spec_error(err: Any, source: str, loc: tuple[Any, ...], cls: type[BaseModel] | None = None) -> SpecError:
+    """One pydantic error as a one-line :class:`SpecError` at ``loc``; a range error adds the field's
+    description (its units, limit and why) when ``cls`` is the spec validated."""
     value = err.get("input")
-    shown = "" if isinstance(value, dict) else f" (got {value!r})"
+    got = repr(value)
+    shown = "" if isinstance(value, dict) else f" (got {got if len(got) <= 80 else got[:76] + ' ...'})"
     text = str(err["msg"]).removeprefix("Value error, ")
-    return SpecError(source, _format_loc(loc), f"{text}{shown}")
+    why = field_description(cls, loc) if err["type"] in _BOUND_ERRORS else ""
+    return SpecError(source, format_field(loc), f"{text}{shown}" + (f"; {why}" if why else ""))
 
 
 def resolve(ref: str, base: Path, kind: str, referrer: str = "", field: str = "") -> Path:

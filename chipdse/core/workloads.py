@@ -9,9 +9,12 @@ import numpy as np
 import pandas as pd
 
 from chipdse.core.errors import SpecError
-from chipdse.core.specs import Workload, resolve
+from chipdse.core.specs import MAX_TOKENS, Workload, resolve
 
 TRACE_COLUMNS = ("num_prefill_tokens", "num_decode_tokens")
+MAX_TRACE_ROWS = 1_000_000
+"""Most requests a trace may hold: every request's lengths are held in memory and scanned by every estimator and
+simulator run (the bundled traces have about 20,000 and 28,000)."""
 
 
 @dataclass(frozen=True)
@@ -52,16 +55,23 @@ class LengthSample:
 def load_trace(path: Path) -> LengthSample:
     """Read a trace CSV with columns ``num_prefill_tokens`` and ``num_decode_tokens`` (``arrived_at`` optional).
 
+    Token counts are whole numbers 1..:data:`~chipdse.core.specs.MAX_TOKENS`, arrival times finite and >= 0, and
+    the trace holds 1..:data:`MAX_TRACE_ROWS` requests.
+
     Raises
     ------
     SpecError
-        Missing file or column, or a malformed row: the message names the file, the 1-based data row
-        (header excluded, matching a spreadsheet's line number minus one) and the bad value.
+        Missing file or column, an empty (0-byte or header-only) or too long trace, or a malformed row: the message
+        names the file, the column, the 1-based data row (header excluded, matching a spreadsheet's line number
+        minus one) and the bad value.
     """
     if not path.exists():
         raise SpecError(str(path), "", "trace file not found")
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise SpecError(str(path), "", f"a CSV header {','.join(TRACE_COLUMNS)} and at least one request row, "
+                        "got an empty file") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise SpecError(str(path), "", f"a CSV file ({str(exc).splitlines()[0]})") from None
     for col in TRACE_COLUMNS:
@@ -70,17 +80,22 @@ def load_trace(path: Path) -> LengthSample:
     arrays = {}
     for col in TRACE_COLUMNS + (("arrived_at",) if "arrived_at" in df.columns else ()):
         values = pd.to_numeric(df[col], errors="coerce")
-        bad = values.isna() | (values < (0 if col == "arrived_at" else 1))
+        bad = values.isna() | ~np.isfinite(values) | (values < (0 if col == "arrived_at" else 1))
         if col != "arrived_at":
-            bad |= values.notna() & (values != values.round())
+            bad |= values.notna() & ((values != values.round()) | (values > MAX_TOKENS))
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            expected = "a number >= 0" if col == "arrived_at" else "a whole number of tokens >= 1"
+            expected = ("a finite number of seconds >= 0" if col == "arrived_at" else
+                        f"a whole number of tokens 1..{MAX_TOKENS:,} (ten times the longest context of any "
+                        "bundled model)")
             msg = f"{expected}, got {df[col].iloc[row]!r} (data row {row + 1}, line {row + 2})"
             raise SpecError(str(path), col, msg)
         arrays[col] = values.to_numpy()
     if len(df) == 0:
-        raise SpecError(str(path), "", "at least one request row")
+        raise SpecError(str(path), "", "at least one request row after the header")
+    if len(df) > MAX_TRACE_ROWS:
+        raise SpecError(str(path), "", f"at most {MAX_TRACE_ROWS:,} request rows (every run scans every request), "
+                        f"got {len(df):,}")
     return LengthSample(
         prefill_tokens=arrays["num_prefill_tokens"].astype(np.int64),
         decode_tokens=arrays["num_decode_tokens"].astype(np.int64),
@@ -108,23 +123,39 @@ def sample_parametric(lengths: dict[str, float], n: int, seed: int, source: str)
     """
     keys = ("prefill_median", "prefill_sigma", "decode_median", "decode_sigma")
     for k in keys:
-        if k not in lengths or not lengths[k] > 0:
-            raise SpecError(source, f"lengths.{k}", f"a positive number, got {lengths.get(k)!r}")
+        if k not in lengths or not 0 < lengths[k] <= (MAX_TOKENS if k.endswith("median") else 10):
+            limit = f"{MAX_TOKENS:,} tokens" if k.endswith("median") else "10 (log-space)"
+            raise SpecError(source, f"lengths.{k}", f"a positive number at most {limit}, got {lengths.get(k)!r}")
+    unknown = sorted(set(lengths) - set(keys))
+    if unknown:
+        raise SpecError(source, f"lengths.{unknown[0]}", f"one of {list(keys)} (a parametric length's key)")
     rng = np.random.default_rng(seed)
     pre = rng.lognormal(np.log(lengths["prefill_median"]), lengths["prefill_sigma"], n)
     dec = rng.lognormal(np.log(lengths["decode_median"]), lengths["decode_sigma"], n)
     return LengthSample(
-        prefill_tokens=np.maximum(1, np.rint(pre)).astype(np.int64),
-        decode_tokens=np.maximum(1, np.rint(dec)).astype(np.int64),
+        prefill_tokens=np.clip(np.rint(pre), 1, MAX_TOKENS).astype(np.int64),
+        decode_tokens=np.clip(np.rint(dec), 1, MAX_TOKENS).astype(np.int64),
         arrival_s=None,
         source=source,
     )
 
 
-def load_lengths(workload: Workload, base: Path, seed: int) -> LengthSample:
-    """Return the request-length sample of a workload (its trace, or 20,000 parametric draws)."""
+def load_lengths(workload: Workload, base: Path, seed: int, path: Path | None = None) -> LengthSample:
+    """Return the request-length sample of a workload (its trace, or 20,000 parametric draws).
 
+    ``base`` is the folder trace paths are relative to; ``path``, the workload file, is named by errors in its
+    ``trace`` and ``lengths`` fields.
+
+    Raises
+    ------
+    SpecError
+        A missing or malformed trace (:func:`load_trace`) or parametric length (:func:`sample_parametric`).
+    """
+    where = "" if path is None else str(path)
     if workload.trace is not None:
-        return load_trace(resolve(workload.trace, base, "traces"))
+        return load_trace(resolve(workload.trace, base, "traces", where, "trace"))
     assert workload.lengths is not None
-    return sample_parametric(workload.lengths, 20_000, seed, workload.name)
+    try:
+        return sample_parametric(workload.lengths, 20_000, seed, workload.name)
+    except SpecError as exc:
+        raise SpecError(where or exc.source, exc.field, exc.expected) from None

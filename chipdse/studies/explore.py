@@ -24,7 +24,13 @@ from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import AnyScenario, LoadedScenario, model_scenarios, scenario_identity, with_workload
 from chipdse.core.solution import Solution, excess
 from chipdse.core.specs import file_sha256
-from chipdse.evaluators.estimator import CONTENTION_ITERATIONS, Screen, memory_concurrency, transfer_wait
+from chipdse.evaluators.estimator import (
+    CONTENTION_ITERATIONS,
+    MemoryNeeds,
+    Screen,
+    memory_concurrency,
+    transfer_wait,
+)
 from chipdse.evaluators.latency import BlockTable, block_table, decode_costs, prefill_costs
 from chipdse.evaluators.selection import pareto_mask, pick_b_star, pick_m_t
 from chipdse.formulations.mapping import MappingProblem, stage_times
@@ -222,6 +228,41 @@ def _finalist_note(f: FinalistResult) -> str:
     return f"{f.row['label']}: {n} HBM-partition, placement and mapping solves, {len(f.serving)} layouts served"
 
 
+def no_stable_point_cause(sc: LoadedScenario, needs: MemoryNeeds, df: pd.DataFrame, symptom: str) -> str:
+    """Say why no design point of ``df`` (``Screen.score``'s table) is stable, naming the file and field to change.
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+    needs : MemoryNeeds
+        The estimator's Eq. 1 inputs (weights and per-request bytes per HBM group, capacity per stack in bytes).
+    df : pandas.DataFrame
+        The scored points (columns ``feasible``, ``n_hbm``, ``capacity_rps``).
+    symptom : str
+        :func:`pick_b_star`'s message.
+
+    Returns
+    -------
+    str
+        One line. When some point fits its memory, the offered load is the cause (the workload's
+        ``arrival_rate_rps``). Otherwise memory is (HYDRA Eq. 1): the weights and one request fit the largest
+        design's HBM in total (the scenario loader checks that, naming the card or the trace row), so no split of
+        its stacks between the attention and Mamba groups holds each group's weights and one request's KV cache /
+        state; the message gives both groups' needs and names the library's ``memory.capacity_GB``.
+    """
+    if df["feasible"].any():
+        best = df["capacity_rps"].max()
+        return (f"{sc.workload_path}: arrival_rate_rps: {symptom} ({sc.workload.arrival_rate_rps:g} req/s offered; "
+                f"the best design sustains {best:.3g} req/s); lower the offered load or enlarge the design space")
+    h = int(df["n_hbm"].max())
+    groups = ", ".join(f"{g} {needs.weight_bytes[i] / 1e9:.4g} GB + {needs.per_request_bytes[i] / 1e9:.4g} GB"
+                       for i, g in enumerate(GROUP_NAMES) if needs.present[i])
+    return (f"{sc.named_files['library']}: memory.capacity_GB: no split of at most {h} HBM stacks x "
+            f"{needs.capacity_bytes / 1e9:g} GB between the HBM groups holds each group's weights and one request "
+            f"at the mean context of {sc.lengths.mean_prefill + sc.lengths.mean_decode:,.0f} tokens ({groups}; "
+            "HYDRA Eq. 1); raise memory.capacity_GB or design_space.hbm_max, or shorten the requests")
+
+
 def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | None = None,
             progress: Progress | None = None, checkpoints: Checkpoints | None = None) -> ExploreResult:
     """Run the explore pipeline on a loaded scenario.
@@ -264,10 +305,7 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     try:
         b_star, m_t = pick_b_star(df), pick_m_t(df)
     except ValueError as exc:
-        best = df["capacity_rps"].max()
-        msg = (f"{sc.workload_path}: arrival_rate_rps: {exc} ({sc.workload.arrival_rate_rps:g} req/s offered; "
-               f"the best design sustains {best:.3g} req/s); lower the offered load or enlarge the design space")
-        raise InfeasibleDesignError(msg) from None
+        raise InfeasibleDesignError(no_stable_point_cause(sc, screen.needs, df, str(exc))) from None
     df["role"] = "-"
     df.loc[b_star, "role"] = "B*"
     df.loc[m_t, "role"] = "M_T" if m_t != b_star else "B*,M_T"

@@ -58,11 +58,15 @@ class SweepResult:
         :func:`chipdse.core.design_space.enumerate_points` order, with the estimator's columns (``Screen.score``) plus
         ``workload``, ``point`` (row id within its workload) and ``pareto`` (per workload).
     n_points, n_feasible, n_infeasible, n_pareto : int
-        Over all workloads. Feasible: fits the HBM stacks and is stable at the offered load (empty ``reason``).
+        Over all workloads, in the estimator's words (``Screen.score``): feasible = the weights and one request fit
+        the HBM stacks (column ``feasible``), infeasible = they do not.
+    n_stable, n_unstable : int
+        Feasible points that are stable at the offered load (empty ``reason``), and those that are not (capacity
+        at or below the offered load); n_stable + n_unstable = n_feasible.
     per_workload : dict[str, dict[str, int]]
-        points, feasible, infeasible and pareto per workload name.
-    infeasible_reasons : dict[str, int]
-        Points per reason (the ``reason`` column of infeasible points).
+        points, feasible, stable, unstable, infeasible and pareto per workload name.
+    infeasible_reasons, unstable_reasons : dict[str, int]
+        Points per reason (the ``reason`` column) of the infeasible and of the unstable points.
     unbuildable : list[str]
         Kinds of design point dropped before scoring (e.g. too much interposer area), with counts.
     simulated : pandas.DataFrame
@@ -89,6 +93,9 @@ class SweepResult:
     sim_jobs: int = 0
     sim_jobs_stored: int = 0
     backend: str = field(default="in-process")
+    n_stable: int = 0
+    n_unstable: int = 0
+    unstable_reasons: dict[str, int] = field(default_factory=dict)
 
 
 def subset_points(pts: DesignPoints, mask: np.ndarray) -> DesignPoints:
@@ -273,9 +280,7 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
         df.insert(0, "workload", v.workload.name)
         df["point"] = np.arange(len(df))
         df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
-        ok = df["reason"] == ""
-        per_workload[v.workload.name] = {"points": len(df), "feasible": int(ok.sum()),
-                                         "infeasible": int((~ok).sum()), "pareto": int(df["pareto"].sum())}
+        per_workload[v.workload.name] = {"points": len(df), **_counts(df), "pareto": int(df["pareto"].sum())}
         frames.append(df)
     df = pd.concat(frames, ignore_index=True)
     sims, sim_keys = [], []
@@ -292,23 +297,40 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
     results = run_jobs(simulate_candidate, sims, backend, store=store,
                        key_fn=(lambda j: key_of[id(j)]) if use_store else None, progress=stage("simulate"),
                        fresh=fresh) if sims else []
-    ok = df["reason"] == ""
-    counts = df.loc[~ok, "reason"].value_counts()
+    counts = _counts(df)
+    fits = df["feasible"].astype(bool)
+    unstable = fits & (df["reason"] != "")
     return SweepResult(
-        points=df, n_points=len(df), n_feasible=int(ok.sum()), n_infeasible=int((~ok).sum()),
+        points=df, n_points=len(df), n_feasible=counts["feasible"], n_infeasible=counts["infeasible"],
+        n_stable=counts["stable"], n_unstable=counts["unstable"],
         n_pareto=int(df["pareto"].sum()), per_workload=per_workload,
-        infeasible_reasons={str(k): int(v) for k, v in counts.items()}, unbuildable=reasons,
+        infeasible_reasons=_reasons(df.loc[~fits, "reason"]), unstable_reasons=_reasons(df.loc[unstable, "reason"]),
+        unbuildable=reasons,
         simulated=pd.DataFrame(results, columns=list(SIMULATED_COLUMNS)), wall_s=time.perf_counter() - t0,
         jobs=len(jobs), jobs_stored=stored,
         sim_jobs=len(sims), sim_jobs_stored=sim_stored, backend=backend.describe(),
     )
 
 
+def _counts(df: pd.DataFrame) -> dict[str, int]:
+    """feasible / stable / unstable / infeasible point counts of a scored table (see :class:`SweepResult`)."""
+    fits = df["feasible"].astype(bool)
+    stable = int((df["reason"] == "").sum())
+    return {"feasible": int(fits.sum()), "stable": stable, "unstable": int(fits.sum()) - stable,
+            "infeasible": int((~fits).sum())}
+
+
+def _reasons(reasons: pd.Series) -> dict[str, int]:
+    """Points per distinct reason."""
+    return {str(k): int(v) for k, v in reasons.value_counts().items()}
+
+
 def summary_json(result: SweepResult) -> dict[str, Any]:
     """Return the sweep's counts as a JSON-able dict.
 
-    Keys: points, feasible, infeasible, pareto, wall_s (over all workloads), workloads (the same counts per
-    workload), infeasible_reasons (points per reason), unbuildable, jobs, jobs_stored, jobs_run, sim_jobs,
+    Keys: points, feasible (fit the HBM), stable (and sustain the offered load), unstable (fit, but do not),
+    infeasible (do not fit), pareto, wall_s (over all workloads), workloads (the same counts per workload),
+    infeasible_reasons and unstable_reasons (points per reason), unbuildable, jobs, jobs_stored, jobs_run, sim_jobs,
     sim_jobs_stored, sim_jobs_run, simulated (one record per simulated candidate; NaN as null) and backend.
     """
     sim = result.simulated
@@ -317,11 +339,14 @@ def summary_json(result: SweepResult) -> dict[str, Any]:
     return {
         "points": result.n_points,
         "feasible": result.n_feasible,
+        "stable": result.n_stable,
+        "unstable": result.n_unstable,
         "infeasible": result.n_infeasible,
         "pareto": result.n_pareto,
         "wall_s": round(result.wall_s, 3),
         "workloads": result.per_workload,
         "infeasible_reasons": result.infeasible_reasons,
+        "unstable_reasons": result.unstable_reasons,
         "unbuildable": result.unbuildable,
         "jobs": result.jobs,
         "jobs_stored": result.jobs_stored,

@@ -1,0 +1,322 @@
+"""Every kind of bad input is one ``error: ...`` line naming the file (or option) and the field, exit code 2,
+within 10 s, and no output folder left behind (issue 14, "Validation at the boundary").
+
+Each case copies the bundled instances into ``tmp_path``, changes one field and runs the command line in-process
+(:func:`chipdse.cli.invoke`, what the ``chipdse`` entry point runs); a few cases run the installed entry point.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from chipdse.cli import invoke
+from chipdse.core.design_space import enumerate_points
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import load_scenario
+from chipdse.evaluators.estimator import Screen
+from chipdse.evaluators.latency import ChipletCaps, task_time_s
+
+INF = math.inf
+SECONDS = 10.0
+"""Each bad input must be refused within this many seconds (issue 14's "Done when")."""
+
+TRACE_HEADER = "num_prefill_tokens,num_decode_tokens\n"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: which files to change, how, the command, and what the error line must name.
+
+    ``kind`` picks the base scenario (hydra, snake or nova). ``files`` maps a file role (scenario, library,
+    package, workload, card, trace) to the change: a dict of dotted field paths to new values (YAML / JSON files),
+    or the text of the file (trace, or a whole file). ``argv`` is the command after ``chipdse``; ``{scenario}``,
+    ``{out}`` and ``{tmp}`` are filled in. ``needles`` must all appear in the error line; ``{role}`` names the
+    file of that role (e.g. ``{library}``).
+    """
+
+    id: str
+    files: dict[str, Any] = field(default_factory=dict)
+    needles: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ("explore", "{scenario}", "--out", "{out}")
+    kind: str = "hydra"
+
+
+def _trace(*rows: str) -> str:
+    return TRACE_HEADER + "".join(r + "\n" for r in rows)
+
+
+CASES = [
+    # --- the issue's list ---
+    Case("d2d-inf", {"scenario": {"design_space.d2d_GBps": [INF]}}, ("{scenario}", "design_space.d2d_GBps[0]")),
+    Case("hbm-capacity-inf", {"library": {"memory.capacity_GB": INF}}, ("{library}", "memory.capacity_GB")),
+    Case("trace-0-byte", {"trace": ""}, ("{trace}", "num_prefill_tokens", "empty")),
+    Case("card-hidden-size-string", {"card": {"hidden_size": "big"}}, ("{card}", "hidden_size", "'big'")),
+    Case("seed-int32", {}, ("--seed", "2147483647"), ("explore", "{scenario}", "--out", "{out}", "--seed",
+                                                      "2147483648")),
+    Case("total-chiplets-1000", {"scenario": {"design_space.total_chiplets": 1000}},
+         ("{scenario}", "design_space.total_chiplets", "256")),
+    Case("time-limit-inf", {"scenario": {"time_limit_s": INF}}, ("{scenario}", "time_limit_s", "finite")),
+    Case("interposer-area-inf", {"package": {"interposer_area_mm2": INF}}, ("{package}", "interposer_area_mm2")),
+    Case("hbm-bandwidth-inf", {"library": {"memory.bandwidth_GBps": INF}}, ("{library}", "memory.bandwidth_GBps")),
+    Case("matrix-density-inf", {"library": {"compute.0.matrix_TFLOPS_per_mm2": INF}},
+         ("{library}", "compute[0].matrix_TFLOPS_per_mm2")),
+    Case("max-batch-1e12", {"scenario": {"design_space.max_batch": [1e12]}},
+         ("{scenario}", "design_space.max_batch[0]", "4096")),
+    Case("time-limit-option-negative", {}, ("--time-limit",), ("explore", "{scenario}", "--out", "{out}",
+                                                               "--time-limit", "-1")),
+    Case("seed-option-negative", {}, ("--seed",), ("explore", "{scenario}", "--out", "{out}", "--seed", "-3")),
+    Case("unknown-command", {}, ("No such command", "bogus"), ("bogus", "{scenario}")),
+    Case("missing-argument", {}, ("compare", "PROBLEM"), ("compare",)),
+    # --- causes, not symptoms ---
+    Case("tiny-hbm", {"library": {"memory.capacity_GB": 0.25}}, ("{library}", "memory.capacity_GB", "weights")),
+    Case("huge-hidden-size", {"card": {"hidden_size": 300_000}}, ("{library}", "memory.capacity_GB", "{card}")),
+    Case("trace-row-1e9-tokens", {"trace": _trace("100,20", "1000000000,5")},
+         ("{trace}", "num_prefill_tokens", "line 3")),
+    Case("request-beyond-any-hbm", {"card": {"hidden_size": 3072}, "trace": _trace("100,20", "9000000,5"),
+                                    "library": {"memory.capacity_GB": 5.0}},
+         ("{trace}", "num_prefill_tokens", "line 3", "9,000,005 tokens")),
+    Case("no-split-holds-a-group", {"library": {"memory.capacity_GB": 5.0},
+                                    "scenario": {"design_space.hbm_min": 2, "design_space.hbm_max": 2}},
+         ("{library}", "memory.capacity_GB", "no split of at most 2 HBM stacks", "mamba")),
+    Case("total-chiplets-over-cells", {"scenario": {"design_space.total_chiplets": 99}},
+         ("{scenario}", "design_space.total_chiplets", "25 cells")),
+    # --- fields the study now uses ---
+    Case("num-hidden-layers-mismatch", {"card": {"num_hidden_layers": 40}}, ("{card}", "num_hidden_layers", "52")),
+    Case("die-larger-than-cell", {"package": {"cell_pitch_mm": 10.0}},
+         ("{library}", "compute[0].die_area_mm2", "cell_pitch_mm")),
+    Case("d2d-phy-fills-die", {"scenario": {"design_space.d2d_GBps": [512, 100_000]}},
+         ("{scenario}", "design_space.d2d_GBps[1]", "PHY", "{library}")),
+    Case("overhead-fills-die", {"library": {"compute.2.overhead_area_mm2": 121.0}},
+         ("{library}", "compute[2].overhead_area_mm2")),
+    Case("hop-latency-negative", {"package": {"hop_latency_ns": -1.0}}, ("{package}", "hop_latency_ns")),
+    # --- scenario ---
+    Case("seed-2-31", {"scenario": {"seed": 2**31}}, ("{scenario}", "seed", "2147483647")),
+    Case("seed-negative", {"scenario": {"seed": -1}}, ("{scenario}", "seed")),
+    Case("hbm-min-above-max", {"scenario": {"design_space.hbm_min": 9, "design_space.hbm_max": 4}},
+         ("{scenario}", "design_space", "hbm_min")),
+    Case("d2d-list-too-long", {"scenario": {"design_space.d2d_GBps": list(range(1, 101))}},
+         ("{scenario}", "design_space.d2d_GBps", "64")),
+    Case("design-space-too-large", {"scenario": {"design_space.total_chiplets": 25, "design_space.hbm_min": 1,
+                                                 "design_space.min_per_type": 0,
+                                                 "design_space.d2d_GBps": list(range(200, 840, 10)),
+                                                 "design_space.max_batch": list(range(1, 65))}},
+         ("{scenario}", "design_space", "2,000,000")),
+    Case("simulation-duration-huge", {"scenario": {"simulation.duration_s": 1e9}},
+         ("{scenario}", "simulation.duration_s", "3600")),
+    Case("simulation-candidates-huge", {"scenario": {"simulation.candidates": 1000}},
+         ("{scenario}", "simulation.candidates")),
+    Case("estimator-chunk-zero", {"scenario": {"estimator.chunk_tokens": 0}}, ("{scenario}", "estimator.chunk_tokens")),
+    Case("scenario-rate-too-many-requests", {"scenario": {"arrival_rate_rps": 5e5}},
+         ("{scenario}", "arrival_rate_rps", "10,000,000")),
+    Case("sweep-sim-duration-nan", {"scenario": {"sweep.sim_duration_s": math.nan}},
+         ("{scenario}", "sweep.sim_duration_s")),
+    # --- workload and trace ---
+    Case("workload-rate-nan", {"workload": {"arrival_rate_rps": math.nan}}, ("{workload}", "arrival_rate_rps")),
+    Case("workload-too-many-requests", {"workload": {"arrival_rate_rps": 1e5, "duration_s": 1e3}},
+         ("{workload}", "duration_s", "arrival_rate_rps x duration_s")),
+    Case("workload-median-inf", {"workload": {"trace": None, "lengths": {"prefill_median": INF, "prefill_sigma": 1,
+                                                                        "decode_median": 10, "decode_sigma": 1}}},
+         ("{workload}", "lengths.prefill_median")),
+    Case("workload-sigma-huge", {"workload": {"trace": None, "lengths": {"prefill_median": 100,
+                                                                        "prefill_sigma": 1000, "decode_median": 10,
+                                                                        "decode_sigma": 1}}},
+         ("{workload}", "lengths.prefill_sigma")),
+    Case("trace-header-only", {"trace": TRACE_HEADER}, ("{trace}", "request row")),
+    Case("trace-inf-tokens", {"trace": _trace("100,20", "300,inf")}, ("{trace}", "num_decode_tokens", "line 3")),
+    Case("trace-negative-arrival", {"trace": "num_prefill_tokens,num_decode_tokens,arrived_at\n100,20,-1\n"},
+         ("{trace}", "arrived_at", "line 2")),
+    # --- package and library ---
+    Case("package-rows-40", {"package": {"rows": 40}}, ("{package}", "rows", "16")),
+    Case("phy-lane-rate-inf", {"library": {"phy.lane_rate_Gbps": INF}}, ("{library}", "phy.lane_rate_Gbps")),
+    Case("die-beyond-reticle", {"library": {"compute.1.die_area_mm2": 2000.0}},
+         ("{library}", "compute[1].die_area_mm2", "reticle")),
+    # --- model card ---
+    Case("card-vocab-fraction", {"card": {"vocab_size": 1.5}}, ("{card}", "vocab_size")),
+    Case("card-heads-negative", {"card": {"num_attention_heads": -4}}, ("{card}", "num_attention_heads")),
+    Case("card-layer-mixer-string", {"card": {"layer_mixer": "attention"}}, ("{card}", "layer_mixer")),
+    Case("card-published-total-string", {"card": {"published_params_total": "many"}},
+         ("{card}", "published_params_total")),
+    # --- other options and commands ---
+    Case("time-limit-option-inf", {}, ("--time-limit",), ("explore", "{scenario}", "--out", "{out}",
+                                                          "--time-limit", "inf")),
+    Case("simulate-rate-text", {}, ("--rate",), ("simulate", "{scenario}", "--rate", "abc")),
+    Case("sweep-workers-zero", {}, ("--workers",), ("sweep", "{scenario}", "--workers", "0", "--store",
+                                                     "{out}/results.sqlite")),
+    Case("simulate-seed-int32", {}, ("--seed",), ("simulate", "{scenario}", "--seed", "4294967296")),
+    Case("sweep-store-bad-scenario", {"scenario": {"design_space.d2d_GBps": [INF]}},
+         ("{scenario}", "design_space.d2d_GBps[0]"), ("sweep", "{scenario}", "--store", "{out}/results.sqlite")),
+    Case("sweep-store-nothing-buildable", {"package": {"interposer_area_mm2": 100.0}},
+         ("{package}", "interposer_area_mm2"), ("sweep", "{scenario}", "--store", "{out}/results.sqlite")),
+    Case("compare-csv-bad-scenario", {"library": {"memory.capacity_GB": INF}}, ("{library}", "memory.capacity_GB"),
+         ("compare", "hbm-partition", "{scenario}", "--csv", "{out}/rows.csv")),
+    # --- SNAKE ---
+    Case("snake-batch-1e12", {"scenario": {"batches": [8, 1e12]}}, ("{scenario}", "batches[1]", "4096"),
+         kind="snake"),
+    Case("snake-link-inf", {"scenario": {"template.link_GBps": INF}}, ("{scenario}", "template.link_GBps"),
+         kind="snake"),
+    Case("snake-time-limit-inf", {"scenario": {"time_limit_s": INF}}, ("{scenario}", "time_limit_s"), kind="snake"),
+    Case("snake-serving-seed-int32", {"scenario": {"serving.seed": 2**31}}, ("{scenario}", "serving.seed"),
+         kind="snake"),
+    Case("snake-card-hidden-size-string", {"card": {"hidden_size": "big"}}, ("{card}", "hidden_size"), kind="snake"),
+    # --- NOVA ---
+    Case("nova-length-1e9", {"scenario": {"lengths": [[1_000_000_000, 10]]}}, ("{scenario}", "lengths[0][0]"),
+         kind="nova"),
+    Case("nova-sync-inf", {"scenario": {"system.sync_us": INF}}, ("{scenario}", "system.sync_us"), kind="nova"),
+    Case("nova-gpus-huge", {"scenario": {"gpus": {"falcon-h1-7b": 1000}}}, ("{scenario}", "gpus.falcon-h1-7b"),
+         kind="nova"),
+    Case("nova-experts-seed-negative", {"scenario": {"experts.seed": -1}}, ("{scenario}", "experts.seed"),
+         kind="nova"),
+    Case("nova-batch-zero", {"scenario": {"batches": [0]}}, ("{scenario}", "batches[0]"), kind="nova"),
+]
+
+BASE = {"hydra": "default.yaml", "snake": "snake-stratum.yaml", "nova": "nova-nemotron3-nano.yaml"}
+
+
+def _set(data: Any, dotted: str, value: Any) -> None:
+    """Set ``data[a][b][0]...`` for ``"a.b.0"`` (``None`` removes the key)."""
+    *head, last = dotted.split(".")
+    for part in head:
+        data = data[int(part)] if isinstance(data, list) else data.setdefault(part, {})
+    if isinstance(data, list):
+        data[int(last)] = value
+    elif value is None:
+        data.pop(last, None)
+    else:
+        data[last] = value
+
+
+def _changed(text: str, changes: dict[str, Any], as_json: bool) -> str:
+    data = json.loads(text) if as_json else yaml.safe_load(text)
+    for dotted, value in changes.items():
+        _set(data, dotted, value)
+    return json.dumps(data) if as_json else yaml.safe_dump(data)
+
+
+def _build(case: Case, tmp: Path) -> tuple[list[str], dict[str, Path]]:
+    """Write the case's files under ``tmp``; return the argv and the file of each role."""
+    inst = instances_dir()
+    files = {"scenario": tmp / "scenario.yaml"}
+    scenario = yaml.safe_load((inst / "scenarios" / BASE[case.kind]).read_text())
+    if case.kind == "hydra":
+        files |= {"library": tmp / "library.yaml", "package": tmp / "package.yaml", "workload": tmp / "workload.yaml",
+                  "card": tmp / "card.json", "trace": tmp / "trace.csv"}
+        sources = {"library": inst / "chiplets" / "hydra.yaml", "package": inst / "packages" / "hydra-5x5.yaml",
+                   "workload": inst / "workloads" / "arxiv.yaml", "card": inst / "models" / "nemotron-h-4b.json"}
+        for role, src in sources.items():
+            files[role].write_text(_changed(src.read_text(), case.files.get(role, {}), role == "card"))
+        scenario |= {"library": str(files["library"]), "package": str(files["package"]),
+                     "workload": str(files["workload"]), "model": str(files["card"]), "simulation": {"enabled": False}}
+        if "trace" in case.files:
+            files["trace"].write_text(case.files["trace"])
+            wl = yaml.safe_load(files["workload"].read_text()) | {"trace": str(files["trace"])}
+            files["workload"].write_text(yaml.safe_dump(wl))
+    elif "card" in case.files:
+        files["card"] = tmp / "card.json"
+        card = (inst / "models" / f"{scenario['models'][0]}.json").read_text()
+        files["card"].write_text(_changed(card, case.files["card"], True))
+        scenario["models"][0] = str(files["card"])
+    files["scenario"].write_text(_changed(yaml.safe_dump(scenario), case.files.get("scenario", {}), False))
+    fill = {"scenario": str(files["scenario"]), "out": str(tmp / "out"), "tmp": str(tmp)}
+    return [a.format(**fill) for a in case.argv], files
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, float]:
+    t0 = time.perf_counter()
+    code = invoke(argv)
+    return code, capsys.readouterr().err, time.perf_counter() - t0
+
+
+def _check_error(code: int, stderr: str, needles: list[str]) -> str:
+    lines = stderr.rstrip("\n").split("\n")
+    assert code == 2, stderr
+    assert len(lines) == 1, stderr  # no blank line either (a progress bar on a pipe used to leave one)
+    line = lines[0]
+    assert line.startswith("error: ") and "Traceback" not in line, line
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in {line!r}"
+    return line
+
+
+def test_at_least_45_kinds() -> None:
+    assert len({c.id for c in CASES}) == len(CASES) >= 45
+    assert {c.kind for c in CASES} == {"hydra", "snake", "nova"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_one_line(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv, files = _build(case, tmp_path)
+    code, stderr, wall_s = _run(argv, capsys)
+    needles = [n.format(**{k: str(v) for k, v in files.items()}) for n in case.needles]
+    _check_error(code, stderr, needles)
+    assert wall_s < SECONDS
+    assert not (tmp_path / "out").exists(), "an output folder was left behind"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.id in ("seed-int32", "trace-0-byte", "unknown-command")],
+                         ids=lambda c: c.id)
+def test_installed_entry_point(case: Case, tmp_path: Path) -> None:
+    """The console script (``chipdse.cli:run``) gives the same one line and exit code as the in-process runs."""
+    exe = Path(sys.executable).parent / "chipdse"
+    if not exe.exists():
+        pytest.skip("console script not installed in this environment")
+    argv, files = _build(case, tmp_path)
+    proc = subprocess.run([str(exe), *argv], capture_output=True, text=True, timeout=60,
+                          env={"PATH": str(exe.parent), "COLUMNS": "40"})
+    needles = [n.format(**{k: str(v) for k, v in files.items()}) for n in case.needles]
+    _check_error(proc.returncode, proc.stderr, needles)
+    assert not (tmp_path / "out").exists()
+
+
+def test_help_still_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert invoke(["explore", "--help"]) == 0
+    assert "--seed" in capsys.readouterr().out
+
+
+# --- the checks' truths, from outside the code under test ---
+
+
+def test_design_space_size_is_the_enumeration(write_scenario) -> None:
+    """``DesignSpace.n_points`` (the bound's closed form) equals the points the enumeration builds, on a space
+    where every composition fits the package."""
+    sc = load_scenario(write_scenario({"design_space": {"total_chiplets": 14, "hbm_min": 2, "hbm_max": 6,
+                                                        "min_per_type": 1, "d2d_GBps": [256, 512],
+                                                        "max_batch": [4, 8, 16]}}))
+    pts, unbuildable = enumerate_points(sc)
+    assert unbuildable == []
+    assert sc.spec.design_space.n_points(len(sc.compute_types())) == len(pts)
+
+
+def test_hop_latency_adds_once_per_hop_where_bytes_move() -> None:
+    """Per-hop latency (the package's ``hop_latency_ns``): a task moving bytes over 3 hops takes 3 latencies more;
+    one moving none, nothing more."""
+    caps = ChipletCaps(*(np.array([v]) for v in (1e12, 1e11, 0.0, 0.0, 0.0)))
+    base = task_time_s(1e9, 0.0, np.array([1e6, 0.0]), caps, 1e3, 3.0, 100.0)
+    more = task_time_s(1e9, 0.0, np.array([1e6, 0.0]), caps, 1e3, 3.0, 100.0, hop_latency_s=2e-7)
+    assert more - base == pytest.approx([6e-7, 0.0], abs=1e-15)
+
+
+def test_hop_latency_changes_the_screen(write_scenario, tmp_path: Path) -> None:
+    """A slower NoI hop lowers no point's TTFT and raises some: the what-if question is answered."""
+    pkg = yaml.safe_load((instances_dir() / "packages" / "hydra-5x5.yaml").read_text())
+    pkg["hop_latency_ns"] = 5000.0
+    (tmp_path / "slow.yaml").write_text(yaml.safe_dump(pkg))
+    small = {"total_chiplets": 12, "hbm_min": 3, "hbm_max": 4, "d2d_GBps": [512], "max_batch": [8]}
+    fast = load_scenario(write_scenario({"design_space": small}))
+    slow = load_scenario(write_scenario({"design_space": small, "package": str(tmp_path / "slow.yaml")}, "s.yaml"))
+    a, b = Screen(fast).score(enumerate_points(fast)[0]), Screen(slow).score(enumerate_points(slow)[0])
+    both = a["stable"] & b["stable"]
+    assert both.any()
+    slower, faster = b.loc[both, "ttft_s"], a.loc[both, "ttft_s"]
+    assert (slower >= faster).all() and (slower > faster).any()
+
