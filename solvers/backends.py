@@ -127,8 +127,9 @@ def _sigint_recorder() -> Iterator[list[bool]]:
         return
 
     def handler(signum: int, frame: object) -> None:
+        # Only record: raising here would unwind through Pyomo's output capture (pyomo.common.tee), which turns
+        # the interrupt into a RuntimeError ("Deadlock closing ..."), a traceback instead of a clean exit 130.
         seen[0] = True
-        raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, handler)
     try:
