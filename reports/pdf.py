@@ -44,7 +44,7 @@ def _title_page(pdf: PdfPages, r: ExploreResult) -> None:
         f"Design space: {len(df):,} buildable points, {int(df['stable'].sum()):,} stable at the offered load, "
         f"{int(df['pareto'].sum())} on the Pareto front",
         "Unbuildable: " + ("; ".join(r.infeasible_reasons) if r.infeasible_reasons else "none"),
-        f"Solver settings: time limit {r.solver.time_limit_s:g} s per exact solve, relative gap {r.solver.rel_gap:g}, "
+        f"Solver settings: {r.solver.limits_text()} per exact solve, relative gap {r.solver.rel_gap:g}, "
         f"{r.solver.threads} threads, seed {r.solver.seed}",
         f"Wall time: sweep {r.timings_s.get('sweep_s', 0):.1f} s, finalists {r.timings_s.get('finalists_s', 0):.1f} s",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in package_versions().items()),
@@ -188,6 +188,10 @@ def _floorplan_page(pdf: PdfPages, r: ExploreResult) -> None:
     plt.close(fig)
 
 
+_LIMITS = {"work_limit": "work limit", "time_limit": "wall cap"}
+"""Status suffix naming the limit that ended a solve (TerminationCondition values)."""
+
+
 def _solution_rows(sols: list[Solution], scale: float = 1.0) -> list[list[str]]:
     """One table row per method (values multiplied by ``scale`` for display).
 
@@ -207,7 +211,8 @@ def _solution_rows(sols: list[Solution], scale: float = 1.0) -> list[list[str]]:
     for s in sols:
         worse = None if best is None or s.objective is None or not best else sign * (s.objective - best) / abs(best)
         loss = None if bound is None or s.objective is None or not bound else sign * (s.objective - bound) / abs(bound)
-        status = s.status.value if s.termination.value != "time_limit" else f"{s.status.value} (time limit)"
+        limit = _LIMITS.get(s.termination.value)
+        status = f"{s.status.value} ({limit})" if limit else s.status.value
         rows.append([s.method, fmt(s.exact), fmt(None if s.objective is None else s.objective * scale),
                      fmt(None if s.bound is None else s.bound * scale),
                      fmt(None if s.gap is None else 100 * s.gap, 3), fmt(None if worse is None else 100 * worse, 3),

@@ -142,5 +142,5 @@ def test_a_split_without_a_solution_falls_back_to_the_labelled_heuristic(monkeyp
     static = nova.solve_expert_splits(expert_split_cases(m, NOVA, 32), cfg)
     for (c, o), s in zip(exact.items(), static.values(), strict=True):
         assert o.method == "static-1-9" and o.makespan_s == s.makespan_s > 0
-        assert "milp-highs found no split" in o.note and "time limit 5 s" in o.note
+        assert "milp-highs found no split" in o.note and "wall cap 5 s" in o.note
         assert o.solution.termination is TerminationCondition.TIME_LIMIT and c.method == "milp-highs"

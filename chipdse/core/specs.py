@@ -259,7 +259,10 @@ class Scenario(_Spec):
     sweep: SweepSettings = SweepSettings()
     generality: GeneralitySettings | None = Field(None, description="Specialization-generality study (HYDRA "
                                                    "Table IV) added to the explore report.")
-    time_limit_s: float = Field(20.0, gt=0, description="Time limit per exact solve, s.")
+    work_limit: float = Field(20.0, gt=0, description="Deterministic work limit per exact solve, work units "
+                              "(about 1 CPU-second each; solvers/config.py): the same run on any machine load.")
+    time_limit_s: float | None = Field(None, gt=0, description="Wall-clock safety cap per exact solve, s "
+                                       "(default 10 x work_limit + 30 s); a solve it ends depends on machine load.")
     seed: int = Field(0, ge=0)
 
 
@@ -340,7 +343,9 @@ class SnakeScenario(_Spec):
     shape_set: ShapeSetSpec = ShapeSetSpec()
     area_split: AreaSplitSpec = AreaSplitSpec()
     serving: ServingSpec = ServingSpec()
-    time_limit_s: PositiveFloat = 20.0
+    work_limit: PositiveFloat = Field(20.0, description="Deterministic work limit per exact solve, work units.")
+    time_limit_s: PositiveFloat | None = Field(None, description="Wall-clock cap per exact solve, s "
+                                               "(default 10 x work_limit + 30 s).")
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""
@@ -397,7 +402,9 @@ class NovaScenario(_Spec):
                                          "that needs more than one; NOVA runs Nemotron3-Super on two H100s.")
     system: NovaSystemSpec = NovaSystemSpec()
     experts: ExpertTableSpec = ExpertTableSpec()
-    time_limit_s: PositiveFloat = 20.0
+    work_limit: PositiveFloat = Field(20.0, description="Deterministic work limit per exact solve, work units.")
+    time_limit_s: PositiveFloat | None = Field(None, description="Wall-clock cap per exact solve, s "
+                                               "(default 10 x work_limit + 30 s).")
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""

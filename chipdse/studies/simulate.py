@@ -146,7 +146,7 @@ def run_simulation(
     spec = PointSpec.from_row(row, sc.compute_types())
     batcher_cfg = batcher_config(batching, spec.batch)
     place = solve_placement(placement_problem(sc, spec, float(row["capacity_rps"])), PLACEMENT_METHOD,
-                            SolverConfig(time_limit_s=sc.spec.time_limit_s, seed=sc.spec.seed))
+                            SolverConfig.of(sc.spec, seed=sc.spec.seed))
     if place.decision is None:
         msg = f"{row['label']}: {PLACEMENT_METHOD} found no placement ({place.status.value}: {place.reason})"
         raise InfeasibleDesignError(msg)
