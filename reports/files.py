@@ -15,8 +15,9 @@ its scenario hash, seed, versions and solver settings):
 ``versions``
     Python and the installed versions of chipdse and its solver / numeric stack.
 ``solver``
-    Settings (time limit s, relative gap, threads, seed, ...) and ``solves``: each solve's problem, method,
-    status and ``termination`` (which limit ended it), objective, bound and wall seconds.
+    Settings (``work_limit``, the wall cap ``time_limit_s``, relative gap, threads, seed, ...) and ``solves``: each
+    solve's problem, method, status and ``termination`` (which limit ended it: ``work_limit`` or the cap's
+    ``time_limit``), objective, bound and wall seconds.
 ``timings``
     ``wall_s`` and ``cpu_s`` per stage.
 ``summary``

@@ -131,7 +131,7 @@ def _config_page(pdf: PdfPages, r: ExploreResult) -> None:
     table_page(pdf, "Chosen configurations (B* and M_T)",
                 "Top: the two configurations as scored by the sweep screen (fluid mapping, assumed mean hop count). "
                 "Bottom: the same configurations re-scored with real layouts: placement and bottleneck mapping "
-                "(HYDRA Eqs. 2-5) solved with MILP/CP-SAT (best of both, within the time limit; gaps on the next "
+                "(HYDRA Eqs. 2-5) solved with MILP/CP-SAT (best of both, within the work limit; gaps on the next "
                 "pages) "
                 "vs with HYDRA's greedy and round-robin baselines. 'unstable': the layout's capacity is at or below "
                 "the offered load, so TTFT grows without bound; its throughput is the capacity.",
@@ -227,7 +227,7 @@ def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
                 "Worse than best known: relative to the best objective any method found. At most worse than optimum: "
                 "relative to the tightest proven bound, so it caps the method's loss against the true optimum. "
                 "MILP gap: the method's own |objective - bound| / objective; 0 means proven optimal. Exact methods "
-                "are warm-started from the best heuristic and stop at the time limit with their incumbent and bound.",
+                "are warm-started from the best heuristic and stop at the work limit with their incumbent and bound.",
                 [("Placement: byte-hops/s, minimize (HYDRA Eq. 2 + chiplet-to-chiplet traffic)", cols,
                   _solution_rows(f.placement)),
                  ("HBM partition: min(r_M, r_A) concurrent requests, maximize (HYDRA Eq. 1)", cols,

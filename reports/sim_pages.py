@@ -232,8 +232,8 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str) -> None:
     fig.suptitle(f"What the layout buys at serving time: B* ({b_star})", fontsize=11)
     caption(fig, "Eq. 2 = HYDRA's hop-weighted volume at the design's capacity; gap = how far above the best proven "
              "lower bound (from the exact placement methods) each layout is. Busiest link = the largest directed "
-             "link load under XY routing at the same traffic; the last row minimizes it (MILP within the scenario's "
-             "time limit, warm-started from the exact placement; its proven bound beside it). Estimator = the "
+             "link load under XY routing at the same traffic; the last row minimizes it (layout-bnb within the "
+             "scenario's work limit, started from the exact placement; its proven bound beside it). Estimator = the "
              "layout re-score; simulator = the same offered load (90% of "
              "the exact layout's estimated capacity) and window as the scheduler study, dynamic batching, static "
              "scheduling, from an empty system.", y=0.05)

@@ -131,7 +131,7 @@ def _sigint_recorder() -> Iterator[list[bool]]:
     Pyomo sets ``HandleKeyboardInterrupt`` on highspy, which would turn the interrupt into a normal-looking
     "solve error"; without this record an interrupted sweep would go on and store the cut-short result as if it
     were finished. highspy >= 1.8 runs the solve in the calling thread, where no Python signal handler runs until
-    HiGHS returns: the interrupt is then raised when the solve reaches its time limit. (Running the solve on a
+    HiGHS returns: the interrupt is then raised when the solve reaches its work limit. (Running the solve on a
     helper thread would stop it at once, but Pyomo's process-global output capture is not safe there: it closed
     the CLI's output stream under test runners.) Signal handlers can only be set in the main thread; elsewhere
     nothing is recorded.
@@ -232,7 +232,7 @@ def _solve_cpsat_interruptible(solver: cp_model.CpSolver, model: cp_model.CpMode
 
     CP-SAT's own SIGINT handler would stop the search and return a normal-looking FEASIBLE result, so a sweep
     would store a cut-short solve as finished. With it off, Python records the signal and raises
-    KeyboardInterrupt as soon as the solve returns (at the latest at its time limit).
+    KeyboardInterrupt as soon as the solve returns (at the latest at its work limit).
     """
     solver.parameters.catch_sigint_signal = False
     return solver.Solve(model)

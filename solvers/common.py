@@ -106,7 +106,7 @@ class Methods:
         method : str
             One of :attr:`names`.
         config : SolverConfig, optional
-            Time limit, relative gap, threads and seed of the exact models (default ``SolverConfig()``).
+            Work limit, wall cap, relative gap, threads and seed of the exact models (default ``SolverConfig()``).
 
         Returns
         -------

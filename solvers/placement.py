@@ -76,7 +76,7 @@ def solve_placement(
     method : str
         One of :data:`PLACEMENT_METHODS`.
     config : SolverConfig, optional
-        Time limit, gap, threads and solver seed for the exact methods (default ``SolverConfig()``).
+        Work limit, wall cap, gap, threads and solver seed for the exact methods (default ``SolverConfig()``).
     seed : int
         Seed of the ``"random"`` heuristic.
     hint : dict[int, str], optional

@@ -29,7 +29,7 @@ build alone takes minutes and gigabytes, outside any solver time limit."""
 
 
 def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | None = None) -> Solution:
-    """Solve a QAP exactly (or to the time limit) through the placement formulation.
+    """Solve a QAP exactly (or to the work limit) through the placement formulation.
 
     Parameters
     ----------
@@ -37,7 +37,7 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
     solver : str
         ``"highs"``, ``"cpsat"`` or ``"bnb"``.
     config : SolverConfig, optional
-        Time limit, relative gap, threads, seed.
+        Work limit, wall cap, relative gap, threads, seed.
 
     Returns
     -------

@@ -6,7 +6,7 @@ input / output lengths, and the system assumptions the paper leaves open (GPU ef
 in-die NMP roofline).
 
 The two-tier designs' expert splits (NOVA Sec. VI-E) are solved here, within the scenario's (or the command
-line's) time limit, and passed into the evaluator (:func:`chipdse.evaluators.nova_system.e2e`), which never runs a
+line's) work limit, and passed into the evaluator (:func:`chipdse.evaluators.nova_system.e2e`), which never runs a
 solver. A split the exact method does not solve within the limit falls back to NOVA's static 1:9 split, labelled
 so in the manifest; it is never reported as a 0 s makespan.
 """
@@ -44,7 +44,7 @@ KIND = "nova"
 PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698}
 """NOVA's headline against the GPU baseline: 4.5x throughput and 69.8% lower E2E latency on average."""
 FALLBACK_SPLIT = "static-1-9"
-"""The heuristic split used, and labelled, when an exact split finds no solution within the time limit."""
+"""The heuristic split used, and labelled, when an exact split finds no solution within its limit."""
 
 
 def check(sc: AnyScenario) -> StudyScenario:
@@ -112,7 +112,7 @@ def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> d
     cases : list of ExpertSplitCase
         From :func:`chipdse.evaluators.nova_system.expert_split_cases`.
     config : SolverConfig
-        Time limit, threads and seed of each solve.
+        Work limit, wall cap, threads and seed of each solve.
 
     Returns
     -------

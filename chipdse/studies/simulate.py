@@ -1,7 +1,7 @@
 """Simulate one design point of a scenario end to end: pick it, place it, map it, run the event simulator.
 
 The point is B* (``"best"``, as ``explore`` picks it) or a row id of the estimator table (its ``point`` column).
-The layout uses the exact ``hbm-enum`` placement (within the scenario's time limit) and the fast ``lpt-greedy``
+The layout uses the exact ``hbm-enum`` placement (within the scenario's work limit) and the fast ``lpt-greedy``
 mapping of both phases; :func:`run_simulation` returns the simulator's metrics as one JSON-able dict.
 """
 
