@@ -63,8 +63,8 @@ class BackendResult:
     abs_gap: float = 0.0
     """Absolute gap, in the model's objective units, at which the solver stops as optimal besides ``rel_gap``."""
     work: float = 0.0
-    """Work units the solve used (HiGHS nodes or CP-SAT deterministic time, converted; :mod:`solvers.config`;
-    a HiGHS MIP's root node is not counted)."""
+    """Work units the solve used (HiGHS nodes, at least one, or CP-SAT deterministic time, converted;
+    :mod:`solvers.config`)."""
 
     @property
     def has_solution(self) -> bool:
@@ -221,7 +221,7 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
     if solver == "highs":
         highs = opt._solver_model  # type: ignore[attr-defined]
         nodes = max(int(highs.getInfo().mip_node_count), 0)
-        work = nodes / highs_nodes_per_unit(highs.getNumNz())
+        work = max(nodes, 1) / highs_nodes_per_unit(highs.getNumNz())  # every solve costs at least its root
         summary += f", {nodes} nodes"
     abs_gap = float(options.get("mip_abs_gap", HIGHS_ABS_GAP)) if solver == "highs" else 0.0
     return BackendResult(status, term, objective, bound, wall, summary, abs_gap, work)

@@ -303,7 +303,7 @@ def settle(kind: ProblemKind, problem: Any, method: str, decision: Any, config: 
             reason = (f"no feasible solution found within the {limit_reason(config, stopped)}" if solver
                       else "no decision found")
         return Solution(**base, status=status, termination=term, bound=bound if solver else None,
-                        wall_s=time.perf_counter() - t0, reason=reason)
+                        wall_s=time.perf_counter() - t0, reason=reason, extra=dict(extra or {}))
     objective = _checked(kind, problem, method, decision)
     if not exact:
         status, term, bound = SolutionStatus.FEASIBLE, TerminationCondition.HEURISTIC_DONE, None
