@@ -4,7 +4,7 @@ One MoE layer, one decode step: ``build_expert_split(n, kind)`` draws routed tok
 top-8 routing (seed 42) over ``n`` experts of a fine-grained size (Qwen3-30B-A3B-like: gate, up and down
 projections of 2048 x 768, BF16, about 9.4 MB each). Prints makespan (us), solve seconds and the gap of each
 method to the best exact makespan of the row. Time-outs are shown as the status, not dropped.
-Run: python benchmarks/bench_expert_split.py [TIME_LIMIT_S]
+Run: python benchmarks/bench_expert_split.py [WORK_LIMIT (work units per exact solve)]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def build_expert_split(n: int, kind: str) -> ExpertSplitProblem:
 
 def main() -> None:
     limit = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0
-    cfg = SolverConfig(time_limit_s=limit, threads=2, seed=0)
+    cfg = SolverConfig(work_limit=limit, threads=2, seed=0)
     print(f"batch {BATCH}, top-{TOP_K}, expert {EXPERT_BYTES / 1e6:.2f} MB, seed {SEED}, "
           f"time limit {limit:g} s per exact solve, {cfg.threads} threads")
     head = f"{'routing':13s} {'E':>4s} {'method':11s} {'status':9s} {'makespan us':>12s} {'bound us':>10s} "

@@ -48,7 +48,7 @@ def main() -> None:
     rows = df.loc[sorted(set(picks))]
     t1 = time.perf_counter()
     layouts = {}
-    cfg = SolverConfig(time_limit_s=5.0, seed=0)
+    cfg = SolverConfig(work_limit=5.0, seed=0)
     for pid, row in rows.iterrows():
         lay = make_layout(sc, row.to_dict(), "hbm-enum", cfg) or make_layout(sc, row.to_dict(), "hydra-greedy", cfg)
         if lay is not None:

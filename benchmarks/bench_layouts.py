@@ -1,7 +1,7 @@
 """Layout solves on the default scenario's B*: every placement and mapping method, time and quality.
 
 Prints, per method: objective, bound, gap, wall time, and the ratio of the objective to the best found in the
-same run (1.000 = best). Run: python benchmarks/bench_layouts.py [TIME_LIMIT_S]
+same run (1.000 = best). Run: python benchmarks/bench_layouts.py [WORK_LIMIT]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def show(title: str, sols: list) -> None:
 
 def main() -> None:
     limit = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
-    cfg = SolverConfig(time_limit_s=limit)
+    cfg = SolverConfig(work_limit=limit)
     sc = load_scenario()
     pts, _ = enumerate_points(sc)
     df = Screen(sc).score(pts)

@@ -5,7 +5,7 @@ For each instance: model size (columns, rows), Pyomo build time, root LP bound (
 of the best known placement) and its solve time, then the MILP within the time limit, warm-started from swap
 local search. The best known placement is hbm-enum's proven optimum. Instances: the default B* (24 chiplets on
 5 x 5) and smaller sparse / dense ones from bench_placement_scaling.
-Run: python benchmarks/bench_linearizations.py [TIME_LIMIT_S]
+Run: python benchmarks/bench_linearizations.py [WORK_LIMIT (work units per exact solve)]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def root_lp(problem, builder, limit: float) -> tuple[int, int, float, float | No
     cols = sum(len(v) for v in m.component_objects(pyo.Var, active=True))
     rows = sum(len(c) for c in m.component_objects(pyo.Constraint, active=True))
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(m)
-    res = solve_pyomo(m, SolverConfig(time_limit_s=limit))
+    res = solve_pyomo(m, SolverConfig(work_limit=limit))
     bound = None if res.objective is None else res.objective * pyo.value(m.volume_unit)
     return cols, rows, build_s, bound, res.wall_s
 
@@ -47,12 +47,12 @@ def main() -> None:
     base = b_star_placement()
     problems = [base] + [instance(5, 8, 4, dict(base.pair_volume), d) for d in (False, True)] + [
         instance(6, 16, 6, dict(base.pair_volume), d) for d in (False, True)]
-    cfg = SolverConfig(time_limit_s=limit, seed=0)
+    cfg = SolverConfig(work_limit=limit, seed=0)
     print(f"machine: {platform.machine()}, python {platform.python_version()}; time limit {limit:g} s")
     print(f"{'instance':38s} {'model':12s} {'cols':>7s} {'rows':>7s} {'build s':>7s} {'LP/opt':>7s} {'LP s':>6s} "
           f"{'MILP gap':>8s} {'MILP s':>7s} status")
     for problem in problems:
-        opt = solve_placement(problem, "hbm-enum", SolverConfig(time_limit_s=120)).objective
+        opt = solve_placement(problem, "hbm-enum", SolverConfig(work_limit=120)).objective
         start = solve_placement(problem, "local-search", cfg).decision
         for method, builder in BUILDERS.items():
             cols, rows, build_s, lp, lp_s = root_lp(problem, builder, limit)

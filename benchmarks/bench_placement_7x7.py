@@ -2,8 +2,8 @@
 
 Traffic: the default scenario's B* pair volumes per chiplet-type pair (compute <-> its HBM group, prefill ->
 decode hand-off, stage-to-stage activations), so every type pair that talks in B* talks here (dense). Prints, per
-method, objective (byte-hops/s), proven bound, gap and wall time within the time limit (default 60 s).
-Run: python benchmarks/bench_placement_7x7.py [TIME_LIMIT_S]
+method, objective (byte-hops/s), proven bound, gap and wall time within the work limit (default 60 units).
+Run: python benchmarks/bench_placement_7x7.py [WORK_LIMIT (work units per exact solve)]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def main() -> None:
     print(f"machine: {platform.machine()}, python {platform.python_version()}; {problem.name}: "
           f"{sum(COUNTS.values())} chiplets on 49 cells, {len(problem.pair_volume)} type pairs with traffic, "
           f"time limit {limit:g} s")
-    cfg = SolverConfig(time_limit_s=limit, seed=0)
+    cfg = SolverConfig(work_limit=limit, seed=0)
     best, best_obj = None, float("inf")
     for method in ("hydra-greedy", "local-search", "hbm-enum", "milp-highs", "cpsat"):
         sol = solve_placement(problem, method, cfg, seed=0, hint=best)

@@ -5,7 +5,7 @@ B* pair volumes per type pair. Sparse traffic keeps only compute <-> HBM pairs; 
 (also prefill -> decode hand-off and stage-to-stage activations). For each instance: the exact ring
 decomposition (``hbm-enum``; it refuses above 3,000,000 ring layouts), the type-count RLT-1 MILP through Pyomo +
 HiGHS and CP-SAT, each warm-started from swap local search; Pyomo / CP-SAT build time and solve time reported
-apart. Run: python benchmarks/bench_placement_scaling.py [TIME_LIMIT_S]
+apart. Run: python benchmarks/bench_placement_scaling.py [WORK_LIMIT (work units per exact solve)]
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def main() -> None:
           "solve, 2 threads; objective in byte-hops/s")
     print(f"{'instance':26s} {'method':10s} {'objective':>11s} {'bound':>11s} {'gap':>8s} {'build s':>8s} "
           f"{'solve s':>8s}  status")
-    cfg = SolverConfig(time_limit_s=limit, seed=0)
+    cfg = SolverConfig(work_limit=limit, seed=0)
     for side, n_compute, n_hbm in SIZES:
         for dense in (False, True):
             problem = instance(side, n_compute, n_hbm, dict(base.pair_volume), dense)

@@ -41,7 +41,7 @@ def build_simulation() -> tuple[LoadedScenario, dict, PointSpec, dict[int, str],
     row = df.loc[pick_b_star(df)].to_dict()
     point = PointSpec.from_row(row, sc.compute_types())
     placement = solve_placement(placement_problem(sc, point, row["capacity_rps"]), "hbm-enum",
-                                SolverConfig(time_limit_s=sc.spec.time_limit_s, seed=SEED)).decision
+                                SolverConfig.of(sc.spec, seed=SEED)).decision
     maps = {ph: solve_mapping(mapping_problem(sc, point, placement, ph, point.batch), "lpt-greedy").decision
             for ph in ("prefill", "decode")}
     return sc, row, point, placement, maps

@@ -102,9 +102,14 @@ def explore(
         "--out", help="Output folder for report.pdf, a CSV (points.csv; speedups.csv for SNAKE, runs.csv for NOVA) "
                       "and manifest.json. "
                       "Default: reports/out/<scenario name>/.", show_default=False)] = None,
+    work_limit: Annotated[float | None, typer.Option(
+        "--work-limit", min=0.001, max=MAX_TIME_LIMIT_S, help="Deterministic work limit per exact solve, work "
+        "units of about one CPU-second (default: the scenario's): the same result on a busy or an idle machine.",
+        show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Time limit per exact solve in seconds (default: the "
-        "scenario's).", show_default=False)] = None,
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Wall-clock safety cap per exact solve in seconds "
+        "(default: the scenario's, else 10 x the work limit + 30 s); a solve it ends depends on machine load.",
+        show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", min=0, max=MAX_SEED, help="Seed for randomized heuristics and solvers, 0..2^31-1 (default: the "
         "scenario's).", show_default=False)] = None,
@@ -143,7 +148,8 @@ def explore(
             def progress(msg: str, _frac: float) -> None:
                 bar.update(task, description=msg)
 
-            result = study.run(sc, Settings(time_limit_s=time_limit, seed=seed), progress, **extra)
+            result = study.run(sc, Settings(work_limit=work_limit, time_limit_s=time_limit, seed=seed), progress,
+                               **extra)
             bar.update(task, description="writing the report")
             kept.writing = True
             paths = write_report(result, REPORTS[study.KIND], study.summary(result), out_dir)
@@ -244,12 +250,12 @@ def _fail_output(exc: BaseException, created: list[Path]) -> None:
     _fail(exc)
 
 
-def _problem_instance(problem: str, path: Path | None, point: str, time_limit: float | None
-                      ) -> tuple[Any, str, SolverConfig]:
+def _problem_instance(problem: str, path: Path | None, point: str, time_limit: float | None,
+                      work_limit: float | None = None) -> tuple[Any, str, SolverConfig]:
     """Load the scenario a registered problem needs, build its instance and the solver settings.
 
-    Returns (instance, label, config); the time limit defaults to the scenario's, the seed is the scenario's
-    (hydra) or 0.
+    Returns (instance, label, config); work limit and wall cap default to the scenario's, the seed is the
+    scenario's (hydra) or 0.
 
     Raises
     ------
@@ -266,11 +272,11 @@ def _problem_instance(problem: str, path: Path | None, point: str, time_limit: f
         msg = f"{problem} needs a kind: {record.scenario_kind} scenario; {loaded.path} is kind: {kind}"
         raise ValueError(msg)
     if isinstance(loaded, LoadedScenario):
-        sc, limit, seed = loaded, loaded.spec.time_limit_s, loaded.spec.seed
+        sc, seed = loaded, loaded.spec.seed
     else:
-        sc, limit, seed = loaded.spec, loaded.spec.time_limit_s, 0
+        sc, seed = loaded.spec, 0
     instance, label = record.build(sc, point)
-    return instance, label, SolverConfig(time_limit_s=time_limit or limit, seed=seed)
+    return instance, label, SolverConfig.of(loaded.spec, work_limit, time_limit, seed=seed)
 
 
 @app.command()
@@ -283,9 +289,13 @@ def compare(
         "--methods", help="Methods to run (repeat the option); default: every method except brute force.",
         show_default=False)] = None,
     point: Annotated[str, typer.Option("--point", help="Which HYDRA finalist: b-star or m-t.")] = "b-star",
+    work_limit: Annotated[float | None, typer.Option(
+        "--work-limit", min=0.001, max=MAX_TIME_LIMIT_S, help="Deterministic work limit per exact solve, work "
+        "units of about one CPU-second (default: the scenario's): the same result on a busy or an idle machine.",
+        show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Time limit per exact solve, s (default: the "
-        "scenario's).", show_default=False)] = None,
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Wall-clock safety cap per exact solve, s (default: "
+        "the scenario's, else 10 x the work limit + 30 s).", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON list.")] = False,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Also write the rows to this CSV file.",
                                                   show_default=False)] = None,
@@ -303,7 +313,7 @@ def compare(
                 msg = f"--csv {csv_path} is a directory; give a file name"
                 raise ValueError(msg)
             created = ensure_writable_dir(csv_path.parent)
-        instance, label, cfg = _problem_instance(problem, scenario, point, time_limit)
+        instance, label, cfg = _problem_instance(problem, scenario, point, time_limit, work_limit)
         rows = comparison_rows(run_methods(problem, instance, methods, cfg))
         if csv_path is not None:
             with atomic_path(csv_path) as tmp:
@@ -318,7 +328,7 @@ def compare(
         typer.echo(json.dumps(rows, default=str))
         return
     where = f"{label} ({point})" if problem_record(problem).scenario_kind == "hydra" else label
-    typer.echo(f"{problem} on {where}, time limit {cfg.time_limit_s:g} s per exact solve")
+    typer.echo(f"{problem} on {where}, {cfg.limits_text()} per exact solve")
     typer.echo(f"{'method':14s} {'exact':>5s} {'objective':>12s} {'bound':>12s} {'proven gap':>10s} "
                f"{'over bound':>10s} {'status':>12s} {'wall s':>8s}")
     for r in rows:
@@ -346,17 +356,20 @@ def solve(
     solver: Annotated[str, typer.Option(
         "--solver", help="qap: highs (RLT-1 MILP), cpsat, or bnb (Gilmore-Lawler branch and bound).")] = "highs",
     point: Annotated[str, typer.Option("--point", help="Which HYDRA finalist: b-star or m-t.")] = "b-star",
+    work_limit: Annotated[float | None, typer.Option(
+        "--work-limit", min=0.001, max=MAX_TIME_LIMIT_S, help="Deterministic work limit of the solve, work units "
+        "of about one CPU-second (default: the scenario's; qap: 60).", show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Solver time limit, s (default: the scenario's; qap: "
-        "60). Building the "
-        "model comes on top (qap: about 9 s at n = 20).",
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Wall-clock safety cap of the solve, s (default: the "
+        "scenario's, else 10 x the work limit + 30 s). Building the model comes on top (qap: about 9 s at n = 20).",
         show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ) -> None:
     """Solve one decision problem with one method: a QAPLIB file (QAP mode of the placement formulation), or a
     registered problem on a scenario's instance.
 
-    Prints objective, proven bound, gap, status and wall time; a time limit returns the incumbent with its gap.
+    Prints objective, proven bound, gap, status and wall time; a work limit (or the wall cap) returns the incumbent
+    with its gap.
     """
     try:
         if problem != "qap" and problem not in PROBLEMS:
@@ -370,14 +383,14 @@ def solve(
                 msg = "chipdse solve qap takes --solver highs|cpsat|bnb, not --method"
                 raise ValueError(msg)
             inst = read_qaplib(path)
-            sol = solve_qap(inst, solver, SolverConfig(time_limit_s=time_limit or 60.0))
+            sol = solve_qap(inst, solver, SolverConfig(work_limit=work_limit or 60.0, time_limit_s=time_limit or 0.0))
             out = {"problem": "qap", "instance": inst.name, "n": inst.n, "solver": solver}
         else:
             if method is None:
                 msg = f"--method is required for {problem!r} (chipdse compare {problem} lists the methods)"
                 raise ValueError(msg)
             validate_methods(problem, [method])
-            instance, label, cfg = _problem_instance(problem, path, point, time_limit)
+            instance, label, cfg = _problem_instance(problem, path, point, time_limit, work_limit)
             sol = run_methods(problem, instance, [method], cfg)[0]
             out = {"problem": problem, "instance": label, "method": method}
     except (ChipdseError, ValueError) as exc:

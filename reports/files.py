@@ -20,8 +20,9 @@ its scenario hash, seed, versions and solver settings):
 ``versions``
     Python and the installed versions of chipdse and its solver / numeric stack.
 ``solver``
-    Settings (time limit s, relative gap, threads, seed, ...) and ``solves``: each solve's problem, method,
-    status and ``termination`` (which limit ended it), objective, bound and wall seconds.
+    Settings (``work_limit``, the wall cap ``time_limit_s``, relative gap, threads, seed, ...) and ``solves``: each
+    solve's problem, method, status and ``termination`` (which limit ended it: ``work_limit`` or the cap's
+    ``time_limit``), objective, bound and wall seconds.
 ``timings``
     ``wall_s`` and ``cpu_s`` per stage (the only wall-clock and CPU times of a run: the PDF prints none, so the
     same results give the same PDF bytes).

@@ -54,7 +54,7 @@ def _title_page(pdf: PdfPages, r: ExploreResult) -> None:
         f"Design space: {len(df):,} buildable points, {int(df['stable'].sum()):,} stable at the offered load, "
         f"{int(df['pareto'].sum())} on the Pareto front",
         "Unbuildable: " + ("; ".join(r.infeasible_reasons) if r.infeasible_reasons else "none"),
-        f"Solver settings: time limit {r.solver.time_limit_s:g} s per exact solve, relative gap {r.solver.rel_gap:g}, "
+        f"Solver settings: {r.solver.limits_text()} per exact solve, relative gap {r.solver.rel_gap:g}, "
         f"{r.solver.threads} threads, seed {r.solver.seed}",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in package_versions().items()),
         f"Python {platform.python_version()} on {platform.machine()}",
@@ -87,9 +87,13 @@ def _key_results(r: ExploreResult) -> list[str]:
     return lines
 
 
+_LIMITS = {"work_limit": "work limit", "time_limit": "wall cap"}
+"""Words for the limit that ended a solve (TerminationCondition values)."""
+
+
 def ended_by(s: Solution) -> str:
     """Which limit or event ended a solve, in words (its ``termination``, e.g. "time limit")."""
-    return s.termination.value.replace("_", " ")
+    return _LIMITS.get(s.termination.value, s.termination.value.replace("_", " "))
 
 
 def proof(s: Solution) -> str:
@@ -299,7 +303,7 @@ def _config_page(pdf: PdfPages, r: ExploreResult) -> None:
     table_page(pdf, "Chosen configurations (B* and M_T)",
                 "Top: the two configurations as scored by the sweep screen (fluid mapping, assumed mean hop count). "
                 "Bottom: the same configurations re-scored with real layouts: placement and bottleneck mapping "
-                "(HYDRA Eqs. 2-5) solved with MILP/CP-SAT (best of both, within the time limit; gaps on the next "
+                "(HYDRA Eqs. 2-5) solved with MILP/CP-SAT (best of both, within the work limit; gaps on the next "
                 "pages) "
                 "vs with HYDRA's greedy and round-robin baselines. 'unstable': the layout's capacity is at or below "
                 "the offered load, so TTFT grows without bound; its throughput is the capacity.",

@@ -247,9 +247,9 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: fl
     fig.suptitle(f"What the layout buys at serving time: B* ({b_star})", fontsize=11)
     caption(fig, "Eq. 2 = HYDRA's hop-weighted volume at the design's capacity; excess over best: how much more "
              f"than the best exact placement's ({EXCESS_OVER_BEST}). Busiest link = the largest directed "
-             "link load under XY routing at the same traffic; the last row minimizes it (warm-started from the "
-             "exact placement; its proven bound beside it). Estimator = the layout re-score; simulator = the same "
-             "offered load (90% of "
+             "link load under XY routing at the same traffic; the last row minimizes it (layout-bnb within the "
+             "scenario's work limit, started from the exact placement; its proven bound beside it). Estimator = the "
+             "layout re-score; simulator = the same offered load (90% of "
              "the exact layout's estimated capacity) and window as the scheduler study, dynamic batching, static "
              "scheduling, from an empty system.", y=0.05)
     pdf.savefig(fig)

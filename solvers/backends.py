@@ -2,7 +2,9 @@
 
 Only this module calls a solver. Formulations build models and decode values; this module maps each
 solver's own codes through one table onto :class:`chipdse.core.solution.SolutionStatus` /
-:class:`chipdse.core.solution.TerminationCondition`.
+:class:`chipdse.core.solution.TerminationCondition`, and ``SolverConfig.work_limit`` onto each solver's
+deterministic limit (HiGHS ``mip_max_nodes``, CP-SAT ``max_deterministic_time``; see :mod:`solvers.config`), with
+``SolverConfig.time_limit_s`` as the wall-clock cap.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ from pyomo.contrib.solver.common.results import TerminationCondition as PyoTerm
 from pyomo.contrib.solver.solvers.highs import Highs
 
 from chipdse.core.solution import SolutionStatus, TerminationCondition
-from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.config import CPSAT_DTIME_PER_UNIT, SolverConfig, highs_nodes_per_unit
 
 _PYOMO_TERMINATION = {
     PyoTerm.convergenceCriteriaSatisfied: TerminationCondition.OPTIMAL,
     PyoTerm.maxTimeLimit: TerminationCondition.TIME_LIMIT,
-    PyoTerm.iterationLimit: TerminationCondition.TIME_LIMIT,
+    PyoTerm.iterationLimit: TerminationCondition.WORK_LIMIT,  # HiGHS's node limit (kSolutionLimit)
     PyoTerm.provenInfeasible: TerminationCondition.INFEASIBLE,
     PyoTerm.locallyInfeasible: TerminationCondition.INFEASIBLE,
     PyoTerm.infeasibleOrUnbounded: TerminationCondition.INFEASIBLE,
@@ -37,9 +39,9 @@ _PYOMO_TERMINATION = {
 
 _CPSAT_STATUS = {
     cp_model.OPTIMAL: (SolutionStatus.OPTIMAL, TerminationCondition.OPTIMAL),
-    cp_model.FEASIBLE: (SolutionStatus.FEASIBLE, TerminationCondition.TIME_LIMIT),
+    cp_model.FEASIBLE: (SolutionStatus.FEASIBLE, TerminationCondition.WORK_LIMIT),
     cp_model.INFEASIBLE: (SolutionStatus.INFEASIBLE, TerminationCondition.INFEASIBLE),
-    cp_model.UNKNOWN: (SolutionStatus.NO_SOLUTION, TerminationCondition.TIME_LIMIT),
+    cp_model.UNKNOWN: (SolutionStatus.NO_SOLUTION, TerminationCondition.WORK_LIMIT),
     cp_model.MODEL_INVALID: (SolutionStatus.UNKNOWN, TerminationCondition.UNKNOWN),
 }
 
@@ -60,6 +62,9 @@ class BackendResult:
     log_summary: str
     abs_gap: float = 0.0
     """Absolute gap, in the model's objective units, at which the solver stops as optimal besides ``rel_gap``."""
+    work: float = 0.0
+    """Work units the solve used (HiGHS nodes, at least one, or CP-SAT deterministic time, converted;
+    :mod:`solvers.config`)."""
 
     @property
     def has_solution(self) -> bool:
@@ -82,26 +87,36 @@ def _highs_threads(threads: int) -> None:
     _HIGHS_THREADS[:] = [threads]
 
 
-def _highs_with_start(opt: object, model: pyo.ConcreteModel) -> None:
-    """Make Pyomo's HiGHS interface pass the model's current variable values to HiGHS as a MIP start.
+def highs_node_limit(config: SolverConfig, nonzeros: int) -> int:
+    """HiGHS ``mip_max_nodes`` for ``config.work_limit`` on a model with ``nonzeros`` matrix entries (at least 1:
+    the root); a node's cost grows with the model's size (:func:`solvers.config.highs_nodes_per_unit`)."""
+    return int(min(max(1, round(config.work_limit * highs_nodes_per_unit(nonzeros))), 2**31 - 1))
+
+
+def _highs_hooks(opt: object, model: pyo.ConcreteModel, config: SolverConfig, warm_start: bool) -> None:
+    """Just before Pyomo runs HiGHS: set the node limit from the loaded model's size (unless ``config.native``
+    sets ``mip_max_nodes``), and with ``warm_start`` pass the model's current variable values as a MIP start.
 
     Pyomo's ``highs`` solver keeps the ``highspy.Highs`` object and a map from Pyomo variables to HiGHS
     columns; just before ``run()`` we call ``Highs.setSolution`` with the values the formulation set.
     """
     original = opt._solve  # type: ignore[attr-defined]
 
-    def _solve_with_start() -> object:
+    def _solve_hooked() -> object:
+        highs = opt._solver_model  # type: ignore[attr-defined]
+        options = opt._active_config.solver_options  # type: ignore[attr-defined]
+        options.setdefault("mip_max_nodes", highs_node_limit(config, highs.getNumNz()))
         col = opt._pyomo_var_to_solver_var_map  # type: ignore[attr-defined]
         idx, val = [], []
-        for v in model.component_data_objects(pyo.Var, active=True):
+        for v in model.component_data_objects(pyo.Var, active=True) if warm_start else ():
             if v.value is not None and id(v) in col:
                 idx.append(col[id(v)])
                 val.append(float(v.value))
         if idx:
-            opt._solver_model.setSolution(len(idx), np.array(idx, dtype=np.int32), np.array(val))  # type: ignore
+            highs.setSolution(len(idx), np.array(idx, dtype=np.int32), np.array(val))
         return original()
 
-    opt._solve = _solve_with_start  # type: ignore[attr-defined]
+    opt._solve = _solve_hooked  # type: ignore[attr-defined]
 
 
 _PYOMO_LOCK = threading.Lock()
@@ -116,7 +131,7 @@ def _sigint_recorder() -> Iterator[list[bool]]:
     Pyomo sets ``HandleKeyboardInterrupt`` on highspy, which would turn the interrupt into a normal-looking
     "solve error"; without this record an interrupted sweep would go on and store the cut-short result as if it
     were finished. highspy >= 1.8 runs the solve in the calling thread, where no Python signal handler runs until
-    HiGHS returns: the interrupt is then raised when the solve reaches its time limit. (Running the solve on a
+    HiGHS returns: the interrupt is then raised when the solve reaches its work limit. (Running the solve on a
     helper thread would stop it at once, but Pyomo's process-global output capture is not safe there: it closed
     the CLI's output stream under test runners.) Signal handlers can only be set in the main thread; elsewhere
     nothing is recorded.
@@ -147,7 +162,8 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
     model : pyomo ConcreteModel
         A built model with exactly one active objective.
     config : SolverConfig
-        Time limit, gap, threads, seed; ``native`` is passed as ``solver_options``.
+        Work limit (HiGHS: ``mip_max_nodes`` by :func:`highs_node_limit`), wall cap (``time_limit``), gap, threads,
+        seed; ``native`` is passed as ``solver_options`` (and overrides these).
     solver : str
         Name in Pyomo's new solver factory (``"highs"`` by default; e.g. ``"gurobi_direct"``).
     warm_start : bool
@@ -156,16 +172,18 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
     Returns
     -------
     BackendResult
-        Status, termination, incumbent objective and bound (``None`` when there is none) and wall time.
-        Infeasible and time-limit outcomes are results, not exceptions.
+        Status, termination (``WORK_LIMIT`` for the node limit, ``TIME_LIMIT`` for the wall cap), incumbent
+        objective and bound (``None`` when there is none), wall time and work used (nodes / HIGHS_NODES_PER_UNIT).
+        Infeasible and limit outcomes are results, not exceptions. A solver other than HiGHS gets the wall cap
+        only (not reproducible under load).
     """
     # A fresh HiGHS interface per solve: Pyomo's factory hands out one shared instance, and the MIP-start
     # hook below must not outlive this call.
     opt = Highs() if solver == "highs" else SolverFactory(solver)
     if solver == "highs":
         _highs_threads(config.threads)
-    if warm_start and solver == "highs":
-        _highs_with_start(opt, model)
+    if solver == "highs":
+        _highs_hooks(opt, model, config, warm_start)
     options = dict(config.native)
     if solver == "highs":
         options.setdefault("random_seed", config.seed)
@@ -194,15 +212,20 @@ def solve_pyomo(model: pyo.ConcreteModel, config: SolverConfig, solver: str = "h
         status = SolutionStatus.OPTIMAL if term == TerminationCondition.OPTIMAL else SolutionStatus.FEASIBLE
     elif term == TerminationCondition.INFEASIBLE:
         status = SolutionStatus.INFEASIBLE
-    elif term == TerminationCondition.TIME_LIMIT:
+    elif term in (TerminationCondition.TIME_LIMIT, TerminationCondition.WORK_LIMIT):
         status = SolutionStatus.NO_SOLUTION
     else:
         status = SolutionStatus.UNKNOWN
     if status == SolutionStatus.OPTIMAL and objective is not None and bound is None:
         bound = objective
-    summary = f"{solver}: {res.termination_condition.name}, incumbent={objective}, bound={bound}"
+    work, summary = 0.0, f"{solver}: {res.termination_condition.name}, incumbent={objective}, bound={bound}"
+    if solver == "highs":
+        highs = opt._solver_model  # type: ignore[attr-defined]
+        nodes = max(int(highs.getInfo().mip_node_count), 0)
+        work = max(nodes, 1) / highs_nodes_per_unit(highs.getNumNz())  # every solve costs at least its root
+        summary += f", {nodes} nodes"
     abs_gap = float(options.get("mip_abs_gap", HIGHS_ABS_GAP)) if solver == "highs" else 0.0
-    return BackendResult(status, term, objective, bound, wall, summary, abs_gap)
+    return BackendResult(status, term, objective, bound, wall, summary, abs_gap, work)
 
 
 def _solve_cpsat_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
@@ -210,7 +233,7 @@ def _solve_cpsat_interruptible(solver: cp_model.CpSolver, model: cp_model.CpMode
 
     CP-SAT's own SIGINT handler would stop the search and return a normal-looking FEASIBLE result, so a sweep
     would store a cut-short solve as finished. With it off, Python records the signal and raises
-    KeyboardInterrupt as soon as the solve returns (at the latest at its time limit).
+    KeyboardInterrupt as soon as the solve returns (at the latest at its work limit).
     """
     solver.parameters.catch_sigint_signal = False
     return solver.Solve(model)
@@ -224,18 +247,24 @@ def solve_cpsat(model: cp_model.CpModel, config: SolverConfig) -> tuple[BackendR
     model : CpModel
         A built model with an objective (or none, for feasibility).
     config : SolverConfig
-        Mapped to ``max_time_in_seconds``, ``relative_gap_limit``, ``num_workers``, ``random_seed``,
-        ``log_search_progress``; ``native`` entries are set as CP-SAT parameters by name.
+        ``work_limit`` -> ``max_deterministic_time`` (x CPSAT_DTIME_PER_UNIT), ``time_limit_s`` ->
+        ``max_time_in_seconds`` (the cap), ``rel_gap`` -> ``relative_gap_limit``, ``threads`` -> ``num_workers``
+        (with ``interleave_search`` when > 1: a deterministic search, same objective and bound on every run),
+        ``seed`` -> ``random_seed``, ``log`` -> ``log_search_progress``; ``native`` entries are set as CP-SAT
+        parameters by name (after these).
 
     Returns
     -------
     (BackendResult, CpSolver)
-        The normalized result (objective and bound in the model's own integer units) and the solver, so
-        the formulation can read values with ``solver.Value``.
+        The normalized result (objective and bound in the model's own integer units; termination ``WORK_LIMIT``
+        when the deterministic time ran out, ``TIME_LIMIT`` when the wall cap did) and the solver, so the
+        formulation can read values with ``solver.Value``.
     """
     solver = cp_model.CpSolver()
     p = solver.parameters
+    p.max_deterministic_time = config.work_limit * CPSAT_DTIME_PER_UNIT
     p.max_time_in_seconds = config.time_limit_s
+    p.interleave_search = config.threads > 1
     p.relative_gap_limit = config.rel_gap
     p.num_workers = config.threads
     p.random_seed = config.seed
@@ -246,9 +275,12 @@ def solve_cpsat(model: cp_model.CpModel, config: SolverConfig) -> tuple[BackendR
     code = _solve_cpsat_interruptible(solver, model)
     wall = time.perf_counter() - t0
     status, term = _CPSAT_STATUS.get(code, (SolutionStatus.UNKNOWN, TerminationCondition.UNKNOWN))
+    dtime = solver.response_proto.deterministic_time
+    if term == TerminationCondition.WORK_LIMIT and dtime < p.max_deterministic_time * (1 - 1e-9):
+        term = TerminationCondition.TIME_LIMIT  # stopped before its deterministic budget: the wall cap
     has = status in (SolutionStatus.OPTIMAL, SolutionStatus.FEASIBLE)
     objective = solver.ObjectiveValue() if has and model.HasObjective() else None
     bound = solver.BestObjectiveBound() if has and model.HasObjective() else None
     summary = (f"cp-sat: {solver.StatusName(code)}, incumbent={objective}, bound={bound}, "
-               f"{solver.NumBranches()} branches")
-    return BackendResult(status, term, objective, bound, wall, summary), solver
+               f"{solver.NumBranches()} branches, deterministic time {dtime:.3g}")
+    return BackendResult(status, term, objective, bound, wall, summary, work=dtime / CPSAT_DTIME_PER_UNIT), solver

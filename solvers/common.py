@@ -22,7 +22,7 @@ from typing import Any
 
 from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition
 from chipdse.solvers.backends import BackendResult
-from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig, limit_reason
 
 ENUMERATION_METHODS = frozenset({"brute-force", "enumeration"})
 """Method names that enumerate every decision: exact by construction, bound = objective."""
@@ -106,7 +106,7 @@ class Methods:
         method : str
             One of :attr:`names`.
         config : SolverConfig, optional
-            Time limit, relative gap, threads and seed of the exact models (default ``SolverConfig()``).
+            Work limit, wall cap, relative gap, threads and seed of the exact models (default ``SolverConfig()``).
 
         Returns
         -------
@@ -234,8 +234,8 @@ def settle(kind: ProblemKind, problem: Any, method: str, decision: Any, config: 
     decision : Any
         The decoded decision, ``None`` when the method found none.
     config : SolverConfig
-        ``rel_gap`` is the tolerance under which an exact solver's gap counts as optimal; ``time_limit_s`` goes
-        into the no-solution reason.
+        ``rel_gap`` is the tolerance under which an exact solver's gap counts as optimal; the limit that ended the
+        solve (work limit or wall cap, by termination) goes into the no-solution reason.
     t0 : float
         ``time.perf_counter()`` at the start of the solve (``wall_s`` is measured from it).
     reported : BackendResult, optional
@@ -247,7 +247,7 @@ def settle(kind: ProblemKind, problem: Any, method: str, decision: Any, config: 
         and the solver returns no decision, or a worse one, the start is the incumbent.
     termination : TerminationCondition, optional
         Termination of an exact method without a ``reported`` result (default OPTIMAL when the gap is closed,
-        TIME_LIMIT otherwise).
+        WORK_LIMIT otherwise).
     unit : float
         Objective units per unit of the solver model's objective (scaled models), so that the solver's absolute
         stopping gap ``reported.abs_gap`` counts in the checker's units.
@@ -259,7 +259,8 @@ def settle(kind: ProblemKind, problem: Any, method: str, decision: Any, config: 
     log_summary, reason : str
         The solver's one-line summary and a note (the reason of a missing decision is filled in when empty).
     extra : dict, optional
-        Stored in ``Solution.extra`` after the problem's own ``kind.extra`` entries.
+        Stored in ``Solution.extra`` after the problem's own ``kind.extra`` entries; with ``reported``,
+        ``work_units`` (the work units the solver used) comes first.
 
     Returns
     -------
@@ -280,11 +281,15 @@ def settle(kind: ProblemKind, problem: Any, method: str, decision: Any, config: 
     base = {"problem": kind.name, "method": method, "exact": exact, "sense": kind.sense, "build_s": build_s,
             "log_summary": log_summary or (reported.log_summary if reported else "")}
     solver = exact and method not in ENUMERATION_METHODS
+    if reported is not None:
+        extra = {"work_units": reported.work, **(extra or {})}
+    stopped = reported.termination if reported is not None else termination
     start_obj, start_violations = kind.check(problem, start) if solver and start is not None else (None, [""])
     if not start_violations:
         if decision is None or _better(kind, start_obj, _checked(kind, problem, method, decision)):
             what = "no solution" if decision is None else "a worse solution"
-            reason = reason or f"{method} found {what} within {config.time_limit_s:g} s; its start is reported"
+            limit = limit_reason(config, stopped)
+            reason = reason or f"{method} found {what} within its {limit}; its start is reported"
             decision = start
     if decision is None:
         status = reported.status if reported is not None else SolutionStatus.NO_SOLUTION
@@ -295,9 +300,10 @@ def settle(kind: ProblemKind, problem: Any, method: str, decision: Any, config: 
         if status == SolutionStatus.INFEASIBLE:
             reason, bound = reason or "solver proved the model infeasible", None
         elif not reason and status == SolutionStatus.NO_SOLUTION:
-            reason = f"no feasible solution found in {config.time_limit_s:g} s" if solver else "no decision found"
+            reason = (f"no feasible solution found within the {limit_reason(config, stopped)}" if solver
+                      else "no decision found")
         return Solution(**base, status=status, termination=term, bound=bound if solver else None,
-                        wall_s=time.perf_counter() - t0, reason=reason)
+                        wall_s=time.perf_counter() - t0, reason=reason, extra=dict(extra or {}))
     objective = _checked(kind, problem, method, decision)
     if not exact:
         status, term, bound = SolutionStatus.FEASIBLE, TerminationCondition.HEURISTIC_DONE, None
@@ -312,7 +318,7 @@ def settle(kind: ProblemKind, problem: Any, method: str, decision: Any, config: 
         if reported is not None:
             term = reported.termination
         else:
-            term = termination or (TerminationCondition.OPTIMAL if proven else TerminationCondition.TIME_LIMIT)
+            term = termination or (TerminationCondition.OPTIMAL if proven else TerminationCondition.WORK_LIMIT)
     info = kind.extra(problem, decision) if kind.extra else {}
     return Solution(**base, status=status, termination=term, decision=decision, objective=objective, bound=bound,
                     wall_s=time.perf_counter() - t0, reason=reason, extra={**info, **(extra or {})})

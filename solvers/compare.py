@@ -43,7 +43,7 @@ def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None,
     methods : sequence of str, optional
         Default: the record's ``default_methods``.
     config : SolverConfig
-        Time limit, gap, threads; ``config.seed`` seeds the randomized heuristics.
+        Work limit, wall cap, gap, threads; ``config.seed`` seeds the randomized heuristics.
 
     Returns
     -------

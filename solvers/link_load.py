@@ -25,7 +25,7 @@ from chipdse.formulations.placement import (
 )
 from chipdse.solvers.backends import solve_pyomo
 from chipdse.solvers.common import ProblemKind, infeasible_solution, settle
-from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.link_load_decomp import solve_max_link_by_layouts
 from chipdse.solvers.placement import HEURISTIC_METHODS, PlacementInputError, solve_placement
 
@@ -155,13 +155,12 @@ def _solve_layout_bnb(problem: PlacementProblem, kind: ProblemKind, config: Solv
                       hint: dict[int, str] | None, t0: float) -> Solution:
     """Run ``solvers.link_load_decomp`` from the best heuristic (or ``hint``) and settle its result."""
     start = _best_heuristic(problem, config, seed, also=hint)
-    left = max(0.1, config.time_limit_s - (time.perf_counter() - t0))
-    res = solve_max_link_by_layouts(problem, left, rel_gap=config.rel_gap, start=start, workers=config.threads)
+    res = solve_max_link_by_layouts(problem, config, start=start, t0=t0)
     summary = (f"layout-bnb: {res['level1']} level-1 layouts, {res['layouts']} LPs, {res['milps']} MILPs, "
-               f"{res['closed']} closed with every volume")
+               f"{res['closed']} closed with every volume, {res['work_units']:.3g} work units")
     if res["decision"] is None:
         return settle(kind, problem, "layout-bnb", None, config, t0, log_summary=summary)
-    term = TerminationCondition.OPTIMAL if res["proven"] else TerminationCondition.TIME_LIMIT
-    reason = "" if res["proven"] else f"time limit {config.time_limit_s:g} s ({summary})"
+    term = TerminationCondition.OPTIMAL if res["proven"] else res["stopped"] or TerminationCondition.WORK_LIMIT
+    reason = "" if res["proven"] else limit_reason(config, term, summary)
     return settle(kind, problem, "layout-bnb", res["decision"], config, t0, bound=min(res["bound"], res["objective"]),
-                  termination=term, log_summary=summary, reason=reason)
+                  termination=term, log_summary=summary, reason=reason, extra={"work_units": res["work_units"]})

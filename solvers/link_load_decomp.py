@@ -18,6 +18,11 @@ time, until the busiest link is one already modelled.
 
 The bound returned is the least of: the incumbent, the next unprocessed level-1 bound, and the bounds of the
 layouts left open. Source: chipdse (issue 4); objective as in ``formulations.link_load``.
+
+The search is deterministic under ``SolverConfig.work_limit``: every LP and MILP is charged its simplex iterations
+(:mod:`solvers.config`), the layouts of one level-1 layout are solved in parallel against the
+incumbent as it was before them and merged in their fixed order, and the work limit is checked between level-1
+layouts and between closing solves. The wall cap ``time_limit_s`` stops it too (then the result depends on load).
 """
 
 from __future__ import annotations
@@ -26,8 +31,8 @@ import math
 import os
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from itertools import combinations
 
 import highspy
@@ -37,7 +42,22 @@ import scipy.sparse as sparse
 from chipdse.formulations.link_load import link_loads, max_link_load, pair_links
 from chipdse.formulations.placement import PlacementProblem, allowed_cells, volume_table
 from chipdse.solvers.backends import _highs_threads
+from chipdse.solvers.config import (
+    HIGHS_ITERATIONS_PER_UNIT,
+    HIGHS_MIP_ITERATIONS_PER_UNIT,
+    SolverConfig,
+    WorkBudget,
+    highs_nodes_per_unit,
+)
 from chipdse.solvers.placement_decomp import _restricted_split, canonical_layouts, grid_symmetries
+
+
+@dataclass(frozen=True)
+class _Limit:
+    """Limits of one direct HiGHS solve: work units (LP: simplex iterations, MILP: nodes) and a wall cap, s."""
+
+    work: float
+    wall_s: float
 
 
 def xy_symmetries(problem: PlacementProblem) -> list[np.ndarray]:
@@ -83,23 +103,22 @@ class _LinkModel:
         self.counts = np.array([problem.counts[t] for t in free])
         self._rows_cache: dict[int, np.ndarray] = {}
 
-    def exact(self, stacks: dict[int, str], best: float, time_limit_s: float, rel_gap: float
+    def exact(self, stacks: dict[int, str], best: float, budget: WorkBudget, rel_gap: float
               ) -> tuple[float, float, dict[int, str] | None, bool]:
         """Solve one stack layout with every volume by adding compute <-> compute traffic exactly on the links whose
         true load exceeds the model's bound at each solution, until the busiest link is already modelled (lazy
         constraints).
 
         Returns (busiest link of the best decision or inf, lower bound for the layout, decision or None, closed:
-        True when the layout is solved or proven no better than ``best``)."""
-        t0 = time.perf_counter()
+        True when the layout is solved or proven no better than ``best``). Each MILP is charged to ``budget``."""
         links: frozenset[int] = frozenset()
         cutoff = best * (1 - rel_gap)
         bound, found, found_value = -math.inf, None, math.inf
         while True:
-            left = time_limit_s - (time.perf_counter() - t0)
-            if left <= 0:
+            if budget.stop():
                 return found_value, bound, found, False
-            value, decision = self.bound(stacks, True, left, cutoff, links)
+            value, decision, work = self.bound(stacks, True, _Limit(budget.left, budget.wall_left_s), cutoff, links)
+            budget.spend(work)
             if decision is None:
                 if value == cutoff:  # nothing in this layout beats the cutoff
                     return found_value, max(bound, cutoff), found, True
@@ -147,14 +166,14 @@ class _LinkModel:
             self._rows_cache[n_cells] = np.vstack([cap, cnt])
         return self._rows_cache[n_cells]
 
-    def bound(self, stacks: dict[int, str], integral: bool, time_limit_s: float = 30.0,
+    def bound(self, stacks: dict[int, str], integral: bool, limit: _Limit,
               cutoff_bytes: float | None = None, cc_links: frozenset[int] = frozenset()
-              ) -> tuple[float, dict[int, str] | None]:
+              ) -> tuple[float, dict[int, str] | None, float]:
         """LP (or MILP) bound of the linear model for the given fixed stacks, in bytes; compute <-> compute traffic
         and the traffic of stacks not in ``stacks`` are left out, except on the links ``cc_links``, where
         compute <-> compute pairs enter exactly through y >= z + z' - 1, y >= 0 (exact at binary z: the link
-        rows push y down). Returns (bound, decision or None); with a cutoff, a MILP that proves nothing below it
-        returns (cutoff, None)."""
+        rows push y down). Returns (bound, decision or None, work units used); with a cutoff, a MILP that proves
+        nothing below it returns (cutoff, None, work)."""
         cells = [c for c in range(self.n) if c not in stacks]
         items = list(stacks.items())
         n_links = self.share.shape[2]
@@ -187,21 +206,21 @@ class _LinkModel:
         lo = np.r_[np.full(n_links, -np.inf), np.zeros(len(cells)), self.counts, np.full(ny, -1.0)]
         hi = np.r_[-fixed / self.scale, np.ones(len(cells)), self.counts, np.full(ny, np.inf)]
         cutoff = None if cutoff_bytes is None else cutoff_bytes / self.scale
-        status, value, x = _highs(rows, lo, hi, nz, integral, cutoff, time_limit_s, n_continuous=ny)
+        status, value, x, work = _highs(rows, lo, hi, nz, integral, cutoff, limit, n_continuous=ny)
         if status == "pruned":
-            return cutoff_bytes, None
+            return cutoff_bytes, None, work
         if x is None:
-            return -math.inf, None
+            return -math.inf, None, work
         value *= self.scale
         if not integral:
-            return value, None
+            return value, None, work
         z = x[:nz].reshape(len(cells), n_t)
         decision = dict(stacks)
         for k, c in enumerate(cells):
             t = int(np.argmax(z[k]))
             if z[k, t] > 0.5:
                 decision[c] = self.free[t]
-        return value, decision
+        return value, decision, work
 
 
 _BANNER_LOCK = threading.Lock()
@@ -228,15 +247,22 @@ def _new_highs() -> highspy.Highs:
 
 
 def _highs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_binary: int, integral: bool, cutoff: float | None,
-           time_limit_s: float, n_continuous: int = 0) -> tuple[str, float, np.ndarray | None]:
+           limit: _Limit, n_continuous: int = 0) -> tuple[str, float, np.ndarray | None, float]:
     """Solve min x[-1] over rows (dense): binaries (or [0, 1] in the LP), ``n_continuous`` columns in [0, 1], then
-    one free continuous column, with HiGHS; a cutoff prunes every node whose bound reaches it. Returns (status,
-    dual bound, x or None)."""
+    one free continuous column, with HiGHS (one thread: deterministic); a cutoff prunes every node whose bound
+    reaches it. ``limit.work`` becomes ``mip_max_nodes`` (MILP) or ``simplex_iteration_limit`` (LP). Returns
+    (status, dual bound, x or None, work units used: simplex iterations, root included, converted)."""
     h = _new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
-    h.setOptionValue("time_limit", max(time_limit_s, 0.1))
+    h.setOptionValue("time_limit", max(limit.wall_s, 0.1))
     h.setOptionValue("mip_rel_gap", 1e-7)
+    nodes_per_unit = highs_nodes_per_unit(int(np.count_nonzero(rows)))
+    if integral:
+        h.setOptionValue("mip_max_nodes", int(min(max(1, round(limit.work * nodes_per_unit)), 2**31 - 1)))
+    else:
+        h.setOptionValue("simplex_iteration_limit",
+                         int(min(max(1, round(limit.work * HIGHS_ITERATIONS_PER_UNIT)), 2**31 - 1)))
     n_cols = rows.shape[1]
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n_cols, rows.shape[0]
@@ -257,43 +283,48 @@ def _highs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_binary: int, inte
     h.run()
     status = h.getModelStatus()
     info = h.getInfo()
+    iterations = max(info.simplex_iteration_count, 0)
+    work = iterations / (HIGHS_MIP_ITERATIONS_PER_UNIT if integral else HIGHS_ITERATIONS_PER_UNIT)
     if integral and cutoff is not None and status in (highspy.HighsModelStatus.kInfeasible,
                                                      highspy.HighsModelStatus.kObjectiveBound):
-        return "pruned", cutoff, None
-    if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
-        return "failed", -math.inf, None
+        return "pruned", cutoff, None, work
+    if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit,
+                      highspy.HighsModelStatus.kSolutionLimit):
+        return "failed", -math.inf, None, work
     if info.primal_solution_status != 2:  # no feasible point
-        return "failed", -math.inf, None
+        return "failed", -math.inf, None, work
     x = np.array(h.getSolution().col_value)
     value = info.mip_dual_bound if integral else info.objective_function_value
-    return "ok", float(value), x
+    return "ok", float(value), x, work
 
 
-def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, rel_gap: float = 1e-6,
-                              start: dict[int, str] | None = None, workers: int = 2) -> dict:
+def solve_max_link_by_layouts(problem: PlacementProblem, config: SolverConfig, start: dict[int, str] | None = None,
+                              t0: float | None = None) -> dict:
     """Run the two-level layout search; return decision, bound, proven flag and counters.
 
     Parameters
     ----------
     problem : PlacementProblem
         A grid instance (no ``distance`` matrix) whose restricted types (HBM groups) have allowed cells.
-    time_limit_s : float
-        Wall-clock limit for the whole search.
-    rel_gap : float
-        Relative gap at which a layout needs no further work and the search counts as proven.
+    config : SolverConfig
+        ``work_limit`` for the whole search (LP simplex iterations and MILP nodes, see the module docstring),
+        ``time_limit_s`` (the wall cap), ``rel_gap`` (a layout within it of the incumbent needs no further work, and
+        the search counts as proven) and ``threads`` (layouts solved in parallel; HiGHS releases the GIL).
     start : dict[int, str], optional
         A placement used as the first incumbent.
-    workers : int
-        Threads solving layouts in parallel (HiGHS releases the GIL).
+    t0 : float, optional
+        ``time.perf_counter()`` at which the wall cap started (default now).
 
     Returns
     -------
     dict
-        ``decision``, ``objective`` (its max link load), ``bound``, ``proven``, ``level1`` (stack layouts of the
-        heaviest group bounded), ``layouts`` (full layouts bounded by LP), ``milps`` (per-layout MILPs),
+        ``decision``, ``objective`` (its max link load), ``bound``, ``proven``, ``stopped`` (None, or the
+        TerminationCondition of the limit that cut the search short), ``work_units``, ``level1`` (stack layouts
+        of the heaviest group bounded), ``layouts`` (full layouts bounded by LP), ``milps`` (per-layout MILPs),
         ``closed`` (layouts solved with all traffic).
     """
-    t0 = time.perf_counter()
+    budget = WorkBudget.of(config, t0)
+    rel_gap = config.rel_gap
     _highs_threads(1)  # one-thread solves: HiGHS's global scheduler must match (set once, before any thread runs)
     restricted, free, ring = _restricted_split(problem)
     model = _LinkModel(problem, restricted, free)
@@ -315,58 +346,62 @@ def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, re
         picks = canonical_layouts(picks, tuple(cells), sym, 1)
         level1 = [{int(cells[k]): head for k in np.flatnonzero(p >= 0)} for p in picks]
     bounds1 = []
+    stopped = None
     for stacks in level1:
-        if time.perf_counter() - t0 > time_limit_s:
-            bounds1.append(0.0)
+        stopped = stopped or budget.stop()
+        if stopped or not tail:
+            bounds1.append(0.0 if stopped else -math.inf)
             continue
-        bounds1.append(model.bound(stacks, integral=False)[0] if tail else -math.inf)
+        value, _, work = model.bound(stacks, False, _Limit(budget.left, budget.wall_left_s))
+        budget.spend(work)
+        bounds1.append(value)
         counters["level1"] += 1
     open_layouts: list[tuple[float, dict[int, str]]] = []
     next_bound = None
-    lock = threading.Lock()
-    state = {"best": best, "best_dec": best_dec}
     n_chiplets = sum(problem.counts.values())
 
-    def evaluate(stacks: dict[int, str], level1_bound: float) -> tuple[float, dict[int, str]] | None:
-        """LP, then MILP with the incumbent as cutoff; the layout's bound when it stays open, else None."""
-        left = time_limit_s - (time.perf_counter() - t0)
-        if left <= 0:  # not reached: its level-1 bound still holds
-            return max(level1_bound, 0.0), stacks
-        lp, _ = model.bound(stacks, integral=False)
-        with lock:
-            counters["layouts"] += 1
-            cutoff = state["best"] * (1 - rel_gap)
+    def evaluate(stacks: dict[int, str], cutoff: float, limit: _Limit
+                 ) -> tuple[float, float, dict[int, str] | None, float, bool]:
+        """LP, then (unless the LP reaches ``cutoff``) MILP with ``cutoff``: (LP bound, MILP bound, decision,
+        work units, MILP run)."""
+        lp, _, work = model.bound(stacks, False, limit)
         if lp >= cutoff:
-            return None
-        value, decision = model.bound(stacks, integral=True, cutoff_bytes=cutoff, time_limit_s=left)
-        with lock:
-            counters["milps"] += 1
-            if decision is not None and len(decision) == n_chiplets:
-                full = max_link_load(problem, decision)
-                if full < state["best"]:
-                    state["best"], state["best_dec"] = full, decision
-            return (max(value, lp), stacks) if value < state["best"] * (1 - rel_gap) else None
+            return lp, lp, None, work, False
+        value, decision, milp_work = model.bound(stacks, True, limit, cutoff_bytes=cutoff)
+        return lp, value, decision, work + milp_work, True
 
-    with ThreadPoolExecutor(max(1, workers)) as pool:  # HiGHS releases the GIL: threads run solves in parallel
+    with ThreadPoolExecutor(max(1, config.threads)) as pool:  # HiGHS releases the GIL: threads run solves at once
         for k in np.argsort(bounds1, kind="stable"):  # level-1 layouts, most promising first
-            if bounds1[k] >= state["best"] * (1 - rel_gap):
+            if bounds1[k] >= best * (1 - rel_gap):
                 break
-            if time.perf_counter() - t0 > time_limit_s:
+            stopped = stopped or budget.stop()
+            if stopped:
                 next_bound = bounds1[k]
                 break
             layouts = list(_completions(problem, level1[int(k)], tail))
-            results = pool.map(evaluate, layouts, [float(bounds1[k])] * len(layouts))
-            open_layouts += [r for r in results if r is not None]
-    best, best_dec = state["best"], state["best_dec"]
+            cutoff, limit = best * (1 - rel_gap), _Limit(budget.left, budget.wall_left_s)
+            results = list(pool.map(evaluate, layouts, [cutoff] * len(layouts), [limit] * len(layouts)))
+            for stacks, (lp, value, decision, work, milp) in zip(layouts, results, strict=True):  # in fixed order
+                budget.spend(work)
+                counters["layouts"] += 1
+                counters["milps"] += milp
+                if not milp:
+                    continue
+                if decision is not None and len(decision) == n_chiplets:
+                    full = max_link_load(problem, decision)
+                    if full < best:
+                        best, best_dec = full, decision
+                if value < best * (1 - rel_gap):
+                    open_layouts.append((max(value, lp), stacks))
     still_open = []
     for value, stacks in sorted(open_layouts, key=lambda x: x[0]):
         if value >= best * (1 - rel_gap):
             continue
-        left = time_limit_s - (time.perf_counter() - t0)
-        if left <= 0.1:
+        stopped = stopped or budget.stop()
+        if stopped:
             still_open.append(value)
             continue
-        exact_value, exact_bound, decision, proven_layout = model.exact(stacks, best, left, rel_gap)
+        exact_value, exact_bound, decision, proven_layout = model.exact(stacks, best, budget, rel_gap)
         counters["closed"] += 1
         if decision is not None and exact_value < best:
             best, best_dec = exact_value, decision
@@ -377,7 +412,9 @@ def solve_max_link_by_layouts(problem: PlacementProblem, time_limit_s: float, re
     candidates = [best, *still_open] + ([next_bound] if next_bound is not None else [])
     bound = max(0.0, min(candidates))
     proven = bound >= best * (1 - rel_gap) * (1 - 1e-9) - 1e-12 * abs(best)
-    return {"decision": best_dec, "objective": best, "bound": bound, "proven": proven, **counters}
+    stopped = None if proven else stopped or budget.stop()
+    return {"decision": best_dec, "objective": best, "bound": bound, "proven": proven, "stopped": stopped,
+            "work_units": budget.used, **counters}
 
 
 def _completions(problem: PlacementProblem, stacks: dict[int, str], groups: list[str]):

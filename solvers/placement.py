@@ -37,7 +37,7 @@ from chipdse.formulations.placement import (
 from chipdse.formulations.placement_compact import build_placement_compact_milp, set_compact_start
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
 from chipdse.solvers.common import ProblemKind, infeasible_solution, settle
-from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.placement_decomp import DecompositionNotApplicable, solve_by_ring_enumeration
 from chipdse.solvers.placement_heuristics import (
     PlacementHeuristicError,
@@ -76,7 +76,7 @@ def solve_placement(
     method : str
         One of :data:`PLACEMENT_METHODS`.
     config : SolverConfig, optional
-        Time limit, gap, threads and solver seed for the exact methods (default ``SolverConfig()``).
+        Work limit, wall cap, gap, threads and solver seed for the exact methods (default ``SolverConfig()``).
     seed : int
         Seed of the ``"random"`` heuristic.
     hint : dict[int, str], optional
@@ -166,16 +166,17 @@ def _solve_cpsat(problem: PlacementProblem, config: SolverConfig, hint: dict[int
 def _solve_ring_enumeration(problem: PlacementProblem, config: SolverConfig, t0: float) -> Solution:
     """Ring-layout enumeration + optimal assignment (solvers/placement_decomp.py)."""
     try:
-        res = solve_by_ring_enumeration(problem, config.time_limit_s, rel_gap=config.rel_gap, threads=config.threads,
-                                        solve_fixed=_solve_fixed_layout)
+        res = solve_by_ring_enumeration(problem, config, solve_fixed=_solve_fixed_layout, t0=t0)
     except DecompositionNotApplicable as exc:
         return settle(KIND, problem, "hbm-enum", None, config, t0, termination=TerminationCondition.UNKNOWN,
                       reason=str(exc))
-    term = TerminationCondition.ENUMERATED if res["proven"] else TerminationCondition.TIME_LIMIT
+    term = TerminationCondition.ENUMERATED if res["proven"] else res["stopped"] or TerminationCondition.WORK_LIMIT
     summary = (f"hbm-enum: {res['layouts']:,} ring layouts ({res['canonical']:,} up to symmetry), "
-               f"{res['assignments']:,} bounded by assignment, {res['subproblems']:,} solved by MILP")
+               f"{res['assignments']:,} bounded by assignment, {res['subproblems']:,} solved by MILP, "
+               f"{res['work_units']:.3g} work units")
+    reason = "" if res["proven"] else limit_reason(config, term)
     return settle(KIND, problem, "hbm-enum", res["decision"], config, t0, bound=res["bound"], termination=term,
-                  log_summary=summary)
+                  log_summary=summary, reason=reason, extra={"work_units": res["work_units"]})
 
 
 def _solve_fixed_layout(sub: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None) -> Solution:

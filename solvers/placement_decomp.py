@@ -25,16 +25,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from itertools import combinations
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from chipdse.core.solution import Solution
+from chipdse.core.solution import Solution, TerminationCondition
 from chipdse.formulations.placement import PlacementProblem, active_types, allowed_cells, check_placement, volume_table
-from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.config import RING_ASSIGNMENTS_PER_UNIT, RING_RELAXATIONS_PER_UNIT, SolverConfig, WorkBudget
 from chipdse.solvers.placement_heuristics import local_search_placement
 
 CHUNK = 4_000
@@ -135,32 +134,35 @@ def canonical_layouts(layouts: np.ndarray, ring: tuple[int, ...], symmetries: li
     return layouts[keep]
 
 
-def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float, max_layouts: int = 3_000_000,
-                              rel_gap: float = 1e-6, threads: int = 2, *,
-                              solve_fixed: Callable[[PlacementProblem, SolverConfig, dict[int, str] | None], Solution]
-                              ) -> dict:
+def solve_by_ring_enumeration(problem: PlacementProblem, config: SolverConfig, max_layouts: int = 3_000_000, *,
+                              solve_fixed: Callable[[PlacementProblem, SolverConfig, dict[int, str] | None], Solution],
+                              t0: float | None = None) -> dict:
     """Run the exact decomposition; return decision, bound, proven flag and counters.
 
     Parameters
     ----------
     problem : PlacementProblem
         One-cell chiplets; any types with restricted cells (HBM groups: the ring) are enumerated.
-    time_limit_s : float
-        Wall-clock limit; on expiry the bound is the least bound of the layouts not yet closed.
+    config : SolverConfig
+        ``work_limit`` (deterministic: layouts bounded by relaxation cost 1 / RING_RELAXATIONS_PER_UNIT units each,
+        by assignment 1 / RING_ASSIGNMENTS_PER_UNIT, and each per-layout MILP what HiGHS reports), ``time_limit_s``
+        (the wall cap), ``rel_gap`` (a layout within it of the incumbent needs no exact solve, and the search counts
+        as proven) and ``threads`` (HiGHS threads of the per-layout MILPs). On either limit the bound is the least
+        bound of the layouts not yet closed.
     max_layouts : int
         Refuse (DecompositionNotApplicable) when there are more ring layouts than this (before symmetry).
-    rel_gap : float
-        Relative gap at which a layout needs no exact solve and the search counts as proven.
-    threads : int
-        HiGHS threads for the per-layout MILPs.
     solve_fixed : callable(problem, config, hint) -> Solution
         The exact solve of one open layout (its restricted chiplets fixed through ``allowed``); the dispatcher
-        passes its RLT-1 MILP method, so this module does not import the dispatcher.
+        passes its RLT-1 MILP method, so this module does not import the dispatcher. Its ``extra["work_units"]``
+        is charged to the budget.
+    t0 : float, optional
+        ``time.perf_counter()`` at which the wall cap started (default now).
 
     Returns
     -------
     dict
-        ``decision`` (best placement, full objective), ``bound`` (valid lower bound), ``proven``,
+        ``decision`` (best placement, full objective), ``bound`` (valid lower bound), ``proven``, ``stopped``
+        (None, or the TerminationCondition of the limit that cut the search short), ``work_units`` (spent),
         ``layouts`` (enumerated), ``canonical`` (kept after symmetry), ``assignments`` (layouts bounded by an
         assignment problem), ``subproblems`` (layouts solved by the MILP).
 
@@ -169,11 +171,12 @@ def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float, ma
     DecompositionNotApplicable
         Too many layouts, or none.
     """
-    t0 = time.perf_counter()
+    budget = WorkBudget.of(config, t0)
+    rel_gap = config.rel_gap
     restricted, free, ring = _restricted_split(problem)
     if not restricted and not free:
-        return {"decision": {}, "bound": 0.0, "proven": True, "layouts": 1, "canonical": 1, "assignments": 0,
-                "subproblems": 0}
+        return {"decision": {}, "bound": 0.0, "proven": True, "stopped": None, "work_units": 0.0, "layouts": 1,
+                "canonical": 1, "assignments": 0, "subproblems": 0}
     n_layouts = count_ring_layouts(len(ring), [problem.counts[g] for g in restricted])  # an upper bound
     if n_layouts > max_layouts:
         msg = f"hbm-enum: {n_layouts:,} ring layouts exceed the limit of {max_layouts:,}"
@@ -184,39 +187,45 @@ def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float, ma
         raise DecompositionNotApplicable(msg)
     layouts = canonical_layouts(all_layouts, ring, grid_symmetries(problem), len(restricted))
     ctx = _Context(problem, restricted, free, ring, solve_fixed)
-    lbs = np.zeros(len(layouts))  # 0 is a valid (weak) bound where the time limit stops the relaxation
+    lbs = np.zeros(len(layouts))  # 0 is a valid (weak) bound where a limit stops the relaxation
+    stopped = None
     for s in range(0, len(layouts), CHUNK):
-        if time.perf_counter() - t0 > time_limit_s:
+        stopped = budget.stop()
+        if stopped:
             break
         lbs[s:s + CHUNK] = ctx.relaxation(layouts[s:s + CHUNK])
+        budget.spend(len(lbs[s:s + CHUNK]) / RING_RELAXATIONS_PER_UNIT)
     order = np.argsort(lbs, kind="stable")
     best, best_dec = math.inf, None
     closed: dict[int, float] = {}  # layout -> bound of its assignment problem (or exact value)
-    processed, timed_out = 0, False
+    processed = 0
     for k in order:
         if lbs[k] >= best * (1 - rel_gap):
             break
-        if time.perf_counter() - t0 > time_limit_s:
-            timed_out = True
+        stopped = stopped or budget.stop()
+        if stopped:
             break
         closed[int(k)], decision = ctx.assignment(layouts[k])
+        budget.spend(1 / RING_ASSIGNMENTS_PER_UNIT)
         processed += 1
         full = check_placement(problem, decision)[0]
         if full < best:
             best, best_dec = full, decision
     sub_solved = 0
     for k in sorted(closed, key=closed.get):  # close the layouts whose bound is still below the incumbent
-        if closed[k] >= best * (1 - rel_gap) or timed_out:
+        if closed[k] >= best * (1 - rel_gap) or stopped:
             continue
-        left = time_limit_s - (time.perf_counter() - t0)
-        if left <= 0:
-            timed_out = True
+        stopped = budget.stop()
+        if stopped:
             break
-        value, bound, decision = ctx.exact_layout(layouts[k], left, rel_gap, threads, best_dec)
+        sol = ctx.exact_layout(layouts[k], budget.sub_config(config), best_dec)
+        budget.spend(float(sol.extra.get("work_units", 0.0)))
+        if sol.termination == TerminationCondition.TIME_LIMIT:
+            stopped = TerminationCondition.TIME_LIMIT
         sub_solved += 1
-        closed[k] = max(closed[k], bound)
-        if decision is not None and value < best:
-            best, best_dec = value, decision
+        closed[k] = max(closed[k], -math.inf if sol.bound is None else float(sol.bound))
+        if sol.decision is not None and sol.objective < best:
+            best, best_dec = float(sol.objective), sol.decision
     if best_dec is not None:
 
         polished = local_search_placement(problem, best_dec)
@@ -228,8 +237,9 @@ def solve_by_ring_enumeration(problem: PlacementProblem, time_limit_s: float, ma
         open_bounds.append(float(lbs[order[processed]]))
     bound = min([best, *open_bounds])
     proven = bound >= best * (1 - rel_gap) - 1e-12 * abs(best)
-    return {"decision": best_dec, "bound": bound, "proven": proven, "layouts": len(all_layouts),
-            "canonical": len(layouts), "assignments": processed, "subproblems": sub_solved}
+    return {"decision": best_dec, "bound": bound, "proven": proven, "stopped": None if proven else stopped,
+            "work_units": budget.used, "layouts": len(all_layouts), "canonical": len(layouts),
+            "assignments": processed, "subproblems": sub_solved}
 
 
 class _Context:
@@ -300,11 +310,9 @@ class _Context:
     def _fixed(self, lay: np.ndarray) -> dict[int, str]:
         return {int(self.ring_arr[j]): self.restricted[g] for j, g in enumerate(lay) if g >= 0}
 
-    def exact_layout(self, lay: np.ndarray, time_limit_s: float, rel_gap: float, threads: int,
-                     incumbent: dict[int, str] | None) -> tuple[float, float, dict[int, str] | None]:
-        """Solve one layout exactly (RLT-1 MILP, restricted chiplets fixed, every volume kept).
-
-        Returns (objective or inf, lower bound for the layout, decision or None)."""
+    def exact_layout(self, lay: np.ndarray, config: SolverConfig, incumbent: dict[int, str] | None) -> Solution:
+        """Solve one layout exactly (RLT-1 MILP, restricted chiplets fixed, every volume kept) under ``config``;
+        the solver's Solution (its bound is the layout's lower bound)."""
         fixed = self._fixed(lay)
         cells: dict[str, list[int]] = {}
         for cell, t in fixed.items():
@@ -316,9 +324,4 @@ class _Context:
         hint = None
         if incumbent is not None and all(incumbent.get(c) == t for c, t in fixed.items()):
             hint = incumbent
-        cfg = SolverConfig(time_limit_s=max(time_limit_s, 0.1), rel_gap=rel_gap, threads=threads)
-        sol = self.solve_fixed(sub, cfg, hint)
-        bound = -math.inf if sol.bound is None else float(sol.bound)
-        if sol.decision is None:
-            return math.inf, bound, None
-        return float(sol.objective), bound, sol.decision
+        return self.solve_fixed(sub, config, hint)

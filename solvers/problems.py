@@ -210,7 +210,7 @@ def finalist_mapping(sc: LoadedScenario, point: str = "b-star") -> tuple[Mapping
     """The finalist's decode mapping on its ring-enumeration placement (HYDRA Eqs. 3-5), and its label."""
     row, spec = finalist(sc, point)
     placement = placement_problem(sc, spec, float(row["capacity_rps"]))
-    layout = solve_placement(placement, "hbm-enum", SolverConfig(time_limit_s=sc.spec.time_limit_s))
+    layout = solve_placement(placement, "hbm-enum", SolverConfig.of(sc.spec))
     return mapping_problem(sc, spec, layout.decision, "decode", spec.batch), row["label"]
 
 

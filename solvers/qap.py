@@ -18,7 +18,7 @@ import numpy as np
 from chipdse.core.solution import Solution, TerminationCondition
 from chipdse.formulations.qap import QapInstance, decision_to_perm, qap_cost, to_placement_problem
 from chipdse.solvers.common import ProblemKind, settle
-from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.qap_bnb import qap_glb_bnb
 
@@ -29,7 +29,7 @@ build alone takes minutes and gigabytes, outside any solver time limit."""
 
 
 def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | None = None) -> Solution:
-    """Solve a QAP exactly (or to the time limit) through the placement formulation.
+    """Solve a QAP exactly (or to the work limit) through the placement formulation.
 
     Parameters
     ----------
@@ -37,7 +37,7 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
     solver : str
         ``"highs"``, ``"cpsat"`` or ``"bnb"``.
     config : SolverConfig, optional
-        Time limit, relative gap, threads, seed.
+        Work limit, wall cap, relative gap, threads, seed.
 
     Returns
     -------
@@ -91,11 +91,11 @@ def _solve_bnb(inst: QapInstance, config: SolverConfig, t0: float) -> Solution:
         if warm.decision is not None:
             start = decision_to_perm(inst, warm.decision)
     left = max(0.0, config.time_limit_s - (time.perf_counter() - t0))
-    res = qap_glb_bnb(inst.flow, inst.distance, left, start=start)
-    term = TerminationCondition.OPTIMAL if res["proven"] else TerminationCondition.TIME_LIMIT
-    reason = "" if res["proven"] else f"time limit {config.time_limit_s:g} s after {res['nodes']:,} nodes"
+    res = qap_glb_bnb(inst.flow, inst.distance, config.work_limit, start=start, time_limit_s=left)
+    term = TerminationCondition.OPTIMAL if res["proven"] else res["stopped"]
+    reason = "" if res["proven"] else limit_reason(config, term, f"after {res['nodes']:,} nodes")
     return settle(QAP_KIND, inst, "glb-bnb", [int(x) for x in res["perm"]], config, t0, bound=float(res["bound"]),
-                  termination=term, reason=reason, extra={"nodes": res["nodes"]})
+                  termination=term, reason=reason, extra={"nodes": res["nodes"], "work_units": res["work_units"]})
 
 
 def check_qap(inst: QapInstance, decision: list[int]) -> tuple[float, list[str]]:

@@ -31,6 +31,8 @@ from itertools import permutations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from chipdse.solvers.config import QAP_BNB_OPS_PER_UNIT, WorkBudget, wall_cap_s
+
 INCUMBENT_DEPTH = 3
 """Nodes up to this depth turn their assignment into a full permutation and try it as the incumbent."""
 
@@ -63,28 +65,35 @@ def _cost(a: np.ndarray, b: np.ndarray, perm: np.ndarray) -> float:
     return float((a * b[np.ix_(perm, perm)]).sum())
 
 
-def qap_glb_bnb(flow: np.ndarray, distance: np.ndarray, time_limit_s: float,
-                start: np.ndarray | None = None) -> dict:
-    """Solve a QAP by GLB branch and bound, to optimality or to the time limit.
+def qap_glb_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float,
+                start: np.ndarray | None = None, time_limit_s: float | None = None) -> dict:
+    """Solve a QAP by GLB branch and bound, to optimality or to the work limit (or the wall cap).
 
     Parameters
     ----------
     flow, distance : ndarray, shape (n, n)
         Non-negative integer (or float) matrices A and B; either may be asymmetric.
-    time_limit_s : float
-        Wall-clock limit; on expiry the best permutation and the least bound of the open nodes are returned.
+    work_limit : float
+        Work units (deterministic): a node with m free facilities costs m^4 / QAP_BNB_OPS_PER_UNIT
+        (solvers/config.py); when they are spent the best permutation and the least bound of the open nodes are
+        returned.
     start : ndarray, shape (n,), optional
         A permutation (facility -> location) used as the first incumbent.
+    time_limit_s : float, optional
+        Wall-clock cap, s (default ``solvers.config.wall_cap_s(work_limit)``); ends the search as the work limit
+        does.
 
     Returns
     -------
     dict
         ``perm`` (best permutation found), ``cost`` (its QAP cost), ``bound`` (proven lower bound; equals
-        ``cost`` when ``proven``), ``proven`` (bool), ``nodes`` (nodes expanded), ``wall_s``.
+        ``cost`` when ``proven``), ``proven`` (bool), ``stopped`` (None, or the TerminationCondition of the limit
+        that ended the search), ``nodes`` (nodes expanded), ``work_units``, ``wall_s``.
 
     Source: Gilmore (1962), Lawler (1963); the bound of QAPLIB's early branch-and-bound codes.
     """
-    t0 = time.perf_counter()
+    budget = WorkBudget(work_limit, wall_cap_s(work_limit) if time_limit_s is None else time_limit_s)
+    t0 = budget.t0
     a = np.asarray(flow, dtype=float)
     b = np.asarray(distance, dtype=float)
     n = a.shape[0]
@@ -94,18 +103,19 @@ def qap_glb_bnb(flow: np.ndarray, distance: np.ndarray, time_limit_s: float,
     best = _cost(a, b, best_perm)
     slack = 1.0 - 1e-9 if integral else 1e-9 * max(1.0, abs(best))  # prune when bound > best - slack
     stack: list[tuple[float, tuple[int, ...]]] = [(_root_bound(a, b), ())]  # (bound, locations of order[:d])
-    nodes, timed_out = 0, False
+    nodes, stopped = 0, None
     diag_a, diag_b = np.diag(a), np.diag(b)
     while stack:
         bound, locs = stack.pop()
         if bound > best - slack:
             continue
-        if time.perf_counter() - t0 > time_limit_s:
+        stopped = budget.stop()
+        if stopped:
             stack.append((bound, locs))
-            timed_out = True
             break
         nodes += 1
         d = len(locs)
+        budget.spend((n - d) ** 4 / QAP_BNB_OPS_PER_UNIT)
         fixed_f = order[:d]
         used = np.zeros(n, dtype=bool)
         used[list(locs)] = True
@@ -161,11 +171,11 @@ def qap_glb_bnb(flow: np.ndarray, distance: np.ndarray, time_limit_s: float,
         children.sort(key=lambda x: -x[0])
         stack.extend(children)
     open_bounds = [bd for bd, _ in stack if bd <= best - slack]
-    if timed_out and open_bounds:
+    if stopped and open_bounds:
         lower = min(open_bounds)
         lower = math.ceil(lower - 1e-9) if integral else lower
         bound, proven = min(best, float(lower)), False
     else:
-        bound, proven = best, True
-    return {"perm": best_perm, "cost": best, "bound": bound, "proven": proven, "nodes": nodes,
-            "wall_s": time.perf_counter() - t0}
+        bound, proven, stopped = best, True, None
+    return {"perm": best_perm, "cost": best, "bound": bound, "proven": proven, "stopped": stopped, "nodes": nodes,
+            "work_units": budget.used, "wall_s": time.perf_counter() - t0}

@@ -69,10 +69,25 @@ def test_branch_and_bound_time_limit_brackets_the_optimum() -> None:
     folder = shared_or_skip("qaplib")
     opt = _optima(folder)["rou12"]
     inst = read_qaplib(folder / "rou12.dat")
-    sol = solve_qap(inst, "bnb", SolverConfig(time_limit_s=0.2))
-    assert sol.status.value == "feasible" and "time limit" in sol.reason
+    sol = solve_qap(inst, "bnb", SolverConfig(work_limit=20, time_limit_s=0.2))  # the wall cap ends it
+    assert sol.status.value == "feasible" and "wall cap 0.2 s" in sol.reason
+    assert sol.termination.value == "time_limit"
     assert sol.objective >= opt >= sol.bound > 0
     assert sol.wall_s < 0.2 * 1.1 + 0.5  # the local-search start comes first and is not interruptible
+
+
+def test_branch_and_bound_work_limit_brackets_the_optimum_and_repeats() -> None:
+    """A work limit too small to finish rou12 ends the search at the same node, with the same bound, every time."""
+    folder = shared_or_skip("qaplib")
+    opt = _optima(folder)["rou12"]
+    inst = read_qaplib(folder / "rou12.dat")
+    runs = [solve_qap(inst, "bnb", SolverConfig(work_limit=0.05)) for _ in range(2)]
+    for sol in runs:
+        assert sol.status.value == "feasible" and "work limit 0.05 units" in sol.reason
+        assert sol.termination.value == "work_limit"
+        assert sol.objective >= opt >= sol.bound > 0
+    assert (runs[0].objective, runs[0].bound, runs[0].extra["nodes"]) == (
+        runs[1].objective, runs[1].bound, runs[1].extra["nodes"])
 
 
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 7), symmetric=st.booleans())

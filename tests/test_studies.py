@@ -43,13 +43,14 @@ def _explore(args: list[str]) -> dict:
 
 def test_every_kind_writes_the_same_manifest_schema(write_scenario, tmp_path: Path) -> None:
     """HYDRA (a small explore scenario), SNAKE and NOVA (the bundled ones): the same top-level keys, the scenario
-    file's and every named file's sha256 as hashlib computes them, the command line's time limit and seed, each
-    solve's termination, and wall and CPU seconds for the same stages."""
+    file's and every named file's sha256 as hashlib computes them, the command line's work limit, wall cap and seed,
+    each solve's termination, and wall and CPU seconds for the same stages."""
     hydra = write_scenario({"name": "small", "design_space": {
         "total_chiplets": 24, "hbm_min": 4, "hbm_max": 4, "d2d_GBps": [512], "max_batch": [64]}})
     paths = {"hydra": hydra, "snake": SCENARIOS / "snake-stratum.yaml", "nova": SCENARIOS / "nova-nemotron3-nano.yaml"}
     for kind, path in paths.items():
-        man = _explore([str(path), "--out", str(tmp_path / kind), "--time-limit", "3", "--seed", "2"])
+        man = _explore([str(path), "--out", str(tmp_path / kind), "--work-limit", "1", "--time-limit", "3",
+                        "--seed", "2"])
         assert set(man) == MANIFEST_KEYS, kind
         assert man["kind"] == kind and man["seed"] == 2
         assert man["scenario"]["path"] == str(path) and man["scenario"]["sha256"] == _sha256(path)
@@ -58,7 +59,8 @@ def test_every_kind_writes_the_same_manifest_schema(write_scenario, tmp_path: Pa
             assert f["sha256"] == _sha256(Path(f["path"]))
         assert {"chipdse", "numpy", "pyomo", "highspy", "ortools", "python"} <= set(man["versions"])
         solver = man["solver"]
-        assert solver["time_limit_s"] == 3 and solver["seed"] == 2 and solver["threads"] >= 1
+        assert solver["time_limit_s"] == 3 and solver["work_limit"] == 1 and solver["seed"] == 2
+        assert solver["threads"] >= 1
         assert solver["solves"] and all(s["termination"] in {t.value for t in TerminationCondition}
                                         for s in solver["solves"])
         assert set(man["timings"]["wall_s"]) == set(man["timings"]["cpu_s"]) != set()
@@ -143,5 +145,5 @@ def test_a_split_without_a_solution_falls_back_to_the_labelled_heuristic(monkeyp
     static = nova.solve_expert_splits(expert_split_cases(m, NOVA, 32), cfg)
     for (c, o), s in zip(exact.items(), static.values(), strict=True):
         assert o.method == "static-1-9" and o.makespan_s == s.makespan_s > 0
-        assert "milp-highs found no split" in o.note and "time limit 5 s" in o.note
+        assert "milp-highs found no split" in o.note and "wall cap 5 s" in o.note
         assert o.solution.termination is TerminationCondition.TIME_LIMIT and c.method == "milp-highs"

@@ -61,6 +61,8 @@ Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
 """A request length, tokens (1..10,000,000, see :data:`MAX_TOKENS`)."""
 TimeLimit = Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_S)]
 """A time limit per solve, s (at most one day, see :data:`MAX_TIME_LIMIT_S`)."""
+WorkLimit = Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_S)]
+"""A deterministic work limit per solve, work units of about one CPU-second (at most 86,400: a day's work)."""
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED, description="Random seed (0..2^31-1: CP-SAT's and the simulators' "
                                                              "seeds are 32-bit integers).")]
 """A random seed (0..2^31-1, see :data:`MAX_SEED`)."""
@@ -354,8 +356,12 @@ class Scenario(_Spec):
     sweep: SweepSettings = SweepSettings()
     generality: GeneralitySettings | None = Field(None, description="Specialization-generality study (HYDRA "
                                                    "Table IV) added to the explore report.")
-    time_limit_s: float = Field(20.0, gt=0, le=MAX_TIME_LIMIT_S, description="Time limit per exact solve, s (at "
-                                "most 86,400: one day).")
+    work_limit: float = Field(20.0, gt=0, le=MAX_TIME_LIMIT_S, description="Deterministic work limit per exact "
+                              "solve, work units (about 1 CPU-second each; solvers/config.py; at most 86,400): the "
+                              "same run on any machine load.")
+    time_limit_s: float | None = Field(None, gt=0, le=MAX_TIME_LIMIT_S, description="Wall-clock safety cap per "
+                                       "exact solve, s (default 10 x work_limit + 30 s; at most 86,400: one day); a "
+                                       "solve it ends depends on machine load.")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the randomized heuristics, solvers and "
                       "parametric lengths (0..2^31-1: CP-SAT's seed is a 32-bit integer).")
 
@@ -449,7 +455,10 @@ class SnakeScenario(_Spec):
     shape_set: ShapeSetSpec = ShapeSetSpec()
     area_split: AreaSplitSpec = AreaSplitSpec()
     serving: ServingSpec = ServingSpec()
-    time_limit_s: TimeLimit = Field(20.0, description="Time limit per exact solve, s (at most 86,400).")
+    work_limit: WorkLimit = Field(20.0, description="Deterministic work limit per exact solve, work units (at "
+                                  "most 86,400).")
+    time_limit_s: TimeLimit | None = Field(None, description="Wall-clock cap per exact solve, s (default 10 x "
+                                           "work_limit + 30 s; at most 86,400).")
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""
@@ -515,7 +524,10 @@ class NovaScenario(_Spec):
         "at most 64."))
     system: NovaSystemSpec = NovaSystemSpec()
     experts: ExpertTableSpec = ExpertTableSpec()
-    time_limit_s: TimeLimit = Field(20.0, description="Time limit per exact solve, s (at most 86,400).")
+    work_limit: WorkLimit = Field(20.0, description="Deterministic work limit per exact solve, work units (at "
+                                  "most 86,400).")
+    time_limit_s: TimeLimit | None = Field(None, description="Wall-clock cap per exact solve, s (default 10 x "
+                                           "work_limit + 30 s; at most 86,400).")
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""

@@ -43,12 +43,17 @@ class Settings:
 
     Attributes
     ----------
+    work_limit : float, optional
+        Deterministic work limit per exact solve, work units (default: the scenario's ``work_limit``;
+        :mod:`chipdse.solvers.config`).
     time_limit_s : float, optional
-        Wall-clock limit per exact solve, s (default: the scenario's ``time_limit_s``).
+        Wall-clock safety cap per exact solve, s (default: the scenario's ``time_limit_s``, else 10 x the work
+        limit + 30 s).
     seed : int, optional
         Seed for randomized heuristics and solvers (default: the scenario's; 0 for SNAKE and NOVA solves).
     """
 
+    work_limit: float | None = None
     time_limit_s: float | None = None
     seed: int | None = None
 

@@ -157,7 +157,7 @@ def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str
         res.placement.append(solve_placement(pp, m, cfg, seed=cfg.seed))
     for m in PLACEMENT_EXACT:  # each warm-started from the best placement so far (STYLE.md item 7)
         incumbent = min((s for s in res.placement if s.objective is not None), key=lambda s: s.objective)
-        progress(f"{role}: placement, {m} (time limit {cfg.time_limit_s:g} s)", 0.0)
+        progress(f"{role}: placement, {m} ({cfg.limits_text()})", 0.0)
         res.placement.append(solve_placement(pp, m, cfg, seed=cfg.seed, hint=incumbent.decision))
     exact_pl = best_exact(res.placement)
     by_method = {s.method: s for s in res.placement}
@@ -174,7 +174,7 @@ def _solve_finalist(sc: LoadedScenario, screen: Screen, role: str, row: dict[str
         for phase in ("prefill", "decode"):
             mp: MappingProblem = mapping_problem(sc, point, pl.decision, phase, point.batch)
             if map_method == "exact":
-                progress(f"{role}: {phase} mapping, MILP then CP-SAT (time limit {cfg.time_limit_s:g} s each)", 0.0)
+                progress(f"{role}: {phase} mapping, MILP then CP-SAT ({cfg.limits_text()} each)", 0.0)
                 sols = [solve_mapping(mp, m, cfg) for m in MAPPING_HEURISTICS + MAPPING_EXACT]
                 if phase == "decode":
                     res.mapping = sols
@@ -264,18 +264,21 @@ def no_stable_point_cause(sc: LoadedScenario, needs: MemoryNeeds, df: pd.DataFra
 
 
 def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | None = None,
-            progress: Progress | None = None, checkpoints: Checkpoints | None = None) -> ExploreResult:
+            progress: Progress | None = None, work_limit: float | None = None,
+            checkpoints: Checkpoints | None = None) -> ExploreResult:
     """Run the explore pipeline on a loaded scenario.
 
     Parameters
     ----------
     sc : LoadedScenario
     time_limit_s : float, optional
-        Time limit per exact solve (overrides the scenario's).
+        Wall-clock safety cap per exact solve, s (overrides the scenario's).
     seed : int, optional
         Seed for randomized heuristics and solvers (overrides the scenario's).
     progress : callable(str, float), optional
         Called with a stage description and the fraction done of the sweep stage.
+    work_limit : float, optional
+        Deterministic work limit per exact solve, work units (overrides the scenario's).
     checkpoints : Checkpoints, optional
         Where finished stages are kept and read back (the module's stages); its run identity is set here
         (:meth:`Checkpoints.begin` with :func:`run_identity`). Default: nothing kept.
@@ -293,8 +296,7 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
     """
     progress = progress or no_progress
     stages = Stages()
-    cfg = SolverConfig(time_limit_s=time_limit_s or sc.spec.time_limit_s,
-                       seed=seed if seed is not None else sc.spec.seed)
+    cfg = SolverConfig.of(sc.spec, work_limit, time_limit_s, seed=seed if seed is not None else sc.spec.seed)
     keep = checkpoints or Checkpoints(None)
     if checkpoints is not None:
         keep.begin(run_identity(sc, cfg), sc.model.key, sc.workload.name)
@@ -360,7 +362,7 @@ def run(sc: LoadedScenario, settings: Settings | None = None, progress: Progress
     ``checkpoints`` when given."""
     settings = settings or Settings()
     return explore(sc, time_limit_s=settings.time_limit_s, seed=settings.seed, progress=progress,
-                   checkpoints=checkpoints)
+                   work_limit=settings.work_limit, checkpoints=checkpoints)
 
 
 def _finalist_summary(f: FinalistResult) -> dict[str, Any]:
@@ -383,7 +385,7 @@ def placement_summary(sols: list[Solution]) -> list[str]:
     """One line for the best exact placement (objective, bound, gap) and one per heuristic (how much worse)."""
     best = best_exact(sols)
     if best is None:
-        return ["placement: no exact solution found within the time limit"]
+        return ["placement: no exact solution found within the work limit"]
     proof = "proven optimal" if best.status.value == "optimal" else (
         f"proven gap {100 * best.gap:.2g}% to bound {best.bound:.4g}" if best.gap is not None else "no bound")
     lines = [f"placement: {best.method} {best.objective:.4g} byte-hops/s ({proof})"]

@@ -2,9 +2,10 @@
 
 Layouts of the B* finalist as explore solved them (best exact placement + exact mapping, HYDRA greedy + LPT,
 round-robin + round-robin), plus the placement minimizing the busiest NoI link under XY routing
-(``solvers.link_load``, warm-started from the exact placement, LPT mapping). For each: HYDRA Eq. 2's hop-weighted
-volume and its gap to the best proven bound, the busiest link's load, the estimator's re-score, and the event
-simulator at the same offered load and window as the scheduler study (dynamic batching, static scheduling).
+(``solvers.link_load``'s ``layout-bnb``, started from the exact placement, LPT mapping: it bounds the busiest link
+where the max-link MILP stops at its start with a zero bound). For each: HYDRA Eq. 2's hop-weighted volume and its
+gap to the best proven bound, the busiest link's load, the estimator's re-score, and the event simulator at the
+same offered load and window as the scheduler study (dynamic batching, static scheduling).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from chipdse.solvers.link_load import solve_max_link_placement
 from chipdse.solvers.problems import placement_problem
 from chipdse.studies.simstudy import Layout, SimJob, map_placement
 
+MAX_LINK_METHOD = "layout-bnb"
+"""The max-link method of the layout study: the one that proves the busiest link on the default finalists."""
 LAYOUTS = (
     ("exact placement + exact mapping", "exact"),
     ("HYDRA greedy placement + LPT mapping", "hydra-greedy"),
@@ -51,11 +54,12 @@ def layout_candidates(sc: LoadedScenario, finalist: Any, cfg: SolverConfig) -> l
                     "max_link": max_link_load(problem, lay.placement), "bound": best_bound,
                     "max_link_bound": None})
     exact = next((c for c in out if c["name"] == "exact"), None)
-    sol = solve_max_link_placement(problem, "milp-highs", cfg, hint=None if exact is None else
+    sol = solve_max_link_placement(problem, MAX_LINK_METHOD, cfg, hint=None if exact is None else
                                    exact["layout"].placement)
-    lay = None if sol.decision is None else map_placement(sc, point, sol.decision, "max-link milp-highs", cfg)
+    lay = None if sol.decision is None else map_placement(sc, point, sol.decision, f"max-link {MAX_LINK_METHOD}", cfg)
     if lay is not None:
-        out.append({"name": "max-link", "label": "min max-link placement (MILP) + LPT mapping", "layout": lay,
+        out.append({"name": "max-link", "label": f"min max-link placement ({MAX_LINK_METHOD}) + LPT mapping",
+                    "layout": lay,
                     "eq2": check_placement(problem, sol.decision)[0], "max_link": sol.objective,
                     "bound": best_bound, "max_link_bound": sol.bound})
     return out

@@ -6,7 +6,7 @@ input / output lengths, and the system assumptions the paper leaves open (GPU ef
 in-die NMP roofline).
 
 The two-tier designs' expert splits (NOVA Sec. VI-E) are solved here, within the scenario's (or the command
-line's) time limit, and passed into the evaluator (:func:`chipdse.evaluators.nova_system.e2e`), which never runs a
+line's) work limit, and passed into the evaluator (:func:`chipdse.evaluators.nova_system.e2e`), which never runs a
 solver. A split the exact method does not solve within the limit falls back to NOVA's static 1:9 split, labelled
 so in the manifest; it is never reported as a 0 s makespan.
 """
@@ -36,7 +36,7 @@ from chipdse.evaluators.nova_system import (
     scenario_system,
 )
 from chipdse.formulations.expert_split import ExpertSplitProblem
-from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
 from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
 
@@ -44,7 +44,7 @@ KIND = "nova"
 PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698}
 """NOVA's headline against the GPU baseline: 4.5x throughput and 69.8% lower E2E latency on average."""
 FALLBACK_SPLIT = "static-1-9"
-"""The heuristic split used, and labelled, when an exact split finds no solution within the time limit."""
+"""The heuristic split used, and labelled, when an exact split finds no solution within its limit."""
 
 
 def check(sc: AnyScenario) -> StudyScenario:
@@ -112,7 +112,7 @@ def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> d
     cases : list of ExpertSplitCase
         From :func:`chipdse.evaluators.nova_system.expert_split_cases`.
     config : SolverConfig
-        Time limit, threads and seed of each solve.
+        Work limit, wall cap, threads and seed of each solve.
 
     Returns
     -------
@@ -133,8 +133,8 @@ def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> d
         if fallback.objective is None:  # a heuristic always returns a split; refuse rather than report 0 s
             msg = f"no expert split of {len(case.tokens)} experts found by {case.method} or {FALLBACK_SPLIT}"
             raise RuntimeError(msg)
-        note = (f"{case.method} found no split ({sol.status.value}, {sol.termination.value}, time limit "
-                f"{config.time_limit_s:g} s): {FALLBACK_SPLIT} split used")
+        note = (f"{case.method} found no split ({sol.status.value}, {sol.termination.value}, "
+                f"{limit_reason(config, sol.termination)}): {FALLBACK_SPLIT} split used")
         out[case] = SplitOutcome(float(fallback.objective), FALLBACK_SPLIT, sol, note)
     return out
 
@@ -179,8 +179,8 @@ def _designs(spec: NovaScenario) -> list[NovaDesign]:
 
 
 def _config(spec: NovaScenario, settings: Settings) -> SolverConfig:
-    return SolverConfig(time_limit_s=settings.time_limit_s or spec.time_limit_s, threads=2,
-                        seed=0 if settings.seed is None else settings.seed)
+    return SolverConfig.of(spec, settings.work_limit, settings.time_limit_s, threads=2,
+                           seed=0 if settings.seed is None else settings.seed)
 
 
 def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress = no_progress) -> NovaStudy:
@@ -191,7 +191,8 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     sc : StudyScenario
         A ``kind: nova`` scenario (:func:`load`).
     settings : Settings, optional
-        Time limit per exact solve (default: the scenario's ``time_limit_s``) and solver seed (default 0).
+        Work limit and wall cap per exact solve (default: the scenario's ``work_limit`` / ``time_limit_s``) and
+        solver seed (default 0).
     progress : callable(str, float), optional
         Called with each stage's description.
     """
@@ -203,7 +204,7 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     stages = Stages()
     runs, cap, mem, split_rows = [], [], [], []
     solved: dict[ExpertSplitCase, SplitOutcome] = {}
-    progress(f"NOVA: decode, E2E and capacity (expert splits within {cfg.time_limit_s:g} s each)", 0.0)
+    progress(f"NOVA: decode, E2E and capacity (expert splits: {cfg.limits_text()} each)", 0.0)
     with stages.stage("systems_s"):
         for key in spec.models:
             model = load_nova_model(key)

@@ -60,7 +60,8 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
         lay = by_label.get(row["label"])
         if lay is None:
             progress(f"simulation: placing Pareto point {row['label']}", 0.0)
-            quick = SolverConfig(time_limit_s=min(cfg.time_limit_s, 5.0), seed=cfg.seed)
+            quick = SolverConfig(work_limit=min(cfg.work_limit, 5.0), time_limit_s=min(cfg.time_limit_s, 50.0),
+                                 seed=cfg.seed)
             lay = make_layout(sc, row.to_dict(), "hbm-enum", quick) or make_layout(sc, row.to_dict(),
                                                                                   "hydra-greedy", quick)
         if lay is None:

@@ -63,7 +63,7 @@ class Layout:
 def make_layout(sc: LoadedScenario, row: dict[str, Any], placement_method: str, cfg: SolverConfig,
                 mapping_method: str = "lpt-greedy") -> Layout | None:
     """Place (``placement_method``) and map (``mapping_method``, both phases) an estimator row; None when the
-    placement method finds nothing in its time limit."""
+    placement method finds nothing within its work limit."""
 
     point = PointSpec.from_row(row, sc.compute_types())
     pl = solve_placement(placement_problem(sc, point, float(row["capacity_rps"])), placement_method, cfg,

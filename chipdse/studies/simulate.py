@@ -1,7 +1,7 @@
 """Simulate one design point of a scenario end to end: pick it, place it, map it, run the event simulator.
 
 The point is B* (``"best"``, as ``explore`` picks it) or a row id of the estimator table (its ``point`` column).
-The layout uses the exact ``hbm-enum`` placement (within the scenario's time limit) and the fast ``lpt-greedy``
+The layout uses the exact ``hbm-enum`` placement (within the scenario's work limit) and the fast ``lpt-greedy``
 mapping of both phases; :func:`run_simulation` returns the simulator's metrics as one JSON-able dict.
 """
 
@@ -146,7 +146,7 @@ def run_simulation(
     spec = PointSpec.from_row(row, sc.compute_types())
     batcher_cfg = batcher_config(batching, spec.batch)
     place = solve_placement(placement_problem(sc, spec, float(row["capacity_rps"])), PLACEMENT_METHOD,
-                            SolverConfig(time_limit_s=sc.spec.time_limit_s, seed=sc.spec.seed))
+                            SolverConfig.of(sc.spec, seed=sc.spec.seed))
     if place.decision is None:
         msg = f"{row['label']}: {PLACEMENT_METHOD} found no placement ({place.status.value}: {place.reason})"
         raise InfeasibleDesignError(msg)

@@ -110,7 +110,8 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     sc : StudyScenario
         A ``kind: snake`` scenario (:func:`load`).
     settings : Settings, optional
-        Time limit per exact solve (default: the scenario's ``time_limit_s``) and solver seed (default 0).
+        Work limit and wall cap per exact solve (default: the scenario's ``work_limit`` / ``time_limit_s``) and
+        solver seed (default 0).
     progress : callable(str, float), optional
         Called with each stage's description.
 
@@ -145,10 +146,10 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     if not md.empty:
         shapes = md.groupby(["model", "batch", "shape"], as_index=False)["total_s"].sum()
         shapes["share"] = shapes["total_s"] / shapes.groupby(["model", "batch"])["total_s"].transform("sum")
-    cfg = SolverConfig(time_limit_s=settings.time_limit_s or spec.time_limit_s,
-                       **({} if settings.seed is None else {"seed": settings.seed}))
+    cfg = SolverConfig.of(spec, settings.work_limit, settings.time_limit_s,
+                          **({} if settings.seed is None else {"seed": settings.seed}))
     shape_rows = []
-    progress(f"SNAKE: shape set (time limit {cfg.time_limit_s:g} s per exact solve)", 0.0)
+    progress(f"SNAKE: shape set ({cfg.limits_text()} per exact solve)", 0.0)
     with stages.stage("shape_set_s"):
         base = shape_set_problem(spec, spec.shape_set.budgets_mm2[0])  # the time matrix does not depend on the budget
         for budget in spec.shape_set.budgets_mm2:

@@ -205,10 +205,10 @@ def simulate_candidate(job: SimCandidate) -> dict[str, Any]:
     out: dict[str, Any] = {"workload": sc.workload.name, "point": int(row["point"]), "label": row["label"],
                            "role": job.role, "est_throughput_tps": float(row["throughput_tps"]),
                            "est_ttft_s": float(row["ttft_s"]), "placement_method": st.placement}
-    cfg = SolverConfig(time_limit_s=sc.spec.time_limit_s, seed=sc.spec.seed)
+    cfg = SolverConfig.of(sc.spec, seed=sc.spec.seed)
     lay = make_layout(sc, row, st.placement, cfg)
     if lay is None:
-        return {**out, **dict.fromkeys(SIM_COLUMNS), "error": f"no placement found in {cfg.time_limit_s:g} s"}
+        return {**out, **dict.fromkeys(SIM_COLUMNS), "error": f"no placement found ({cfg.limits_text()})"}
     dur = st.sim_duration_s
     try:
         res = SimJob(sc, lay, sc.workload.arrival_rate_rps, dur, min(20.0, dur / 5.0),
@@ -290,6 +290,7 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
             sims.append(SimCandidate(v, row, role))
             settings = sc.spec.sweep.model_dump(mode="json", exclude={"workloads", "simulate"})
             sim_keys.append(job_key(SIM_JOB_KIND, {**ident, "label": row["label"], "role": role, "sweep": settings,
+                                                   "work_limit": sc.spec.work_limit,
                                                    "time_limit_s": sc.spec.time_limit_s}, sc.model.key,
                                     v.workload.name))
     key_of = dict(zip(map(id, sims), sim_keys, strict=True))
