@@ -19,7 +19,7 @@ A result carries what the manifest needs besides its tables: ``scenario`` (with 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,12 @@ Progress = Callable[[str, float], None]
 
 def no_progress(_msg: str, _frac: float) -> None:
     """A :data:`Progress` that shows nothing."""
+
+
+def unique(items: Iterable[Any]) -> list[Any]:
+    """``items`` without repeats, first occurrence kept, in order (a scenario list that repeats an entry is run
+    once: a repeat adds no information and would give two rows the same key)."""
+    return list(dict.fromkeys(items))
 
 
 @dataclass(frozen=True)
