@@ -201,7 +201,7 @@ class _KeptStages:
             msg = f"--store {path}: is a directory; give the path of a store file (e.g. {path / HYDRA_STORE})"
             raise ChipdseError(msg)
         self.path, self.new_store = path, not path.exists()
-        store = stack.enter_context(ResultsStore(path))
+        store = stack.enter_context(ResultsStore(path, "explore", "--store"))
         self.checkpoints = Checkpoints(store, fresh=fresh, on_stage=self.announce)
         return self.checkpoints
 
@@ -456,7 +456,7 @@ def sweep(
         new_store = not path.exists()
         created = ensure_writable_dir(path.parent)
         units = {"screen": "points", "simulate": "runs"}
-        with ResultsStore(path) as store, Progress(
+        with ResultsStore(path, "sweep", "--store") as store, Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[unit]}"), RateColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                 TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
