@@ -557,7 +557,8 @@ def sweep(
     fresh: Annotated[bool, typer.Option("--fresh", help="Recompute every job, even those in the store.")] = False,
     store_text: Annotated[str | None, typer.Option(
         "--store", metavar="PATH", help="SQLite results store; finished jobs are reused and each new one is saved "
-                        "as it completes. Default: reports/out/<scenario name>/results.sqlite.", show_default=False)] = None,
+                        "as it completes. Default: reports/out/<scenario name>/results.sqlite.",
+        show_default=False)] = None,
 ) -> None:
     """Score a design space with the estimator on every sweep workload, then simulate its Pareto candidates
     (sweep.simulate per workload); resumable, in-process, on a process pool or on Dask."""
