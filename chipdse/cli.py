@@ -189,7 +189,8 @@ def explore(
         show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", min=0, max=MAX_SEED, help="Seed for randomized heuristics and solvers, 0..2^31-1 (default: the "
-        "scenario's).", show_default=False)] = None,
+        "scenario's); SNAKE and NOVA: also the study's random draws, in place of serving.seed / experts.seed.",
+        show_default=False)] = None,
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="HYDRA: recompute every stage, even those kept in the store.")] = False,
     store_text: Annotated[str | None, typer.Option(
@@ -216,9 +217,6 @@ def explore(
                      "in seconds and keeps nothing")
             _applies("--store", store_path is not None, keeps)
             _applies("--fresh", fresh, keeps)
-            _applies("--seed", seed is not None, f"nothing in a kind: {study.KIND} study is drawn from it: its "
-                     f"random draws use the scenario's {SEED_FIELDS[study.KIND]} and its exact solves end on "
-                     "deterministic work limits; set that field instead (--seed applies to HYDRA scenarios)")
         created = ensure_writable_dir(out_dir)
         kept.report_files = [out_dir / n for n in ("report.pdf", REPORTS[study.KIND].CSV[0], "manifest.json")]
         with contextlib.ExitStack() as stack:
@@ -249,9 +247,6 @@ def explore(
     for kind, p in paths.items():
         typer.echo(f"wrote {kind}: {p}")
 
-
-SEED_FIELDS = {"snake": "serving.seed", "nova": "experts.seed"}
-"""The scenario field that seeds a SNAKE / NOVA study's random draws (``explore --seed`` is HYDRA's)."""
 
 HYDRA_STORE = "explore.sqlite"
 """File name of HYDRA explore's store of finished stages, in the output folder (``--store`` overrides)."""

@@ -192,11 +192,16 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
         A ``kind: nova`` scenario (:func:`load`).
     settings : Settings, optional
         Work limit and wall cap per exact solve (default: the scenario's ``work_limit`` / ``time_limit_s``) and
-        solver seed (default 0).
+        seed: of the solvers (default 0) and, when given, of the expert routing draws in place of ``experts.seed``
+        (the result's scenario then holds it).
     progress : callable(str, float), optional
         Called with each stage's description.
     """
     settings = settings or Settings()
+    assert isinstance(sc.spec, NovaScenario)
+    if settings.seed is not None:  # the command line's seed drives the study's one random draw (expert routing)
+        sc = replace(sc, spec=sc.spec.model_copy(update={"experts": sc.spec.experts.model_copy(
+            update={"seed": settings.seed})}))
     spec = sc.spec
     assert isinstance(spec, NovaScenario)
     cfg = _config(spec, settings)

@@ -116,7 +116,8 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
         A ``kind: snake`` scenario (:func:`load`).
     settings : Settings, optional
         Work limit and wall cap per exact solve (default: the scenario's ``work_limit`` / ``time_limit_s``) and
-        solver seed (default 0).
+        seed: of the solvers (default 0) and, when given, of the serving simulation's arrivals in place of
+        ``serving.seed`` (the result's scenario then holds it).
     progress : callable(str, float), optional
         Called with each stage's description.
 
@@ -126,6 +127,10 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
         A missing card or unsupported layer type.
     """
     settings = settings or Settings()
+    assert isinstance(sc.spec, SnakeScenario)
+    if settings.seed is not None:  # the command line's seed drives the study's one random draw (serving arrivals)
+        sc = dataclasses.replace(sc, spec=sc.spec.model_copy(update={"serving": sc.spec.serving.model_copy(
+            update={"seed": settings.seed})}))
     spec = sc.spec
     assert isinstance(spec, SnakeScenario)
     t = nmp_template(spec.template)
