@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
+import os
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -70,6 +73,77 @@ class RateColumn(ProgressColumn):
         return Text("" if speed is None else f"{speed:,.0f} {task.fields.get('unit', '')}/s")
 
 
+def _finite(lo: float, hi: float) -> Callable[[str], float]:
+    """Parser of a float option: a finite number in ``[lo, hi]`` (``nan`` and ``inf`` are not numbers of a
+    limit, a rate or a window), else a one-line usage error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            msg = f"must be a number, got {text!r}"
+            raise typer.BadParameter(msg) from None
+        if not math.isfinite(value):
+            msg = f"must be a finite number, got {text!r}"
+            raise typer.BadParameter(msg)
+        if not lo <= value <= hi:
+            msg = f"must be between {lo:g} and {hi:g}, got {text}"
+            raise typer.BadParameter(msg)
+        return value
+
+    return parse
+
+
+def _path_option(option: str, text: str | None) -> Path | None:
+    """A path option's value: None when not given; an empty string is refused (it would mean the current folder).
+
+    Raises
+    ------
+    ChipdseError
+        ``text`` is empty or blank, naming ``option``.
+    """
+    if text is None:
+        return None
+    if not text.strip():
+        msg = f"{option}: a path, got an empty string"
+        raise ChipdseError(msg)
+    return Path(text)
+
+
+def _applies(option: str, given: bool, where: str) -> None:
+    """Refuse an option that does not apply here, saying where it applies (an option is never silently ignored).
+
+    Raises
+    ------
+    ChipdseError
+        ``given`` is true; the message is ``"<option>: <where>"``.
+    """
+    if given:
+        msg = f"{option}: {where}"
+        raise ChipdseError(msg)
+
+
+def _point_option(problem: str, point: str | None) -> str:
+    """``--point`` of compare / solve: the finalist to solve (default ``"b-star"``); refused for a problem whose
+    instance is not a HYDRA finalist (qap, SNAKE and NOVA problems).
+
+    Raises
+    ------
+    ChipdseError
+        ``--point`` given for such a problem, saying which problems take it.
+    ValueError
+        ``point`` is not a finalist name.
+    """
+    finalists = [n for n, r in PROBLEMS.items() if r.scenario_kind == "hydra"]
+    kind = "a QAPLIB" if problem == "qap" else f"a kind: {problem_record(problem).scenario_kind}"
+    _applies("--point", point is not None and problem not in finalists,
+             f"applies to the HYDRA problems ({', '.join(finalists)}), which solve a finalist; {problem} solves "
+             f"{kind} instance")
+    point = "b-star" if point is None else point
+    _check_finalist(point)
+    return point
+
+
 def _check_finalist(point: str) -> None:
     """``--point`` of compare / solve names a finalist: b-star or m-t (ValueError otherwise)."""
     if point not in FINALIST_POINTS:
@@ -98,25 +172,30 @@ def explore(
     scenario: Annotated[Path | None, typer.Argument(metavar="SCENARIO",
         help="Scenario YAML. Default: the bundled Nemotron-H-4B on the arXiv trace "
              "(instances/scenarios/default.yaml).", show_default=False)] = None,
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="Output folder for report.pdf, a CSV (points.csv; speedups.csv for SNAKE, runs.csv for NOVA) "
+    out_text: Annotated[str | None, typer.Option(
+        "--out", metavar="PATH",
+        help="Output folder for report.pdf, a CSV (points.csv; speedups.csv for SNAKE, runs.csv for NOVA) "
                       "and manifest.json. "
                       "Default: reports/out/<scenario name>/.", show_default=False)] = None,
     work_limit: Annotated[float | None, typer.Option(
-        "--work-limit", min=0.001, max=MAX_TIME_LIMIT_S, help="Deterministic work limit per exact solve, work "
+        "--work-limit", min=0.001, max=MAX_TIME_LIMIT_S, parser=_finite(0.001, MAX_TIME_LIMIT_S),
+        help="Deterministic work limit per exact solve, work "
         "units of about one CPU-second (default: the scenario's): the same result on a busy or an idle machine.",
         show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Wall-clock safety cap per exact solve in seconds "
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, parser=_finite(0.1, MAX_TIME_LIMIT_S),
+        help="Wall-clock safety cap per exact solve in seconds "
         "(default: the scenario's, else 10 x the work limit + 30 s); a solve it ends depends on machine load.",
         show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", min=0, max=MAX_SEED, help="Seed for randomized heuristics and solvers, 0..2^31-1 (default: the "
-        "scenario's).", show_default=False)] = None,
+        "scenario's); SNAKE and NOVA: also the study's random draws, in place of serving.seed / experts.seed.",
+        show_default=False)] = None,
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="HYDRA: recompute every stage, even those kept in the store.")] = False,
-    store_path: Annotated[Path | None, typer.Option(
-        "--store", help="HYDRA: SQLite store of finished stages (sweep, B*, M_T, simulation, generality); each is "
+    store_text: Annotated[str | None, typer.Option(
+        "--store", metavar="PATH",
+        help="HYDRA: SQLite store of finished stages (sweep, B*, M_T, simulation, generality); each is "
                         "kept as it finishes and reused by a rerun of the same inputs, so Ctrl-C loses only the "
                         "stage in progress. Default: explore.sqlite in the output folder.",
         show_default=False)] = None,
@@ -126,14 +205,18 @@ def explore(
     created: list[Path] = []
     kept = _KeptStages()
     hydra = False
+    out_dir: Path | None = None
+    store_path: Path | None = None
     try:
+        out, store_path = _path_option("--out", out_text), _path_option("--store", store_text)
         study, sc = load_study(scenario)
         out_dir = out if out is not None else Path("reports") / "out" / sc.spec.name
         hydra = study.KIND == hydra_study.KIND
-        if store_path is not None and not hydra:
-            msg = (f"--store: only HYDRA scenarios keep finished stages; {sc.path} is a kind: {study.KIND} study, "
-                   "which runs in seconds and keeps nothing")
-            raise ChipdseError(msg)
+        if not hydra:
+            keeps = (f"only HYDRA scenarios keep finished stages; {sc.path} is a kind: {study.KIND} study, which runs "
+                     "in seconds and keeps nothing")
+            _applies("--store", store_path is not None, keeps)
+            _applies("--fresh", fresh, keeps)
         created = ensure_writable_dir(out_dir)
         kept.report_files = [out_dir / n for n in ("report.pdf", REPORTS[study.KIND].CSV[0], "manifest.json")]
         with contextlib.ExitStack() as stack:
@@ -156,7 +239,7 @@ def explore(
             bar.update(task, description="done", total=1, completed=1)
     except (ChipdseError, OSError) as exc:
         kept.discard_new_store()
-        _fail_output(exc, created)
+        _fail_output(exc, created, [out_dir, store_path])
     except KeyboardInterrupt:
         kept.interrupted(hydra, created)
     for line in study.headline(result):
@@ -201,7 +284,7 @@ class _KeptStages:
             msg = f"--store {path}: is a directory; give the path of a store file (e.g. {path / HYDRA_STORE})"
             raise ChipdseError(msg)
         self.path, self.new_store = path, not path.exists()
-        store = stack.enter_context(ResultsStore(path))
+        store = stack.enter_context(ResultsStore(path, "explore", "--store"))
         self.checkpoints = Checkpoints(store, fresh=fresh, on_stage=self.announce)
         return self.checkpoints
 
@@ -241,13 +324,37 @@ class _KeptStages:
         raise typer.Exit(130)
 
 
-def _fail_output(exc: BaseException, created: list[Path]) -> None:
-    """Exit with a one-line error after removing the output folders this run created (still empty)."""
+def _fail_output(exc: BaseException, created: list[Path], outputs: Sequence[Path | None] = ()) -> None:
+    """Exit with a one-line error after removing the output folders this run created (still empty).
+
+    An OSError names the file it is about: "cannot write output" only when that file is one of ``outputs`` (the
+    output folder, store or CSV, or inside them); any other file is an input the run could not read.
+    """
 
     remove_if_empty(created)
     if isinstance(exc, OSError) and not isinstance(exc, ChipdseError) and "output folder" not in str(exc):
-        _fail(f"cannot write output: {exc.strerror or exc}")
+        _fail(_os_error_text(exc, [o for o in outputs if o is not None]))
     _fail(exc)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    """``text``, or its start and its length when longer than ``limit`` characters (an error line stays short)."""
+    return text if len(text) <= limit else f"{text[:80]}... ({len(text):,} characters)"
+
+
+def _os_error_text(exc: OSError, outputs: Sequence[Path]) -> str:
+    """The error line of an OSError: ``cannot write output FILE: reason`` when FILE is (in) one of ``outputs``,
+    else ``FILE: cannot read input: reason``; without a file name, both are possible and the line says so."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is None:
+        return f"cannot read an input or write an output: {reason}"
+    name = os.fsdecode(exc.filename)
+    where = os.path.abspath(name)
+    for o in outputs:
+        top = os.path.abspath(o)
+        if where == top or where.startswith(top + os.sep) or top.startswith(where + os.sep):
+            return f"cannot write output {_short(name)}: {reason}"
+    return f"{_short(name)}: cannot read input: {reason}"
 
 
 def _problem_instance(problem: str, path: Path | None, point: str, time_limit: float | None,
@@ -288,26 +395,31 @@ def compare(
     methods: Annotated[list[str] | None, typer.Option(
         "--methods", help="Methods to run (repeat the option); default: every method except brute force.",
         show_default=False)] = None,
-    point: Annotated[str, typer.Option("--point", help="Which HYDRA finalist: b-star or m-t.")] = "b-star",
+    point_opt: Annotated[str | None, typer.Option(
+        "--point", help="HYDRA problems: which finalist, b-star (default) or m-t.", show_default=False)] = None,
     work_limit: Annotated[float | None, typer.Option(
-        "--work-limit", min=0.001, max=MAX_TIME_LIMIT_S, help="Deterministic work limit per exact solve, work "
+        "--work-limit", min=0.001, max=MAX_TIME_LIMIT_S, parser=_finite(0.001, MAX_TIME_LIMIT_S),
+        help="Deterministic work limit per exact solve, work "
         "units of about one CPU-second (default: the scenario's): the same result on a busy or an idle machine.",
         show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Wall-clock safety cap per exact solve, s (default: "
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, parser=_finite(0.1, MAX_TIME_LIMIT_S),
+        help="Wall-clock safety cap per exact solve, s (default: "
         "the scenario's, else 10 x the work limit + 30 s).", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON list.")] = False,
-    csv_path: Annotated[Path | None, typer.Option("--csv", help="Also write the rows to this CSV file.",
-                                                  show_default=False)] = None,
+    csv_text: Annotated[str | None, typer.Option("--csv", metavar="PATH", help="Also write the rows to this CSV "
+                                                 "file.", show_default=False)] = None,
 ) -> None:
     """Run every method of one decision problem on a scenario's instance (HYDRA: its B* or M_T) and compare them.
 
     Columns: method, exact, objective, bound, gap (own), gap to the best proven bound, status, wall time.
     """
     created: list[Path] = []
+    csv_path: Path | None = None
     try:
         validate_methods(problem, methods)
-        _check_finalist(point)
+        point = _point_option(problem, point_opt)
+        csv_path = _path_option("--csv", csv_text)
         if csv_path is not None:
             if csv_path.is_dir():
                 msg = f"--csv {csv_path} is a directory; give a file name"
@@ -323,7 +435,7 @@ def compare(
         _fail(exc)
     except OSError as exc:
         remove_if_empty(created)
-        _fail(f"cannot write {csv_path}: {exc.strerror or exc}")
+        _fail(_os_error_text(exc, [] if csv_path is None else [csv_path]))
     if as_json:
         typer.echo(json.dumps(rows, default=str))
         return
@@ -353,14 +465,18 @@ def solve(
     method: Annotated[str | None, typer.Option(
         "--method", help=f"Method of the problem (not for qap): {methods_help()}.",
         show_default=False)] = None,
-    solver: Annotated[str, typer.Option(
-        "--solver", help="qap: highs (RLT-1 MILP), cpsat, or bnb (Gilmore-Lawler branch and bound).")] = "highs",
-    point: Annotated[str, typer.Option("--point", help="Which HYDRA finalist: b-star or m-t.")] = "b-star",
+    solver_opt: Annotated[str | None, typer.Option(
+        "--solver", help="qap only: highs (RLT-1 MILP, default), cpsat, or bnb (Gilmore-Lawler branch and bound); "
+        "the other problems choose with --method.", show_default=False)] = None,
+    point_opt: Annotated[str | None, typer.Option(
+        "--point", help="HYDRA problems: which finalist, b-star (default) or m-t.", show_default=False)] = None,
     work_limit: Annotated[float | None, typer.Option(
-        "--work-limit", min=0.001, max=MAX_TIME_LIMIT_S, help="Deterministic work limit of the solve, work units "
+        "--work-limit", min=0.001, max=MAX_TIME_LIMIT_S, parser=_finite(0.001, MAX_TIME_LIMIT_S),
+        help="Deterministic work limit of the solve, work units "
         "of about one CPU-second (default: the scenario's; qap: 60).", show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, help="Wall-clock safety cap of the solve, s (default: the "
+        "--time-limit", min=0.1, max=MAX_TIME_LIMIT_S, parser=_finite(0.1, MAX_TIME_LIMIT_S),
+        help="Wall-clock safety cap of the solve, s (default: the "
         "scenario's, else 10 x the work limit + 30 s). Building the model comes on top (qap: about 9 s at n = 20).",
         show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
@@ -382,19 +498,26 @@ def solve(
             if method is not None:
                 msg = "chipdse solve qap takes --solver highs|cpsat|bnb, not --method"
                 raise ValueError(msg)
+            _point_option(problem, point_opt)
+            solver = "highs" if solver_opt is None else solver_opt
             inst = read_qaplib(path)
             sol = solve_qap(inst, solver, SolverConfig(work_limit=work_limit or 60.0, time_limit_s=time_limit or 0.0))
             out = {"problem": "qap", "instance": inst.name, "n": inst.n, "solver": solver}
         else:
+            _applies("--solver", solver_opt is not None, f"applies to chipdse solve qap only; {problem} chooses its "
+                     f"method with --method (one of {list(problem_record(problem).methods)})")
             if method is None:
                 msg = f"--method is required for {problem!r} (chipdse compare {problem} lists the methods)"
                 raise ValueError(msg)
             validate_methods(problem, [method])
+            point = _point_option(problem, point_opt)
             instance, label, cfg = _problem_instance(problem, path, point, time_limit, work_limit)
             sol = run_methods(problem, instance, [method], cfg)[0]
             out = {"problem": problem, "instance": label, "method": method}
     except (ChipdseError, ValueError) as exc:
         _fail(exc)
+    except OSError as exc:  # solve writes no file: any OSError is about an input
+        _fail(_os_error_text(exc, []))
     out.update({"objective": sol.objective, "bound": sol.bound, "gap": sol.gap,
                 "status": sol.status.value, "wall_s": sol.wall_s, "reason": sol.reason})
     if problem == "qap":
@@ -427,9 +550,10 @@ def sweep(
         "--scheduler", help="Run the jobs on the Dask cluster at this scheduler address (tcp://host:8786).",
         show_default=False)] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Recompute every job, even those in the store.")] = False,
-    store_path: Annotated[Path | None, typer.Option(
-        "--store", help="SQLite results store; finished jobs are reused and each new one is saved as it "
-                        "completes. Default: reports/out/<scenario name>/results.sqlite.", show_default=False)] = None,
+    store_text: Annotated[str | None, typer.Option(
+        "--store", metavar="PATH", help="SQLite results store; finished jobs are reused and each new one is saved "
+                        "as it completes. Default: reports/out/<scenario name>/results.sqlite.",
+        show_default=False)] = None,
 ) -> None:
     """Score a design space with the estimator on every sweep workload, then simulate its Pareto candidates
     (sweep.simulate per workload); resumable, in-process, on a process pool or on Dask."""
@@ -445,10 +569,11 @@ def sweep(
         backend = Backend.dask(scheduler)
     else:
         backend = Backend.in_process()
-    path: Path | None = store_path
+    path: Path | None = None
     new_store = False
     created: list[Path] = []
     try:
+        store_path = _path_option("--store", store_text)
         sc = load_scenario(scenario)
         path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
         if path.is_dir():
@@ -456,7 +581,7 @@ def sweep(
         new_store = not path.exists()
         created = ensure_writable_dir(path.parent)
         units = {"screen": "points", "simulate": "runs"}
-        with ResultsStore(path) as store, Progress(
+        with ResultsStore(path, "sweep", "--store") as store, Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[unit]}"), RateColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                 TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
@@ -475,7 +600,7 @@ def sweep(
         if new_store and path is not None:  # leave no empty store, nor the folders made for it, behind
             for leftover in _store_files(path):
                 leftover.unlink(missing_ok=True)
-        _fail_output(exc, created)
+        _fail_output(exc, created, [path])
     except KeyboardInterrupt:
         err.print(f"interrupted: finished jobs are saved in {path}; rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -533,6 +658,8 @@ def generality(
         result = run_generality(sc, models)
     except (ChipdseError, ValueError) as exc:
         _fail(exc)
+    except OSError as exc:  # generality writes no file: any OSError is about an input
+        _fail(_os_error_text(exc, []))
     if as_json:
         typer.echo(json.dumps(result.to_json()))
         return
@@ -560,10 +687,12 @@ def simulate(
         show_default=False)] = None,
     best: Annotated[bool, typer.Option("--best", help="Simulate B* (the default when --point is not given).")] = False,
     duration: Annotated[float | None, typer.Option(
-        "--duration", min=0.001, max=3600.0, help="Simulated window, s (default: the workload's duration_s).",
+        "--duration", min=0.001, max=3600.0, parser=_finite(0.001, 3600.0),
+        help="Simulated window, s (default: the workload's duration_s).",
         show_default=False)] = None,
     rate: Annotated[float | None, typer.Option(
-        "--rate", min=1e-9, max=1e6, help="Mean arrival rate, requests/s (default: the workload's).",
+        "--rate", min=1e-9, max=1e6, parser=_finite(1e-9, 1e6),
+        help="Mean arrival rate, requests/s (default: the workload's).",
         show_default=False)] = None,
     scheduler: Annotated[str, typer.Option(
         "--scheduler", help=f"Task scheduler: {names_text(SCHEDULER_NAMES)}.")] = "static",
@@ -590,6 +719,8 @@ def simulate(
                              scheduler=scheduler, batching=batching, seed=seed)
     except (ChipdseError, ValueError) as exc:
         _fail(exc)
+    except OSError as exc:  # simulate writes no file: any OSError is about an input
+        _fail(_os_error_text(exc, []))
     if as_json:
         typer.echo(json.dumps(res))
         return
@@ -626,8 +757,9 @@ def invoke(argv: list[str] | None = None) -> int:
     """
     try:
         code = app(args=argv, prog_name="chipdse", standalone_mode=False)
-    except typer._click.exceptions.NoArgsIsHelpError as exc:
-        err.print(exc.format_message(), highlight=False, markup=False)
+    except typer._click.exceptions.NoArgsIsHelpError as exc:  # the help is on stdout already
+        if exc.format_message().strip():
+            err.print(exc.format_message(), highlight=False, markup=False)
         return EXIT_USER_ERROR
     except typer.exceptions.TyperException as exc:
         ctx = getattr(exc, "ctx", None)

@@ -19,14 +19,14 @@ A result carries what the manifest needs besides its tables: ``scenario`` (with 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from chipdse.core.errors import SpecError
-from chipdse.core.scenario import AnyScenario, load
+from chipdse.core.scenario import AnyScenario, LoadedScenario, load
 from chipdse.core.solution import Solution
 
 Progress = Callable[[str, float], None]
@@ -35,6 +35,27 @@ Progress = Callable[[str, float], None]
 
 def no_progress(_msg: str, _frac: float) -> None:
     """A :data:`Progress` that shows nothing."""
+
+
+def check_replay(sc: LoadedScenario) -> None:
+    """Refuse ``arrival: replay`` on a workload whose requests carry no timestamps (nothing to replay).
+
+    Raises
+    ------
+    SpecError
+        Naming the workload file and its ``arrival`` field, and the trace without an ``arrived_at`` column.
+    """
+    wl = sc.workload
+    if wl.arrival == "replay" and sc.lengths.arrival_s is None:
+        source = f"the trace {wl.trace}" if wl.trace else "parametric lengths"
+        raise SpecError(str(sc.workload_path), "arrival", f"'replay' needs request timestamps, but {source} has no "
+                        "arrived_at column; use poisson or gamma, or a trace with arrival times")
+
+
+def unique(items: Iterable[Any]) -> list[Any]:
+    """``items`` without repeats, first occurrence kept, in order (a scenario list that repeats an entry is run
+    once: a repeat adds no information and would give two rows the same key)."""
+    return list(dict.fromkeys(items))
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,15 @@ from chipdse.solvers.hbm_partition import solve_hbm_partition
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import hbm_partition_problem, mapping_problem, placement_problem
-from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
+from chipdse.studies.common import (
+    Progress,
+    Settings,
+    Stages,
+    check_replay,
+    load_kind,
+    no_progress,
+    solve_record,
+)
 from chipdse.studies.generality import GeneralityResult, generality
 from chipdse.studies.simstage import explore_simulations
 from chipdse.studies.simstudy import Layout, SimulationStudy
@@ -340,8 +348,16 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
 
 
 def check(sc: AnyScenario) -> LoadedScenario:
-    """A loaded HYDRA scenario is fully checked by :func:`chipdse.core.scenario.load`; returned as is."""
+    """A loaded HYDRA scenario, checked by :func:`chipdse.core.scenario.load` and here for a workload that asks to
+    replay arrivals its trace does not have (:func:`chipdse.studies.common.check_replay`); returned as is.
+
+    Raises
+    ------
+    SpecError
+        ``arrival: replay`` without timestamps, naming the workload file.
+    """
     assert isinstance(sc, LoadedScenario), "load_kind refuses other kinds"
+    check_replay(sc)
     return sc
 
 

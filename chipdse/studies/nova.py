@@ -38,7 +38,7 @@ from chipdse.evaluators.nova_system import (
 from chipdse.formulations.expert_split import ExpertSplitProblem
 from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
-from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
+from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record, unique
 
 KIND = "nova"
 PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698}
@@ -192,11 +192,16 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
         A ``kind: nova`` scenario (:func:`load`).
     settings : Settings, optional
         Work limit and wall cap per exact solve (default: the scenario's ``work_limit`` / ``time_limit_s``) and
-        solver seed (default 0).
+        seed: of the solvers (default 0) and, when given, of the expert routing draws in place of ``experts.seed``
+        (the result's scenario then holds it).
     progress : callable(str, float), optional
         Called with each stage's description.
     """
     settings = settings or Settings()
+    assert isinstance(sc.spec, NovaScenario)
+    if settings.seed is not None:  # the command line's seed drives the study's one random draw (expert routing)
+        sc = replace(sc, spec=sc.spec.model_copy(update={"experts": sc.spec.experts.model_copy(
+            update={"seed": settings.seed})}))
     spec = sc.spec
     assert isinstance(spec, NovaScenario)
     cfg = _config(spec, settings)
@@ -206,10 +211,10 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     solved: dict[ExpertSplitCase, SplitOutcome] = {}
     progress(f"NOVA: decode, E2E and capacity (expert splits: {cfg.limits_text()} each)", 0.0)
     with stages.stage("systems_s"):
-        for key in spec.models:
+        for key in unique(spec.models):
             model = load_nova_model(key)
             system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
-            for b in spec.batches:
+            for b in unique(spec.batches):
                 splits: dict[ExpertSplitCase, float] = {}
                 for d in designs:
                     cases = expert_split_cases(model, d, b, system)
@@ -220,7 +225,7 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
                         split_rows.append({"model": key, "batch": b, "design": d.name, "experts": len(c.tokens),
                                            "requested": c.method, "used": o.method, "makespan_s": o.makespan_s,
                                            "note": o.note, "solution": o.solution})
-                for l_in, l_out in spec.lengths:
+                for l_in, l_out in unique(tuple(x) for x in spec.lengths):
                     for d in designs:
                         r = e2e(model, d, b, l_in, l_out, system, splits)
                         runs.append({"model": key, "gpus": system.gpus, "batch": b, "l_in": l_in, "l_out": l_out,
@@ -238,9 +243,24 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     with stages.stage("expert_split_s"):
         experts, expert_sols = expert_table(spec, cfg)
     sizes = [{"model": k, "params": (m := load_nova_model(k)).total_params, "published": m.published_params}
-             for k in spec.models]
+             for k in unique(spec.models)]
+    if runs and not any(r["fits"] for r in runs):
+        raise SpecError(str(sc.path), "lengths", nothing_fits(spec, cap))
     return NovaStudy(sc, cfg, pd.DataFrame(runs), pd.DataFrame(cap), pd.DataFrame(mem), experts, expert_sols,
                      split_rows, sizes, stages.wall_s, stages.cpu_s)
+
+
+def nothing_fits(spec: NovaScenario, capacity: list[dict[str, Any]]) -> str:
+    """What a scenario's ``lengths`` must satisfy when no run fits any design's memory (the SpecError text).
+
+    ``capacity`` holds the study's capacity rows (``model``, ``batch``, ``design``, ``longest_context`` in
+    tokens per request); the text names the shortest requested context and the longest any design holds.
+    """
+    shortest = min(l_in + l_out for l_in, l_out in spec.lengths)
+    best = max(capacity, key=lambda r: r["longest_context"])
+    return (f"L_in + L_out that fits some design's memory; the shortest requested context is {shortest:,} tokens "
+            f"per request, but the longest any design holds is {int(best['longest_context']):,} tokens "
+            f"({best['design']}, {best['model']} at batch {best['batch']}): no run fits, nothing to compare")
 
 
 def expert_table(spec: NovaScenario, config: SolverConfig) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -299,6 +319,9 @@ def headline(s: NovaStudy) -> list[str]:
 
 def ratios_vs_gpu(runs: pd.DataFrame) -> pd.DataFrame:
     """Per run where the GPU fits: each design's throughput over the GPU's and its E2E reduction."""
+    columns = ["model", "batch", "l_in", "l_out", "design", "throughput_x", "e2e_reduction"]
+    if runs.empty:
+        return pd.DataFrame(columns=columns)
     gpu = runs[runs["design"] == "GPU"].set_index(["model", "batch", "l_in", "l_out"])
     out = []
     for r in runs[runs["design"] != "GPU"].to_dict("records"):
@@ -308,4 +331,4 @@ def ratios_vs_gpu(runs: pd.DataFrame) -> pd.DataFrame:
         out.append({**{k: r[k] for k in ("model", "batch", "l_in", "l_out", "design")},
                     "throughput_x": r["throughput_tps"] / g["throughput_tps"],
                     "e2e_reduction": 1 - r["e2e_s"] / g["e2e_s"]})
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=columns)

@@ -12,17 +12,19 @@ import math
 import numpy as np
 
 from chipdse.core.design_space import PointSpec, enumerate_points
-from chipdse.core.errors import InfeasibleDesignError
+from chipdse.core.errors import InfeasibleDesignError, SpecError
 from chipdse.core.scenario import LoadedScenario
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, batcher_config, scheduler_config
 from chipdse.evaluators.selection import pick_b_star
 from chipdse.evaluators.sim_build import build_sim_config, workload_arrival
+from chipdse.evaluators.sim_config import MAX_ARRIVALS
 from chipdse.evaluators.simulator import simulate
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import mapping_problem, placement_problem
+from chipdse.studies.common import check_replay
 
 SCHEDULERS = SCHEDULER_NAMES
 """Task schedulers of the simulator by CLI name (the registry ``chipdse.evaluators.policies``)."""
@@ -141,6 +143,8 @@ def run_simulation(
     if seed is not None and seed < 0:
         msg = f"seed must be >= 0, got {seed}"
         raise ValueError(msg)
+    check_replay(sc)
+    check_arrivals(sc, duration_s, rate_rps)
 
     row = _select_row(sc, point)
     spec = PointSpec.from_row(row, sc.compute_types())
@@ -195,6 +199,32 @@ def run_simulation(
         "events": int(res.n_events),
         "wall_s": float(res.wall_s),
     }
+
+
+def check_arrivals(sc: LoadedScenario, duration_s: float | None, rate_rps: float | None) -> None:
+    """Refuse a window whose expected arrivals (rate x duration) exceed the simulator's
+    :data:`~chipdse.evaluators.sim_config.MAX_ARRIVALS`, before any point is scored.
+
+    The error names where each number came from: the ``chipdse simulate`` options ``--rate`` / ``--duration``
+    when given, else the workload file's ``arrival_rate_rps`` / ``duration_s``.
+
+    Raises
+    ------
+    SpecError
+        Too many arrivals; ``source`` is the option(s) or the workload file.
+    """
+    wl, where = sc.workload, str(sc.workload_path)
+    rate = wl.arrival_rate_rps if rate_rps is None else rate_rps
+    dur = wl.duration_s if duration_s is None else duration_s
+    if rate * dur <= MAX_ARRIVALS:
+        return
+    rate_from = "--rate" if rate_rps is not None else f"arrival_rate_rps of {where}"
+    dur_from = "--duration" if duration_s is not None else f"duration_s of {where}"
+    options = [o for o, given in (("--rate", rate_rps), ("--duration", duration_s)) if given is not None]
+    source, field = (" and ".join(options), "") if options else (where, "arrival_rate_rps x duration_s")
+    raise SpecError(source, field, f"rate x duration at most {MAX_ARRIVALS:,} arrivals per run (simulator memory), "
+                    f"got {rate:g} req/s ({rate_from}) x {dur:g} s ({dur_from}) = {rate * dur:,.0f}; shorten the "
+                    "window or lower the rate")
 
 
 def overloaded(arrived: int, in_system: int) -> bool:

@@ -34,7 +34,7 @@ from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import area_split_problem, shape_set_problem
 from chipdse.solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
-from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
+from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record, unique
 
 PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00}
 """SNAKE Sec. 6.3: average decode speedup of SNAKE over each baseline across the five models."""
@@ -58,6 +58,11 @@ def check(sc: AnyScenario) -> StudyScenario:
             decode_gemms(load_card(sc.named_files.get(where, m)), spec.batches[0], spec.tp)
         except SnakeError as exc:
             raise SpecError(str(sc.path), where, str(exc)) from None
+    default = "" if "mode_models" in spec.model_fields_set else " (the default mode_models; set it)"
+    for i, m in enumerate(spec.mode_models):
+        if m not in spec.models:
+            raise SpecError(str(sc.path), f"mode_models[{i}]", f"one of the scenario's models {spec.models} (the "
+                            f"mode pages study models whose decode is computed), got {m!r}{default}")
     return sc
 
 
@@ -111,7 +116,8 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
         A ``kind: snake`` scenario (:func:`load`).
     settings : Settings, optional
         Work limit and wall cap per exact solve (default: the scenario's ``work_limit`` / ``time_limit_s``) and
-        solver seed (default 0).
+        seed: of the solvers (default 0) and, when given, of the serving simulation's arrivals in place of
+        ``serving.seed`` (the result's scenario then holds it).
     progress : callable(str, float), optional
         Called with each stage's description.
 
@@ -121,6 +127,10 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
         A missing card or unsupported layer type.
     """
     settings = settings or Settings()
+    assert isinstance(sc.spec, SnakeScenario)
+    if settings.seed is not None:  # the command line's seed drives the study's one random draw (serving arrivals)
+        sc = dataclasses.replace(sc, spec=sc.spec.model_copy(update={"serving": sc.spec.serving.model_copy(
+            update={"seed": settings.seed})}))
     spec = sc.spec
     assert isinstance(spec, SnakeScenario)
     t = nmp_template(spec.template)
@@ -128,9 +138,9 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     sp, modes, slow, shapes = [], [], [], []
     progress("SNAKE: decode speedups and modes", 0.0)
     with stages.stage("decode_s"):
-        for m in spec.models:
+        for m in unique(spec.models):
             card = load_card(m)
-            for b in spec.batches:
+            for b in unique(spec.batches):
                 ops = decode_gemms(card, b, spec.tp)
                 ours = decode_step_s(ops, SNAKE, t)
                 for d, x in design_speedups(ops, t).items():
@@ -186,7 +196,7 @@ def serving_table(spec: SnakeScenario) -> pd.DataFrame:
     """Mean E2E and TBT per model, design and arrival rate (SNAKE Fig. 10), by event simulation."""
     sv, t = spec.serving, nmp_template(spec.template)
     rows = []
-    for m in sv.models or spec.mode_models:
+    for m in unique(sv.models or spec.mode_models):
         card = load_card(m)
         pre = prefill_s(card, sv.l_in, spec.tp, sv.gpu_efficiency)
         tables = {d.name: step_table_s(card, d, t, sv.max_batch, sv.l_in + sv.l_out / 2, spec.tp)

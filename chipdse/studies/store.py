@@ -43,6 +43,11 @@ STACK_PACKAGES = ("numpy", "scipy", "pandas", "pyomo", "highspy", "ortools")
 _SCHEMA = "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, result TEXT NOT NULL, created_s REAL NOT NULL)"
 _STAGES_SCHEMA = ("CREATE TABLE IF NOT EXISTS stages (key TEXT PRIMARY KEY, stage TEXT NOT NULL, note TEXT NOT NULL, "
                   "value BLOB NOT NULL, created_s REAL NOT NULL)")
+_COLUMNS = {"results": ("key", "result", "created_s"), "stages": ("key", "stage", "note", "value", "created_s")}
+PURPOSES = {"sweep": 1, "explore": 2}
+"""What a store keeps, recorded in SQLite's ``user_version`` header field (no table of its own): ``chipdse sweep``'s
+job results or ``chipdse explore``'s finished stages; a store of one is refused by the other."""
+_COMMANDS = {"sweep": "chipdse sweep's job results", "explore": "chipdse explore's finished stages"}
 STAGE_JOB_KIND = "run-stage"
 """The ``kind`` of :func:`job_key` for a stage of a run (:class:`Checkpoints`)."""
 T = TypeVar("T")
@@ -106,11 +111,18 @@ class ResultsStore:
     ----------
     path : str or Path
         Database file; created with its folder if absent.
+    purpose : str, optional
+        ``"sweep"`` or ``"explore"`` (:data:`PURPOSES`): refuse a store the other command wrote, and record the
+        purpose in a new one. None: any store.
+    option : str, optional
+        How the caller names the file (e.g. ``"--store"``), put before the path in error messages.
 
     Raises
     ------
     ChipdseError
-        When the file cannot be opened as a results database (the message names it).
+        When the file cannot be opened as a results database, or is a SQLite database of something else (other
+        tables or columns) or the other command's store (the message names the option and file). Nothing is
+        written to such a file.
 
     Examples
     --------
@@ -120,18 +132,32 @@ class ResultsStore:
     {'throughput_tps': 1234.5}
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, purpose: str | None = None, option: str = "") -> None:
         self.path = Path(path)
+        where = f"{option} {self.path}" if option else str(self.path)
+        if purpose is not None and purpose not in PURPOSES:
+            msg = f"purpose must be one of {sorted(PURPOSES)}, got {purpose!r}"
+            raise ValueError(msg)
+        conn = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn: sqlite3.Connection | None = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
-            self._conn.execute(_SCHEMA)
-            self._conn.execute(_STAGES_SCHEMA)
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            problem = _foreign(conn, purpose)  # read only: a foreign database is refused before anything is written
+            if problem is None:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
+                conn.execute(_SCHEMA)
+                conn.execute(_STAGES_SCHEMA)
+                if purpose is not None and not conn.execute("PRAGMA user_version").fetchone()[0]:
+                    conn.execute(f"PRAGMA user_version = {PURPOSES[purpose]}")
         except (sqlite3.Error, OSError) as exc:
-            msg = f"{self.path}: cannot open the results store: {exc}"
-            raise ChipdseError(msg) from None
+            problem = f"cannot open the results store: {exc}"
+        if problem is not None:
+            if conn is not None:
+                conn.close()
+            msg = f"{where}: {problem}"
+            raise ChipdseError(msg)
+        self._conn: sqlite3.Connection | None = conn
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -216,6 +242,44 @@ class ResultsStore:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _foreign(conn: sqlite3.Connection, purpose: str | None) -> str | None:
+    """Why the database behind ``conn`` is not a store for ``purpose`` (``"sweep"``, ``"explore"`` or None: any),
+    or None when it is (an empty database is). Reads only.
+
+    A store holds the tables ``results`` and ``stages`` with their columns and nothing else; its ``user_version``
+    is 0 (a store written before the purpose was recorded: the purpose is read from which table has rows) or one
+    of :data:`PURPOSES`.
+    """
+    tables = {name: tuple(c[1] for c in conn.execute(f"PRAGMA table_info({name!r})"))
+              for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                          "AND name NOT LIKE 'sqlite_%'")}
+    other = sorted(set(tables) - set(_COLUMNS))
+    if other:
+        return (f"a SQLite database of something else (tables {other}), not a chipdse store; give a new file name "
+                "(chipdse adds no tables to a foreign database)")
+    for name, cols in tables.items():
+        if cols != _COLUMNS[name]:
+            return (f"a SQLite database whose table {name!r} has columns {list(cols)}, not a chipdse store's "
+                    f"{list(_COLUMNS[name])}; give a new file name")
+    if purpose is None:
+        return None
+    code = conn.execute("PRAGMA user_version").fetchone()[0]
+    kinds = {v: k for k, v in PURPOSES.items()}
+    if code and code not in kinds:
+        return f"a SQLite database of something else (user_version {code}), not a chipdse store; give a new file name"
+    if code:
+        kept = kinds[code]
+    elif "results" in tables and conn.execute("SELECT 1 FROM results LIMIT 1").fetchone():
+        kept = "sweep"
+    elif "stages" in tables and conn.execute("SELECT 1 FROM stages LIMIT 1").fetchone():
+        kept = "explore"
+    else:
+        return None
+    if kept != purpose:
+        return (f"holds {_COMMANDS[kept]}, not {_COMMANDS[purpose]}; give chipdse {purpose} a store file of its own")
+    return None
 
 
 @dataclass
