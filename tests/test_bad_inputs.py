@@ -80,7 +80,8 @@ CASES = [
     Case("missing-argument", {}, ("compare", "PROBLEM"), ("compare",)),
     # --- causes, not symptoms ---
     Case("tiny-hbm", {"library": {"memory.capacity_GB": 0.25}}, ("{library}", "memory.capacity_GB", "weights")),
-    Case("huge-hidden-size", {"card": {"hidden_size": 300_000}}, ("{library}", "memory.capacity_GB", "{card}")),
+    Case("huge-hidden-size", {"card": {"hidden_size": 300_000, "computed_params_total": None}},
+         ("{library}", "memory.capacity_GB", "{card}")),
     Case("trace-row-1e9-tokens", {"trace": _trace("100,20", "1000000000,5")},
          ("{trace}", "num_prefill_tokens", "line 3")),
     Case("request-beyond-any-hbm", {"card": {"hidden_size": 3072}, "trace": _trace("100,20", "9000000,5"),

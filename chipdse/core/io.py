@@ -90,8 +90,8 @@ def read_input_text(path: Path, what: str = "text") -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        msg = (f"a UTF-8 {what} file, got byte 0x{data[exc.start]:02x} at line {line}, column {column} (not "
-               "UTF-8 text)")
+        msg = (f"a UTF-8 {what} file, got byte 0x{data[exc.start]:02x} at line {line}, column {column} (binary "
+               "data or another encoding, not UTF-8 text)")
         raise SpecError(str(path), "", msg) from None
 
 

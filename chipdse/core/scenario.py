@@ -118,7 +118,30 @@ def load(path: Path | None = None) -> AnyScenario:
                                      if ref.endswith(".json") else ref)
         except SpecError as exc:
             raise SpecError(str(path), where, exc.expected) from None
-    return StudyScenario(path, spec, file_sha256(path), files)
+    resolved = {ref: str(files[where].resolve()) for where, ref in spec.card_refs() if ref.endswith(".json")}
+    return StudyScenario(path, _with_card_paths(spec, resolved), file_sha256(path), files)
+
+
+def _with_card_paths(spec: SnakeScenario | NovaScenario, resolved: dict[str, str]
+                     ) -> SnakeScenario | NovaScenario:
+    """``spec`` with every card path among its model references replaced by the absolute path it resolved to
+    (relative to the scenario's folder first, as HYDRA's ``model:``), so the studies read the same files from
+    any working folder; bundled keys stay as they are."""
+    if not resolved:
+        return spec
+
+    def fix(refs: list[str]) -> list[str]:
+        return [resolved.get(r, r) for r in refs]
+
+    if isinstance(spec, NovaScenario):
+        gpus = {resolved.get(k, k): v for k, v in spec.gpus.items()}
+        return spec.model_copy(update={"models": fix(spec.models), "gpus": gpus})
+    serving = spec.serving.model_copy(update={"models": None if spec.serving.models is None else
+                                              fix(spec.serving.models)})
+    area = spec.area_split.model_copy(update={"model": resolved.get(spec.area_split.model,
+                                                                    spec.area_split.model)})
+    return spec.model_copy(update={"models": fix(spec.models), "mode_models": fix(spec.mode_models),
+                                   "serving": serving, "area_split": area})
 
 
 def load_scenario(path: Path | None = None) -> LoadedScenario:
