@@ -66,8 +66,8 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
     problem = to_placement_problem(inst)
     n_products = inst.n * (inst.n - 1) // 2 * 2 * len(problem.pair_volume)
     if n_products > MAX_PRODUCT_VARIABLES:
-        msg = (f"{inst.source or inst.name}: n = {inst.n} gives an RLT-1 model with {n_products:,} product variables, more than "
-               f"the {MAX_PRODUCT_VARIABLES:,} chipdse builds (about n = 24 with dense flow)")
+        msg = (f"{inst.source or inst.name}: n = {inst.n} gives an RLT-1 model with {n_products:,} product "
+               f"variables, more than the {MAX_PRODUCT_VARIABLES:,} chipdse builds (about n = 24 with dense flow)")
         raise ValueError(msg)
     start = solve_placement(problem, "local-search", config, seed=config.seed)
     sol = solve_placement(problem, QAP_SOLVERS[solver], config, seed=config.seed, hint=start.decision)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -42,7 +43,9 @@ class Case:
     package, workload, card, trace) to the change: a dict of dotted field paths to new values (YAML / JSON files),
     or the text of the file (trace, or a whole file). ``argv`` is the command after ``chipdse``; ``{scenario}``,
     ``{out}`` and ``{tmp}`` are filled in. ``needles`` must all appear in the error line; ``{role}`` names the
-    file of that role (e.g. ``{library}``).
+    file of that role (e.g. ``{library}``). ``raw`` then replaces a role's file by bytes, appends text to it
+    (``"+text"``), or turns it into a FIFO, a directory, a link to /dev/zero or a 65 MB sparse file (``"<fifo>"``,
+    ``"<dir>"``, ``"<devzero>"``, ``"<huge>"``).
     """
 
     id: str
@@ -50,10 +53,16 @@ class Case:
     needles: tuple[str, ...] = ()
     argv: tuple[str, ...] = ("explore", "{scenario}", "--out", "{out}")
     kind: str = "hydra"
+    raw: dict[str, bytes | str] = field(default_factory=dict)
 
 
 def _trace(*rows: str) -> str:
     return TRACE_HEADER + "".join(r + "\n" for r in rows)
+
+
+ALIAS_BOMB = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
+"""The "billion laughs" YAML: nine levels of nine aliases (9^9 = 387 million leaves when expanded)."""
 
 
 CASES = [
@@ -179,6 +188,78 @@ CASES = [
     Case("nova-experts-seed-negative", {"scenario": {"experts.seed": -1}}, ("{scenario}", "experts.seed"),
          kind="nova"),
     Case("nova-batch-zero", {"scenario": {"batches": [0]}}, ("{scenario}", "batches[0]"), kind="nova"),
+    # --- input files: the safe reader (findings 1, 12, 16) ---
+    Case("card-not-utf8", needles=("{card}", "UTF-8", "0xe9"), raw={"card": b'{"name": "caf\xe9"}'}),
+    Case("snake-card-not-utf8", needles=("{card}", "UTF-8"), raw={"card": bytes(range(256))}, kind="snake"),
+    Case("scenario-not-utf8", needles=("{scenario}", "UTF-8", "line 1"), raw={"scenario": b"name: \xff\n"}),
+    Case("scenario-fifo", needles=("{scenario}", "not a regular file"), raw={"scenario": "<fifo>"}),
+    Case("scenario-dev-zero", {}, ("/dev/zero", "not a regular file"), ("explore", "/dev/zero", "--out", "{out}")),
+    Case("library-dev-zero", {"scenario": {"library": "/dev/zero"}}, ("/dev/zero", "not a regular file")),
+    Case("trace-links-to-dev-zero", needles=("{trace}", "not a regular file"), raw={"trace": "<devzero>"}),
+    Case("trace-is-a-directory", needles=("{trace}", "is a directory"), raw={"trace": "<dir>"}),
+    Case("trace-above-64-mb", needles=("{trace}", "64 MB"), raw={"trace": "<huge>"}),
+    Case("card-is-a-directory", needles=("{card}", "is a directory"), raw={"card": "<dir>"}),
+    Case("model-path-too-long", {"scenario": {"model": "m" * 1_000_000 + ".json"}},
+         ("{scenario}", "model", "too long")),
+    Case("qap-dev-zero", {}, ("/dev/zero", "not a regular file"), ("solve", "qap", "/dev/zero")),
+    Case("yaml-alias-bomb", needles=("{scenario}", "aliases"), raw={"scenario": ALIAS_BOMB}),
+    Case("yaml-duplicate-key", needles=("{scenario}", "name", "again on line"), raw={"scenario": "+name: again\n"}),
+    # --- model cards (finding 7) ---
+    Case("card-unknown-field", {"card": {"totally_new_field": 1}}, ("{card}", "totally_new_field")),
+    Case("card-kv-heads-above-heads", {"card": {"num_key_value_heads": 64}}, ("{card}", "num_key_value_heads", "32")),
+    Case("card-heads-not-dividing-hidden", {"card": {"num_attention_heads": 7, "num_key_value_heads": 7,
+                                                     "head_dim": None}},
+         ("{card}", "num_attention_heads", "3072")),
+    Case("card-mamba-heads", {"card": {"mamba_num_heads": 3}}, ("{card}", "mamba_num_heads", "112")),
+    Case("card-attention-indices", {"card": {"attention_layer_indices": [0, 1]}},
+         ("{card}", "attention_layer_indices")),
+    Case("card-layer-counts", {"card": {"layer_counts": {"mixer:attention": 5}}}, ("{card}", "layer_counts")),
+    Case("card-params-recount", {"card": {"computed_params_total": 1e9}}, ("{card}", "computed_params_total")),
+    Case("card-dtype", {"card": {"torch_dtype": "float7"}}, ("{card}", "torch_dtype", "float7")),
+    Case("card-top-k-above-experts", {"card": {"num_experts": 8, "num_experts_per_tok": 20}},
+         ("{card}", "num_experts_per_tok", "8")),
+    Case("card-duplicate-json-key", needles=("{card}", "hidden_size", "twice"),
+         raw={"card": '{"hidden_size": 1, "hidden_size": 2}'}),
+    Case("nova-card-top-k-above-experts", {"card": {"num_experts_per_tok": 200}},
+         ("{card}", "num_experts_per_tok", "128"), kind="nova"),
+    # --- repeated list entries (finding 8) ---
+    Case("d2d-repeated", {"scenario": {"design_space.d2d_GBps": [256, 256, 256]}},
+         ("{scenario}", "design_space.d2d_GBps[1]", "repeats [0]")),
+    Case("max-batch-repeated", {"scenario": {"design_space.max_batch": [4, 8, 4]}},
+         ("{scenario}", "design_space.max_batch[2]", "repeats [0]")),
+    Case("library-names-repeated", {"library": {"compute.0.name": "Ap", "compute.1.name": "Ap"}},
+         ("{library}", "compute[1].name", "repeats [0]")),
+    Case("datasets-repeated", {"scenario": {"simulation.datasets": ["arxiv.yaml", "arxiv.yaml"]}},
+         ("{scenario}", "simulation.datasets[1]")),
+    Case("sweep-workloads-repeated", {"scenario": {"sweep.workloads": ["bwb.yaml", "arxiv.yaml", "bwb.yaml"]}},
+         ("{scenario}", "sweep.workloads[2]", "repeats [0]")),
+    Case("snake-models-repeated", {"scenario": {"models": ["opt-66b", "opt-66b"]}}, ("{scenario}", "models[1]"),
+         kind="snake"),
+    Case("snake-batches-repeated", {"scenario": {"batches": [8, 8]}}, ("{scenario}", "batches[1]"), kind="snake"),
+    Case("snake-mode-model-not-in-models", {"scenario": {"mode_models": ["llama-3-8b"]}},
+         ("{scenario}", "mode_models[0]", "llama-3-8b"), kind="snake"),
+    Case("nova-models-repeated", {"scenario": {"models": ["falcon-h1-7b", "falcon-h1-7b"], "gpus": {}}},
+         ("{scenario}", "models[1]"), kind="nova"),
+    Case("nova-batches-repeated", {"scenario": {"batches": [32, 32]}}, ("{scenario}", "batches[1]"), kind="nova"),
+    Case("nova-lengths-repeated", {"scenario": {"lengths": [[100, 10], [100, 10]]}}, ("{scenario}", "lengths[1]"),
+         kind="nova"),
+    # --- contradictions and values that are not what they seem (findings 9, 11, 14, 15) ---
+    Case("gamma-cv-with-poisson", {"workload": {"gamma_cv": 5}}, ("{workload}", "gamma_cv", "arrival: gamma")),
+    Case("sim-duration-above-cap", {"scenario": {"simulation.duration_s": 100, "simulation.max_duration_s": 10}},
+         ("{scenario}", "simulation.duration_s", "max_duration_s")),
+    Case("nova-top-k-above-experts", {"scenario": {"experts.top_k": 64, "experts.experts": [16]}},
+         ("{scenario}", "experts.top_k", "16"), kind="nova"),
+    Case("replay-without-timestamps", {"workload": {"arrival": "replay"}}, ("{workload}", "arrival", "arrived_at")),
+    Case("total-chiplets-true", {"scenario": {"design_space.total_chiplets": True}},
+         ("{scenario}", "design_space.total_chiplets", "true")),
+    Case("trace-row-more-fields", {"trace": "num_prefill_tokens,num_decode_tokens,a,b\n1,2,3,4,5,6\n"},
+         ("{trace}", "line 2", "got 6")),
+    Case("trace-value-200k-digits", {"trace": _trace("100,20", "3," + "9" * 100_000)},
+         ("{trace}", "num_decode_tokens", "line 3", "characters")),
+    Case("name-climbs-out", {"scenario": {"name": "../../etc/evil"}}, ("{scenario}", "name", "folder")),
+    Case("name-absolute", {"scenario": {"name": "/tmp/evil"}}, ("{scenario}", "name", "folder")),
+    Case("name-empty", {"scenario": {"name": ""}}, ("{scenario}", "name")),
+    Case("name-5000-chars", {"scenario": {"name": "n" * 5000}}, ("{scenario}", "name", "100")),
 ]
 
 BASE = {"hydra": "default.yaml", "snake": "snake-stratum.yaml", "nova": "nova-nemotron3-nano.yaml"}
@@ -218,18 +299,36 @@ def _build(case: Case, tmp: Path) -> tuple[list[str], dict[str, Path]]:
             files[role].write_text(_changed(src.read_text(), case.files.get(role, {}), role == "card"))
         scenario |= {"library": str(files["library"]), "package": str(files["package"]),
                      "workload": str(files["workload"]), "model": str(files["card"]), "simulation": {"enabled": False}}
-        if "trace" in case.files:
-            files["trace"].write_text(case.files["trace"])
+        if "trace" in case.files or "trace" in case.raw:
+            files["trace"].write_text(case.files.get("trace", _trace("100,20")))
             wl = yaml.safe_load(files["workload"].read_text()) | {"trace": str(files["trace"])}
             files["workload"].write_text(yaml.safe_dump(wl))
-    elif "card" in case.files:
+    elif "card" in case.files or "card" in case.raw:
         files["card"] = tmp / "card.json"
         card = (inst / "models" / f"{scenario['models'][0]}.json").read_text()
-        files["card"].write_text(_changed(card, case.files["card"], True))
+        files["card"].write_text(_changed(card, case.files.get("card", {}), True))
         scenario["models"][0] = str(files["card"])
     files["scenario"].write_text(_changed(yaml.safe_dump(scenario), case.files.get("scenario", {}), False))
+    for role, raw in case.raw.items():
+        _replace(files[role], raw)
     fill = {"scenario": str(files["scenario"]), "out": str(tmp / "out"), "tmp": str(tmp)}
     return [a.format(**fill) for a in case.argv], files
+
+
+def _replace(path: Path, raw: bytes | str) -> None:
+    """Apply a :class:`Case` ``raw`` change to ``path``."""
+    if isinstance(raw, bytes):
+        path.write_bytes(raw)
+    elif raw.startswith("+"):
+        path.write_text(path.read_text() + raw[1:])
+    elif raw in ("<fifo>", "<dir>", "<devzero>"):
+        path.unlink()
+        {"<fifo>": os.mkfifo, "<dir>": Path.mkdir, "<devzero>": lambda p: p.symlink_to("/dev/zero")}[raw](path)
+    elif raw == "<huge>":
+        with path.open("ab") as f:
+            f.truncate(65 * 2**20)  # sparse: no disk used
+    else:
+        path.write_text(raw)
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, float]:
@@ -244,6 +343,7 @@ def _check_error(code: int, stderr: str, needles: list[str]) -> str:
     assert len(lines) == 1, stderr  # no blank line either (a progress bar on a pipe used to leave one)
     line = lines[0]
     assert line.startswith("error: ") and "Traceback" not in line, line
+    assert len(line) < 2000, f"{len(line):,} characters"  # an offending value is quoted cut short
     for needle in needles:
         assert needle in line, f"{needle!r} not in {line!r}"
     return line

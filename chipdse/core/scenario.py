@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from chipdse.core.errors import SpecError
-from chipdse.core.models import ModelDescriptor, find_card, load_model
+from chipdse.core.models import ModelDescriptor, find_card, load_model, read_card
 from chipdse.core.paths import instances_dir
 from chipdse.core.specs import (
     MAX_DESIGN_POINTS,
@@ -100,7 +100,9 @@ def load(path: Path | None = None) -> AnyScenario:
     The file is validated through one pydantic union discriminated by ``kind`` (``hydra`` when absent; see
     :data:`chipdse.core.specs.ScenarioSpec`); a HYDRA scenario then has its package, library, model, workload and
     traces resolved (:class:`LoadedScenario`), a SNAKE or NOVA scenario its model cards found
-    (:class:`StudyScenario`; whether the study's evaluator supports each card is the study's check).
+    (:class:`StudyScenario`; every card read and checked by :func:`~chipdse.core.models.read_card`, card paths
+    resolved against the scenario's folder; whether the study's evaluator supports each card is the study's
+    check).
 
     Raises
     ------
@@ -118,6 +120,7 @@ def load(path: Path | None = None) -> AnyScenario:
                                      if ref.endswith(".json") else ref)
         except SpecError as exc:
             raise SpecError(str(path), where, exc.expected) from None
+        read_card(files[where])  # read and checked now: an error names the card file and its field
     resolved = {ref: str(files[where].resolve()) for where, ref in spec.card_refs() if ref.endswith(".json")}
     return StudyScenario(path, _with_card_paths(spec, resolved), file_sha256(path), files)
 

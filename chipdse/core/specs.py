@@ -94,7 +94,7 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 def _folder_name(name: str) -> str:
     if len(name) > MAX_NAME_CHARS or not _SAFE_NAME.fullmatch(name):
         msg = (f"a safe folder name: letters, digits, '.', '-' and '_', not starting with a dot, 1..{MAX_NAME_CHARS} "
-               "characters (it names the output folder reports/out/<name>, so no '/', spaces or '..')")
+               "characters (it names the output folder reports/out/<name>, so no '/', no spaces and no leading dot)")
         raise ValueError(msg)
     return name
 
@@ -115,7 +115,7 @@ class _Spec(BaseModel):
             return value  # a flag, or a nested spec that checks its own fields
         inner = (value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ())
         if isinstance(value, bool) or any(isinstance(v, bool) for v in inner):
-            msg = "a number or a name, not true / false"
+            msg = "a number, not true / false (YAML reads those as booleans)"
             raise ValueError(msg)
         return value
 
