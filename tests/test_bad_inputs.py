@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -23,8 +24,12 @@ import yaml
 
 from chipdse.cli import invoke
 from chipdse.core.design_space import enumerate_points
+from chipdse.core.errors import SpecError
+from chipdse.core.models import CARD_FIELDS, read_card
 from chipdse.core.paths import instances_dir
-from chipdse.core.scenario import load_scenario
+from chipdse.core.scenario import load, load_scenario
+from chipdse.core.specs import Workload, read_yaml
+from chipdse.core.workloads import load_lengths, load_trace
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.latency import ChipletCaps, task_time_s
 
@@ -421,3 +426,102 @@ def test_hop_latency_changes_the_screen(write_scenario, tmp_path: Path) -> None:
     slower, faster = b.loc[both, "ttft_s"], a.loc[both, "ttft_s"]
     assert (slower >= faster).all() and (slower > faster).any()
 
+
+
+# --- input files: the readers' truths ---
+
+
+def test_strict_yaml_reads_every_bundled_file_as_pyyaml_does() -> None:
+    """The strict loader (no duplicate keys, no aliases) gives PyYAML's own result on every bundled YAML file."""
+    paths = sorted(instances_dir().rglob("*.yaml"))
+    assert len(paths) >= 10
+    for p in paths:
+        assert read_yaml(p) == yaml.safe_load(p.read_text()), p
+
+
+def test_nested_duplicate_key_names_the_key_and_both_lines(tmp_path: Path) -> None:
+    p = tmp_path / "s.yaml"
+    p.write_text("name: x\ndesign_space:\n  hbm_min: 2\n  hbm_max: 8\n  hbm_min: 4\n")
+    with pytest.raises(SpecError) as info:
+        read_yaml(p)
+    assert (info.value.source, info.value.field) == (str(p), "hbm_min")
+    assert "line 3" in info.value.expected and "line 5" in info.value.expected
+
+
+def test_card_fields_are_the_documented_schema() -> None:
+    """Every field SOURCE.md's card schema names is accepted, and every bundled card uses only accepted fields."""
+    text = (instances_dir() / "models" / "SOURCE.md").read_text()
+    schema = text[text.index("## Card schema"):text.index("## Summary")]
+    documented = {name for name in re.findall(r"`([a-z_]+)`", schema) if "_" in name or name in ("name", "source",
+                                                                                                 "extra", "notes")}
+    documented -= {"hybrid_override_pattern", "layers_block_type", "shared_mlp"}  # native encodings, a layer type
+    assert documented - CARD_FIELDS == set()
+    for card in (instances_dir() / "models").glob("*.json"):
+        assert set(json.loads(card.read_text())) <= CARD_FIELDS, card
+
+
+def test_study_card_paths_resolve_against_the_scenario_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """A SNAKE or NOVA ``models:`` path is relative to the scenario's folder (as HYDRA's ``model:``), whatever the
+    working folder; the studies then read that file."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "sc").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    card = tmp_path / "models" / "mine.json"
+    card.write_text((instances_dir() / "models" / "llama-3-70b.json").read_text())
+    snake = yaml.safe_load((instances_dir() / "scenarios" / BASE["snake"]).read_text())
+    snake |= {"models": ["../models/mine.json", "opt-66b"], "mode_models": ["../models/mine.json"]}
+    nova = yaml.safe_load((instances_dir() / "scenarios" / BASE["nova"]).read_text())
+    nova |= {"models": ["../models/mine.json"], "gpus": {"../models/mine.json": 2}}
+    (tmp_path / "sc" / "snake.yaml").write_text(yaml.safe_dump(snake))
+    (tmp_path / "sc" / "nova.yaml").write_text(yaml.safe_dump(nova))
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    s, n = load(Path("../sc/snake.yaml")), load(Path("../sc/nova.yaml"))
+    assert s.spec.models == [str(card), "opt-66b"] and s.spec.mode_models == [str(card)]
+    assert n.spec.models == [str(card)] and n.spec.gpus == {str(card): 2}
+    assert read_card(s.spec.models[0])[1] == card
+
+
+def test_unreadable_input_is_named_not_called_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A model card the user may not read (chmod 000; simulated, since the tests may run as root) is one line
+    naming the card, never "cannot write output"."""
+    argv, files = _build(Case("unreadable"), tmp_path)
+    real_open = Path.open
+
+    def refuse(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == files["card"]:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refuse)
+    code, stderr, _ = _run(argv, capsys)
+    line = _check_error(code, stderr, [str(files["card"]), "permission denied"])
+    assert "output" not in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_qap_error_names_the_file_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A QAPLIB file with a negative flow: the error names its path (as given), not the instance's stem."""
+    bad = tmp_path / "q_neg.dat"
+    bad.write_text("3\n0 1 2\n1 0 1\n2 1 0\n0 -1 2\n1 0 1\n2 1 0\n")
+    code, stderr, _ = _run(["solve", "qap", str(bad)], capsys)
+    assert _check_error(code, stderr, []).startswith(f"error: {bad}: ")
+
+
+def test_trace_errors_count_lines_as_an_editor_does(tmp_path: Path) -> None:
+    """Blank lines count: the reported line is where the bad value is in the file."""
+    text = TRACE_HEADER + "100,20\n\n\n300,20\n\n7,oops\n"
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    with pytest.raises(SpecError, match=f"line {text.splitlines().index('7,oops') + 1}\\)"):
+        load_trace(p)
+
+
+def test_replay_keeps_the_trace_timestamps(tmp_path: Path) -> None:
+    """``arrival: replay`` on a trace with ``arrived_at`` loads, with exactly the timestamps of the file."""
+    (tmp_path / "t.csv").write_text("num_prefill_tokens,num_decode_tokens,arrived_at\n10,2,0.5\n20,3,1.25\n")
+    wl = Workload(name="w", trace="t.csv", arrival="replay", arrival_rate_rps=1.0)
+    sample = load_lengths(wl, tmp_path, 0, tmp_path / "w.yaml")
+    assert sample.arrival_s is not None and sample.arrival_s.tolist() == [0.5, 1.25]
+    assert sample.prefill_tokens.tolist() == [10, 20] and sample.decode_tokens.tolist() == [2, 3]
