@@ -14,11 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from chipdse.core.errors import SpecError
+from chipdse.core.errors import SpecError, shorten
 
 MAX_INPUT_BYTES = 64 * 2**20
 """Largest input file read, bytes (64 MiB): the largest bundled input, a 1M-row trace, is about 15 MB; a bigger
 file is a mistake (or ``/dev/zero``) and would only fill memory."""
+
+MAX_SHOWN_PATH = 4096
+"""Longest input path a message repeats whole (the system's own limit); a longer one is cut."""
 
 
 def input_kind_error(path: Path) -> str | None:
@@ -76,7 +79,7 @@ def read_input_text(path: Path, what: str = "text") -> str:
     """
     problem = input_kind_error(path)
     if problem is not None:
-        raise SpecError(str(path), "", problem)
+        raise SpecError(str(path) if len(str(path)) <= MAX_SHOWN_PATH else shorten(str(path)), "", problem)
     try:
         with path.open("rb") as f:
             data = f.read(MAX_INPUT_BYTES + 1)

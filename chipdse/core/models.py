@@ -435,11 +435,11 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
     hybrid = 0  # Zamba2 hybrid layers seen so far; they use shared blocks A, B, A, B, ...
     for i, (mixer, ffn) in enumerate(zip(mixers, ffns, strict=True)):
         if mixer not in SUPPORTED_MIXERS:
-            raise SpecError(source, f"layer_mixer[{i}]", f"one of {sorted(SUPPORTED_MIXERS)}, got {mixer!r}")
+            raise SpecError(source, f"layer_mixer[{i}]", f"one of {sorted(SUPPORTED_MIXERS)}, got {shorten(mixer)}")
         if ffn not in SUPPORTED_FFNS:
-            raise SpecError(source, f"layer_ffn[{i}]", f"one of {sorted(SUPPORTED_FFNS)}, got {ffn!r}")
+            raise SpecError(source, f"layer_ffn[{i}]", f"one of {sorted(SUPPORTED_FFNS)}, got {shorten(ffn)}")
         if (ffn == "shared_mlp") != (mixer == "mamba2+shared_attention"):
-            msg = f"'shared_mlp' exactly on 'mamba2+shared_attention' layers, got {mixer!r} with {ffn!r}"
+            msg = f"'shared_mlp' exactly on 'mamba2+shared_attention' layers, got {shorten(mixer)} with {shorten(ffn)}"
             raise SpecError(source, f"layer_ffn[{i}]", msg)
         if mixer == "attention":
             group = "attention"
@@ -495,8 +495,8 @@ def find_card(ref: str | Path) -> Path:
     path = Path(ref)
     if path.suffix != ".json":
         path = instances_dir() / "models" / f"{ref}.json"
-        if not path.exists():
-            msg = f"one of {available_models()}, got {str(ref)!r}"
+        if input_kind_error(path) is not None:
+            msg = f"one of {available_models()}, got {shorten(str(ref))}"
             raise SpecError("model", "name", msg)
     problem = input_kind_error(path)
     if problem is not None:
@@ -524,16 +524,16 @@ def check_card(card: dict[str, Any], source: str) -> None:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or not low <= value <= MAX_CARD_DIM):
             raise SpecError(source, key, f"a whole number {low}..{MAX_CARD_DIM} (a size of the model; null where "
-                            f"the model has none), got {value!r}")
+                            f"the model has none), got {shorten(value)}")
     for key in CARD_TOTALS:
         value = card.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                   or not math.isfinite(value) or value <= 0):
-            raise SpecError(source, key, f"a finite parameter count > 0, got {value!r}")
+            raise SpecError(source, key, f"a finite parameter count > 0, got {shorten(value)}")
     for key in ("layer_mixer", "layer_ffn"):
         value = card.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
-            raise SpecError(source, key, f"a list of layer type names, one per layer, got {value!r}")
+            raise SpecError(source, key, f"a list of layer type names, one per layer, got {shorten(value)}")
     layers, mixers = card.get("num_hidden_layers"), card.get("layer_mixer")
     if layers is not None and mixers is not None and layers != len(mixers):
         raise SpecError(source, "num_hidden_layers", f"the number of entries of layer_mixer ({len(mixers)}; the "

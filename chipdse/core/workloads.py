@@ -91,7 +91,7 @@ def load_trace(path: Path) -> LengthSample:
     df = pd.DataFrame([fields for _, fields in body], columns=header, dtype=str)
     for col in TRACE_COLUMNS:
         if col not in df.columns:
-            raise SpecError(str(path), col, f"a column named {col!r}; columns are {list(df.columns)}")
+            raise SpecError(str(path), col, f"a column named {col!r}; columns are {shorten(list(df.columns))}")
     arrays = {}
     for col in TRACE_COLUMNS + (("arrived_at",) if "arrived_at" in df.columns else ()):
         values = pd.to_numeric(df[col], errors="coerce")
@@ -150,7 +150,7 @@ def sample_parametric(lengths: dict[str, float], n: int, seed: int, source: str)
     for k in keys:
         if k not in lengths or not 0 < lengths[k] <= (MAX_TOKENS if k.endswith("median") else 10):
             limit = f"{MAX_TOKENS:,} tokens" if k.endswith("median") else "10 (log-space)"
-            raise SpecError(source, f"lengths.{k}", f"a positive number at most {limit}, got {lengths.get(k)!r}")
+            raise SpecError(source, f"lengths.{k}", f"a positive number at most {limit}, got {shorten(lengths.get(k))}")
     unknown = sorted(set(lengths) - set(keys))
     if unknown:
         raise SpecError(source, f"lengths.{unknown[0]}", f"one of {list(keys)} (a parametric length's key)")
