@@ -677,7 +677,8 @@ def parse_scenario_spec(data: dict[str, Any], source: str) -> Scenario | SnakeSc
     Raises
     ------
     SpecError
-        The first validation error, one line naming ``source`` and the field (e.g. ``kind``, ``batches.0``).
+        The first validation error or :func:`spec_problems` problem (a repeated list entry, a contradiction), one
+        line naming ``source`` and the field (e.g. ``kind``, ``batches[0]``).
     """
     try:
         spec = _SCENARIO_SPEC.validate_python(data)
@@ -799,7 +800,18 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def parse_spec(cls: type[T], data: dict[str, Any], source: str) -> T:
-    """Validate ``data`` as ``cls``; the first validation error becomes a one-line :class:`SpecError`."""
+    """Validate ``data`` as ``cls``, then check what field-by-field validation cannot (:func:`spec_problems`).
+
+    Returns
+    -------
+    T
+        The validated spec.
+
+    Raises
+    ------
+    SpecError
+        The first validation error or problem, one line naming ``source`` and the field.
+    """
     try:
         spec = cls.model_validate(data)
     except ValidationError as exc:
@@ -824,7 +836,8 @@ def resolve(ref: str, base: Path, kind: str, referrer: str = "", field: str = ""
     Raises
     ------
     SpecError
-        When no candidate exists; names the referring file and field when given.
+        When no candidate exists, or the system refuses the path (e.g. a name too long); names the referring file
+        and field when given.
     """
     try:
         for candidate in (base / ref, instances_dir() / kind / ref, instances_dir() / ref):
@@ -839,7 +852,13 @@ def resolve(ref: str, base: Path, kind: str, referrer: str = "", field: str = ""
 
 
 def load_spec(cls: type[T], path: Path) -> T:
-    """Load one YAML spec file as ``cls``."""
+    """Load one YAML spec file as ``cls`` (:func:`read_yaml`, then :func:`parse_spec`).
+
+    Raises
+    ------
+    SpecError
+        Naming ``path``: any problem of :func:`read_yaml` or :func:`parse_spec`.
+    """
     return parse_spec(cls, read_yaml(path), str(path))
 
 
