@@ -110,9 +110,9 @@ class _Spec(BaseModel):
     @classmethod
     def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
         """YAML's ``true`` / ``false`` are never numbers (pydantic would read ``true`` as 1)."""
-        annotation = cls.model_fields[info.field_name].annotation if info.field_name else bool
-        if annotation in (bool, bool | None) or _model_in(annotation) is not None:
-            return value  # a flag, or a nested spec that checks its own fields
+        annotation = cls.model_fields[info.field_name].annotation if info.field_name else None
+        if not _numeric(annotation) or _model_in(annotation) is not None:
+            return value  # a flag or a name (pydantic's own check), or a nested spec that checks its own fields
         inner = (value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ())
         if isinstance(value, bool) or any(isinstance(v, bool) for v in inner):
             msg = "a number, not true / false (YAML reads those as booleans)"
@@ -703,6 +703,13 @@ def format_field(loc: tuple[Any, ...] | list[Any]) -> str:
 
 _BOUND_ERRORS = {"less_than", "less_than_equal", "greater_than", "greater_than_equal", "too_long", "too_short",
                  "finite_number"}
+
+
+def _numeric(annotation: Any) -> bool:
+    """Whether a field's annotation holds numbers (``int``, ``float``, lists / tuples / dicts of them)."""
+    if annotation in (int, float):
+        return True
+    return any(_numeric(arg) for arg in get_args(annotation))
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:
