@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from chipdse.core.errors import SpecError
+from chipdse.core.errors import SpecError, shorten
+from chipdse.core.io import read_input_text
 from chipdse.formulations.placement import PlacementProblem
 
 MAX_ENTRY = 2**31
@@ -29,11 +30,13 @@ MAX_COST = 2**53
 
 @dataclass(frozen=True)
 class QapInstance:
-    """A QAPLIB instance: ``flow`` A and ``distance`` B, integer arrays of shape (n, n)."""
+    """A QAPLIB instance: ``flow`` A and ``distance`` B, integer arrays of shape (n, n); ``source`` is the file
+    it was read from (named by errors), ``""`` for an instance built in memory."""
 
     name: str
     flow: np.ndarray
     distance: np.ndarray
+    source: str = ""
 
     @property
     def n(self) -> int:
@@ -47,21 +50,19 @@ def read_qaplib(path: Path | str) -> QapInstance:
     Raises
     ------
     SpecError
-        Missing file, non-integer tokens, or a token count other than 1 + 2 n^2 (naming the file).
+        Naming the file: any problem of :func:`chipdse.core.io.read_input_text` (missing, a directory, FIFO or
+        device, too large, unreadable, not UTF-8), non-integer tokens (the first one shown, cut to about 60
+        characters), entries or costs too large, or a token count other than 1 + 2 n^2.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError(str(path), "(file)", f"a readable QAPLIB .dat file ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise SpecError(str(path), "(file)", "a text QAPLIB .dat file, got binary data") from None
+    text = read_input_text(path, "QAPLIB .dat")
     tokens = text.split()
     try:
         ints = [int(t) for t in tokens]
     except ValueError:
         bad = next(t for t in tokens if not t.lstrip("-").isdigit())
-        raise SpecError(str(path), "(data)", f"integers only (n, then two n x n matrices), got {bad!r}") from None
+        raise SpecError(str(path), "(data)", f"integers only (n, then two n x n matrices), got {shorten(bad)}"
+                        ) from None
     big = max((abs(v) for v in ints), default=0)
     if big > MAX_ENTRY:
         raise SpecError(str(path), "(data)", f"entries of at most {MAX_ENTRY:,} in absolute value, got {big:,}")
@@ -77,7 +78,7 @@ def read_qaplib(path: Path | str) -> QapInstance:
     if worst > MAX_COST:
         raise SpecError(str(path), "(data)", f"a cost bound max|A| max|B| n^2 of at most 2^53 (exact in float64 and "
                         f"int64 arithmetic), got {worst:.3g}")
-    return QapInstance(path.stem, a, b)
+    return QapInstance(path.stem, a, b, str(path))
 
 
 def read_solution(path: Path | str) -> tuple[int, int, np.ndarray]:
@@ -104,16 +105,18 @@ def to_placement_problem(inst: QapInstance) -> PlacementProblem:
     Raises
     ------
     SpecError
-        A non-symmetric flow matrix or a nonzero diagonal (the unordered-pair objective cannot express it).
+        A non-symmetric flow matrix, a negative entry or a nonzero diagonal (the unordered-pair objective cannot
+        express it), naming the instance's file (its name when built in memory).
     """
     a, b = inst.flow, inst.distance
+    where = inst.source or inst.name
     if not np.array_equal(a, a.T):
-        raise SpecError(inst.name, "flow", "one symmetric matrix (both the flow and the distance matrix are "
+        raise SpecError(where, "flow", "one symmetric matrix (both the flow and the distance matrix are "
                         "asymmetric)")
     if np.any(a < 0) or np.any(b < 0):
-        raise SpecError(inst.name, "(data)", "non-negative flows and distances")
+        raise SpecError(where, "(data)", "non-negative flows and distances")
     if np.any(np.diag(a)) or np.any(np.diag(b)):
-        raise SpecError(inst.name, "diagonal", "zero diagonals in both matrices")
+        raise SpecError(where, "diagonal", "zero diagonals in both matrices")
     n = inst.n
     d = b + b.T
     vol = {(facility(i), facility(j)): float(a[i, j]) for i in range(n) for j in range(i + 1, n) if a[i, j]}

@@ -62,12 +62,12 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
         return _solve_bnb(inst, config, t0)
     swapped = not np.array_equal(inst.flow, inst.flow.T) and np.array_equal(inst.distance, inst.distance.T)
     if swapped:  # sum A_ij B_p(i)p(j) = sum B_kl A_q(k)q(l) with q = p^-1: solve with the roles exchanged
-        inst = QapInstance(inst.name, inst.distance, inst.flow)
+        inst = QapInstance(inst.name, inst.distance, inst.flow, inst.source)
     problem = to_placement_problem(inst)
     n_products = inst.n * (inst.n - 1) // 2 * 2 * len(problem.pair_volume)
     if n_products > MAX_PRODUCT_VARIABLES:
-        msg = (f"{inst.name}: n = {inst.n} gives an RLT-1 model with {n_products:,} product variables, more than "
-               f"the {MAX_PRODUCT_VARIABLES:,} chipdse builds (about n = 24 with dense flow)")
+        msg = (f"{inst.source or inst.name}: n = {inst.n} gives an RLT-1 model with {n_products:,} product "
+               f"variables, more than the {MAX_PRODUCT_VARIABLES:,} chipdse builds (about n = 24 with dense flow)")
         raise ValueError(msg)
     start = solve_placement(problem, "local-search", config, seed=config.seed)
     sol = solve_placement(problem, QAP_SOLVERS[solver], config, seed=config.seed, hint=start.decision)
@@ -76,7 +76,7 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
     perm = decision_to_perm(inst, sol.decision)
     if swapped:
         perm = np.argsort(perm)
-        inst = QapInstance(inst.name, inst.distance, inst.flow)
+        inst = QapInstance(inst.name, inst.distance, inst.flow, inst.source)
     return replace(sol, problem="qap", objective=float(qap_cost(inst, perm)), decision=[int(x) for x in perm],
                    wall_s=time.perf_counter() - t0)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import subprocess
 import sys
 import time
@@ -22,8 +24,12 @@ import yaml
 
 from chipdse.cli import invoke
 from chipdse.core.design_space import enumerate_points
+from chipdse.core.errors import SpecError
+from chipdse.core.models import CARD_FIELDS, read_card
 from chipdse.core.paths import instances_dir
-from chipdse.core.scenario import load_scenario
+from chipdse.core.scenario import load, load_scenario
+from chipdse.core.specs import Workload, read_yaml
+from chipdse.core.workloads import load_lengths, load_trace
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.latency import ChipletCaps, task_time_s
 
@@ -42,7 +48,9 @@ class Case:
     package, workload, card, trace) to the change: a dict of dotted field paths to new values (YAML / JSON files),
     or the text of the file (trace, or a whole file). ``argv`` is the command after ``chipdse``; ``{scenario}``,
     ``{out}`` and ``{tmp}`` are filled in. ``needles`` must all appear in the error line; ``{role}`` names the
-    file of that role (e.g. ``{library}``).
+    file of that role (e.g. ``{library}``). ``raw`` then replaces a role's file by bytes, appends text to it
+    (``"+text"``), or turns it into a FIFO, a directory, a link to /dev/zero or a 65 MB sparse file (``"<fifo>"``,
+    ``"<dir>"``, ``"<devzero>"``, ``"<huge>"``).
     """
 
     id: str
@@ -50,10 +58,16 @@ class Case:
     needles: tuple[str, ...] = ()
     argv: tuple[str, ...] = ("explore", "{scenario}", "--out", "{out}")
     kind: str = "hydra"
+    raw: dict[str, bytes | str] = field(default_factory=dict)
 
 
 def _trace(*rows: str) -> str:
     return TRACE_HEADER + "".join(r + "\n" for r in rows)
+
+
+ALIAS_BOMB = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
+"""The "billion laughs" YAML: nine levels of nine aliases (9^9 = 387 million leaves when expanded)."""
 
 
 CASES = [
@@ -80,7 +94,8 @@ CASES = [
     Case("missing-argument", {}, ("compare", "PROBLEM"), ("compare",)),
     # --- causes, not symptoms ---
     Case("tiny-hbm", {"library": {"memory.capacity_GB": 0.25}}, ("{library}", "memory.capacity_GB", "weights")),
-    Case("huge-hidden-size", {"card": {"hidden_size": 300_000}}, ("{library}", "memory.capacity_GB", "{card}")),
+    Case("huge-hidden-size", {"card": {"hidden_size": 300_000, "computed_params_total": None}},
+         ("{library}", "memory.capacity_GB", "{card}")),
     Case("trace-row-1e9-tokens", {"trace": _trace("100,20", "1000000000,5")},
          ("{trace}", "num_prefill_tokens", "line 3")),
     Case("request-beyond-any-hbm", {"card": {"hidden_size": 3072}, "trace": _trace("100,20", "9000000,5"),
@@ -178,6 +193,78 @@ CASES = [
     Case("nova-experts-seed-negative", {"scenario": {"experts.seed": -1}}, ("{scenario}", "experts.seed"),
          kind="nova"),
     Case("nova-batch-zero", {"scenario": {"batches": [0]}}, ("{scenario}", "batches[0]"), kind="nova"),
+    # --- input files: the safe reader (findings 1, 12, 16) ---
+    Case("card-not-utf8", needles=("{card}", "UTF-8", "0xe9"), raw={"card": b'{"name": "caf\xe9"}'}),
+    Case("snake-card-not-utf8", needles=("{card}", "UTF-8"), raw={"card": bytes(range(256))}, kind="snake"),
+    Case("scenario-not-utf8", needles=("{scenario}", "UTF-8", "line 1"), raw={"scenario": b"name: \xff\n"}),
+    Case("scenario-fifo", needles=("{scenario}", "not a regular file"), raw={"scenario": "<fifo>"}),
+    Case("scenario-dev-zero", {}, ("/dev/zero", "not a regular file"), ("explore", "/dev/zero", "--out", "{out}")),
+    Case("library-dev-zero", {"scenario": {"library": "/dev/zero"}}, ("/dev/zero", "not a regular file")),
+    Case("trace-links-to-dev-zero", needles=("{trace}", "not a regular file"), raw={"trace": "<devzero>"}),
+    Case("trace-is-a-directory", needles=("{trace}", "is a directory"), raw={"trace": "<dir>"}),
+    Case("trace-above-64-mb", needles=("{trace}", "64 MB"), raw={"trace": "<huge>"}),
+    Case("card-is-a-directory", needles=("{card}", "is a directory"), raw={"card": "<dir>"}),
+    Case("model-path-too-long", {"scenario": {"model": "m" * 1_000_000 + ".json"}},
+         ("{scenario}", "model", "too long")),
+    Case("qap-dev-zero", {}, ("/dev/zero", "not a regular file"), ("solve", "qap", "/dev/zero")),
+    Case("yaml-alias-bomb", needles=("{scenario}", "aliases"), raw={"scenario": ALIAS_BOMB}),
+    Case("yaml-duplicate-key", needles=("{scenario}", "name", "again on line"), raw={"scenario": "+name: again\n"}),
+    # --- model cards (finding 7) ---
+    Case("card-unknown-field", {"card": {"totally_new_field": 1}}, ("{card}", "totally_new_field")),
+    Case("card-kv-heads-above-heads", {"card": {"num_key_value_heads": 64}}, ("{card}", "num_key_value_heads", "32")),
+    Case("card-heads-not-dividing-hidden", {"card": {"num_attention_heads": 7, "num_key_value_heads": 7,
+                                                     "head_dim": None}},
+         ("{card}", "num_attention_heads", "3072")),
+    Case("card-mamba-heads", {"card": {"mamba_num_heads": 3}}, ("{card}", "mamba_num_heads", "112")),
+    Case("card-attention-indices", {"card": {"attention_layer_indices": [0, 1]}},
+         ("{card}", "attention_layer_indices")),
+    Case("card-layer-counts", {"card": {"layer_counts": {"mixer:attention": 5}}}, ("{card}", "layer_counts")),
+    Case("card-params-recount", {"card": {"computed_params_total": 1e9}}, ("{card}", "computed_params_total")),
+    Case("card-dtype", {"card": {"torch_dtype": "float7"}}, ("{card}", "torch_dtype", "float7")),
+    Case("card-top-k-above-experts", {"card": {"num_experts": 8, "num_experts_per_tok": 20}},
+         ("{card}", "num_experts_per_tok", "8")),
+    Case("card-duplicate-json-key", needles=("{card}", "hidden_size", "twice"),
+         raw={"card": '{"hidden_size": 1, "hidden_size": 2}'}),
+    Case("nova-card-top-k-above-experts", {"card": {"num_experts_per_tok": 200}},
+         ("{card}", "num_experts_per_tok", "128"), kind="nova"),
+    # --- repeated list entries (finding 8) ---
+    Case("d2d-repeated", {"scenario": {"design_space.d2d_GBps": [256, 256, 256]}},
+         ("{scenario}", "design_space.d2d_GBps[1]", "repeats [0]")),
+    Case("max-batch-repeated", {"scenario": {"design_space.max_batch": [4, 8, 4]}},
+         ("{scenario}", "design_space.max_batch[2]", "repeats [0]")),
+    Case("library-names-repeated", {"library": {"compute.0.name": "Ap", "compute.1.name": "Ap"}},
+         ("{library}", "compute[1].name", "repeats [0]")),
+    Case("datasets-repeated", {"scenario": {"simulation.datasets": ["arxiv.yaml", "arxiv.yaml"]}},
+         ("{scenario}", "simulation.datasets[1]")),
+    Case("sweep-workloads-repeated", {"scenario": {"sweep.workloads": ["bwb.yaml", "arxiv.yaml", "bwb.yaml"]}},
+         ("{scenario}", "sweep.workloads[2]", "repeats [0]")),
+    Case("snake-models-repeated", {"scenario": {"models": ["opt-66b", "opt-66b"]}}, ("{scenario}", "models[1]"),
+         kind="snake"),
+    Case("snake-batches-repeated", {"scenario": {"batches": [8, 8]}}, ("{scenario}", "batches[1]"), kind="snake"),
+    Case("snake-mode-model-not-in-models", {"scenario": {"mode_models": ["llama-3-8b"]}},
+         ("{scenario}", "mode_models[0]", "llama-3-8b"), kind="snake"),
+    Case("nova-models-repeated", {"scenario": {"models": ["falcon-h1-7b", "falcon-h1-7b"], "gpus": {}}},
+         ("{scenario}", "models[1]"), kind="nova"),
+    Case("nova-batches-repeated", {"scenario": {"batches": [32, 32]}}, ("{scenario}", "batches[1]"), kind="nova"),
+    Case("nova-lengths-repeated", {"scenario": {"lengths": [[100, 10], [100, 10]]}}, ("{scenario}", "lengths[1]"),
+         kind="nova"),
+    # --- contradictions and values that are not what they seem (findings 9, 11, 14, 15) ---
+    Case("gamma-cv-with-poisson", {"workload": {"gamma_cv": 5}}, ("{workload}", "gamma_cv", "arrival: gamma")),
+    Case("sim-duration-above-cap", {"scenario": {"simulation.duration_s": 100, "simulation.max_duration_s": 10}},
+         ("{scenario}", "simulation.duration_s", "max_duration_s")),
+    Case("nova-top-k-above-experts", {"scenario": {"experts.top_k": 64, "experts.experts": [16]}},
+         ("{scenario}", "experts.top_k", "16"), kind="nova"),
+    Case("replay-without-timestamps", {"workload": {"arrival": "replay"}}, ("{workload}", "arrival", "arrived_at")),
+    Case("total-chiplets-true", {"scenario": {"design_space.total_chiplets": True}},
+         ("{scenario}", "design_space.total_chiplets", "true")),
+    Case("trace-row-more-fields", {"trace": "num_prefill_tokens,num_decode_tokens,a,b\n1,2,3,4,5,6\n"},
+         ("{trace}", "line 2", "got 6")),
+    Case("trace-value-200k-digits", {"trace": _trace("100,20", "3," + "9" * 100_000)},
+         ("{trace}", "num_decode_tokens", "line 3", "characters")),
+    Case("name-climbs-out", {"scenario": {"name": "../../etc/evil"}}, ("{scenario}", "name", "folder")),
+    Case("name-absolute", {"scenario": {"name": "/tmp/evil"}}, ("{scenario}", "name", "folder")),
+    Case("name-empty", {"scenario": {"name": ""}}, ("{scenario}", "name")),
+    Case("name-5000-chars", {"scenario": {"name": "n" * 5000}}, ("{scenario}", "name", "100")),
 ]
 
 BASE = {"hydra": "default.yaml", "snake": "snake-stratum.yaml", "nova": "nova-nemotron3-nano.yaml"}
@@ -217,18 +304,36 @@ def _build(case: Case, tmp: Path) -> tuple[list[str], dict[str, Path]]:
             files[role].write_text(_changed(src.read_text(), case.files.get(role, {}), role == "card"))
         scenario |= {"library": str(files["library"]), "package": str(files["package"]),
                      "workload": str(files["workload"]), "model": str(files["card"]), "simulation": {"enabled": False}}
-        if "trace" in case.files:
-            files["trace"].write_text(case.files["trace"])
+        if "trace" in case.files or "trace" in case.raw:
+            files["trace"].write_text(case.files.get("trace", _trace("100,20")))
             wl = yaml.safe_load(files["workload"].read_text()) | {"trace": str(files["trace"])}
             files["workload"].write_text(yaml.safe_dump(wl))
-    elif "card" in case.files:
+    elif "card" in case.files or "card" in case.raw:
         files["card"] = tmp / "card.json"
         card = (inst / "models" / f"{scenario['models'][0]}.json").read_text()
-        files["card"].write_text(_changed(card, case.files["card"], True))
+        files["card"].write_text(_changed(card, case.files.get("card", {}), True))
         scenario["models"][0] = str(files["card"])
     files["scenario"].write_text(_changed(yaml.safe_dump(scenario), case.files.get("scenario", {}), False))
+    for role, raw in case.raw.items():
+        _replace(files[role], raw)
     fill = {"scenario": str(files["scenario"]), "out": str(tmp / "out"), "tmp": str(tmp)}
     return [a.format(**fill) for a in case.argv], files
+
+
+def _replace(path: Path, raw: bytes | str) -> None:
+    """Apply a :class:`Case` ``raw`` change to ``path``."""
+    if isinstance(raw, bytes):
+        path.write_bytes(raw)
+    elif raw.startswith("+"):
+        path.write_text(path.read_text() + raw[1:])
+    elif raw in ("<fifo>", "<dir>", "<devzero>"):
+        path.unlink()
+        {"<fifo>": os.mkfifo, "<dir>": Path.mkdir, "<devzero>": lambda p: p.symlink_to("/dev/zero")}[raw](path)
+    elif raw == "<huge>":
+        with path.open("ab") as f:
+            f.truncate(65 * 2**20)  # sparse: no disk used
+    else:
+        path.write_text(raw)
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, float]:
@@ -243,6 +348,7 @@ def _check_error(code: int, stderr: str, needles: list[str]) -> str:
     assert len(lines) == 1, stderr  # no blank line either (a progress bar on a pipe used to leave one)
     line = lines[0]
     assert line.startswith("error: ") and "Traceback" not in line, line
+    assert len(line) < 2000, f"{len(line):,} characters"  # an offending value is quoted cut short
     for needle in needles:
         assert needle in line, f"{needle!r} not in {line!r}"
     return line
@@ -320,3 +426,102 @@ def test_hop_latency_changes_the_screen(write_scenario, tmp_path: Path) -> None:
     slower, faster = b.loc[both, "ttft_s"], a.loc[both, "ttft_s"]
     assert (slower >= faster).all() and (slower > faster).any()
 
+
+
+# --- input files: the readers' truths ---
+
+
+def test_strict_yaml_reads_every_bundled_file_as_pyyaml_does() -> None:
+    """The strict loader (no duplicate keys, no aliases) gives PyYAML's own result on every bundled YAML file."""
+    paths = sorted(instances_dir().rglob("*.yaml"))
+    assert len(paths) >= 10
+    for p in paths:
+        assert read_yaml(p) == yaml.safe_load(p.read_text()), p
+
+
+def test_nested_duplicate_key_names_the_key_and_both_lines(tmp_path: Path) -> None:
+    p = tmp_path / "s.yaml"
+    p.write_text("name: x\ndesign_space:\n  hbm_min: 2\n  hbm_max: 8\n  hbm_min: 4\n")
+    with pytest.raises(SpecError) as info:
+        read_yaml(p)
+    assert (info.value.source, info.value.field) == (str(p), "hbm_min")
+    assert "line 3" in info.value.expected and "line 5" in info.value.expected
+
+
+def test_card_fields_are_the_documented_schema() -> None:
+    """Every field SOURCE.md's card schema names is accepted, and every bundled card uses only accepted fields."""
+    text = (instances_dir() / "models" / "SOURCE.md").read_text()
+    schema = text[text.index("## Card schema"):text.index("## Summary")]
+    documented = {name for name in re.findall(r"`([a-z_]+)`", schema) if "_" in name or name in ("name", "source",
+                                                                                                 "extra", "notes")}
+    documented -= {"hybrid_override_pattern", "layers_block_type", "shared_mlp"}  # native encodings, a layer type
+    assert documented - CARD_FIELDS == set()
+    for card in (instances_dir() / "models").glob("*.json"):
+        assert set(json.loads(card.read_text())) <= CARD_FIELDS, card
+
+
+def test_study_card_paths_resolve_against_the_scenario_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """A SNAKE or NOVA ``models:`` path is relative to the scenario's folder (as HYDRA's ``model:``), whatever the
+    working folder; the studies then read that file."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "sc").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    card = tmp_path / "models" / "mine.json"
+    card.write_text((instances_dir() / "models" / "llama-3-70b.json").read_text())
+    snake = yaml.safe_load((instances_dir() / "scenarios" / BASE["snake"]).read_text())
+    snake |= {"models": ["../models/mine.json", "opt-66b"], "mode_models": ["../models/mine.json"]}
+    nova = yaml.safe_load((instances_dir() / "scenarios" / BASE["nova"]).read_text())
+    nova |= {"models": ["../models/mine.json"], "gpus": {"../models/mine.json": 2}}
+    (tmp_path / "sc" / "snake.yaml").write_text(yaml.safe_dump(snake))
+    (tmp_path / "sc" / "nova.yaml").write_text(yaml.safe_dump(nova))
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    s, n = load(Path("../sc/snake.yaml")), load(Path("../sc/nova.yaml"))
+    assert s.spec.models == [str(card), "opt-66b"] and s.spec.mode_models == [str(card)]
+    assert n.spec.models == [str(card)] and n.spec.gpus == {str(card): 2}
+    assert read_card(s.spec.models[0])[1] == card
+
+
+def test_unreadable_input_is_named_not_called_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A model card the user may not read (chmod 000; simulated, since the tests may run as root) is one line
+    naming the card, never "cannot write output"."""
+    argv, files = _build(Case("unreadable"), tmp_path)
+    real_open = Path.open
+
+    def refuse(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == files["card"]:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refuse)
+    code, stderr, _ = _run(argv, capsys)
+    line = _check_error(code, stderr, [str(files["card"]), "permission denied"])
+    assert "output" not in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_qap_error_names_the_file_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A QAPLIB file with a negative flow: the error names its path (as given), not the instance's stem."""
+    bad = tmp_path / "q_neg.dat"
+    bad.write_text("3\n0 1 2\n1 0 1\n2 1 0\n0 -1 2\n1 0 1\n2 1 0\n")
+    code, stderr, _ = _run(["solve", "qap", str(bad)], capsys)
+    assert _check_error(code, stderr, []).startswith(f"error: {bad}: ")
+
+
+def test_trace_errors_count_lines_as_an_editor_does(tmp_path: Path) -> None:
+    """Blank lines count: the reported line is where the bad value is in the file."""
+    text = TRACE_HEADER + "100,20\n\n\n300,20\n\n7,oops\n"
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    with pytest.raises(SpecError, match=f"line {text.splitlines().index('7,oops') + 1}\\)"):
+        load_trace(p)
+
+
+def test_replay_keeps_the_trace_timestamps(tmp_path: Path) -> None:
+    """``arrival: replay`` on a trace with ``arrived_at`` loads, with exactly the timestamps of the file."""
+    (tmp_path / "t.csv").write_text("num_prefill_tokens,num_decode_tokens,arrived_at\n10,2,0.5\n20,3,1.25\n")
+    wl = Workload(name="w", trace="t.csv", arrival="replay", arrival_rate_rps=1.0)
+    sample = load_lengths(wl, tmp_path, 0, tmp_path / "w.yaml")
+    assert sample.arrival_s is not None and sample.arrival_s.tolist() == [0.5, 1.25]
+    assert sample.prefill_tokens.tolist() == [10, 20] and sample.decode_tokens.tolist() == [2, 3]

@@ -156,7 +156,8 @@ def test_snake_scenario_errors_are_one_line(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "gpt-17" in res.output and "Traceback" not in res.output
     res = runner.invoke(app, ["explore", str(_small_snake(tmp_path, batches=[0])), "--out", str(tmp_path)])
     assert res.exit_code == 2 and "batches" in res.output
-    res = runner.invoke(app, ["explore", str(_small_snake(tmp_path, models=["mamba2-2.7b"])), "--out", str(tmp_path)])
+    unsupported = _small_snake(tmp_path, models=["mamba2-2.7b"], mode_models=["mamba2-2.7b"])
+    res = runner.invoke(app, ["explore", str(unsupported), "--out", str(tmp_path)])
     assert res.exit_code == 2 and "models[0]" in res.output and "not supported by the SNAKE evaluator" in res.output
     spec = yaml.safe_load(_small_snake(tmp_path).read_text())
     for section, change, expect in (("area_split", {"cols": []}, "area_split.cols"),

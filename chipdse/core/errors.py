@@ -31,5 +31,30 @@ class SpecError(ChipdseError):
         super().__init__(where + expected)
 
 
+MAX_SHOWN_CHARS = 60
+"""Longest offending value a message quotes: a longer one is cut (a 200,000-digit number stays one short line)."""
+
+
+def shorten(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """The ``repr`` of ``value``, cut to about ``limit`` characters with its full length noted when longer.
+
+    Parameters
+    ----------
+    value : object
+        The offending value a message quotes.
+    limit : int
+        Most characters of the ``repr`` shown.
+
+    Returns
+    -------
+    str
+        E.g. ``'12345...' (200,002 characters)``.
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
 class InfeasibleDesignError(ChipdseError):
     """A design cannot be built at all (e.g. its chiplets need more area than the interposer has)."""

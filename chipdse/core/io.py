@@ -1,14 +1,101 @@
-"""Atomic file output: a report or result file is either complete or absent, never partial."""
+"""Safe input reading and atomic file output: every input file is read through :func:`read_input_text` (a
+regular, readable, bounded UTF-8 file, or one ``SpecError`` line naming it); a report or result file is either
+complete or absent, never partial."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from chipdse.core.errors import SpecError, shorten
+
+MAX_INPUT_BYTES = 64 * 2**20
+"""Largest input file read, bytes (64 MiB): the largest bundled input, a 1M-row trace, is about 15 MB; a bigger
+file is a mistake (or ``/dev/zero``) and would only fill memory."""
+
+MAX_SHOWN_PATH = 4096
+"""Longest input path a message repeats whole (the system's own limit); a longer one is cut."""
+
+
+def input_kind_error(path: Path) -> str | None:
+    """Why ``path`` cannot be read as an input file, or None when it is a regular file of at most
+    :data:`MAX_INPUT_BYTES` bytes (symbolic links followed). Nothing is opened, so a FIFO or device never blocks.
+
+    Returns
+    -------
+    str | None
+        E.g. ``"file not found"``, ``"a file, got a directory"``, ``"a regular file, got a FIFO"``.
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return "file not found"
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return "a path the system accepts (file name too long)"
+        if isinstance(exc, PermissionError):
+            return "a readable file (permission denied on its folder)"
+        return f"a readable file ({exc.strerror or exc})"
+    if stat.S_ISDIR(st.st_mode):
+        return "a file, got a directory (is a directory)"
+    if not stat.S_ISREG(st.st_mode):
+        what = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or
+                stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a special file")
+        return f"a regular file, got {what} (not a regular file)"
+    if st.st_size > MAX_INPUT_BYTES:
+        return (f"a file of at most {MAX_INPUT_BYTES // 2**20} MB (inputs are read whole into memory), got "
+                f"{st.st_size / 2**20:,.0f} MB")
+    return None
+
+
+def read_input_text(path: Path, what: str = "text") -> str:
+    """Read an input file (scenario, spec YAML, model card, trace, QAPLIB instance) as UTF-8 text.
+
+    Parameters
+    ----------
+    path : Path
+        The file; symbolic links are followed.
+    what : str
+        What the file should hold, for messages (e.g. ``"YAML"``, ``"CSV"``).
+
+    Returns
+    -------
+    str
+        The whole text.
+
+    Raises
+    ------
+    SpecError
+        One line naming ``path``: missing, a directory, not a regular file (FIFO, device, socket), larger than
+        :data:`MAX_INPUT_BYTES`, unreadable (permission denied), a path too long, or not UTF-8 (with the line and
+        column of the first bad byte).
+    """
+    problem = input_kind_error(path)
+    if problem is not None:
+        raise SpecError(str(path) if len(str(path)) <= MAX_SHOWN_PATH else shorten(str(path)), "", problem)
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        reason = "permission denied" if isinstance(exc, PermissionError) else exc.strerror or str(exc)
+        raise SpecError(str(path), "", f"a readable {what} file ({reason})") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise SpecError(str(path), "", f"a file of at most {MAX_INPUT_BYTES // 2**20} MB (it grew while read)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        msg = (f"a UTF-8 {what} file, got byte 0x{data[exc.start]:02x} at line {line}, column {column} (binary "
+               "data or another encoding, not UTF-8 text)")
+        raise SpecError(str(path), "", msg) from None
 
 
 @contextlib.contextmanager

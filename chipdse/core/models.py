@@ -7,6 +7,7 @@ The parameter count summed over the blocks is checked against the published tota
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from dataclasses import dataclass
@@ -16,7 +17,8 @@ from typing import Any, Literal
 
 from numpy.typing import ArrayLike
 
-from chipdse.core.errors import SpecError
+from chipdse.core.errors import SpecError, shorten
+from chipdse.core.io import input_kind_error, read_input_text
 from chipdse.core.paths import instances_dir
 
 BlockKind = Literal["embedding", "attention", "mamba1", "mamba2", "mlp", "moe", "head"]
@@ -42,8 +44,25 @@ CARD_SIZES = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_ke
 """Card fields that are sizes: whole numbers 1..MAX_CARD_DIM where present (null = not used by the model)."""
 CARD_COUNTS = ("num_shared_experts", "num_nextn_predict_layers", "first_k_dense_replace")
 """Card fields that are counts: whole numbers 0..MAX_CARD_DIM where present."""
-CARD_TOTALS = ("published_params_total", "published_params_total_exact", "published_params_active")
+CARD_TOTALS = ("published_params_total", "published_params_total_exact", "published_params_active",
+               "computed_params_total", "computed_params_active")
 """Card fields that are parameter totals: finite numbers > 0 where present."""
+CARD_FIELDS = frozenset((
+    *CARD_SIZES, *CARD_COUNTS, *CARD_TOTALS, "name", "architecture_family", "hf_model_type", "hf_repo",
+    "tie_word_embeddings", "torch_dtype", "norm_type", "norm_eps", "activation", "layer_mixer", "layer_ffn",
+    "layer_counts", "attention_layer_indices", "ssm_layer_indices", "moe_layer_indices", "dense_mlp_layer_indices",
+    "layer_pattern_native", "attention_type", "position_embedding", "rope_theta", "mlp_gated", "moe_router_scoring",
+    "routed_scaling_factor", "moe_topk_groups", "ssm_variant", "extra", "inferred_not_verified",
+    "published_params_note", "computed_params_total", "computed_params_active", "computed_params_active_definition",
+    "computed_params_formula", "computed_params_breakdown", "computed_vs_published_total", "source",
+    "uncertain_fields", "notes"))
+"""Every field a card may hold (the schema of ``instances/models/SOURCE.md``); model-specific settings go under
+``extra``. Any other field is refused: a misspelt size would otherwise be silently ignored."""
+CARD_DTYPES = {"bfloat16": 2, "float16": 2, "float32": 4}
+"""Weight data types a card may give (``torch_dtype``), bytes per value; null reads as bfloat16."""
+PARAMS_TOLERANCE = 0.01
+"""Largest relative gap between a card's ``computed_params_total`` and the parameters its layer lists and sizes
+give (every bundled card agrees within 0.1%): a larger gap means the card contradicts itself."""
 
 
 @dataclass(frozen=True)
@@ -390,7 +409,7 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
     blocks (attention on a 2H input, gated MLP) are stored once and re-read by every hybrid layer that uses them
     (``Block.shared_params``); each hybrid layer adds its own LoRA adapter and H x H linear.
     """
-    dt = 2 if str(card.get("torch_dtype") or "bfloat16") in ("bfloat16", "float16") else 4
+    dt = CARD_DTYPES[card.get("torch_dtype") or "bfloat16"]
     h = _get(card, "hidden_size", source)
     if card.get("num_nextn_predict_layers"):
         raise SpecError(source, "num_nextn_predict_layers", "no multi-token-prediction module: the serving model "
@@ -416,11 +435,11 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
     hybrid = 0  # Zamba2 hybrid layers seen so far; they use shared blocks A, B, A, B, ...
     for i, (mixer, ffn) in enumerate(zip(mixers, ffns, strict=True)):
         if mixer not in SUPPORTED_MIXERS:
-            raise SpecError(source, f"layer_mixer[{i}]", f"one of {sorted(SUPPORTED_MIXERS)}, got {mixer!r}")
+            raise SpecError(source, f"layer_mixer[{i}]", f"one of {sorted(SUPPORTED_MIXERS)}, got {shorten(mixer)}")
         if ffn not in SUPPORTED_FFNS:
-            raise SpecError(source, f"layer_ffn[{i}]", f"one of {sorted(SUPPORTED_FFNS)}, got {ffn!r}")
+            raise SpecError(source, f"layer_ffn[{i}]", f"one of {sorted(SUPPORTED_FFNS)}, got {shorten(ffn)}")
         if (ffn == "shared_mlp") != (mixer == "mamba2+shared_attention"):
-            msg = f"'shared_mlp' exactly on 'mamba2+shared_attention' layers, got {mixer!r} with {ffn!r}"
+            msg = f"'shared_mlp' exactly on 'mamba2+shared_attention' layers, got {shorten(mixer)} with {shorten(ffn)}"
             raise SpecError(source, f"layer_ffn[{i}]", msg)
         if mixer == "attention":
             group = "attention"
@@ -476,11 +495,12 @@ def find_card(ref: str | Path) -> Path:
     path = Path(ref)
     if path.suffix != ".json":
         path = instances_dir() / "models" / f"{ref}.json"
-        if not path.exists():
-            msg = f"one of {available_models()}, got {str(ref)!r}"
+        if input_kind_error(path) is not None:
+            msg = f"one of {available_models()}, got {shorten(str(ref))}"
             raise SpecError("model", "name", msg)
-    if not path.is_file():
-        raise SpecError(str(path), "", "file not found")
+    problem = input_kind_error(path)
+    if problem is not None:
+        raise SpecError(str(path), "", problem)
     return path
 
 
@@ -489,7 +509,10 @@ def check_card(card: dict[str, Any], source: str) -> None:
 
     Sizes (:data:`CARD_SIZES`) are whole numbers 1..:data:`MAX_CARD_DIM`, counts (:data:`CARD_COUNTS`) 0..that,
     totals (:data:`CARD_TOTALS`) finite and positive; ``layer_mixer`` and ``layer_ffn`` are lists of names and
-    ``num_hidden_layers`` equals their length (every layer is in the list the blocks are built from).
+    ``num_hidden_layers`` equals their length (every layer is in the list the blocks are built from); every field
+    is one of :data:`CARD_FIELDS`; ``torch_dtype`` is one of :data:`CARD_DTYPES`; head and expert counts are
+    possible (KV heads divide the attention heads, Mamba heads x head dim = ``ssm_d_inner``, top-k <= experts);
+    the derived layer fields (``layer_counts``, ``*_layer_indices``) agree with ``layer_mixer`` / ``layer_ffn``.
 
     Raises
     ------
@@ -501,20 +524,95 @@ def check_card(card: dict[str, Any], source: str) -> None:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or not low <= value <= MAX_CARD_DIM):
             raise SpecError(source, key, f"a whole number {low}..{MAX_CARD_DIM} (a size of the model; null where "
-                            f"the model has none), got {value!r}")
+                            f"the model has none), got {shorten(value)}")
     for key in CARD_TOTALS:
         value = card.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                   or not math.isfinite(value) or value <= 0):
-            raise SpecError(source, key, f"a finite parameter count > 0, got {value!r}")
+            raise SpecError(source, key, f"a finite parameter count > 0, got {shorten(value)}")
     for key in ("layer_mixer", "layer_ffn"):
         value = card.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
-            raise SpecError(source, key, f"a list of layer type names, one per layer, got {value!r}")
+            raise SpecError(source, key, f"a list of layer type names, one per layer, got {shorten(value)}")
     layers, mixers = card.get("num_hidden_layers"), card.get("layer_mixer")
     if layers is not None and mixers is not None and layers != len(mixers):
         raise SpecError(source, "num_hidden_layers", f"the number of entries of layer_mixer ({len(mixers)}; the "
                         f"blocks are built from that list), got {layers}")
+    unknown = sorted(set(card) - CARD_FIELDS)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], CARD_FIELDS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise SpecError(source, unknown[0][:60], f"a card field of instances/models/SOURCE.md (model-specific "
+                        f"settings go under 'extra'), got this unknown field{hint}")
+    if card.get("extra") is not None and not isinstance(card["extra"], dict):
+        raise SpecError(source, "extra", f"a JSON object of model-specific settings, got {shorten(card['extra'])}")
+    dtype = card.get("torch_dtype")
+    if dtype is not None and dtype not in CARD_DTYPES:
+        raise SpecError(source, "torch_dtype", f"one of {sorted(CARD_DTYPES)} (null reads as bfloat16), got "
+                        f"{shorten(dtype)}")
+    for field, expected in _impossible_sizes(card):
+        raise SpecError(source, field, expected)
+    for field, want in _derived_layer_fields(card).items():
+        if card.get(field) is not None and card[field] != want:
+            raise SpecError(source, field, f"{shorten(want)} as layer_mixer / layer_ffn give (a derived field; "
+                            f"correct or remove it), got {shorten(card[field])}")
+
+
+def _impossible_sizes(card: dict[str, Any]) -> list[tuple[str, str]]:
+    """Head and expert counts no model can have, as (field, what was expected); the checks use only sizes the
+    card gives (some real models have heads x head_dim != hidden_size, e.g. Qwen3, so that is not one)."""
+    h, nh, kv, hd = (card.get(k) for k in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim"))
+    out = []
+    if nh and kv and (kv > nh or nh % kv):
+        out.append(("num_key_value_heads", f"a divisor of num_attention_heads ({nh}; each KV head serves a whole "
+                    f"group of query heads), got {kv}"))
+    if h and nh and not hd and h % nh:
+        out.append(("num_attention_heads", f"a divisor of hidden_size ({h}) when the card gives no head_dim "
+                    f"(head_dim = hidden_size / heads), got {nh}"))
+    d_in, mh, mhd = (card.get(k) for k in ("ssm_d_inner", "mamba_num_heads", "mamba_head_dim"))
+    if d_in and mh and mhd and mh * mhd != d_in:
+        out.append(("mamba_num_heads", f"ssm_d_inner / mamba_head_dim = {d_in} / {mhd} = {d_in / mhd:g} heads "
+                    f"(the Mamba-2 heads split the inner width), got {mh}"))
+    elif d_in and mh and not mhd and d_in % mh:
+        out.append(("mamba_num_heads", f"a divisor of ssm_d_inner ({d_in}), got {mh}"))
+    e, k = card.get("num_experts"), card.get("num_experts_per_tok")
+    if e and k and k > e:
+        out.append(("num_experts_per_tok", f"at most num_experts ({e}; a token is routed to distinct experts), "
+                    f"got {k}"))
+    return out
+
+
+def _derived_layer_fields(card: dict[str, Any]) -> dict[str, Any]:
+    """The card's derived layer fields (SOURCE.md) as its ``layer_mixer`` and ``layer_ffn`` give them: the layers
+    holding a KV cache (attention or MLA mixers), SSM state, MoE and dense MLPs, and the count of each type."""
+    mixers, ffns = card.get("layer_mixer"), card.get("layer_ffn")
+    if mixers is None or ffns is None:
+        return {}
+    counts = {f"mixer:{m}": mixers.count(m) for m in dict.fromkeys(mixers)}
+    counts |= {f"ffn:{f}": ffns.count(f) for f in dict.fromkeys(ffns)}
+    return {
+        "attention_layer_indices": [i for i, m in enumerate(mixers) if "attention" in m or m == "mla"],
+        "ssm_layer_indices": [i for i, m in enumerate(mixers) if "mamba" in m],
+        "moe_layer_indices": [i for i, f in enumerate(ffns) if f == "moe"],
+        "dense_mlp_layer_indices": [i for i, f in enumerate(ffns) if f in ("mlp", "shared_mlp")],
+        "layer_counts": counts,
+    }
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` object hook: a key given twice in one object raises (``json`` keeps the last silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def read_card(ref: str | Path) -> tuple[dict[str, Any], Path]:
@@ -530,14 +628,21 @@ def read_card(ref: str | Path) -> tuple[dict[str, Any], Path]:
     Raises
     ------
     SpecError
-        One line: an unknown key (source ``model``, field ``name``, listing the bundled keys), a missing file or
-        invalid JSON, or a bad number or layer list (:func:`check_card`; source: the card's path).
+        One line: an unknown key (source ``model``, field ``name``, listing the bundled keys), a file that cannot be
+        read (:func:`~chipdse.core.io.read_input_text`), invalid JSON or a key given twice, or a field that is
+        unknown, out of range or contradicts another (:func:`check_card`; source: the card's path).
     """
     path = find_card(ref)
+    text = read_input_text(path, "JSON")
     try:
-        card = json.loads(path.read_text())
+        card = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise SpecError(str(path), str(exc.key)[:60], f"each key once in a JSON object; {shorten(exc.key)} is "
+                        "given twice") from None
     except json.JSONDecodeError as exc:
         raise SpecError(str(path), "", f"valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise SpecError(str(path), "", "JSON nested at most a few hundred levels deep") from None
     if not isinstance(card, dict):
         raise SpecError(str(path), "", f"a JSON object of card fields, got {type(card).__name__}")
     check_card(card, str(path))
@@ -553,4 +658,10 @@ def load_model(name_or_path: str | Path) -> ModelDescriptor:
         Unknown model name (the message lists the bundled ones), unreadable or malformed card.
     """
     card, path = read_card(name_or_path)
-    return build_descriptor(card, path.stem, str(path))
+    model = build_descriptor(card, path.stem, str(path))
+    recount = card.get("computed_params_total")
+    if recount is not None and abs(model.total_params / recount - 1) > PARAMS_TOLERANCE:
+        msg = (f"within {PARAMS_TOLERANCE:.0%} of the {model.total_params:,} parameters the card's layer lists and "
+               f"sizes give (an independent recount; correct or remove it after changing a size), got {recount:,}")
+        raise SpecError(str(path), "computed_params_total", msg)
+    return model

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from chipdse.core.errors import SpecError
-from chipdse.core.models import ModelDescriptor, find_card, load_model
+from chipdse.core.models import ModelDescriptor, find_card, load_model, read_card
 from chipdse.core.paths import instances_dir
 from chipdse.core.specs import (
     MAX_DESIGN_POINTS,
@@ -100,7 +100,9 @@ def load(path: Path | None = None) -> AnyScenario:
     The file is validated through one pydantic union discriminated by ``kind`` (``hydra`` when absent; see
     :data:`chipdse.core.specs.ScenarioSpec`); a HYDRA scenario then has its package, library, model, workload and
     traces resolved (:class:`LoadedScenario`), a SNAKE or NOVA scenario its model cards found
-    (:class:`StudyScenario`; whether the study's evaluator supports each card is the study's check).
+    (:class:`StudyScenario`; every card read and checked by :func:`~chipdse.core.models.read_card`, card paths
+    resolved against the scenario's folder; whether the study's evaluator supports each card is the study's
+    check).
 
     Raises
     ------
@@ -118,7 +120,31 @@ def load(path: Path | None = None) -> AnyScenario:
                                      if ref.endswith(".json") else ref)
         except SpecError as exc:
             raise SpecError(str(path), where, exc.expected) from None
-    return StudyScenario(path, spec, file_sha256(path), files)
+        read_card(files[where])  # read and checked now: an error names the card file and its field
+    resolved = {ref: str(files[where].resolve()) for where, ref in spec.card_refs() if ref.endswith(".json")}
+    return StudyScenario(path, _with_card_paths(spec, resolved), file_sha256(path), files)
+
+
+def _with_card_paths(spec: SnakeScenario | NovaScenario, resolved: dict[str, str]
+                     ) -> SnakeScenario | NovaScenario:
+    """``spec`` with every card path among its model references replaced by the absolute path it resolved to
+    (relative to the scenario's folder first, as HYDRA's ``model:``), so the studies read the same files from
+    any working folder; bundled keys stay as they are."""
+    if not resolved:
+        return spec
+
+    def fix(refs: list[str]) -> list[str]:
+        return [resolved.get(r, r) for r in refs]
+
+    if isinstance(spec, NovaScenario):
+        gpus = {resolved.get(k, k): v for k, v in spec.gpus.items()}
+        return spec.model_copy(update={"models": fix(spec.models), "gpus": gpus})
+    serving = spec.serving.model_copy(update={"models": None if spec.serving.models is None else
+                                              fix(spec.serving.models)})
+    area = spec.area_split.model_copy(update={"model": resolved.get(spec.area_split.model,
+                                                                    spec.area_split.model)})
+    return spec.model_copy(update={"models": fix(spec.models), "mode_models": fix(spec.mode_models),
+                                   "serving": serving, "area_split": area})
 
 
 def load_scenario(path: Path | None = None) -> LoadedScenario:

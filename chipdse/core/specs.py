@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -28,7 +31,8 @@ from pydantic import (
     model_validator,
 )
 
-from chipdse.core.errors import SpecError
+from chipdse.core.errors import MAX_SHOWN_CHARS, SpecError, shorten
+from chipdse.core.io import read_input_text
 from chipdse.core.paths import instances_dir
 
 T = TypeVar("T", bound=BaseModel)
@@ -77,8 +81,47 @@ def check_requests(rate_rps: float, duration_s: float, field: str) -> None:
         raise ValueError(msg)
 
 
+UNIQUE: dict[str, Any] = {"unique": True}
+"""``json_schema_extra`` of a list field whose entries must all differ (checked by :func:`spec_problems`)."""
+UNIQUE_NAMES: dict[str, Any] = {"unique_by": "name"}
+"""``json_schema_extra`` of a list of specs whose ``name`` fields must all differ."""
+
+MAX_NAME_CHARS = 100
+"""Longest scenario name: it becomes an output folder name (``reports/out/<name>``)."""
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+
+
+def _folder_name(name: str) -> str:
+    if len(name) > MAX_NAME_CHARS or not _SAFE_NAME.fullmatch(name):
+        msg = (f"a safe folder name: letters, digits, '.', '-' and '_', not starting with a dot, 1..{MAX_NAME_CHARS} "
+               "characters (it names the output folder reports/out/<name>, so no '/', no spaces and no leading dot)")
+        raise ValueError(msg)
+    return name
+
+
+FolderName = Annotated[str, AfterValidator(_folder_name)]
+"""A scenario name: a safe file name, since it becomes the output folder ``reports/out/<name>``."""
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """YAML's ``true`` / ``false`` are never numbers (pydantic would read ``true`` as 1)."""
+        annotation = cls.model_fields[info.field_name].annotation if info.field_name else None
+        if not _numeric(annotation) or _model_in(annotation) is not None:
+            return value  # a flag or a name (pydantic's own check), or a nested spec that checks its own fields
+        inner = (value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ())
+        if isinstance(value, bool) or any(isinstance(v, bool) for v in inner):
+            msg = "a number, not true / false (YAML reads those as booleans)"
+            raise ValueError(msg)
+        return value
+
+    def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Contradictions between this spec's fields, as (field path, what was expected); none by default."""
+        return []
 
 
 class BatcherKind(StrEnum):
@@ -162,7 +205,8 @@ class ChipletLibrary(_Spec):
     """Compute chiplet types plus the memory stack and the PHY model."""
 
     name: str
-    compute: list[ComputeChiplet] = Field(min_length=1, max_length=MAX_LIST)
+    compute: list[ComputeChiplet] = Field(min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE_NAMES,
+                                          description="Compute chiplet types, each name once.")
     memory: MemoryChiplet
     phy: D2DPhy = D2DPhy()
 
@@ -217,10 +261,12 @@ class Workload(_Spec):
                               "to the workload file, or to instances/traces).")
     lengths: dict[str, float] | None = Field(None, description="Parametric lengths: lognormal with keys "
                                              "prefill_median, prefill_sigma, decode_median, decode_sigma.")
-    arrival: Literal["poisson", "gamma", "replay"] = "poisson"
+    arrival: Literal["poisson", "gamma", "replay"] = Field("poisson", description="Arrival process: poisson, gamma "
+                                                           "(with gamma_cv) or replay (the trace's arrived_at "
+                                                           "timestamps; the trace must have that column).")
     arrival_rate_rps: float = Field(gt=0, le=1e6, description="Offered load, requests per second (at most 1e6).")
     gamma_cv: float = Field(1.0, gt=0, le=100, description="Coefficient of variation of Gamma inter-arrivals "
-                            "(at most 100).")
+                            "(at most 100); read only with arrival: gamma.")
     duration_s: float = Field(100.0, gt=0, le=1e6, description="Workload time simulated per configuration, s "
                               "(arrival_rate_rps x duration_s at most 10,000,000 requests).")
     source: str = ""
@@ -231,6 +277,13 @@ class Workload(_Spec):
         if "arrival_rate_rps" in info.data:
             check_requests(info.data["arrival_rate_rps"], duration_s, "arrival_rate_rps x duration_s")
         return duration_s
+
+    def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """``gamma_cv`` given with an arrival process that does not read it."""
+        if "gamma_cv" in self.model_fields_set and self.arrival != "gamma":
+            return [(("gamma_cv",), f"no gamma_cv with arrival: {self.arrival} (it is read only with arrival: "
+                     "gamma); remove it or set arrival: gamma")]
+        return []
 
     @model_validator(mode="after")
     def _one_length_source(self) -> Workload:
@@ -249,13 +302,13 @@ class DesignSpace(_Spec):
     hbm_max: int = Field(16, ge=1, le=256, description="Most HBM stacks (at most 256).")
     min_per_type: int = Field(1, ge=0, le=256, description="Minimum count of each compute type of the model.")
     d2d_GBps: list[Annotated[float, Field(ge=1, le=100_000)]] = Field(
-        [256, 384, 512, 640], min_length=1, max_length=MAX_LIST,
+        [256, 384, 512, 640], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
         description="Per-link D2D bandwidths, GB/s (each 1..100,000, far beyond any D2D PHY; at most "
-        "64 values, each multiplies the design points).")
+        "64 values, each once: each multiplies the design points).")
     max_batch: list[Annotated[int, Field(ge=1, le=MAX_BATCH)]] = Field(
-        [2, 4, 8, 16, 32, 64], min_length=1, max_length=MAX_LIST,
+        [2, 4, 8, 16, 32, 64], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
         description="Max batch sizes, requests (each 1..4096: the simulator allocates per-request state for a "
-        "whole batch; at most 64 values, each multiplies the design points).")
+        "whole batch; at most 64 values, each once: each multiplies the design points).")
 
     @model_validator(mode="after")
     def _check(self) -> DesignSpace:
@@ -306,17 +359,24 @@ class SimulationSettings(_Spec):
                                   "run's window, s (at most 3600).")
     load: float = Field(0.9, gt=0, le=10, description="Offered load of the ablation / scheduler runs, as a fraction of "
                         "the design's estimated capacity on each dataset (at most 10).")
-    datasets: list[str] = Field(default_factory=list, max_length=MAX_LIST, description=(
+    datasets: list[str] = Field(default_factory=list, max_length=MAX_LIST, json_schema_extra=UNIQUE, description=(
         "Workload YAMLs of the ablation / scheduler comparison (relative to the scenario or instances/workloads); "
         "empty = the scenario's workload only; at most 64."))
     workers: int = Field(2, ge=1, le=256, description="Worker processes for the simulations (1 = in-process; at "
                          "most 256).")
 
+    def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """``duration_s`` above the ``max_duration_s`` cap on every run's window."""
+        if self.duration_s > self.max_duration_s:
+            return [(("duration_s",), f"at most max_duration_s ({self.max_duration_s:g} s, the cap on every run's "
+                     f"window), got {self.duration_s:g}")]
+        return []
+
 
 class SweepSettings(_Spec):
     """Settings of ``chipdse sweep`` (chipdse/studies/sweep.py): the workloads screened and the simulation stage."""
 
-    workloads: list[str] = Field(default_factory=list, max_length=MAX_LIST, description=(
+    workloads: list[str] = Field(default_factory=list, max_length=MAX_LIST, json_schema_extra=UNIQUE, description=(
         "Workload YAMLs to sweep (relative to the scenario or instances/workloads); empty = the scenario's workload "
         "only; at most 64."))
     simulate: int = Field(0, ge=0, le=MAX_LIST, description=(
@@ -342,7 +402,7 @@ class Scenario(_Spec):
 
     kind: Literal["hydra"] = Field("hydra", description="The HYDRA chiplet DSE (the SNAKE and NOVA studies have "
                                    "their own scenario kinds).")
-    name: str
+    name: FolderName = Field(description="Scenario name; the output folder reports/out/<name>.")
     model: str = Field(description="Bundled model key (instances/models) or path to a card JSON.")
     library: str = Field(description="Path to a chiplet library YAML (relative to the scenario or instances/).")
     package: str = Field(description="Path to a package YAML.")
@@ -427,7 +487,8 @@ class AreaSplitSpec(_Spec):
 class ServingSpec(_Spec):
     """The serving-latency page (SNAKE Sec. 6.4, Fig. 10): GPU prefill, continuous decode on the NMP."""
 
-    models: list[str] | None = Field(None, description="Models to serve (default: mode_models).")
+    models: list[str] | None = Field(None, json_schema_extra=UNIQUE, description="Models to serve (default: "
+                                     "mode_models).")
     l_in: Tokens = Field(8192, description="Prompt tokens per request (1..10,000,000).")
     l_out: Tokens = Field(1024, description="Output tokens per request (1..10,000,000).")
     max_batch: Batch = Field(64, description="Decode batch, requests (1..4096).")
@@ -443,15 +504,15 @@ class SnakeScenario(_Spec):
     """A SNAKE study scenario (``kind: snake``)."""
 
     kind: Literal["snake"]
-    name: str
+    name: FolderName = Field(description="Scenario name; the output folder reports/out/<name>.")
     template: TemplateSpec = TemplateSpec()
-    models: list[str] = Field(min_length=1, max_length=MAX_LIST, description="Model cards (instances/models) of "
-                              "SNAKE Table 1.")
-    batches: list[Batch] = Field([8, 16, 32, 64], min_length=1, max_length=MAX_LIST, description="Batches, "
-                                 "requests (each 1..4096).")
+    models: list[str] = Field(min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="Model "
+                              "cards (bundled keys, or card paths relative to the scenario) of SNAKE Table 1.")
+    batches: list[Batch] = Field([8, 16, 32, 64], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                 description="Batches, requests (each 1..4096).")
     tp: PositiveInt = Field(8, le=1024, description="Tensor-parallel NMP stacks (at most 1024).")
-    mode_models: list[str] = Field(["llama-3-70b", "qwen3-30b-a3b"], description="Models of the mode pages "
-                                   "(SNAKE Figs. 13-14: one dense, one MoE).")
+    mode_models: list[str] = Field(["llama-3-70b", "qwen3-30b-a3b"], json_schema_extra=UNIQUE, description=(
+        "Models of the mode pages (SNAKE Figs. 13-14: one dense, one MoE), each one of models."))
     shape_set: ShapeSetSpec = ShapeSetSpec()
     area_split: AreaSplitSpec = AreaSplitSpec()
     serving: ServingSpec = ServingSpec()
@@ -459,6 +520,11 @@ class SnakeScenario(_Spec):
                                   "most 86,400).")
     time_limit_s: TimeLimit | None = Field(None, description="Wall-clock cap per exact solve, s (default 10 x "
                                            "work_limit + 30 s; at most 86,400).")
+
+    def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A mode model that is not among ``models`` (the mode pages reuse the speedup runs of ``models``)."""
+        return [(("mode_models", i), f"one of models {shorten(self.models)} (the mode pages reuse their runs), got "
+                 f"{shorten(m)}") for i, m in enumerate(self.mode_models) if m not in self.models][:1]
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""
@@ -486,7 +552,8 @@ class NovaSystemSpec(_Spec):
     sync_us: float = Field(2.0, ge=0, le=1e6, description="One GPU <-> NMP synchronization with its hand-off, us "
                            "(at most 1e6).")
     allreduce_us: float = Field(5.0, ge=0, le=1e6, description=(
-        "Tensor-parallel all-reduce per layer with several GPUs, us (at most 1e6)."))
+        "Tensor-parallel all-reduce per layer with several GPUs, us (at most 1e6); used only for models given "
+        "more than one GPU in gpus."))
     in_die_TFLOPS: PositiveFloat = Field(4.0, le=1e4, description=(
         "AttAcc / PIMBA in-die compute per cube (16 GEMV units per bank against Tier-1's 128: 32 / 8 TFLOPS; at "
         "most 1e4)."))
@@ -498,7 +565,8 @@ class ExpertTableSpec(_Spec):
     """The expert-split comparison (NOVA Fig. 16): routing kinds x expert counts."""
 
     batch: Batch = Field(64, description="Batch, requests (1..4096).")
-    top_k: PositiveInt = Field(8, le=1024, description="Experts per token (at most 1024).")
+    top_k: PositiveInt = Field(8, le=1024, description="Experts per token (at most 1024 and at most every expert "
+                               "count).")
     experts: list[Annotated[int, Field(ge=1, le=65_536)]] = Field([16, 128, 512], min_length=1, max_length=MAX_LIST,
                                                                   description="Expert counts (each 1..65,536).")
     routing: list[Literal["uniform", "zipf", "concentrated"]] = ["uniform", "zipf", "concentrated"]
@@ -506,18 +574,26 @@ class ExpertTableSpec(_Spec):
                                         "bytes (at most 1e12).")
     seed: Seed = 42
 
+    def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """``top_k`` above an expert count: a token cannot be routed to more experts than exist."""
+        if self.top_k > min(self.experts):
+            return [(("top_k",), f"at most the smallest expert count in experts ({min(self.experts)}; a token "
+                     f"cannot be routed to more experts than exist), got {self.top_k}")]
+        return []
+
 
 class NovaScenario(_Spec):
     """A NOVA study scenario (``kind: nova``)."""
 
     kind: Literal["nova"]
-    name: str
-    models: list[str] = Field(min_length=1, max_length=MAX_LIST, description="Model cards (instances/models), NOVA "
-                              "Table II.")
-    batches: list[Batch] = Field([32, 64], min_length=1, max_length=MAX_LIST, description="Batches, requests (each "
-                                 "1..4096).")
+    name: FolderName = Field(description="Scenario name; the output folder reports/out/<name>.")
+    models: list[str] = Field(min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="Model "
+                              "cards (bundled keys, or card paths relative to the scenario), NOVA Table II.")
+    batches: list[Batch] = Field([32, 64], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                 description="Batches, requests (each 1..4096).")
     lengths: list[tuple[Tokens, Tokens]] = Field([(2048, 512), (4096, 1024), (8192, 2048)], min_length=1,
-                                                 max_length=MAX_LIST, description="(input, output) tokens per "
+                                                 max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                                 description="(input, output) tokens per "
                                                  "request (each 1..10,000,000).")
     gpus: dict[str, Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=dict, description=(
         "GPUs (each with five cubes) per model that needs more than one; NOVA runs Nemotron3-Super on two H100s; "
@@ -554,23 +630,66 @@ ScenarioSpec = Annotated[
 _SCENARIO_SPEC: TypeAdapter[Scenario | SnakeScenario | NovaScenario] = TypeAdapter(ScenarioSpec)
 
 
+def spec_problems(spec: BaseModel, loc: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Every problem pydantic's per-field checks cannot see, in field order: a repeated entry of a list marked
+    :data:`UNIQUE` (or a repeated ``name`` in one marked :data:`UNIQUE_NAMES`), and each spec's
+    :meth:`_Spec.cross_problems`, recursively.
+
+    Yields
+    ------
+    (tuple, str)
+        The field path (e.g. ``("design_space", "d2d_GBps", 2)``) and what was expected, e.g.
+        ``each value once; 256.0 repeats [0]``.
+    """
+    for name, info in type(spec).model_fields.items():
+        value = getattr(spec, name)
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        if isinstance(value, list) and (extra.get("unique") or extra.get("unique_by")):
+            by = extra.get("unique_by")
+            first: dict[Any, int] = {}
+            for j, v in enumerate(value):
+                key = getattr(v, str(by)) if by else v
+                if key in first:
+                    yield (*loc, name, j, *((str(by),) if by else ())), (f"each value once; {shorten(key)} repeats "
+                                                                          f"[{first[key]}]")
+                first.setdefault(key, j)
+        if isinstance(value, BaseModel):
+            yield from spec_problems(value, (*loc, name))
+        elif isinstance(value, list):
+            for j, v in enumerate(value):
+                if isinstance(v, BaseModel):
+                    yield from spec_problems(v, (*loc, name, j))
+    if isinstance(spec, _Spec):
+        for where, msg in spec.cross_problems():
+            yield (*loc, *where), msg
+
+
+def _checked(spec: T, source: str) -> T:
+    """``spec`` when :func:`spec_problems` finds nothing, else the first problem as a :class:`SpecError`."""
+    for where, msg in spec_problems(spec):
+        raise SpecError(source, format_field(where), msg)
+    return spec
+
+
 def parse_scenario_spec(data: dict[str, Any], source: str) -> Scenario | SnakeScenario | NovaScenario:
     """Validate a scenario mapping as the spec of its ``kind``.
 
     Raises
     ------
     SpecError
-        The first validation error, one line naming ``source`` and the field (e.g. ``kind``, ``batches.0``).
+        The first validation error or :func:`spec_problems` problem (a repeated list entry, a contradiction), one
+        line naming ``source`` and the field (e.g. ``kind``, ``batches[0]``).
     """
     try:
-        return _SCENARIO_SPEC.validate_python(data)
+        spec = _SCENARIO_SPEC.validate_python(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         if err["type"] == "scenario_kind":
             got = data.get("kind") if isinstance(data, dict) else data
-            raise SpecError(source, "kind", f"{err['msg']}, got {got!r}") from None
+            raise SpecError(source, "kind", f"{err['msg']}, got {shorten(got)}") from None
         cls = {"hydra": Scenario, "snake": SnakeScenario, "nova": NovaScenario}.get(err["loc"][0])
         raise _spec_error(err, source, err["loc"][1:], cls) from None
+    return _checked(spec, source)
 
 
 def format_field(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -584,6 +703,13 @@ def format_field(loc: tuple[Any, ...] | list[Any]) -> str:
 
 _BOUND_ERRORS = {"less_than", "less_than_equal", "greater_than", "greater_than_equal", "too_long", "too_short",
                  "finite_number"}
+
+
+def _numeric(annotation: Any) -> bool:
+    """Whether a field's annotation holds numbers (``int``, ``float``, lists / tuples / dicts of them)."""
+    if annotation in (int, float):
+        return True
+    return any(_numeric(arg) for arg in get_args(annotation))
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:
@@ -610,21 +736,68 @@ def field_description(cls: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
     return desc
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, stricter: a key given twice in one mapping is an error (PyYAML keeps the last one
+    silently), and anchors / aliases (``&a`` / ``*a``, and so ``<<`` merges) are refused at the first alias, so an
+    alias bomb (aliases of aliases, exponential when expanded) costs nothing. No bundled file uses them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"no anchors or aliases (*{event.anchor}): write the "
+                                              "value out", event.start_mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    if key in seen:
+                        raise _DuplicateKeyError(key, seen[key], line)
+                    seen[key] = line
+                except TypeError:  # an unhashable key: PyYAML's own error says so
+                    continue
+        return super().construct_mapping(node, deep=deep)
+
+
+class _DuplicateKeyError(Exception):
+    """A mapping key given twice (raised by :class:`_StrictLoader`)."""
+
+    def __init__(self, key: Any, first_line: int, line: int) -> None:
+        super().__init__(key)
+        self.key, self.first_line, self.line = key, first_line, line
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Read a YAML mapping, raising :class:`SpecError` naming the file on any problem."""
-    if not path.exists():
-        raise SpecError(str(path), "", "file not found")
-    if path.is_dir():
-        raise SpecError(str(path), "", "expected a YAML file, got a directory")
+    """Read a YAML mapping through :func:`chipdse.core.io.read_input_text` and a strict loader.
+
+    Raises
+    ------
+    SpecError
+        Naming the file: any problem of :func:`~chipdse.core.io.read_input_text` (missing, a directory, not a
+        regular file, too large, unreadable, not UTF-8), invalid YAML (line and column), a key given twice
+        (field: the key), an anchor or alias, or a document that is not a mapping.
+    """
+    text = read_input_text(path, "YAML")
+    loader = _StrictLoader(text)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = loader.get_single_data()
+    except _DuplicateKeyError as exc:
+        msg = (f"each key once in a mapping; {shorten(exc.key)} is given on line {exc.first_line} and again on "
+               f"line {exc.line}")
+        raise SpecError(str(path), str(exc.key)[:MAX_SHOWN_CHARS], msg) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "syntax error"
         raise SpecError(str(path), "", f"invalid YAML{where}: {problem}") from None
-    except (UnicodeDecodeError, OSError) as exc:
-        raise SpecError(str(path), "", f"a readable UTF-8 YAML file ({exc})") from None
+    except RecursionError:
+        raise SpecError(str(path), "", "YAML nested at most a few hundred levels deep") from None
+    finally:
+        loader.dispose()
     if data is None:
         raise SpecError(str(path), "", "the file is empty; expected a YAML mapping of fields")
     if not isinstance(data, dict):
@@ -634,20 +807,31 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def parse_spec(cls: type[T], data: dict[str, Any], source: str) -> T:
-    """Validate ``data`` as ``cls``; the first validation error becomes a one-line :class:`SpecError`."""
+    """Validate ``data`` as ``cls``, then check what field-by-field validation cannot (:func:`spec_problems`).
+
+    Returns
+    -------
+    T
+        The validated spec.
+
+    Raises
+    ------
+    SpecError
+        The first validation error or problem, one line naming ``source`` and the field.
+    """
     try:
-        return cls.model_validate(data)
+        spec = cls.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise _spec_error(err, source, err["loc"], cls) from None
+    return _checked(spec, source)
 
 
 def _spec_error(err: Any, source: str, loc: tuple[Any, ...], cls: type[BaseModel] | None = None) -> SpecError:
     """One pydantic error as a one-line :class:`SpecError` at ``loc``; a range error adds the field's
     description (its units, limit and why) when ``cls`` is the spec validated."""
     value = err.get("input")
-    got = repr(value)
-    shown = "" if isinstance(value, dict) else f" (got {got if len(got) <= 80 else got[:76] + ' ...'})"
+    shown = "" if isinstance(value, dict) else f" (got {shorten(value)})"
     text = str(err["msg"]).removeprefix("Value error, ")
     why = field_description(cls, loc) if err["type"] in _BOUND_ERRORS else ""
     return SpecError(source, format_field(loc), f"{text}{shown}" + (f"; {why}" if why else ""))
@@ -659,18 +843,29 @@ def resolve(ref: str, base: Path, kind: str, referrer: str = "", field: str = ""
     Raises
     ------
     SpecError
-        When no candidate exists; names the referring file and field when given.
+        When no candidate exists, or the system refuses the path (e.g. a name too long); names the referring file
+        and field when given.
     """
-    for candidate in (base / ref, instances_dir() / kind / ref, instances_dir() / ref):
-        if candidate.exists():
-            return candidate
+    try:
+        for candidate in (base / ref, instances_dir() / kind / ref, instances_dir() / ref):
+            if candidate.exists():
+                return candidate
+    except OSError as exc:  # e.g. ENAMETOOLONG: the system refuses the path itself
+        raise SpecError(referrer or str(base / ref), field, f"a file path the system accepts ({exc.strerror or exc}"
+                        f"), got {shorten(ref)}") from None
     if referrer:
-        raise SpecError(referrer, field, f"file not found: {ref} (looked in {base} and instances/{kind})")
+        raise SpecError(referrer, field, f"file not found: {shorten(ref)} (looked in {base} and instances/{kind})")
     return base / ref
 
 
 def load_spec(cls: type[T], path: Path) -> T:
-    """Load one YAML spec file as ``cls``."""
+    """Load one YAML spec file as ``cls`` (:func:`read_yaml`, then :func:`parse_spec`).
+
+    Raises
+    ------
+    SpecError
+        Naming ``path``: any problem of :func:`read_yaml` or :func:`parse_spec`.
+    """
     return parse_spec(cls, read_yaml(path), str(path))
 
 
