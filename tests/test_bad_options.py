@@ -22,7 +22,6 @@ import yaml
 from chipdse.cli import invoke
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario
-from chipdse.evaluators.nova_system import DESIGNS
 from chipdse.studies import nova
 from chipdse.studies.common import Settings
 from chipdse.studies.store import ResultsStore
@@ -216,21 +215,6 @@ def test_options_still_accepted_where_they_apply(tmp_path: Path, capsys: pytest.
                for p in itertools.permutations(range(4)))
     assert invoke(["solve", "qap", str(tmp_path / "t.dat"), "--solver", "bnb", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["objective"] == best
-
-
-def test_repeated_entries_run_once(tmp_path: Path) -> None:
-    """A NOVA scenario that repeats its batch gives the same runs as one that lists it once (finding 3: it used to
-    crash on the duplicate rows)."""
-    base = {"models": ["falcon-h1-7b"], "gpus": {}, "lengths": [[2048, 512]],
-            "experts": {"batch": 8, "top_k": 2, "experts": [4], "routing": ["uniform"], "seed": 1}}
-    once = nova.run(nova.load(Path(_scenario(tmp_path, "nova-nemotron3-nano.yaml", **base, batches=[32]))))
-    (tmp_path / "twice").mkdir()
-    twice = nova.run(nova.load(Path(_scenario(tmp_path / "twice", "nova-nemotron3-nano.yaml", **base,
-                                                batches=[32, 32]))))
-    cols = ["model", "batch", "l_in", "l_out", "design", "fits"]
-    assert len(once.runs) == len(DESIGNS)  # one model x one batch x one length x every design
-    assert twice.runs[cols].equals(once.runs[cols])
-    assert nova.summary(twice)["per_design"] == nova.summary(once)["per_design"]
 
 
 def test_default_scenario_loads(tmp_path: Path) -> None:

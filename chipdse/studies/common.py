@@ -19,7 +19,7 @@ A result carries what the manifest needs besides its tables: ``scenario`` (with 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,12 +50,6 @@ def check_replay(sc: LoadedScenario) -> None:
         source = f"the trace {wl.trace}" if wl.trace else "parametric lengths"
         raise SpecError(str(sc.workload_path), "arrival", f"'replay' needs request timestamps, but {source} has no "
                         "arrived_at column; use poisson or gamma, or a trace with arrival times")
-
-
-def unique(items: Iterable[Any]) -> list[Any]:
-    """``items`` without repeats, first occurrence kept, in order (a scenario list that repeats an entry is run
-    once: a repeat adds no information and would give two rows the same key)."""
-    return list(dict.fromkeys(items))
 
 
 @dataclass(frozen=True)

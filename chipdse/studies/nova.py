@@ -38,7 +38,7 @@ from chipdse.evaluators.nova_system import (
 from chipdse.formulations.expert_split import ExpertSplitProblem
 from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
-from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record, unique
+from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
 
 KIND = "nova"
 PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698}
@@ -211,10 +211,10 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     solved: dict[ExpertSplitCase, SplitOutcome] = {}
     progress(f"NOVA: decode, E2E and capacity (expert splits: {cfg.limits_text()} each)", 0.0)
     with stages.stage("systems_s"):
-        for key in unique(spec.models):
+        for key in spec.models:
             model = load_nova_model(key)
             system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
-            for b in unique(spec.batches):
+            for b in spec.batches:
                 splits: dict[ExpertSplitCase, float] = {}
                 for d in designs:
                     cases = expert_split_cases(model, d, b, system)
@@ -225,7 +225,7 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
                         split_rows.append({"model": key, "batch": b, "design": d.name, "experts": len(c.tokens),
                                            "requested": c.method, "used": o.method, "makespan_s": o.makespan_s,
                                            "note": o.note, "solution": o.solution})
-                for l_in, l_out in unique(tuple(x) for x in spec.lengths):
+                for l_in, l_out in spec.lengths:
                     for d in designs:
                         r = e2e(model, d, b, l_in, l_out, system, splits)
                         runs.append({"model": key, "gpus": system.gpus, "batch": b, "l_in": l_in, "l_out": l_out,
@@ -243,7 +243,7 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     with stages.stage("expert_split_s"):
         experts, expert_sols = expert_table(spec, cfg)
     sizes = [{"model": k, "params": (m := load_nova_model(k)).total_params, "published": m.published_params}
-             for k in unique(spec.models)]
+             for k in spec.models]
     if runs and not any(r["fits"] for r in runs):
         raise SpecError(str(sc.path), "lengths", nothing_fits(spec, cap))
     return NovaStudy(sc, cfg, pd.DataFrame(runs), pd.DataFrame(cap), pd.DataFrame(mem), experts, expert_sols,

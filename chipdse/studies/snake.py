@@ -34,7 +34,7 @@ from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import area_split_problem, shape_set_problem
 from chipdse.solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
-from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record, unique
+from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
 
 PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00}
 """SNAKE Sec. 6.3: average decode speedup of SNAKE over each baseline across the five models."""
@@ -138,9 +138,9 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     sp, modes, slow, shapes = [], [], [], []
     progress("SNAKE: decode speedups and modes", 0.0)
     with stages.stage("decode_s"):
-        for m in unique(spec.models):
+        for m in spec.models:
             card = load_card(m)
-            for b in unique(spec.batches):
+            for b in spec.batches:
                 ops = decode_gemms(card, b, spec.tp)
                 ours = decode_step_s(ops, SNAKE, t)
                 for d, x in design_speedups(ops, t).items():
@@ -196,7 +196,7 @@ def serving_table(spec: SnakeScenario) -> pd.DataFrame:
     """Mean E2E and TBT per model, design and arrival rate (SNAKE Fig. 10), by event simulation."""
     sv, t = spec.serving, nmp_template(spec.template)
     rows = []
-    for m in unique(sv.models or spec.mode_models):
+    for m in sv.models or spec.mode_models:
         card = load_card(m)
         pre = prefill_s(card, sv.l_in, spec.tp, sv.gpu_efficiency)
         tables = {d.name: step_table_s(card, d, t, sv.max_batch, sv.l_in + sv.l_out / 2, spec.tp)
