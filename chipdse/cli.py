@@ -147,7 +147,7 @@ def _point_option(problem: str, point: str | None) -> str:
 def _check_finalist(point: str) -> None:
     """``--point`` of compare / solve names a finalist: b-star or m-t (ValueError otherwise)."""
     if point not in FINALIST_POINTS:
-        msg = f"--point must be one of {list(FINALIST_POINTS)}, got {point!r}"
+        msg = f"--point: must be one of {list(FINALIST_POINTS)}, got {point!r}"
         raise ValueError(msg)
 
 
@@ -376,7 +376,7 @@ def _problem_instance(problem: str, path: Path | None, point: str, time_limit: f
     loaded = load(path)
     kind = loaded.spec.kind
     if kind != record.scenario_kind:
-        msg = f"{problem} needs a kind: {record.scenario_kind} scenario; {loaded.path} is kind: {kind}"
+        msg = f"{loaded.path}: kind: {problem} needs a kind: {record.scenario_kind} scenario, this one is kind: {kind}"
         raise ValueError(msg)
     if isinstance(loaded, LoadedScenario):
         sc, seed = loaded, loaded.spec.seed
@@ -489,7 +489,7 @@ def solve(
     """
     try:
         if problem != "qap" and problem not in PROBLEMS:
-            msg = f"PROBLEM must be one of {['qap', *PROBLEMS]}, got {problem!r}"
+            msg = f"PROBLEM: must be one of {['qap', *PROBLEMS]}, got {problem!r}"
             raise ValueError(msg)
         if problem == "qap":
             if path is None:
@@ -714,6 +714,9 @@ def simulate(
     if best and point is not None:
         _fail("choose at most one of --point and --best")
     try:
+        if scheduler not in SCHEDULER_NAMES:
+            msg = f"--scheduler: must be one of {list(SCHEDULER_NAMES)}, got {scheduler!r}"
+            raise ValueError(msg)
         sc = load_scenario(scenario)
         res = run_simulation(sc, "best" if point is None else point, duration_s=duration, rate_rps=rate,
                              scheduler=scheduler, batching=batching, seed=seed)

@@ -22,7 +22,7 @@ def validate_methods(problem_name: str, methods: Sequence[str] | None) -> list[s
     chosen = list(dict.fromkeys(methods)) if methods else list(record.default_methods)
     bad = [m for m in chosen if m not in record.methods]
     if bad:
-        msg = f"unknown {problem_name} method(s) {bad}; valid: {list(record.methods)}"
+        msg = f"--methods: unknown {problem_name} method(s) {bad}; valid: {list(record.methods)}"
         raise ValueError(msg)
     return chosen
 

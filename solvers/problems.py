@@ -172,7 +172,7 @@ def finalist(sc: LoadedScenario, point: str = "b-star") -> tuple[dict, PointSpec
     """
     pickers = {"b-star": pick_b_star, "m-t": pick_m_t}
     if point not in pickers:
-        msg = f"--point must be one of {list(FINALIST_POINTS)}, got {point!r}"
+        msg = f"--point: must be one of {list(FINALIST_POINTS)}, got {point!r}"
         raise ValueError(msg)
     key = canonical_json(scenario_identity(sc))  # what a screen score depends on (the sweep store's key too)
     if key not in _SCORED:

@@ -54,7 +54,7 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
         An instance the unordered-pair formulation cannot express (non-symmetric flow, nonzero diagonal).
     """
     if solver not in QAP_SOLVERS:
-        msg = f"solver must be one of {sorted(QAP_SOLVERS)}, got {solver!r}"
+        msg = f"--solver: must be one of {sorted(QAP_SOLVERS)}, got {solver!r}"
         raise ValueError(msg)
     config = config or SolverConfig()
     t0 = time.perf_counter()

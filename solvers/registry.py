@@ -150,7 +150,7 @@ def problem_record(name: str) -> ProblemRecord:
         Unknown name; the message lists the registered ones.
     """
     if name not in PROBLEMS:
-        msg = f"PROBLEM must be one of {sorted(PROBLEMS)}, got {name!r}"
+        msg = f"PROBLEM: must be one of {sorted(PROBLEMS)}, got {name!r}"
         raise ValueError(msg)
     return PROBLEMS[name]
 

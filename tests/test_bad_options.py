@@ -83,6 +83,13 @@ def _store_of(tmp: Path, purpose: str) -> str:
     return str(path)
 
 
+def _qap_file(tmp: Path) -> str:
+    """A valid 3 x 3 QAPLIB file (n, flow rows, distance rows)."""
+    path = tmp / "q3.dat"
+    path.write_text("3\n\n0 1 2\n1 0 3\n2 3 0\n\n0 4 5\n4 0 6\n5 6 0\n")
+    return str(path)
+
+
 @dataclass(frozen=True)
 class Case:
     """One bad option: the command after ``chipdse`` (``{tmp}`` and ``{out}`` filled in, ``{made}`` the file
@@ -123,6 +130,17 @@ CASES = [
     Case("duration-minus-inf", ("simulate", "--duration", "-inf"), ("--duration", "finite")),
     Case("time-limit-too-small", (*EXPLORE, "--time-limit", "0.01"), ("--time-limit", "0.1", "86400")),
     Case("rate-word", ("simulate", "--rate", "fast"), ("--rate", "number", "fast")),
+    # --- an unknown name names the option or argument it came from ---
+    Case("compare-unknown-problem", ("compare", "nosuch"), ("PROBLEM: ", "nosuch", "placement")),
+    Case("compare-unknown-method", ("compare", "placement", "--methods", "nosuch"), ("--methods: ", "nosuch")),
+    Case("compare-unknown-point", ("compare", "placement", "--point", "zz"), ("--point: ", "b-star", "zz")),
+    Case("qap-unknown-solver", ("solve", "qap", "{made}", "--solver", "gurobi"), ("--solver: ", "gurobi", "bnb"),
+         make=lambda tmp: _qap_file(tmp)),  # a valid 3 x 3 instance: only the option is wrong
+    Case("simulate-unknown-scheduler", ("simulate", "--scheduler", "bogus"), ("--scheduler: ", "bogus", "static")),
+    Case("simulate-unknown-batching", ("simulate", "--batching", "bogus"), ("--batching: ", "bogus")),
+    Case("simulate-unknown-point", ("simulate", "--point", "99999999"), ("--point: ", "99999999")),
+    Case("compare-kind-mismatch", ("compare", "expert-split", str(SCENARIOS / "default.yaml")),
+         ("default.yaml: kind: ", "nova")),
     # --- simulate names its options (finding 15) ---
     Case("simulate-arrivals-options", ("simulate", "--rate", "1000000", "--duration", "3600"),
          ("--rate", "--duration", "2,000,000"), banned=("SimConfig",)),

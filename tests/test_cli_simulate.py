@@ -71,7 +71,7 @@ def test_metrics_are_consistent_and_json_able(best_run: dict) -> None:
     ({"batching": "greedy"}, ["batching", "static", "dynamic", "greedy"]),
     ({"duration_s": 0.0}, ["duration_s"]),
     ({"point": "worst"}, ["best", "worst"]),
-    ({"point": 10**6}, ["point id", "1000000"]),
+    ({"point": 10**6}, ["--point: must be", "1000000"]),
 ])
 def test_bad_arguments_raise_value_error_naming_valid_values(small: LoadedScenario, kwargs: dict,
                                                              words: list[str]) -> None:
@@ -100,7 +100,7 @@ def test_cli_simulate_json_human_and_errors(tmp_path: Path) -> None:
     assert human.exit_code == 0, human.output
     assert res["point"]["label"] in human.output and "tok/s" in human.output and "events" in human.output
     for bad, word in ((["--scheduler", "magic"], "work-stealing"), (["--batching", "greedy"], "dynamic"),
-                      (["--point", "999999"], "point id"), (["--point", "3", "--best"], "--best")):
+                      (["--point", "999999"], "--point: must be"), (["--point", "3", "--best"], "--best")):
         out = runner.invoke(app, ["simulate", path, "--duration", "10", *bad])
         assert out.exit_code == 2, out.output
         assert "error:" in out.output and word in out.output

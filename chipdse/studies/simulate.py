@@ -64,7 +64,7 @@ def _select_row(sc: LoadedScenario, point: str | int) -> dict:
     ids = df["point"].astype(int)
     match = df[ids == pid]
     if match.empty:
-        msg = (f"point id must be 'best' or one of {int(ids.min())}..{int(ids.max())} "
+        msg = (f"--point: must be 'best' or one of {int(ids.min())}..{int(ids.max())} "
                f"({len(df)} points in the estimator table), got {pid}")
         raise ValueError(msg)
     row = match.iloc[0].to_dict()
@@ -134,7 +134,7 @@ def run_simulation(
     sched_cfg = scheduler_config(scheduler)
     batching = sc.spec.estimator.batching if batching is None else batching
     if batching not in BATCHING:
-        msg = f"batching must be one of {list(BATCHING)}, got {batching!r}"
+        msg = f"--batching: must be one of {list(BATCHING)}, got {batching!r}"
         raise ValueError(msg)
     for name, value in (("duration_s", duration_s), ("rate_rps", rate_rps)):
         if value is not None and not (math.isfinite(value) and value > 0):
