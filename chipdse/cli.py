@@ -217,7 +217,7 @@ def explore(
                      "in seconds and keeps nothing")
             _applies("--store", store_path is not None, keeps)
             _applies("--fresh", fresh, keeps)
-        created = ensure_writable_dir(out_dir)
+        created = ensure_writable_dir(out_dir, "--out")
         kept.report_files = [out_dir / n for n in ("report.pdf", REPORTS[study.KIND].CSV[0], "manifest.json")]
         with contextlib.ExitStack() as stack:
             extra: dict[str, Checkpoints] = {}
@@ -424,7 +424,7 @@ def compare(
             if csv_path.is_dir():
                 msg = f"--csv {csv_path} is a directory; give a file name"
                 raise ValueError(msg)
-            created = ensure_writable_dir(csv_path.parent)
+            created = ensure_writable_dir(csv_path.parent, "--csv")
         instance, label, cfg = _problem_instance(problem, scenario, point, time_limit, work_limit)
         rows = comparison_rows(run_methods(problem, instance, methods, cfg))
         if csv_path is not None:
@@ -579,7 +579,7 @@ def sweep(
         if path.is_dir():
             _fail(f"--store {path}: is a directory; give the path of a results file (e.g. {path / 'results.sqlite'})")
         new_store = not path.exists()
-        created = ensure_writable_dir(path.parent)
+        created = ensure_writable_dir(path.parent, "--store")
         units = {"screen": "points", "simulate": "runs"}
         with ResultsStore(path, "sweep", "--store") as store, Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

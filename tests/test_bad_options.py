@@ -83,6 +83,13 @@ def _store_of(tmp: Path, purpose: str) -> str:
     return str(path)
 
 
+def _plain_file(tmp: Path) -> str:
+    """A regular file where an output folder is expected."""
+    path = tmp / "afile"
+    path.write_text("not a folder\n")
+    return str(path)
+
+
 def _qap_file(tmp: Path) -> str:
     """A valid 3 x 3 QAPLIB file (n, flow rows, distance rows)."""
     path = tmp / "q3.dat"
@@ -130,6 +137,11 @@ CASES = [
     Case("duration-minus-inf", ("simulate", "--duration", "-inf"), ("--duration", "finite")),
     Case("time-limit-too-small", (*EXPLORE, "--time-limit", "0.01"), ("--time-limit", "0.1", "86400")),
     Case("rate-word", ("simulate", "--rate", "fast"), ("--rate", "number", "fast")),
+    # --- an output location that cannot be written names its option ---
+    Case("out-is-a-file", ("explore", "--out", "{made}"), ("--out: ", "cannot write"),
+         make=lambda tmp: _plain_file(tmp)),
+    Case("csv-in-a-file", ("compare", "hbm-partition", "--csv", "{made}/x.csv"), ("--csv: ", "cannot write"),
+         make=lambda tmp: _plain_file(tmp)),
     # --- an unknown name names the option or argument it came from ---
     Case("compare-unknown-problem", ("compare", "nosuch"), ("PROBLEM: ", "nosuch", "placement")),
     Case("compare-unknown-method", ("compare", "placement", "--methods", "nosuch"), ("--methods: ", "nosuch")),

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from chipdse.core.errors import SpecError, shorten
+from chipdse.core.errors import ChipdseError, SpecError, shorten
 
 MAX_INPUT_BYTES = 64 * 2**20
 """Largest input file read, bytes (64 MiB): the largest bundled input, a 1M-row trace, is about 15 MB; a bigger
@@ -125,8 +125,10 @@ def _umask() -> int:
     return mask
 
 
-def ensure_writable_dir(folder: Path) -> list[Path]:
+def ensure_writable_dir(folder: Path, option: str = "output folder") -> list[Path]:
     """Create ``folder`` if needed and check a file can be written there, before any long computation.
+
+    ``option`` names where the folder came from in the error (e.g. ``"--out"``, ``"--csv"``).
 
     Returns
     -------
@@ -135,8 +137,8 @@ def ensure_writable_dir(folder: Path) -> list[Path]:
 
     Raises
     ------
-    OSError
-        With the folder named, when it cannot be created or written.
+    ChipdseError
+        ``"OPTION: cannot write to output folder FOLDER: reason"``, when it cannot be created or written.
     """
     created = [p for p in (folder, *folder.parents) if not p.exists()][::-1]
     try:
@@ -145,8 +147,8 @@ def ensure_writable_dir(folder: Path) -> list[Path]:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        msg = f"cannot write to output folder {folder}: {exc.strerror or exc}"
-        raise OSError(msg) from None
+        msg = f"{option}: cannot write to output folder {folder}: {exc.strerror or exc}"
+        raise ChipdseError(msg) from None
     return created
 
 
