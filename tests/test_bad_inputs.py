@@ -38,6 +38,8 @@ SECONDS = 10.0
 """Each bad input must be refused within this many seconds (issue 14's "Done when")."""
 
 TRACE_HEADER = "num_prefill_tokens,num_decode_tokens\n"
+CARD = (instances_dir() / "models" / "nemotron-h-4b.json").read_text()
+"""The HYDRA cases' card, as text (for cases that change it in ways ``json.dumps`` cannot write)."""
 
 
 @dataclass(frozen=True)
@@ -282,6 +284,12 @@ CASES = [
     Case("name-absolute", {"scenario": {"name": "/tmp/evil"}}, ("{scenario}", "name", "folder")),
     Case("name-empty", {"scenario": {"name": ""}}, ("{scenario}", "name")),
     Case("name-5000-chars", {"scenario": {"name": "n" * 5000}}, ("{scenario}", "name", "100")),
+    Case("seed-5000-digits", {"scenario": {"seed": None}}, ("{scenario}", "seed", "4300 digits"),
+         raw={"scenario": "+seed: " + "9" * 5000 + "\n"}),
+    Case("card-hidden-size-5000-digits", needles=("{card}", "hidden_size", "4300 digits"),
+         raw={"card": CARD.replace('"hidden_size": 3072', '"hidden_size": ' + "9" * 5000).encode()}),
+    Case("card-norm-eps-1e400", needles=("{card}", "norm_eps", "finite"),
+         raw={"card": CARD.replace('"norm_eps": 1e-05', '"norm_eps": 1e400').encode()}),
 ]
 
 BASE = {"hydra": "default.yaml", "snake": "snake-stratum.yaml", "nova": "nova-nemotron3-nano.yaml"}

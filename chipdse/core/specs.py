@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -772,6 +773,32 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+class _HugeIntError(Exception):
+    """An integer of more digits than Python converts (``sys.get_int_max_str_digits()``), at field ``loc``."""
+
+    def __init__(self, loc: tuple[Any, ...]) -> None:
+        super().__init__(loc)
+        self.loc = loc
+
+
+def _check_ints(loader: _StrictLoader, root: Any) -> None:
+    """Raise :class:`_HugeIntError` at the first integer scalar under ``root`` (a composed node) that PyYAML's int
+    constructor would refuse with a bare ValueError (more than ``sys.get_int_max_str_digits()`` digits)."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(root, ())]
+    while stack:
+        node, loc = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            stack.extend((v, (*loc, k.value if isinstance(k, yaml.ScalarNode) else "?")) for k, v in
+                         reversed(node.value))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((v, (*loc, i)) for i, v in reversed(list(enumerate(node.value))))
+        elif node.tag == "tag:yaml.org,2002:int":
+            try:
+                loader.construct_yaml_int(node)
+            except ValueError:
+                raise _HugeIntError(loc) from None
+
+
 class _DuplicateKeyError(Exception):
     """A mapping key given twice (raised by :class:`_StrictLoader`)."""
 
@@ -793,7 +820,12 @@ def read_yaml(path: Path) -> dict[str, Any]:
     text = read_input_text(path, "YAML")
     loader = _StrictLoader(text)
     try:
-        data = loader.get_single_data()
+        node = loader.get_single_node()
+        _check_ints(loader, node)
+        data = None if node is None else loader.construct_document(node)
+    except _HugeIntError as exc:
+        raise SpecError(str(path), format_field(exc.loc), f"a number of at most {sys.get_int_max_str_digits()} "
+                        "digits") from None
     except _DuplicateKeyError as exc:
         msg = (f"each key once in a mapping; {shorten(exc.key)} is given on line {exc.first_line} and again on "
                f"line {exc.line}")
