@@ -534,6 +534,17 @@ def test_qap_error_names_the_file_path(tmp_path: Path, capsys: pytest.CaptureFix
     assert _check_error(code, stderr, []).startswith(f"error: {bad}: ")
 
 
+@pytest.mark.parametrize("token", ["--5", "\u00b2", "1_0", "9" * 5000, "\u0665"])
+def test_qap_tokens_are_ascii_integers(tmp_path: Path, capsys: pytest.CaptureFixture[str], token: str) -> None:
+    """A QAPLIB token that ``int`` would misread (``1_0`` as 10), refuse with a traceback (``--5``, a superscript)
+    or convert only past Python's digit limit: one line naming the path, the line and the value's position."""
+    bad = tmp_path / "q.dat"
+    bad.write_text(f"2\n0 1\n1 {token}\n0 1\n1 0\n")
+    code, stderr, _ = _run(["solve", "qap", str(bad)], capsys)
+    line = _check_error(code, stderr, [str(bad), "line 3, value 5"])
+    assert len(line) < 400
+
+
 def test_trace_errors_count_lines_as_an_editor_does(tmp_path: Path) -> None:
     """Blank lines count: the reported line is where the bad value is in the file."""
     text = TRACE_HEADER + "100,20\n\n\n300,20\n\n7,oops\n"
