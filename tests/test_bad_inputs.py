@@ -256,6 +256,8 @@ CASES = [
          kind="snake"),
     Case("snake-serving-decode-tokens", {"scenario": {"serving.l_out": 8000, "serving.requests": 100_000}},
          ("{scenario}", "serving.l_out", "20,000,000"), kind="snake"),
+    Case("nova-expert-table-huge", {"scenario": {"experts": {"batch": 4096, "experts": [2048], "top_k": 1024}}},
+         ("{scenario}", "experts.batch", "1,024 routed tokens"), kind="nova"),
     Case("snake-mode-models-empty", {"scenario": {"mode_models": []}}, ("{scenario}", "mode_models"), kind="snake"),
     Case("snake-serving-models-empty", {"scenario": {"serving.models": []}}, ("{scenario}", "serving.models"),
          kind="snake"),

@@ -60,6 +60,11 @@ a minute of screening (HYDRA Table III's space, 24 chiplets, has 174,720)."""
 MAX_TOKENS = 10_000_000
 """Longest prompt or output of one request, tokens: ten times the longest context of any bundled card (1M)."""
 
+MAX_ROUTED_TOKENS = 1024
+"""Most routed tokens (batch x top_k) of one expert-split instance of NOVA's expert table: CP-SAT's exact split
+takes about a second at 1,024 (any expert count up to 65,536) but 20-40 s per instance at 4,096 to 32,768 (e.g.
+64 experts, batch 4096, top-1), outside its work limit; NOVA Fig. 16's setting is batch 64 x top-8 = 512."""
+
 Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
 """A batch size, requests (1..4096, see :data:`MAX_BATCH`)."""
 Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
@@ -589,6 +594,10 @@ class ExpertTableSpec(_Spec):
         if self.top_k > min(self.experts):
             return [(("top_k",), f"at most the smallest expert count in experts ({min(self.experts)}; a token "
                      f"cannot be routed to more experts than exist), got {self.top_k}")]
+        if self.batch * self.top_k > MAX_ROUTED_TOKENS:
+            return [(("batch",), f"batch x top_k of at most {MAX_ROUTED_TOKENS:,} routed tokens per step (the "
+                     f"exact splits take tens of seconds each beyond it), got {self.batch:,} x {self.top_k:,} = "
+                     f"{self.batch * self.top_k:,}")]
         return []
 
 
