@@ -258,6 +258,8 @@ CASES = [
          ("{scenario}", "serving.l_out", "20,000,000"), kind="snake"),
     Case("nova-expert-table-huge", {"scenario": {"experts": {"batch": 4096, "experts": [2048], "top_k": 1024}}},
          ("{scenario}", "experts.batch", "1,024 routed tokens"), kind="nova"),
+    Case("nova-lengths-beyond-context", {"scenario": {"lengths": [[2048, 512], [40_000, 1000]]}},
+         ("{scenario}", "lengths[1]", "qwen3-30b-a3b", "40,960"), kind="nova"),
     Case("snake-mode-models-empty", {"scenario": {"mode_models": []}}, ("{scenario}", "mode_models"), kind="snake"),
     Case("snake-serving-models-empty", {"scenario": {"serving.models": []}}, ("{scenario}", "serving.models"),
          kind="snake"),
