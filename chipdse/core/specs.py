@@ -497,8 +497,8 @@ class AreaSplitSpec(_Spec):
 class ServingSpec(_Spec):
     """The serving-latency page (SNAKE Sec. 6.4, Fig. 10): GPU prefill, continuous decode on the NMP."""
 
-    models: list[str] | None = Field(None, min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="Models to serve (default: "
-                                     "mode_models).")
+    models: list[str] | None = Field(None, min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                     description="Models to serve (default: mode_models).")
     l_in: Tokens = Field(8192, description="Prompt tokens per request (1..10,000,000).")
     l_out: Tokens = Field(1024, description="Output tokens per request (1..10,000,000).")
     max_batch: Batch = Field(64, description="Decode batch, requests (1..4096).")
