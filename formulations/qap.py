@@ -13,6 +13,7 @@ QAPLIB format (``../shared/qaplib/README.md``): n, then the two n x n matrices, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,9 @@ from chipdse.core.errors import SpecError, shorten
 from chipdse.core.io import read_input_text
 from chipdse.formulations.placement import PlacementProblem
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+"""One QAPLIB token: ASCII digits with an optional sign (``int`` would also take ``1_0``, ``²`` or other scripts'
+digits)."""
 MAX_ENTRY = 2**31
 """Largest absolute matrix entry read (QAPLIB entries are far smaller)."""
 MAX_COST = 2**53
@@ -56,16 +60,17 @@ def read_qaplib(path: Path | str) -> QapInstance:
     """
     path = Path(path)
     text = read_input_text(path, "QAPLIB .dat")
-    tokens = text.split()
-    try:
-        ints = [int(t) for t in tokens]
-    except ValueError:
-        bad = next(t for t in tokens if not t.lstrip("-").isdigit())
-        raise SpecError(str(path), "(data)", f"integers only (n, then two n x n matrices), got {shorten(bad)}"
-                        ) from None
-    big = max((abs(v) for v in ints), default=0)
-    if big > MAX_ENTRY:
-        raise SpecError(str(path), "(data)", f"entries of at most {MAX_ENTRY:,} in absolute value, got {big:,}")
+    ints: list[int] = []
+    for line_no, line in enumerate(text.splitlines(), 1):
+        for token in line.split():
+            where = f"(data, line {line_no}, value {len(ints) + 1})"
+            if not _INTEGER.fullmatch(token):
+                raise SpecError(str(path), where, "integers only, ASCII digits with an optional sign (n, then two "
+                                f"n x n matrices), got {shorten(token)}")
+            if len(token.lstrip("+-")) > len(str(MAX_ENTRY)) or abs(int(token)) > MAX_ENTRY:
+                raise SpecError(str(path), where, f"entries of at most {MAX_ENTRY:,} in absolute value, got "
+                                f"{shorten(token)}")
+            ints.append(int(token))
     values = np.array(ints, dtype=np.int64)
     if len(values) == 0 or values[0] < 1:
         raise SpecError(str(path), "n", "a positive size n as the first integer")

@@ -31,6 +31,7 @@ from itertools import permutations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from chipdse.core.solution import TerminationCondition
 from chipdse.solvers.config import QAP_BNB_OPS_PER_UNIT, WorkBudget, wall_cap_s
 
 INCUMBENT_DEPTH = 3
@@ -109,13 +110,16 @@ def qap_glb_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float,
         bound, locs = stack.pop()
         if bound > best - slack:
             continue
-        stopped = budget.stop()
+        d = len(locs)
+        cost = (n - d) ** 4 / QAP_BNB_OPS_PER_UNIT
+        # a node is charged before it runs: one node near the root of a large instance (m^4 / 4e7: 200 units at
+        # n = 300) would otherwise overrun a small work limit, and the wall cap with it, before the first check
+        stopped = budget.stop() or (TerminationCondition.WORK_LIMIT if cost > budget.left else None)
         if stopped:
             stack.append((bound, locs))
             break
         nodes += 1
-        d = len(locs)
-        budget.spend((n - d) ** 4 / QAP_BNB_OPS_PER_UNIT)
+        budget.spend(cost)
         fixed_f = order[:d]
         used = np.zeros(n, dtype=bool)
         used[list(locs)] = True

@@ -38,6 +38,8 @@ SECONDS = 10.0
 """Each bad input must be refused within this many seconds (issue 14's "Done when")."""
 
 TRACE_HEADER = "num_prefill_tokens,num_decode_tokens\n"
+CARD = (instances_dir() / "models" / "nemotron-h-4b.json").read_text()
+"""The HYDRA cases' card, as text (for cases that change it in ways ``json.dumps`` cannot write)."""
 
 
 @dataclass(frozen=True)
@@ -248,6 +250,33 @@ CASES = [
     Case("nova-batches-repeated", {"scenario": {"batches": [32, 32]}}, ("{scenario}", "batches[1]"), kind="nova"),
     Case("nova-lengths-repeated", {"scenario": {"lengths": [[100, 10], [100, 10]]}}, ("{scenario}", "lengths[1]"),
          kind="nova"),
+    Case("snake-serving-l-out-beyond-context", {"scenario": {"serving.l_out": 100_000}},
+         ("{scenario}", "serving.l_out", "llama-3-70b", "8,192"), kind="snake"),
+    Case("snake-serving-l-in-1e6", {"scenario": {"serving.l_in": 1_000_000}}, ("{scenario}", "serving.l_in", "8,192"),
+         kind="snake"),
+    Case("snake-serving-decode-tokens", {"scenario": {"serving.l_out": 8000, "serving.requests": 100_000}},
+         ("{scenario}", "serving.l_out", "20,000,000"), kind="snake"),
+    Case("nova-expert-table-huge", {"scenario": {"experts": {"batch": 4096, "experts": [2048], "top_k": 1024}}},
+         ("{scenario}", "experts.batch", "1,024 routed tokens"), kind="nova"),
+    Case("nova-lengths-beyond-context", {"scenario": {"lengths": [[2048, 512], [40_000, 1000]]}},
+         ("{scenario}", "lengths[1]", "qwen3-30b-a3b", "40,960"), kind="nova"),
+    Case("snake-mode-models-empty", {"scenario": {"mode_models": []}}, ("{scenario}", "mode_models"), kind="snake"),
+    Case("snake-serving-models-empty", {"scenario": {"serving.models": []}}, ("{scenario}", "serving.models"),
+         kind="snake"),
+    Case("nova-routing-empty", {"scenario": {"experts.routing": []}}, ("{scenario}", "experts.routing"),
+         kind="nova"),
+    Case("snake-shape-rows-repeated", {"scenario": {"shape_set.rows": [8, 8]}},
+         ("{scenario}", "shape_set.rows[1]", "repeats [0]"), kind="snake"),
+    Case("snake-budgets-repeated", {"scenario": {"shape_set.budgets_mm2": [0.1, 0.1]}},
+         ("{scenario}", "shape_set.budgets_mm2[1]"), kind="snake"),
+    Case("snake-area-cols-repeated", {"scenario": {"area_split.cols": [128, 128]}},
+         ("{scenario}", "area_split.cols[1]"), kind="snake"),
+    Case("snake-rate-fractions-repeated", {"scenario": {"serving.rate_fractions": [0.2, 0.2]}},
+         ("{scenario}", "serving.rate_fractions[1]"), kind="snake"),
+    Case("nova-expert-counts-repeated", {"scenario": {"experts.experts": [16, 16]}},
+         ("{scenario}", "experts.experts[1]"), kind="nova"),
+    Case("nova-routing-repeated", {"scenario": {"experts.routing": ["zipf", "zipf"]}},
+         ("{scenario}", "experts.routing[1]"), kind="nova"),
     # --- contradictions and values that are not what they seem (findings 9, 11, 14, 15) ---
     Case("gamma-cv-with-poisson", {"workload": {"gamma_cv": 5}}, ("{workload}", "gamma_cv", "arrival: gamma")),
     Case("sim-duration-above-cap", {"scenario": {"simulation.duration_s": 100, "simulation.max_duration_s": 10}},
@@ -265,6 +294,12 @@ CASES = [
     Case("name-absolute", {"scenario": {"name": "/tmp/evil"}}, ("{scenario}", "name", "folder")),
     Case("name-empty", {"scenario": {"name": ""}}, ("{scenario}", "name")),
     Case("name-5000-chars", {"scenario": {"name": "n" * 5000}}, ("{scenario}", "name", "100")),
+    Case("seed-5000-digits", {"scenario": {"seed": None}}, ("{scenario}", "seed", "4300 digits"),
+         raw={"scenario": "+seed: " + "9" * 5000 + "\n"}),
+    Case("card-hidden-size-5000-digits", needles=("{card}", "hidden_size", "4300 digits"),
+         raw={"card": CARD.replace('"hidden_size": 3072', '"hidden_size": ' + "9" * 5000).encode()}),
+    Case("card-norm-eps-1e400", needles=("{card}", "norm_eps", "finite"),
+         raw={"card": CARD.replace('"norm_eps": 1e-05', '"norm_eps": 1e400').encode()}),
 ]
 
 BASE = {"hydra": "default.yaml", "snake": "snake-stratum.yaml", "nova": "nova-nemotron3-nano.yaml"}
@@ -507,6 +542,17 @@ def test_qap_error_names_the_file_path(tmp_path: Path, capsys: pytest.CaptureFix
     bad.write_text("3\n0 1 2\n1 0 1\n2 1 0\n0 -1 2\n1 0 1\n2 1 0\n")
     code, stderr, _ = _run(["solve", "qap", str(bad)], capsys)
     assert _check_error(code, stderr, []).startswith(f"error: {bad}: ")
+
+
+@pytest.mark.parametrize("token", ["--5", "\u00b2", "1_0", "9" * 5000, "\u0665"])
+def test_qap_tokens_are_ascii_integers(tmp_path: Path, capsys: pytest.CaptureFixture[str], token: str) -> None:
+    """A QAPLIB token that ``int`` would misread (``1_0`` as 10), refuse with a traceback (``--5``, a superscript)
+    or convert only past Python's digit limit: one line naming the path, the line and the value's position."""
+    bad = tmp_path / "q.dat"
+    bad.write_text(f"2\n0 1\n1 {token}\n0 1\n1 0\n")
+    code, stderr, _ = _run(["solve", "qap", str(bad)], capsys)
+    line = _check_error(code, stderr, [str(bad), "line 3, value 5"])
+    assert len(line) < 400
 
 
 def test_trace_errors_count_lines_as_an_editor_does(tmp_path: Path) -> None:

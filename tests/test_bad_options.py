@@ -186,9 +186,9 @@ CASES = [
     # --- studies: inputs the specs accept that the study cannot run (findings 2, 4) ---
     Case("snake-mode-model-not-in-models", ("explore", "{made}", "--out", "{out}"), ("mode_models[0]", "llama-3-8b"),
          make=lambda t: _scenario(t, "snake-stratum.yaml", mode_models=["llama-3-8b"])),
-    Case("nova-lengths-fit-nothing", ("explore", "{made}", "--out", "{out}"), ("lengths", "20,000,000", "fits"),
-         make=lambda t: _scenario(t, "nova-nemotron3-nano.yaml", models=["falcon-h1-7b"], gpus={}, batches=[32],
-                                  lengths=[[10_000_000, 10_000_000]])),
+    Case("nova-lengths-fit-nothing", ("explore", "{made}", "--out", "{out}"), ("lengths", "262,144", "fits"),
+         make=lambda t: _scenario(t, "nova-nemotron3-nano.yaml", models=["falcon-h1-7b"], gpus={}, batches=[4096],
+                                  lengths=[[200_000, 62_144]])),
 ]
 
 

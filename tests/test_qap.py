@@ -204,3 +204,15 @@ def test_oversized_instance_is_refused_before_building(tmp_path: Path) -> None:
     path.write_text(f"{n}\n" + " ".join(map(str, a.ravel())) + "\n" + " ".join(map(str, b.ravel())) + "\n")
     result = CliRunner().invoke(app, ["solve", "qap", str(path), "--time-limit", "1"])
     assert result.exit_code == 2 and "378,450 product variables" in result.output
+
+
+def test_bnb_does_not_start_a_node_its_work_limit_cannot_pay_for() -> None:
+    """n = 150: the root's children alone cost 150^4 / 4e7 = 12.7 work units; with a limit of 1 the search stops
+    before them (quickly, with the root bound and the start permutation) instead of overrunning the limit."""
+    rng = np.random.default_rng(0)
+    n = 150
+    a = np.triu(rng.integers(0, 10, (n, n)), 1)
+    b = np.triu(rng.integers(0, 10, (n, n)), 1)
+    res = qap_glb_bnb(a + a.T, b + b.T, 1.0)
+    assert res["nodes"] == 0 and not res["proven"] and res["work_units"] <= 1.0
+    assert res["wall_s"] < 5.0

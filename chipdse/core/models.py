@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -605,12 +606,47 @@ class _DuplicateKey(Exception):
         self.key = key
 
 
+@dataclass(frozen=True)
+class _BadNumber:
+    """A JSON number a card cannot hold (what :func:`_parse_int` / :func:`_parse_float` return in its place):
+    ``expected`` says what was expected, ``text`` is the number as written."""
+
+    text: str
+    expected: str
+
+
+class _BadNumberError(Exception):
+    def __init__(self, key: str, bad: _BadNumber) -> None:
+        super().__init__(key)
+        self.key, self.bad = key, bad
+
+
+def _parse_int(text: str) -> int | _BadNumber:
+    """``json.loads`` ``parse_int``: Python refuses to convert an integer of more than
+    ``sys.get_int_max_str_digits()`` digits (a ValueError); mark it so the object hook can name its field."""
+    try:
+        return int(text)
+    except ValueError:
+        return _BadNumber(text, f"a number of at most {sys.get_int_max_str_digits()} digits")
+
+
+def _parse_float(text: str) -> float | _BadNumber:
+    """``json.loads`` ``parse_float`` / ``parse_constant``: ``1e400`` reads as infinity and ``NaN`` /
+    ``Infinity`` are accepted by Python's json; a card's numbers are finite."""
+    value = float(text)
+    return value if math.isfinite(value) else _BadNumber(text, "a finite number")
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``json.loads`` object hook: a key given twice in one object raises (``json`` keeps the last silently)."""
+    """``json.loads`` object hook: a key given twice in one object raises (``json`` keeps the last silently), and so
+    does a number :func:`_parse_int` / :func:`_parse_float` marked (as the value or an entry of a list value)."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
             raise _DuplicateKey(key)
+        for v in value if isinstance(value, list) else (value,):
+            if isinstance(v, _BadNumber):
+                raise _BadNumberError(key, v)
         out[key] = value
     return out
 
@@ -635,7 +671,10 @@ def read_card(ref: str | Path) -> tuple[dict[str, Any], Path]:
     path = find_card(ref)
     text = read_input_text(path, "JSON")
     try:
-        card = json.loads(text, object_pairs_hook=_unique_keys)
+        card = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_parse_int, parse_float=_parse_float,
+                          parse_constant=_parse_float)
+    except _BadNumberError as exc:
+        raise SpecError(str(path), str(exc.key)[:60], f"{exc.bad.expected}, got {shorten(exc.bad.text)}") from None
     except _DuplicateKey as exc:
         raise SpecError(str(path), str(exc.key)[:60], f"each key once in a JSON object; {shorten(exc.key)} is "
                         "given twice") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -58,6 +59,11 @@ MAX_DESIGN_POINTS = 2_000_000
 a minute of screening (HYDRA Table III's space, 24 chiplets, has 174,720)."""
 MAX_TOKENS = 10_000_000
 """Longest prompt or output of one request, tokens: ten times the longest context of any bundled card (1M)."""
+
+MAX_ROUTED_TOKENS = 1024
+"""Most routed tokens (batch x top_k) of one expert-split instance of NOVA's expert table: CP-SAT's exact split
+takes about a second at 1,024 (any expert count up to 65,536) but 20-40 s per instance at 4,096 to 32,768 (e.g.
+64 experts, batch 4096, top-1), outside its work limit; NOVA Fig. 16's setting is batch 64 x top-8 = 512."""
 
 Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
 """A batch size, requests (1..4096, see :data:`MAX_BATCH`)."""
@@ -445,7 +451,8 @@ class TemplateSpec(_Spec):
 class ShapeSetSpec(_Spec):
     """Inputs of the shape-set formulation (``formulations.snake_shapes``)."""
 
-    rows: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1, max_length=MAX_LIST, description=(
+    rows: list[PositiveInt] = Field([8, 16, 32, 64], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                     description=(
         "Logical array heights, each dividing 64 and at least 8 (SNAKE Sec. 4.2: remapping granularity 8); width = "
         "4096 / rows."))
     port_area_mm2: PositiveFloat = Field(0.012, le=MAX_AREA_MM2, description="One weight-injection port on the 4 "
@@ -453,6 +460,7 @@ class ShapeSetSpec(_Spec):
     config_area_mm2: PositiveFloat = Field(0.01, le=MAX_AREA_MM2, description="Reconfiguration paths of one shape, "
                                            "per PU, mm^2.")
     budgets_mm2: list[PositiveFloat] = Field([0.05, 0.12, 0.2, 0.3], min_length=1, max_length=MAX_LIST,
+                                             json_schema_extra=UNIQUE,
                                              description="Area budgets for ports and reconfiguration, per PU.")
 
     @model_validator(mode="after")
@@ -471,10 +479,12 @@ class AreaSplitSpec(_Spec):
     batch: Batch = Field(8, description="Batch, requests (1..4096).")
     rows: PositiveInt = Field(8, le=4096, description="Systolic array rows (at most 4096).")
     cols: list[Annotated[int, Field(ge=1, le=4096)]] = Field([128, 256, 384, 512, 640, 768], min_length=1,
-                                                             max_length=MAX_LIST, description="Array columns "
+                                                             max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                                             description="Array columns "
                                                              "swept (each 1..4096).")
     buffer_kb: list[Annotated[int, Field(ge=1, le=100_000)]] = Field([16, 32, 64, 128, 256, 384, 512], min_length=1,
-                                                                     max_length=MAX_LIST, description="Buffer sizes "
+                                                                     max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                                                     description="Buffer sizes "
                                                                      "swept, KB (each 1..100,000).")
     pe_area_mm2: PositiveFloat = Field(7.5e-5, le=1, description="One FP16 PE with its pipeline registers, mm^2.")
     sram_mm2_per_kb: PositiveFloat = Field(6e-4, le=1, description="SRAM area per KB, mm^2.")
@@ -487,14 +497,15 @@ class AreaSplitSpec(_Spec):
 class ServingSpec(_Spec):
     """The serving-latency page (SNAKE Sec. 6.4, Fig. 10): GPU prefill, continuous decode on the NMP."""
 
-    models: list[str] | None = Field(None, json_schema_extra=UNIQUE, description="Models to serve (default: "
-                                     "mode_models).")
+    models: list[str] | None = Field(None, min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                     description="Models to serve (default: mode_models).")
     l_in: Tokens = Field(8192, description="Prompt tokens per request (1..10,000,000).")
     l_out: Tokens = Field(1024, description="Output tokens per request (1..10,000,000).")
     max_batch: Batch = Field(64, description="Decode batch, requests (1..4096).")
     requests: PositiveInt = Field(200, le=100_000, description="Requests simulated per rate (at most 100,000).")
     rate_fractions: list[Annotated[float, Field(gt=0, le=10)]] = Field([0.2, 0.4, 0.6, 0.8], min_length=1,
-                                                                       max_length=MAX_LIST, description="Arrival rates "
+                                                                       max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                                                       description="Arrival rates "
                                                 "as fractions of SNAKE's capacity (prefill or decode, the lower).")
     gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS (assumption).")
     seed: Seed = 0
@@ -511,7 +522,8 @@ class SnakeScenario(_Spec):
     batches: list[Batch] = Field([8, 16, 32, 64], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
                                  description="Batches, requests (each 1..4096).")
     tp: PositiveInt = Field(8, le=1024, description="Tensor-parallel NMP stacks (at most 1024).")
-    mode_models: list[str] = Field(["llama-3-70b", "qwen3-30b-a3b"], json_schema_extra=UNIQUE, description=(
+    mode_models: list[str] = Field(["llama-3-70b", "qwen3-30b-a3b"], min_length=1, max_length=MAX_LIST,
+                                   json_schema_extra=UNIQUE, description=(
         "Models of the mode pages (SNAKE Figs. 13-14: one dense, one MoE), each one of models."))
     shape_set: ShapeSetSpec = ShapeSetSpec()
     area_split: AreaSplitSpec = AreaSplitSpec()
@@ -568,8 +580,11 @@ class ExpertTableSpec(_Spec):
     top_k: PositiveInt = Field(8, le=1024, description="Experts per token (at most 1024 and at most every expert "
                                "count).")
     experts: list[Annotated[int, Field(ge=1, le=65_536)]] = Field([16, 128, 512], min_length=1, max_length=MAX_LIST,
+                                                                  json_schema_extra=UNIQUE,
                                                                   description="Expert counts (each 1..65,536).")
-    routing: list[Literal["uniform", "zipf", "concentrated"]] = ["uniform", "zipf", "concentrated"]
+    routing: list[Literal["uniform", "zipf", "concentrated"]] = Field(["uniform", "zipf", "concentrated"], min_length=1,
+                                                                       max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                                                       description="Routing kinds, each once.")
     expert_bytes: PositiveFloat = Field(3 * 2048 * 768 * 2.0, le=1e12, description="Qwen3-30B-A3B-sized expert, "
                                         "bytes (at most 1e12).")
     seed: Seed = 42
@@ -579,6 +594,10 @@ class ExpertTableSpec(_Spec):
         if self.top_k > min(self.experts):
             return [(("top_k",), f"at most the smallest expert count in experts ({min(self.experts)}; a token "
                      f"cannot be routed to more experts than exist), got {self.top_k}")]
+        if self.batch * self.top_k > MAX_ROUTED_TOKENS:
+            return [(("batch",), f"batch x top_k of at most {MAX_ROUTED_TOKENS:,} routed tokens per step (the "
+                     f"exact splits take tens of seconds each beyond it), got {self.batch:,} x {self.top_k:,} = "
+                     f"{self.batch * self.top_k:,}")]
         return []
 
 
@@ -763,6 +782,32 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+class _HugeIntError(Exception):
+    """An integer of more digits than Python converts (``sys.get_int_max_str_digits()``), at field ``loc``."""
+
+    def __init__(self, loc: tuple[Any, ...]) -> None:
+        super().__init__(loc)
+        self.loc = loc
+
+
+def _check_ints(loader: _StrictLoader, root: Any) -> None:
+    """Raise :class:`_HugeIntError` at the first integer scalar under ``root`` (a composed node) that PyYAML's int
+    constructor would refuse with a bare ValueError (more than ``sys.get_int_max_str_digits()`` digits)."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(root, ())]
+    while stack:
+        node, loc = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            stack.extend((v, (*loc, k.value if isinstance(k, yaml.ScalarNode) else "?")) for k, v in
+                         reversed(node.value))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((v, (*loc, i)) for i, v in reversed(list(enumerate(node.value))))
+        elif node.tag == "tag:yaml.org,2002:int":
+            try:
+                loader.construct_yaml_int(node)
+            except ValueError:
+                raise _HugeIntError(loc) from None
+
+
 class _DuplicateKeyError(Exception):
     """A mapping key given twice (raised by :class:`_StrictLoader`)."""
 
@@ -784,7 +829,12 @@ def read_yaml(path: Path) -> dict[str, Any]:
     text = read_input_text(path, "YAML")
     loader = _StrictLoader(text)
     try:
-        data = loader.get_single_data()
+        node = loader.get_single_node()
+        _check_ints(loader, node)
+        data = None if node is None else loader.construct_document(node)
+    except _HugeIntError as exc:
+        raise SpecError(str(path), format_field(exc.loc), f"a number of at most {sys.get_int_max_str_digits()} "
+                        "digits") from None
     except _DuplicateKeyError as exc:
         msg = (f"each key once in a mapping; {shorten(exc.key)} is given on line {exc.first_line} and again on "
                f"line {exc.line}")

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from chipdse.core.errors import SpecError
+from chipdse.core.models import read_card
 from chipdse.core.scenario import AnyScenario, StudyScenario
 from chipdse.core.solution import Solution
 from chipdse.core.specs import NovaScenario
@@ -66,6 +67,13 @@ def check(sc: AnyScenario) -> StudyScenario:
     unknown = sorted(set(spec.gpus) - set(spec.models))
     if unknown:
         raise SpecError(str(sc.path), "gpus", f"keys among the scenario's models, got {unknown}")
+    for i, m in enumerate(spec.models):
+        context = read_card(sc.named_files.get(f"models[{i}]", m))[0].get("max_position_embeddings")
+        for j, (l_in, l_out) in enumerate(spec.lengths):
+            if isinstance(context, int) and l_in + l_out > context:
+                raise SpecError(str(sc.path), f"lengths[{j}]", f"L_in + L_out of at most {context:,} tokens, the "
+                                f"maximum context of {m} (models[{i}]; its card's max_position_embeddings), got "
+                                f"{l_in:,} + {l_out:,} = {l_in + l_out:,}")
     return sc
 
 

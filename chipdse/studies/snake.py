@@ -41,6 +41,9 @@ PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00}
 
 
 KIND = "snake"
+MAX_SERVING_DECODE_TOKENS = 20_000_000
+"""Most decode tokens the serving page simulates (served models x rate_fractions x requests x l_out): about 0.4 us
+each (measured: the bundled 1.6 million in 1 s), so about 8 s. The bundled scenario simulates 1,638,400."""
 
 
 def check(sc: AnyScenario) -> StudyScenario:
@@ -63,7 +66,30 @@ def check(sc: AnyScenario) -> StudyScenario:
         if m not in spec.models:
             raise SpecError(str(sc.path), f"mode_models[{i}]", f"one of the scenario's models {spec.models} (the "
                             f"mode pages study models whose decode is computed), got {m!r}{default}")
+    _check_serving_lengths(sc, spec)
     return sc
+
+
+def _check_serving_lengths(sc: StudyScenario, spec: SnakeScenario) -> None:
+    """``serving.l_in`` / ``l_out`` each within every served model's context (its card's
+    ``max_position_embeddings``), and the serving simulation within :data:`MAX_SERVING_DECODE_TOKENS`."""
+    sv = spec.serving
+    served = "serving.models" if sv.models else "mode_models"
+    for where, m in spec.card_refs():
+        if not where.startswith(served + "["):
+            continue
+        context = load_card(sc.named_files.get(where, m)).get("max_position_embeddings")
+        for name, value in (("l_in", sv.l_in), ("l_out", sv.l_out)):
+            if isinstance(context, int) and value > context:
+                raise SpecError(str(sc.path), f"serving.{name}", f"at most {context:,} tokens, the maximum context "
+                                f"of {m} ({where}; its card's max_position_embeddings), got {value:,}")
+    n_models = len(sv.models or spec.mode_models)
+    tokens = n_models * len(sv.rate_fractions) * sv.requests * sv.l_out
+    if tokens > MAX_SERVING_DECODE_TOKENS:
+        raise SpecError(str(sc.path), "serving.l_out", f"at most {MAX_SERVING_DECODE_TOKENS:,} decode tokens "
+                        f"simulated in all (models x rate_fractions x requests x l_out = {n_models} x "
+                        f"{len(sv.rate_fractions)} x {sv.requests:,} x {sv.l_out:,} = {tokens:,}; each costs about "
+                        "0.4 us of event simulation): lower l_out, requests or rate_fractions")
 
 
 def load(path: Path) -> StudyScenario:
