@@ -830,7 +830,8 @@ def read_yaml(path: Path) -> dict[str, Any]:
     loader = _StrictLoader(text)
     try:
         node = loader.get_single_node()
-        _check_ints(loader, node)
+        if node is not None:  # an empty document has no node
+            _check_ints(loader, node)
         data = None if node is None else loader.construct_document(node)
     except _HugeIntError as exc:
         raise SpecError(str(path), format_field(exc.loc), f"a number of at most {sys.get_int_max_str_digits()} "
