@@ -107,6 +107,9 @@ def _path_option(option: str, text: str | None) -> Path | None:
     if not text.strip():
         msg = f"{option}: a path, got an empty string"
         raise ChipdseError(msg)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):  # a newline or tab in a folder name is a typo
+        msg = f"{option}: a path without control characters (newline, tab, ...), got {text!r}"
+        raise ChipdseError(msg)
     return Path(text)
 
 

@@ -123,6 +123,7 @@ CASES = [
     Case("snake-store", ("explore", SNAKE, "--out", "{out}", "--store", "{out}/s.sqlite"), ("--store", "HYDRA")),
     # --- empty paths (finding 11) ---
     Case("explore-out-empty", ("explore", "--out", ""), ("--out", "empty")),
+    Case("explore-out-newline", ("explore", "--out", "{tmp}/a\nb"), ("--out", "control characters")),
     Case("explore-store-empty", (*EXPLORE, "--store", ""), ("--store", "empty")),
     Case("sweep-store-empty", ("sweep", "--store", ""), ("--store", "empty")),
     Case("compare-csv-empty", ("compare", "hbm-partition", "--csv", ""), ("--csv", "empty")),

@@ -106,6 +106,14 @@ def load_trace(path: Path) -> LengthSample:
             msg = f"{expected}, got {shorten(df[col].iloc[row])} (data row {row + 1}, line {lines[row]})"
             raise SpecError(str(path), col, msg)
         arrays[col] = values.to_numpy()
+    if "arrived_at" in arrays and len(df) > 1:  # a replayed trace is in arrival order
+        back = np.flatnonzero(np.diff(arrays["arrived_at"]) < 0)
+        if back.size:
+            row = int(back[0]) + 1
+            msg = (f"arrival times in non-decreasing order (the trace is replayed as written), got "
+                   f"{shorten(df['arrived_at'].iloc[row])} after {shorten(df['arrived_at'].iloc[row - 1])} "
+                   f"(data row {row + 1}, line {lines[row]})")
+            raise SpecError(str(path), "arrived_at", msg)
     if len(df) == 0:
         raise SpecError(str(path), "", "at least one request row after the header")
     return LengthSample(
