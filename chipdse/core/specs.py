@@ -511,7 +511,16 @@ class ServingSpec(_Spec):
     seed: Seed = 0
 
 
-class SnakeScenario(_Spec):
+class _StudyLimits(_Spec):
+    """The solve limits a SNAKE or NOVA scenario shares."""
+
+    work_limit: WorkLimit = Field(20.0, description="Deterministic work limit per exact solve, work units (at "
+                                  "most 86,400).")
+    time_limit_s: TimeLimit | None = Field(None, description="Wall-clock cap per exact solve, s (default 10 x "
+                                           "work_limit + 30 s; at most 86,400).")
+
+
+class SnakeScenario(_StudyLimits):
     """A SNAKE study scenario (``kind: snake``)."""
 
     kind: Literal["snake"]
@@ -528,10 +537,6 @@ class SnakeScenario(_Spec):
     shape_set: ShapeSetSpec = ShapeSetSpec()
     area_split: AreaSplitSpec = AreaSplitSpec()
     serving: ServingSpec = ServingSpec()
-    work_limit: WorkLimit = Field(20.0, description="Deterministic work limit per exact solve, work units (at "
-                                  "most 86,400).")
-    time_limit_s: TimeLimit | None = Field(None, description="Wall-clock cap per exact solve, s (default 10 x "
-                                           "work_limit + 30 s; at most 86,400).")
 
     def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """A mode model that is not among ``models`` (the mode pages reuse the speedup runs of ``models``)."""
@@ -601,7 +606,7 @@ class ExpertTableSpec(_Spec):
         return []
 
 
-class NovaScenario(_Spec):
+class NovaScenario(_StudyLimits):
     """A NOVA study scenario (``kind: nova``)."""
 
     kind: Literal["nova"]
@@ -619,10 +624,6 @@ class NovaScenario(_Spec):
         "at most 64."))
     system: NovaSystemSpec = NovaSystemSpec()
     experts: ExpertTableSpec = ExpertTableSpec()
-    work_limit: WorkLimit = Field(20.0, description="Deterministic work limit per exact solve, work units (at "
-                                  "most 86,400).")
-    time_limit_s: TimeLimit | None = Field(None, description="Wall-clock cap per exact solve, s (default 10 x "
-                                           "work_limit + 30 s; at most 86,400).")
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""
