@@ -45,6 +45,7 @@ from chipdse.evaluators.latency import (
     decode_costs,
     prefill_costs,
     task_time_s,
+    touched_fraction,
 )
 
 
@@ -111,11 +112,22 @@ def memory_concurrency(needs: MemoryNeeds, stacks: dict[str, int]) -> int:
 def _family_sums(t: BlockTable, costs: PhaseCosts) -> dict[str, np.ndarray]:
     """Sum a phase's per-block costs by operator family and by HBM group (arrays of shape (3,) / (2,))."""
     out = {}
-    for name in ("mat0", "mat1", "vec0", "vec1", "bytes0", "bytes1"):
-        v = getattr(costs, name)
+    z = np.zeros_like(costs.bytes0)
+    views = {name: getattr(costs, name) for name in ("mat0", "mat1", "vec0", "vec1", "bytes0", "bytes1")}
+    views["bytes_e"] = z if costs.expert_bytes is None else costs.expert_bytes
+    for name, v in views.items():
         out[name] = np.array([v[t.family == f].sum() for f in (FAMILY_ATTENTION, FAMILY_MAMBA, FAMILY_SHARED)])
         out["g" + name] = np.array([v[t.group == g].sum() for g in (GROUP_ATTENTION, GROUP_MAMBA)])
+    # MoE layers of one model share E and k, so one touch probability serves every family sum
+    out["expert_p"] = float(costs.expert_p.max()) if costs.expert_p is not None and len(costs.expert_p) else 0.0
     return out
+
+
+def _bytes_at(s: dict[str, np.ndarray], batch: np.ndarray, prefix: str = "") -> np.ndarray:
+    """Family (or group, ``prefix="g"``) HBM bytes at each point's batch, shape (3 or 2, n): V0 + b V1 plus the
+    routed experts the batch touches (``PhaseCosts.bytes_at``)."""
+    return (s[prefix + "bytes0"][:, None] + np.outer(s[prefix + "bytes1"], batch)
+            + np.outer(s[prefix + "bytes_e"], touched_fraction(s["expert_p"], batch)))
 
 
 def _balance_times(a: np.ndarray, m: np.ndarray, f_a: np.ndarray, f_m: np.ndarray,
@@ -255,7 +267,7 @@ class Screen:
         idx = {fam: self._type_for(fam, phase, types) for fam in ("attention", "mamba")}
         mat = s["mat0"][:, None] + np.outer(s["mat1"], batch)
         vec = s["vec0"][:, None] + np.outer(s["vec1"], batch)
-        by = s["bytes0"][:, None] + np.outer(s["bytes1"], batch)
+        by = _bytes_at(s, batch)
         times = {}
         n = {}
         for fam, i in idx.items():
@@ -270,7 +282,7 @@ class Screen:
         t_a, t_m = _balance_times(np.where(n["attention"] > 0, ta[FAMILY_ATTENTION], 0.0),
                                   np.where(n["mamba"] > 0, tm[FAMILY_MAMBA], 0.0),
                                   ta[FAMILY_SHARED], tm[FAMILY_SHARED], n["attention"], n["mamba"])
-        gby = s["gbytes0"][:, None] + np.outer(s["gbytes1"], batch)
+        gby = _bytes_at(s, batch, "g")
         with np.errstate(divide="ignore", invalid="ignore"):
             hbm_bound = np.where(stacks.T > 0, gby / (stacks.T * self.hbm_GBps * 1e9), 0.0).max(axis=0)
         busy_a, busy_m = (n["attention"] > 0) & (t_a > 0), (n["mamba"] > 0) & (t_m > 0)
@@ -305,7 +317,7 @@ class Screen:
         n_conc, k = self.decode_concurrency(b_eff, np.maximum(r_mem, 1), s_d)
         hbm_bytes_per_s = np.maximum(pts.n_hbm, 1) * self.hbm_GBps * 1e9
         pre_bytes = self.pre["bytes0"].sum()  # HBM bytes per request of prefill (one prefill unit)
-        dec_bytes = self.dec["bytes0"].sum() + k * self.dec["bytes1"].sum()  # per micro-batch iteration
+        dec_bytes = _bytes_at(self.dec, k).sum(axis=0)  # per micro-batch iteration
 
         def times(wait: np.ndarray):
             t_p, w_p, _ = self._phase_time(self.pre, ones, pts.counts, pts.types, "prefill", d2d, stacks, caps,

@@ -101,6 +101,10 @@ class BlockTable:
         FLOPs per token; KV bytes per token; SSM state bytes per request; activation bytes passed on per token.
     stored_weight_bytes : numpy.ndarray
         Weights held in HBM (bytes): ``weight_bytes`` less re-uses of weight-shared blocks (Zamba2).
+    expert_weight_bytes : numpy.ndarray
+        Bytes of all routed experts of a MoE block (part of ``weight_bytes``; 0 elsewhere).
+    expert_touch_p : numpy.ndarray
+        k / E of a MoE block: the chance one token routes to a given expert (0 elsewhere).
     """
 
     names: list[str]
@@ -116,6 +120,39 @@ class BlockTable:
     act_bpt: float
     is_embedding: np.ndarray
     is_head: np.ndarray
+    expert_weight_bytes: np.ndarray
+    expert_touch_p: np.ndarray
+
+
+def expected_experts_touched(n_experts: np.ndarray | float, top_k: np.ndarray | float,
+                             tokens: np.ndarray | float) -> np.ndarray:
+    """Expected number of distinct routed experts a step over ``tokens`` tokens reads.
+
+    Parameters
+    ----------
+    n_experts, top_k : array_like
+        E routed experts per MoE layer and k of them per token (``0 < k <= E``).
+    tokens : array_like
+        Tokens routed in the step (decode: the batch; prefill: the tokens of one chunk), >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``E (1 - (1 - k / E)^b)`` (broadcast shape): each expert is missed by one token with probability
+        1 - k / E, independently over tokens under uniform routing.
+
+    References
+    ----------
+    Occupancy of E bins by b independent top-k draws; e.g. Qwen3-30B-A3B (E = 128, k = 8) touches 8 experts at
+    batch 1 and 128 (1 - (15/16)^64) = 125.6 at batch 64.
+    """
+    e = np.asarray(n_experts, dtype=float)
+    return e * touched_fraction(np.asarray(top_k, dtype=float) / e, tokens)
+
+
+def touched_fraction(touch_p: np.ndarray | float, tokens: np.ndarray | float) -> np.ndarray:
+    """Fraction 1 - (1 - p)^b of a MoE layer's routed experts that b tokens touch (p = k / E; 0 where p = 0)."""
+    return 1.0 - (1.0 - np.asarray(touch_p, dtype=float)) ** np.asarray(tokens, dtype=float)
 
 
 def block_table(model: ModelDescriptor) -> BlockTable:
@@ -137,6 +174,10 @@ def block_table(model: ModelDescriptor) -> BlockTable:
         act_bpt=float(model.hidden_size * model.dtype_bytes),
         is_embedding=np.array([b.kind == "embedding" for b in bl]),
         is_head=np.array([b.kind == "head" for b in bl]),
+        expert_weight_bytes=np.array([b.routed_experts * b.expert_params * model.dtype_bytes for b in bl],
+                                     dtype=float),
+        expert_touch_p=np.array([b.experts_per_token / b.routed_experts if b.routed_experts else 0.0
+                                 for b in bl]),
     )
 
 
@@ -145,7 +186,9 @@ class PhaseCosts:
     """Work of each block for one unit of a phase: FLOPs and HBM bytes, linear in the batch size.
 
     For prefill the unit is one request of mean prompt length; for decode, one iteration of a batch of b
-    requests, with ``F = F0 + b * F1`` (and likewise V).
+    requests, with ``F = F0 + b * F1`` and ``V = V0 + b * V1 + V_E (1 - (1 - p)^b)``: MoE blocks read only the
+    routed experts the batch touches (``expert_bytes`` V_E = all routed experts, ``expert_p`` p = k / E; see
+    :func:`expected_experts_touched`). Use :meth:`bytes_at` for V.
     """
 
     mat0: np.ndarray
@@ -154,6 +197,21 @@ class PhaseCosts:
     vec1: np.ndarray
     bytes0: np.ndarray
     bytes1: np.ndarray
+    expert_bytes: np.ndarray | None = None
+    expert_p: np.ndarray | None = None
+
+    def bytes_at(self, batch: np.ndarray | float) -> np.ndarray:
+        """Per-block HBM bytes at ``batch`` requests: shape (blocks,) for a scalar, (blocks, n) for shape (n,)."""
+        b = np.asarray(batch, dtype=float)
+        if b.ndim == 0:
+            out = self.bytes0 + float(b) * self.bytes1
+            if self.expert_bytes is not None:
+                out = out + self.expert_bytes * touched_fraction(self.expert_p, float(b))
+            return out
+        out = self.bytes0[:, None] + np.outer(self.bytes1, b)
+        if self.expert_bytes is not None:
+            out = out + self.expert_bytes[:, None] * touched_fraction(self.expert_p[:, None], b[None, :])
+        return out
 
 
 def prefill_costs(t: BlockTable, mean_len: float, second_moment_len: float, chunk_tokens: int) -> PhaseCosts:
@@ -179,8 +237,10 @@ def prefill_costs(t: BlockTable, mean_len: float, second_moment_len: float, chun
     tokens = np.where(t.is_head, 1.0, mean_len)
     mat = tokens * t.matmul_fpt + causal_attention_flops(t.attn_fpt_ctx, second_moment_len)
     vec = tokens * t.vector_fpt
-    # weights stream once per chunk (once for the head); the embedding is a row lookup, not a weight stream
-    weight_reads = np.where(t.is_head, 1.0, chunks) * np.where(t.is_embedding, 0.0, t.weight_bytes)
+    # weights stream once per chunk (once for the head); the embedding is a row lookup, not a weight stream; a
+    # MoE block reads the experts a chunk's tokens touch (all of them for any realistic chunk)
+    per_chunk = t.weight_bytes - t.expert_weight_bytes * (1.0 - touched_fraction(t.expert_touch_p, mean_len / chunks))
+    weight_reads = np.where(t.is_head, 1.0, chunks) * np.where(t.is_embedding, 0.0, per_chunk)
     by = weight_reads + mean_len * (t.kv_bpt + np.where(t.is_embedding, t.act_bpt, 0.0)) + t.state_bpr
     z = np.zeros_like(mat)
     return PhaseCosts(mat, z, vec, z, by, z)
@@ -198,15 +258,17 @@ def decode_costs(t: BlockTable, ctx_tokens: float) -> PhaseCosts:
     Notes
     -----
     Per request per iteration: matmul 2 * active params, attention 4 * heads * head_dim * ctx, SSM state
-    read + write (2 x state bytes), KV read ctx * kv_bpt. Weights are read once per iteration for the batch.
+    read + write (2 x state bytes), KV read ctx * kv_bpt. Weights are read once per iteration for the batch;
+    a MoE block's routed experts only where the batch touches them (``PhaseCosts.bytes_at``).
     """
     z = np.zeros_like(t.matmul_fpt)
     return PhaseCosts(
         mat0=z, mat1=t.matmul_fpt + t.attn_fpt_ctx * ctx_tokens,
         vec0=z, vec1=t.vector_fpt.copy(),
         # the embedding reads one row per request, every other block streams its weights once per iteration
-        bytes0=np.where(t.is_embedding, 0.0, t.weight_bytes),
+        bytes0=np.where(t.is_embedding, 0.0, t.weight_bytes - t.expert_weight_bytes),
         bytes1=ctx_tokens * t.kv_bpt + 2.0 * t.state_bpr + np.where(t.is_embedding, t.act_bpt, 0.0),
+        expert_bytes=t.expert_weight_bytes.copy(), expert_p=t.expert_touch_p.copy(),
     )
 
 

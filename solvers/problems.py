@@ -107,7 +107,7 @@ def placement_problem(sc: LoadedScenario, point: PointSpec, capacity_rps: float)
     dec = decode_costs(t, ln.mean_prefill + ln.mean_decode / 2.0)
     iters_per_s = capacity_rps * ln.mean_decode / point.batch
     phase_bytes = {"prefill": pre.bytes0 * capacity_rps,
-                   "decode": (dec.bytes0 + point.batch * dec.bytes1) * iters_per_s}
+                   "decode": dec.bytes_at(point.batch) * iters_per_s}
     types = [ty for ty, n in point.counts.items() if n > 0]
     vol: dict[tuple[str, str], float] = {}
     for phase, by in phase_bytes.items():
@@ -249,7 +249,7 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
         mat, vec, by = c.mat0, c.vec0, c.bytes0
     else:
         c = decode_costs(t, ln.mean_prefill + ln.mean_decode / 2.0)
-        mat, vec, by = batch * c.mat1, batch * c.vec1, c.bytes0 + batch * c.bytes1
+        mat, vec, by = batch * c.mat1, batch * c.vec1, c.bytes_at(batch)
     hops = mean_hops_to_groups(sc, decision)
     times: dict[tuple[str, str], float] = {}
     chiplets = []

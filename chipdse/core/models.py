@@ -99,6 +99,10 @@ class Block:
     shared_params : int
         Parameters of weight-shared weights stored with another block and read again by this one (Zamba2's
         shared transformer blocks): they cost HBM traffic here but no capacity.
+    routed_experts, experts_per_token, expert_params : int
+        MoE only: E routed experts, top-k per token and parameters of one routed expert (0 elsewhere). A step
+        over b tokens reads only the experts its tokens touch: E (1 - (1 - k / E)^b) of them on average
+        (``chipdse.evaluators.latency.expected_experts_touched``).
     """
 
     name: str
@@ -113,6 +117,9 @@ class Block:
     kv_bytes_per_token: float = 0.0
     state_bytes_per_request: float = 0.0
     shared_params: int = 0
+    routed_experts: int = 0
+    experts_per_token: int = 0
+    expert_params: int = 0
 
     @property
     def streamed_params(self) -> int:
@@ -377,6 +384,7 @@ def _moe_block(card: dict[str, Any], layer: int, group: MemoryGroup, src: str) -
     return Block(
         name=f"L{layer:02d}.moe", kind="moe", layer=layer, params=params, active_params=active, group=group,
         matmul_flops_per_token=2.0 * (top_k * expert + shared + e * h + projections),
+        routed_experts=e, experts_per_token=top_k, expert_params=expert,
     )
 
 

@@ -125,14 +125,14 @@ def serve_layout(screen: Screen, sc: LoadedScenario, point: PointSpec, decision:
     r_mem = max(memory_concurrency(screen.needs, point.hbm), 1)
     n_conc, k = screen.decode_concurrency(np.array([point.batch]), np.array([r_mem]), np.array([n_stages]))
     kb = int(k[0])
-    bytes_per_request = pc.bytes0.sum() + sc.lengths.mean_decode / kb * (c.bytes0 + kb * c.bytes1).sum()
+    bytes_per_request = pc.bytes0.sum() + sc.lengths.mean_decode / kb * c.bytes_at(kb).sum()
     hbm_bytes_per_s = sum(point.hbm.values()) * sc.library.memory.bandwidth_GBps * 1e9
 
     def metrics(wait: float) -> tuple[dict[str, np.ndarray], float, float, float]:
         pre = stage_times(mapping_problem(sc, point, decision, "prefill", 1, wait), pre_map)
         t_p = max(max(pre.values()), _hbm_bound_s(sc, t, pc.bytes0, point.hbm))
         dec = stage_times(mapping_problem(sc, point, decision, "decode", kb, wait), dec_map)
-        t_bn = max(max(dec.values()), _hbm_bound_s(sc, t, c.bytes0 + kb * c.bytes1, point.hbm))
+        t_bn = max(max(dec.values()), _hbm_bound_s(sc, t, c.bytes_at(kb), point.hbm))
         iter_s = max(sum(dec.values()), min(float(n_conc[0]), n_stages) * t_bn)
         m = screen.serving_metrics(np.array([t_p]), np.array([sum(pre.values())]), np.array([iter_s]), n_conc,
                                    np.array([point.batch]), np.array([True]))
