@@ -221,8 +221,7 @@ def _phase_lognormal(lengths: dict[str, float], phase: str, source: str) -> tupl
                             f"got {shorten(value)}")
     sets = [" + ".join(prefix + k for k in f) for f in LENGTH_FITS]
     if tuple(sorted(given)) not in {tuple(sorted(f)) for f in LENGTH_FITS}:
-        missing = next((f[0] for f in LENGTH_FITS if f[0] not in given), "median")
-        field = f"lengths.{prefix}{missing if not given else sorted(given)[0]}"
+        field = f"lengths.{prefix}{sorted(given)[0] if given else 'median'}"
         raise SpecError(source, field, f"one of the statistic sets {sets} (a lognormal is fitted from two "
                         f"published statistics), got {shorten(sorted(prefix + k for k in given))}")
     try:
