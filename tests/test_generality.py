@@ -18,6 +18,7 @@ from chipdse.core.design_space import enumerate_points
 from chipdse.core.errors import SpecError
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario, model_scenarios
+from chipdse.core.specs import Workload, load_spec
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.reports.generality_page import generality_pages
@@ -138,9 +139,14 @@ def test_cli_generality_json_and_errors(table4_path: Path, write_scenario) -> No
 
 
 def test_arrival_rate_override_replaces_the_workload_rate(table4_path: Path) -> None:
-    sc = load_scenario(table4_path)
-    assert sc.workload.arrival_rate_rps == 2.0  # the scenario's override, not chat.yaml's 5.5
-    assert np.isclose(sc.workload.model_dump()["arrival_rate_rps"], 2.0)
+    spec = yaml.safe_load(table4_path.read_text())
+    own = load_spec(Workload, Path(spec["workload"])).arrival_rate_rps
+    spec["arrival_rate_rps"] = 2 * own  # a rate the workload file does not have
+    path = table4_path.with_name("override.yaml")
+    path.write_text(yaml.safe_dump(spec))
+    sc = load_scenario(path)
+    assert sc.workload.arrival_rate_rps == 2 * own  # the scenario's override, not the workload file's
+    assert np.isclose(sc.workload.model_dump()["arrival_rate_rps"], 2 * own)
 
 
 def test_bundled_table_iv_all_model_design_within_hydras_14_percent() -> None:

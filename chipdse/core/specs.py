@@ -265,8 +265,11 @@ class Workload(_Spec):
     name: str
     trace: str | None = Field(None, description="CSV with num_prefill_tokens,num_decode_tokens (path relative "
                               "to the workload file, or to instances/traces).")
-    lengths: dict[str, float] | None = Field(None, description="Parametric lengths: lognormal with keys "
-                                             "prefill_median, prefill_sigma, decode_median, decode_sigma.")
+    lengths: dict[str, float] | None = Field(None, description="Parametric lengths: a lognormal per phase fitted "
+                                             "to two published statistics, keys prefixed prefill_ / decode_: "
+                                             "median + sigma (log-space), mean + sigma, mean + median, mean + sd, "
+                                             "or min + max + n (the extremes of n observations); optional "
+                                             "<phase>_tokens_per_unit when they are words or characters.")
     arrival: Literal["poisson", "gamma", "replay"] = Field("poisson", description="Arrival process: poisson, gamma "
                                                            "(with gamma_cv) or replay (the trace's arrived_at "
                                                            "timestamps; the trace must have that column).")

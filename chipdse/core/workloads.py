@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm as stats_norm
 
 from chipdse.core.errors import SpecError, shorten
 from chipdse.core.io import read_input_text
@@ -137,34 +138,138 @@ def _csv_rows(text: str, path: Path) -> list[tuple[int, list[str]]]:
     return rows
 
 
+LENGTH_PHASES = ("prefill", "decode")
+LENGTH_FITS = (("median", "sigma"), ("mean", "sigma"), ("mean", "median"), ("mean", "sd"), ("min", "max", "n"))
+"""Statistic sets a phase's lognormal is fitted from (each key prefixed with ``prefill_`` or ``decode_``)."""
+LENGTH_SCALE_KEY = "tokens_per_unit"
+"""Optional per-phase key: tokens per unit of the statistics (e.g. 1.333 tokens per English word); default 1."""
+MAX_SIGMA = 10.0
+"""Largest log-space sigma a parametric length may have (e^10 = 22,026 is already a wider spread than any dataset's
+published lengths)."""
+MAX_RANGE_DRAWS = 1_000_000_000
+"""Largest ``n`` of a ``min`` / ``max`` / ``n`` fit (the size of the data set the extremes were observed in)."""
+
+
+def fit_lognormal(stats: dict[str, float]) -> tuple[float, float]:
+    """Location and log-space spread of the lognormal with the given published statistics.
+
+    Parameters
+    ----------
+    stats : dict
+        One of the sets of :data:`LENGTH_FITS`, in the statistics' own unit (all > 0):
+
+        * ``median`` + ``sigma``: mu = ln(median).
+        * ``mean`` + ``sigma``: mu = ln(mean) - sigma^2 / 2.
+        * ``mean`` + ``median`` (mean > median): sigma = sqrt(2 ln(mean / median)), mu = ln(median).
+        * ``mean`` + ``sd`` (standard deviation): sigma^2 = ln(1 + (sd / mean)^2), mu = ln(mean) - sigma^2 / 2.
+        * ``min`` + ``max`` + ``n``: the smallest and largest of ``n`` observations, taken at the quantiles
+          1 / (n + 1) and n / (n + 1) (their expected ranks); z = Phi^-1(n / (n + 1)), sigma = ln(max / min) / (2 z),
+          mu = (ln(min) + ln(max)) / 2.
+
+    Returns
+    -------
+    tuple of float
+        ``(mu, sigma)``: mu = ln(median) in the statistics' unit, sigma >= 0 in log space.
+
+    Raises
+    ------
+    ValueError
+        A set not in :data:`LENGTH_FITS`, ``mean <= median``, ``min >= max`` or ``n < 2``.
+
+    Notes
+    -----
+    The closed forms are those of the lognormal (mean e^(mu + sigma^2/2), median e^mu, variance
+    (e^(sigma^2) - 1) e^(2 mu + sigma^2)); the order-statistic rank is the usual plotting position i / (n + 1).
+    """
+    keys = tuple(sorted(stats))
+    if keys == ("median", "sigma"):
+        return float(np.log(stats["median"])), float(stats["sigma"])
+    if keys == ("mean", "sigma"):
+        return float(np.log(stats["mean"]) - stats["sigma"] ** 2 / 2), float(stats["sigma"])
+    if keys == ("mean", "median"):
+        if not stats["mean"] > stats["median"]:
+            msg = f"a lognormal's mean exceeds its median, got mean {stats['mean']} <= median {stats['median']}"
+            raise ValueError(msg)
+        return float(np.log(stats["median"])), float(np.sqrt(2 * np.log(stats["mean"] / stats["median"])))
+    if keys == ("mean", "sd"):
+        var_log = float(np.log1p((stats["sd"] / stats["mean"]) ** 2))
+        return float(np.log(stats["mean"]) - var_log / 2), float(np.sqrt(var_log))
+    if keys == ("max", "min", "n"):
+        if not stats["min"] < stats["max"] or stats["n"] < 2:
+            msg = f"min < max and n >= 2, got min {stats['min']}, max {stats['max']}, n {stats['n']}"
+            raise ValueError(msg)
+        z = float(stats_norm.ppf(stats["n"] / (stats["n"] + 1)))
+        lo, hi = np.log(stats["min"]), np.log(stats["max"])
+        return float((lo + hi) / 2), float((hi - lo) / (2 * z))
+    msg = f"one of the statistic sets {[' + '.join(f) for f in LENGTH_FITS]}, got {' + '.join(keys) or 'none'}"
+    raise ValueError(msg)
+
+
+def _phase_lognormal(lengths: dict[str, float], phase: str, source: str) -> tuple[float, float]:
+    """(mu in tokens, sigma) of one phase's parametric length; SpecError naming ``lengths.<key>`` otherwise."""
+    prefix = f"{phase}_"
+    given = {k[len(prefix):]: v for k, v in lengths.items() if k.startswith(prefix)}
+    scale = given.pop(LENGTH_SCALE_KEY, 1.0)
+    if not 0 < scale <= 100:
+        raise SpecError(source, f"lengths.{prefix}{LENGTH_SCALE_KEY}", f"a positive number of tokens per unit at "
+                        f"most 100, got {shorten(scale)}")
+    for key, value in given.items():
+        limit = {"sigma": MAX_SIGMA, "n": MAX_RANGE_DRAWS}.get(key, MAX_TOKENS)
+        if not 0 < value <= limit:
+            what = {"sigma": "(log-space)", "n": "(observations)"}.get(key, "(in the statistics' unit)")
+            raise SpecError(source, f"lengths.{prefix}{key}", f"a positive number at most {limit:,g} {what}, "
+                            f"got {shorten(value)}")
+    sets = [" + ".join(prefix + k for k in f) for f in LENGTH_FITS]
+    if tuple(sorted(given)) not in {tuple(sorted(f)) for f in LENGTH_FITS}:
+        field = f"lengths.{prefix}{sorted(given)[0] if given else 'median'}"
+        raise SpecError(source, field, f"one of the statistic sets {sets} (a lognormal is fitted from two "
+                        f"published statistics), got {shorten(sorted(prefix + k for k in given))}")
+    try:
+        mu, sigma = fit_lognormal(given)
+    except ValueError as exc:
+        raise SpecError(source, f"lengths.{prefix}{sorted(given)[0]}", str(exc)) from None
+    if sigma > MAX_SIGMA:
+        raise SpecError(source, f"lengths.{prefix}{sorted(given)[0]}", f"statistics whose fitted log-space sigma "
+                        f"is at most {MAX_SIGMA:g}, got {sigma:.3g}")
+    return mu + float(np.log(scale)), sigma
+
+
 def sample_parametric(lengths: dict[str, float], n: int, seed: int, source: str) -> LengthSample:
-    """Draw ``n`` requests from lognormal prompt / output lengths.
+    """Draw ``n`` requests from lognormal prompt / output lengths fitted to published statistics.
 
     Parameters
     ----------
     lengths : dict
-        ``prefill_median``, ``prefill_sigma``, ``decode_median``, ``decode_sigma`` (tokens; log-space sigma).
+        Per phase (keys prefixed ``prefill_`` and ``decode_``) one statistic set of :data:`LENGTH_FITS`
+        (see :func:`fit_lognormal`): e.g. ``prefill_median`` and ``prefill_sigma`` (log-space), or
+        ``decode_mean`` and ``decode_sd``; plus optionally ``<phase>_tokens_per_unit`` when the statistics are in
+        words or characters (default 1: they are tokens).
     n : int
         Number of requests.
     seed : int
-        Seed of the numpy Generator.
+        Seed of the numpy Generator (prefill lengths are drawn first, then decode lengths).
+
+    Returns
+    -------
+    LengthSample
+        Lengths rounded to whole tokens and clipped to 1..:data:`~chipdse.core.specs.MAX_TOKENS`; no arrival times.
 
     Raises
     ------
     SpecError
-        A missing or non-positive parameter.
+        A non-positive or too large statistic, an unknown key, a phase without exactly one statistic set, or
+        statistics no lognormal has (mean <= median, min >= max): the field names the ``lengths`` key.
     """
-    keys = ("prefill_median", "prefill_sigma", "decode_median", "decode_sigma")
-    for k in keys:
-        if k not in lengths or not 0 < lengths[k] <= (MAX_TOKENS if k.endswith("median") else 10):
-            limit = f"{MAX_TOKENS:,} tokens" if k.endswith("median") else "10 (log-space)"
-            raise SpecError(source, f"lengths.{k}", f"a positive number at most {limit}, got {shorten(lengths.get(k))}")
-    unknown = sorted(set(lengths) - set(keys))
+    known = {f"{p}_{k}" for p in LENGTH_PHASES for f in LENGTH_FITS for k in f} | {
+        f"{p}_{LENGTH_SCALE_KEY}" for p in LENGTH_PHASES}
+    unknown = sorted(set(lengths) - known)
     if unknown:
-        raise SpecError(source, f"lengths.{unknown[0]}", f"one of {list(keys)} (a parametric length's key)")
+        raise SpecError(source, f"lengths.{unknown[0]}", f"one of {sorted(known)} (a parametric length's key)")
+    mu_p, sigma_p = _phase_lognormal(lengths, "prefill", source)
+    mu_d, sigma_d = _phase_lognormal(lengths, "decode", source)
     rng = np.random.default_rng(seed)
-    pre = rng.lognormal(np.log(lengths["prefill_median"]), lengths["prefill_sigma"], n)
-    dec = rng.lognormal(np.log(lengths["decode_median"]), lengths["decode_sigma"], n)
+    pre = rng.lognormal(mu_p, sigma_p, n)
+    dec = rng.lognormal(mu_d, sigma_d, n)
     return LengthSample(
         prefill_tokens=np.clip(np.rint(pre), 1, MAX_TOKENS).astype(np.int64),
         decode_tokens=np.clip(np.rint(dec), 1, MAX_TOKENS).astype(np.int64),
