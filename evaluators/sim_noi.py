@@ -10,6 +10,7 @@ import numpy as np
 from chipdse.core.grid import xy_route
 from chipdse.evaluators.sim_config import (
     _FEATURES,
+    OPTIONAL_FEATURES,
     Phase,
     PhaseTable,
     SimConfig,
@@ -32,6 +33,11 @@ class _Plan:
     linear: tuple[float, ...] | None
     mixed: list[tuple[float, ...]]
     groups: list[tuple[tuple[float, ...], list[tuple[int, ...]], float]]
+
+
+def _padded(coeffs: tuple[float, ...], n_feat: int) -> tuple[float, ...]:
+    """``coeffs`` as floats, with zeros for the optional trailing features it leaves out."""
+    return tuple(float(x) for x in coeffs) + (0.0,) * (n_feat - len(coeffs))
 
 
 class _Topology:
@@ -108,24 +114,23 @@ class _Topology:
             tid = len(self.templates)
             self.templates.append((phase, tasks, pref, tuple(comp)))
             self.stages[phase].append(tid)
-            self.plans.append({i: self._plan(table, tasks, i) for i in comp})
+            self.plans.append({i: self._plan(table, tasks, i, len(_FEATURES[phase])) for i in comp})
 
-    def _plan(self, table: PhaseTable, tasks: list[str], chiplet: int) -> _Plan:
+    def _plan(self, table: PhaseTable, tasks: list[str], chiplet: int, n_feat: int) -> _Plan:
         cfg = self.cfg
         cid, cell = self.ids[chiplet], self.cells[chiplet]
         inv_hbm = 1.0 / (cfg.noi.hbm_GBps * 1e9)
-        n_feat = len(table.cost[(tasks[0], cid)].compute_s)
         linear = [0.0] * n_feat
         mixed: list[tuple[float, ...]] = []
         group_bytes: dict[int, list[float]] = {}
         for k in tasks:
             cost = table.cost[(k, cid)]
-            by = tuple(float(x) for x in cost.hbm_bytes) or (0.0,) * n_feat
+            by = _padded(cost.hbm_bytes, n_feat)
             if any(by):
                 acc = group_bytes.setdefault(self.groups[cost.group], [0.0] * n_feat)
                 for i, x in enumerate(by):
                     acc[i] += x
-            d = tuple(float(c) - b * inv_hbm for c, b in zip(cost.compute_s, by, strict=True))
+            d = tuple(float(c) - b * inv_hbm for c, b in zip(_padded(cost.compute_s, n_feat), by, strict=True))
             if all(x >= 0 for x in d):
                 linear = [a + x for a, x in zip(linear, d, strict=True)]
             elif any(x > 0 for x in d):
@@ -165,7 +170,8 @@ def uncontended_stage_times(config: SimConfig, phase: Phase, features: tuple[flo
     config : SimConfig
     phase : {"prefill", "decode"}
     features : tuple[float, ...]
-        The phase's feature values (:data:`PREFILL_FEATURES` or :data:`DECODE_FEATURES`).
+        The phase's feature values (:data:`PREFILL_FEATURES` or :data:`DECODE_FEATURES`; the optional trailing
+        ``experts_touched`` may be left out, it is then 0).
 
     Returns
     -------
@@ -178,14 +184,16 @@ def uncontended_stage_times(config: SimConfig, phase: Phase, features: tuple[flo
     SimulationError
         When ``features`` has the wrong length.
     """
-    if len(features) != len(_FEATURES[phase]):
+    n_feat = len(_FEATURES[phase])
+    if len(features) not in (n_feat, n_feat - OPTIONAL_FEATURES):
         msg = f"{phase} features must be {_FEATURES[phase]}, got {features!r}"
         raise SimulationError(msg)
     topo = _Topology(config)
     out = {}
+    f = _padded(features, n_feat)
     for tid in topo.stages[phase]:
         pref = topo.templates[tid][2]
-        out[topo.ids[pref]] = topo.uncontended_s(topo.plans[tid][pref], tuple(float(x) for x in features))
+        out[topo.ids[pref]] = topo.uncontended_s(topo.plans[tid][pref], f)
     return out
 
 

@@ -27,6 +27,9 @@ What is modeled
   ``sum_k max(0, compute_k - bytes_k / B_HBM)``. Without contention the stage therefore takes exactly
   ``sum_k max(compute_k, bytes_k / B_HBM) + mean_hops * bytes / B_NoI``, the mapping's t_comp + t_comm
   (HYDRA Eqs. 3-4, ``chipdse.solvers.problems.mapping_problem``); :func:`uncontended_stage_times` returns it.
+* **MoE**: a MoE block's routed experts are read only where a job's tokens touch them: the ``experts_touched``
+  feature 1 - (1 - k/E)^n (decode: n = the iteration's requests; prefill: n = each request's tokens in the chunk)
+  times the bytes of all routed experts, as ``evaluators.latency`` does.
 * **Contention**: HBM ports and directed mesh links are resources with a list of reserved busy intervals.
   A hop takes the earliest idle gap long enough for it, no earlier than the previous hop ended, so transfers
   that share a port or a link wait for each other while idle time is never wasted. A stage holds its
@@ -154,6 +157,7 @@ class _Engine:
         self.steals = self.sched.steals
         self.uses_wait = self.sched.uses_queue_wait
         self.act_bpt = float(cfg.activation_bytes_per_token)
+        self.expert_miss = 1.0 - float(cfg.expert_touch_p)  # a token misses a given routed expert
         self.exp_draws = cfg.service_time == ServiceTime.EXPONENTIAL
         self._exp_buf = np.empty(0)
         self._exp_i = 0
@@ -420,6 +424,7 @@ class _Engine:
                 slot.bound = True
                 slot.members = list(group)
             chunks: list[list[float]] = []  # features of chunk k, summed over the group's members
+            miss = self.expert_miss
             for r in group:
                 L = r.context_tokens  # noqa: N806
                 r.blocks = -(-L // bt)
@@ -434,13 +439,14 @@ class _Engine:
                     r.admitted_s = now
                 n_chunks = -(-L // size)
                 while len(chunks) < n_chunks:
-                    chunks.append([0.0, 0.0, 0.0, 0.0])
+                    chunks.append([0.0, 0.0, 0.0, 0.0, 0.0])
                 if n_chunks == 1:
                     f = chunks[0]
                     f[0] += 1.0
                     f[1] += L
                     f[2] += float(L) * L
                     f[3] += 1.0
+                    f[4] += 1.0 - miss ** L
                     continue
                 for k in range(n_chunks):
                     a, b = k * size, min(L, (k + 1) * size)
@@ -448,6 +454,7 @@ class _Engine:
                     f[1] += b - a
                     f[2] += float(b) * b - float(a) * a
                     f[3] += 1.0
+                    f[4] += 1.0 - miss ** (b - a)
                 chunks[n_chunks - 1][0] += 1.0  # per-request work (the head's token, the state) in the last chunk
             self._record_memory()
             job = PrefillJob([(r, r.epoch) for r in group], slot, len(chunks))
@@ -492,7 +499,8 @@ class _Engine:
         ctx = 0
         for r in members:
             ctx += r.context_tokens
-        job = StageJob(True, self.decode_stages[0], (1.0, float(len(members)), float(ctx)),
+        job = StageJob(True, self.decode_stages[0],
+                       (1.0, float(len(members)), float(ctx), 1.0 - self.expert_miss ** len(members)),
                        [(r, r.epoch) for r in members], slot, self.kernel.now_s)
         return self._dispatch(job, -1)
 
