@@ -41,7 +41,11 @@ def _padded(coeffs: tuple[float, ...], n_feat: int) -> tuple[float, ...]:
 
 
 class _Topology:
-    """Stages, compatibility, plans and NoI resources derived from a :class:`SimConfig` (no run state)."""
+    """Stages, compatibility, plans and NoI resources derived from a :class:`SimConfig` (no run state).
+
+    A stage template's compatible chiplets: its preferred chiplet, the same phase role's chiplets with a cost for
+    every task of the stage, then, when the scheduler's ``cross_phase`` is set, the other role's such chiplets.
+    """
 
     def __init__(self, cfg: SimConfig) -> None:
         self.cfg = cfg
@@ -106,11 +110,15 @@ class _Topology:
                 by_chiplet[c] = []
             by_chiplet[c].append(k)
         self.stages[phase] = []
+        cross = bool(getattr(cfg.scheduler, "cross_phase", False))
         for c in order:
             tasks = by_chiplet[c]
             pref = self.index[c]
-            comp = [pref] + [i for i, ch in enumerate(cfg.chiplets) if i != pref and ch.phase == phase
-                             and all((k, ch.id) in table.cost for k in tasks)]
+            able = [i for i, ch in enumerate(cfg.chiplets)
+                    if i != pref and all((k, ch.id) in table.cost for k in tasks)]
+            comp = [pref] + [i for i in able if cfg.chiplets[i].phase == phase]
+            if cross:
+                comp += [i for i in able if cfg.chiplets[i].phase != phase]
             tid = len(self.templates)
             self.templates.append((phase, tasks, pref, tuple(comp)))
             self.stages[phase].append(tid)

@@ -227,7 +227,8 @@ class ClusterView(Protocol):
     now_s: float
 
     def compatible(self, template: int) -> tuple[int, ...]:
-        """Chiplets (indices) that can run a stage template, preferred chiplet first."""
+        """Chiplets (indices) that can run a stage template: preferred first, then the same phase role's, then
+        (cross-phase schedulers only) the other role's."""
         ...
 
     def preferred(self, template: int) -> int:
@@ -256,6 +257,10 @@ class ClusterView(Protocol):
 
     def hop_penalty_s(self, job: StageJob, chiplet: int) -> float:
         """Uncontended NoI time of the job's HBM transfers if run on the chiplet (HYDRA Eq. 3), s."""
+        ...
+
+    def estimate_s(self, job: StageJob, chiplet: int) -> float:
+        """Uncontended service time of the job on the chiplet, its NoI transfers (HYDRA Eq. 3) included, s."""
         ...
 
 

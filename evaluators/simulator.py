@@ -17,8 +17,11 @@ What is modeled
   order, so consecutive chunks overlap in the pipeline. The first tokens come when the last chunk leaves the
   last stage. There is one event per stage visit: no per-token or per-task events.
 * **Task scheduling**: every stage visit is a job that the task scheduler (static, FCFS round-robin, work
-  stealing, HYDRA elastic) places on a chiplet of the phase's role that has a cost for every task of the
-  stage. Each chiplet serves its FIFO queue one job at a time.
+  stealing, HYDRA elastic) places on a chiplet that has a cost for every task of the stage: of the phase's role,
+  and, for a scheduler with ``cross_phase`` (elastic by default; FCFS and work stealing as an option; never
+  static), also of the other role (a prefill job on a decode chiplet and the reverse, at that chiplet's own
+  costs; HYDRA Sec. IV-C and the c_p,D / c_d,P terms of Eqs. 6-7). Each chiplet serves its FIFO queue one job at
+  a time, whatever the jobs' phases.
 * **Stage time**: costs are linear in per-job features (:data:`PREFILL_FEATURES`, :data:`DECODE_FEATURES`),
   one :class:`TaskCost` per (task, chiplet) giving compute seconds and HBM bytes. A stage on chiplet c first
   streams its tasks' bytes from the stacks of their memory groups: one stripe per stack (bytes split evenly,
@@ -42,7 +45,8 @@ What is modeled
   again (recompute), which also yields its next token, as vLLM's recompute preemption does. Admission itself
   never preempts: a request whose prompt does not fit waits.
 * **Metrics**: output-token throughput, TTFT / TBT / E2E (mean, p50, p99), utilization of every chiplet, link
-  and HBM port, HBM occupancy over time, preemptions, events handled, wall time.
+  and HBM port, HBM occupancy over time, preemptions, cross-phase jobs and their busy seconds, whether the run
+  finished no request at all (``SimResult.empty``), events handled, wall time.
 
 What is not modeled
 -------------------
@@ -52,8 +56,8 @@ What is not modeled
 * A separate prefill-to-decode KV hand-off: KV is written to and read from HBM within the stages' bytes.
 * Chunked prefill interleaved with decode, and the causal order of one prompt's chunks when a scheduler runs
   them on different chiplets of a stage (on one chiplet, FIFO order keeps it).
-* Cross-phase work: prefill jobs on decode chiplets and the reverse. Schedulers move work only among chiplets
-  of one phase role.
+* Preemption of a running job when the other phase needs its chiplet back: cross-phase work is placed job by
+  job and runs to its end.
 * Resending activations when work stealing moves a job after they were sent.
 * Request cancellation and SLO-aware admission.
 * Power and thermals.
@@ -98,7 +102,7 @@ from chipdse.evaluators.sim_policies import (
     SimRequest,
     StageJob,
 )
-from chipdse.evaluators.sim_results import LatencyStats, SimResult
+from chipdse.evaluators.sim_results import CROSS_PHASE_KEYS, LatencyStats, SimResult
 from chipdse.evaluators.sim_schedulers import TaskScheduler
 
 __all__ = [
@@ -121,6 +125,9 @@ class _Engine:
         self.running: list[StageJob | None] = [None] * n_chip
         self.busy_until = [0.0] * n_chip
         self.chip_busy = [0.0] * n_chip
+        self.decode_role = [c.phase == "decode" for c in cfg.chiplets]
+        self.cross_jobs = [0, 0]
+        self.cross_busy = [0.0, 0.0]
         self.queues: list[deque[StageJob]] = [deque() for _ in range(n_chip)]
         self.queued_est = [0.0] * n_chip
         n_res = len(topo.res_keys)
@@ -240,6 +247,10 @@ class _Engine:
         groups = self.topo.plans[job.template][chiplet].groups
         return sum(sum(map(_mul, coeffs, f)) * comm for coeffs, _, comm in groups)
 
+    def estimate_s(self, job: StageJob, chiplet: int) -> float:
+        """Uncontended service time of ``job`` on ``chiplet`` (its transfers included), s."""
+        return self.topo.uncontended_s(self.topo.plans[job.template][chiplet], job.features)
+
     def fits(self, requests: list[SimRequest]) -> bool:
         """Whether the requests' state and prompt blocks fit the free memory of every group."""
         if not self.mem_groups:
@@ -341,7 +352,11 @@ class _Engine:
         self.running[c] = job
         self.busy_until[c] = done
         end = self.duration
-        self.chip_busy[c] += (done - start) if done <= end else (end - start if start < end else 0.0)
+        busy = (done - start) if done <= end else (end - start if start < end else 0.0)
+        self.chip_busy[c] += busy
+        if job.decode != self.decode_role[c]:  # cross-phase: [prefill on decode, decode on prefill]
+            self.cross_jobs[job.decode] += 1
+            self.cross_busy[job.decode] += busy
         job.chiplet = c
         if job.decode:
             kind = EventKind.ITERATION_DONE if job.stage == self.last_decode else EventKind.STAGE_DONE
@@ -352,10 +367,6 @@ class _Engine:
                         r.prefill_start_s = start
             kind = EventKind.PREFILL_DONE if job.stage == self.last_prefill else EventKind.STAGE_DONE
         return Event(done, kind, job)
-
-    def _estimate(self, job: StageJob, c: int) -> float:
-        """Uncontended service estimate of ``job`` on ``c`` (for queue waits), s."""
-        return self.topo.uncontended_s(self.topo.plans[job.template][c], job.features)
 
     def _dispatch(self, job: StageJob, src: int) -> list[Event]:
         """Place ``job`` (coming from chiplet ``src``, -1 for none) and start it if its chiplet is idle."""
@@ -371,7 +382,7 @@ class _Engine:
             return [self._start(job, c)]
         job.chiplet = c
         if self.uses_wait:
-            job.est_s = self._estimate(job, c)
+            job.est_s = self.estimate_s(job, c)
             self.queued_est[c] += job.est_s
         self.queues[c].append(job)
         out: list[Event] = []
@@ -619,6 +630,9 @@ class _Engine:
             hbm_capacity_bytes={g.name: float(g.capacity_bytes) for g in cfg.memory},
             preemptions=self.preemptions, n_events=self.kernel.n_events, wall_s=wall_s, requests=df,
             timeline=timeline, warmup_s=self.warmup,
+            cross_phase_jobs=dict(zip(CROSS_PHASE_KEYS, self.cross_jobs, strict=True)),
+            cross_phase_busy_s=dict(zip(CROSS_PHASE_KEYS, self.cross_busy, strict=True)),
+            empty=not bool(done.any()),
         )
 
 

@@ -1,0 +1,109 @@
+"""Cross-phase task scheduling (HYDRA Sec. IV-C, Eqs. 6-7's c_p,D / c_d,P terms): prefill jobs on decode chiplets
+and the reverse, by hand-computed timelines and by queueing capacity."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from chipdse.core.workloads import LengthSample
+from chipdse.evaluators.sim_arrivals import PoissonArrivalConfig, TraceArrivalConfig
+from chipdse.evaluators.sim_policies import DynamicBatcherConfig
+from chipdse.evaluators.sim_schedulers import (
+    ElasticSchedulerConfig,
+    FcfsSchedulerConfig,
+    StaticSchedulerConfig,
+    WorkStealingSchedulerConfig,
+)
+from chipdse.evaluators.simulator import (
+    ChipletSpec,
+    MemoryGroup,
+    NoiSpec,
+    PhaseTable,
+    SimConfig,
+    TaskCost,
+    simulate,
+)
+
+PREFILL_S = {"P": 1.0, "D0": 2.0, "D1": 2.0}
+"""Prefill seconds per prompt token: the decode chiplets have half the prefill chiplet's compute."""
+DECODE_S = 1e-3
+"""One decode iteration, s, on any chiplet."""
+
+
+def hand_config(scheduler: object, n_decode: int = 1, **kw: object) -> SimConfig:
+    """One prefill chiplet P and ``n_decode`` decode chiplets in a row; no memory limits, no NoI bytes."""
+    ids = ["P"] + [f"D{i}" for i in range(n_decode)]
+    chips = tuple(ChipletSpec(c, "prefill" if c == "P" else "decode", "x", i) for i, c in enumerate(ids))
+    pre = PhaseTable(("p",), {("p", c): TaskCost((0.0, PREFILL_S[c], 0.0, 0.0)) for c in ids}, {"p": "P"})
+    dec = PhaseTable(("d",), {("d", c): TaskCost((DECODE_S, 0.0, 0.0)) for c in ids}, {"d": "D0"})
+    args = {"arrival": TraceArrivalConfig(), "batcher": DynamicBatcherConfig(8, math.inf), "duration_s": 20.0}
+    args.update(kw)
+    return SimConfig(chips, pre, dec, (MemoryGroup("m", 1e18),), NoiSpec(1, len(ids), 100.0, 100.0),
+                     scheduler=scheduler, **args)
+
+
+FOUR_AT_ONCE = LengthSample(np.ones(4, dtype=int), np.ones(4, dtype=int), np.zeros(4), "hand")
+"""Four one-token prompts at t = 0, one output token each (the prefill's)."""
+
+
+def test_saturated_prefill_chiplet_hands_a_prefill_job_to_the_decode_chiplet() -> None:
+    """Elastic, threshold 1 (one service time of the job on P = 1 s). Jobs A..D arrive at t = 0; P is preferred.
+
+    A: P idle -> P, done at 1. B: finish on P 1 + 1 = 2, on D0 0 + 2 = 2: no gain -> P, done at 2.
+    C: P 2 + 1 = 3 vs D0 2: gain 1 s <= 1 x 1 s -> P, done at 3. D: P 3 + 1 = 4 vs D0 2: gain 2 s > 1 s -> D0,
+    where it prefills at D0's own rate (2 s per token): first token at 2.
+    """
+    res = simulate(hand_config(ElasticSchedulerConfig()), FOUR_AT_ONCE)
+    assert res.requests["first_token_s"].tolist() == [1.0, 2.0, 3.0, 2.0]
+    assert res.cross_phase_jobs == {"prefill_on_decode": 1, "decode_on_prefill": 0}
+    assert res.cross_phase_busy_s["prefill_on_decode"] == pytest.approx(2.0)
+    assert res.chiplet_utilization["D0"] == pytest.approx(2.0 / 20.0)
+
+
+@pytest.mark.parametrize("scheduler", [
+    StaticSchedulerConfig(), FcfsSchedulerConfig(), WorkStealingSchedulerConfig(),
+    ElasticSchedulerConfig(cross_phase=False)])
+def test_without_cross_phase_the_prefill_chiplet_serves_every_prompt(scheduler: object) -> None:
+    """Static never crosses; FCFS and work stealing do not by default; elastic can be told not to. P then serves
+    A..D one after another: first tokens at 1, 2, 3, 4 s."""
+    res = simulate(hand_config(scheduler), FOUR_AT_ONCE)
+    assert res.requests["first_token_s"].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert res.cross_phase_jobs == {"prefill_on_decode": 0, "decode_on_prefill": 0}
+    assert res.chiplet_utilization["D0"] == 0.0
+
+
+def test_static_scheduler_cannot_be_made_cross_phase() -> None:
+    assert StaticSchedulerConfig().cross_phase is False
+    with pytest.raises(TypeError):
+        StaticSchedulerConfig(cross_phase=True)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(("scheduler", "first_tokens"), [
+    (FcfsSchedulerConfig(cross_phase=True), [1.0, 2.0, 2.0, 4.0]),  # P, D0, P, D0 in turn: D0 at 2 and 2 + 2
+    # idle D0 takes B at 0; P takes C at 1. At 2 both free; B's completion was scheduled first (the kernel's
+    # tie order), so D0 frees first and steals D from P's queue: 2 + 2 s
+    (WorkStealingSchedulerConfig(cross_phase=True), [1.0, 2.0, 2.0, 4.0]),
+])
+def test_fcfs_and_work_stealing_cross_phases_as_an_option(scheduler: object, first_tokens: list[float]) -> None:
+    """With ``cross_phase`` the baselines use D0 too, each by its own rule."""
+    res = simulate(hand_config(scheduler), FOUR_AT_ONCE)
+    assert res.requests["first_token_s"].tolist() == first_tokens
+    assert res.cross_phase_jobs["prefill_on_decode"] > 0
+
+
+def test_cross_phase_elastic_serves_an_overloaded_prefill_phase() -> None:
+    """Prefill-heavy load at 1.6 req/s (one-token prompts, two output tokens) on P (1 req/s) and two decode
+    chiplets (0.5 req/s of prefill each): P alone saturates at 1 req/s = 2 tokens/s; P plus both decode chiplets
+    serve 2 req/s, so all 1.6 x 2 = 3.2 tokens/s offered come out (within Poisson noise over 400 s)."""
+    sample = LengthSample(np.array([1]), np.array([2]), None, "hand")
+    kw = {"arrival": PoissonArrivalConfig(1.6), "duration_s": 400.0, "warmup_s": 50.0, "n_decode": 2, "seed": 5}
+    rates = {}
+    for cross in (False, True):
+        res = simulate(hand_config(ElasticSchedulerConfig(cross_phase=cross), **kw), sample)
+        rates[cross] = res.throughput_tps
+        assert (res.cross_phase_jobs["prefill_on_decode"] > 0) == cross
+    assert rates[False] == pytest.approx(2.0, rel=0.02)
+    assert rates[True] == pytest.approx(3.2, rel=0.08)
