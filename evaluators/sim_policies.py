@@ -259,6 +259,19 @@ class ClusterView(Protocol):
         """Uncontended NoI time of the job's HBM transfers if run on the chiplet (HYDRA Eq. 3), s."""
         ...
 
+    def home_wait_s(self, chiplet: int) -> float:
+        """Estimated wait of a job of the chiplet's own phase role: running remainder + queued own-role jobs'
+        estimates (the other role's queued jobs come after it), s."""
+        ...
+
+    def is_guest(self, job: StageJob, chiplet: int) -> bool:
+        """Whether the job is of the other phase than the chiplet's role (cross-phase)."""
+        ...
+
+    def home_share(self, chiplet: int) -> float:
+        """1 - the busy fraction of the run so far the chiplet spent on its own role's jobs, in [0, 1]."""
+        ...
+
     def estimate_s(self, job: StageJob, chiplet: int) -> float:
         """Uncontended service time of the job on the chiplet, its NoI transfers (HYDRA Eq. 3) included, s."""
         ...

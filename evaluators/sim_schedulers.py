@@ -62,14 +62,18 @@ class ElasticSchedulerConfig:
         means the same for a 0.5 s prefill chunk and a 5 ms decode iteration, and for queues that mix both
         phases' jobs (a job count would weigh a prefill chunk and a decode iteration alike; a fixed number of
         seconds would never move a decode job or always move a prefill one). With identical chiplets 1 is
-        the old rule "loads differ by at most one job".
+        the rule "loads differ by at most one job". HYDRA gives no value. The default 0 moves a job whenever
+        it is estimated to finish earlier elsewhere: the estimate already charges a move its costs (the Eq. 3
+        hop distance to memory, the other chiplet's roofline, the share a lent chiplet keeps for its own
+        phase), so a positive threshold would count them twice and keep jobs waiting while compatible
+        chiplets idle (measured in benchmarks/bench_elastic.py: 0 beats 1 on all four datasets).
     cross_phase : bool
         A prefill job may run on a decode chiplet and the reverse, at that chiplet's own rate, when it finishes
         there first (HYDRA Sec. IV-C: "decoding chiplets are temporarily reassigned, and vice versa"). On by
         default.
     """
 
-    imbalance_threshold: float = 1
+    imbalance_threshold: float = 0
     cross_phase: bool = True
     kind: SchedulerKind = field(default=SchedulerKind.ELASTIC, init=False)
 
@@ -159,12 +163,17 @@ class WorkStealingScheduler(TaskScheduler):
 
 class ElasticScheduler(TaskScheduler):
     """HYDRA Sec. IV-C: keep the preferred chiplet while the imbalance is within the threshold, else move the job
-    to the compatible chiplet where it finishes first.
+    to the compatible chiplet where it is estimated to finish first.
 
-    A chiplet's estimated finish of the job is its queue wait (running remainder + queued jobs' estimates) plus
-    the job's uncontended service estimate there, which includes the Eq. 3 NoI time from that chiplet to the
-    job's memory and, on the other phase role's chiplet (``cross_phase``), that chiplet's own (slower or faster)
-    roofline. The imbalance is finish(preferred) - min finish, in units of the job's service estimate on the
+    On a chiplet of the job's own phase role the estimated finish is the wait for the own-role work ahead of it
+    (running remainder + queued own-role jobs; the simulator serves a chiplet's own role first) plus the job's
+    uncontended service estimate there, which includes the Eq. 3 NoI time from that chiplet to the job's memory.
+    On a chiplet of the other role (``cross_phase``: the chiplet is lent to the other phase, HYDRA's "temporarily
+    reassigned") the job gets only the capacity its own role leaves: (queue wait + service estimate at that
+    chiplet's own roofline) / (1 - the chiplet's own-role busy fraction so far), the completion time of a
+    low-priority job behind a higher-priority load (Kleinrock, Queueing Systems Vol. 2, Sec. 3.7). Without that
+    factor a decode chiplet between two iterations looks idle and takes prefill chunks that then stall the decode
+    pipeline. The imbalance is finish(preferred) - min finish, in units of the job's service estimate on the
     preferred chiplet (:class:`ElasticSchedulerConfig`). Ties: the preferred chiplet, then same-phase chiplets,
     then the lowest index.
     """
@@ -179,15 +188,21 @@ class ElasticScheduler(TaskScheduler):
             return pref
         thr = self.config.imbalance_threshold
         est_pref = cluster.estimate_s(job, pref)
-        wait_pref = cluster.queue_wait_s(pref)
+        wait_pref = cluster.home_wait_s(pref)
         if wait_pref <= (thr - 1.0) * est_pref:  # no finish is below 0: nothing can beat pref by more
             return pref
         best, best_finish = pref, wait_pref + est_pref
         for c in comp[1:]:  # same-phase chiplets come before the other phase's: the first minimum wins ties
-            w = cluster.queue_wait_s(c)
-            if w >= best_finish:
-                continue
-            f = w + cluster.estimate_s(job, c)
+            if cluster.is_guest(job, c):
+                w, share = cluster.queue_wait_s(c), cluster.home_share(c)
+                if w >= best_finish * share:
+                    continue
+                f = (w + cluster.estimate_s(job, c)) / share
+            else:
+                w = cluster.home_wait_s(c)
+                if w >= best_finish:
+                    continue
+                f = w + cluster.estimate_s(job, c)
             if f < best_finish:
                 best, best_finish = c, f
         if wait_pref + est_pref - best_finish <= thr * est_pref:

@@ -130,6 +130,9 @@ class _Engine:
         self.cross_busy = [0.0, 0.0]
         self.queues: list[deque[StageJob]] = [deque() for _ in range(n_chip)]
         self.queued_est = [0.0] * n_chip
+        self.guest_est = [0.0] * n_chip  # queued estimates of the other phase role's jobs
+        self.guests_queued = [0] * n_chip
+        self.home_busy = [0.0] * n_chip  # seconds of own-role jobs started so far
         n_res = len(topo.res_keys)
         # per resource: [busy-interval starts, ends, seconds per byte, latency, busy seconds]
         self.res: list[list] = [[[], [], topo.inv_rate[i], topo.latency[i], 0.0] for i in range(n_res)]
@@ -240,6 +243,20 @@ class _Engine:
         """Running remainder plus the queued jobs' estimates, s."""
         rem = self.busy_until[chiplet] - self.kernel.now_s if self.running[chiplet] is not None else 0.0
         return max(rem, 0.0) + self.queued_est[chiplet]
+
+    def home_wait_s(self, chiplet: int) -> float:
+        """What a job of the chiplet's own phase role waits for: running remainder plus the queued own-role jobs'
+        estimates (queued jobs of the other role come after it), s."""
+        return self.queue_wait_s(chiplet) - self.guest_est[chiplet]
+
+    def is_guest(self, job: StageJob, chiplet: int) -> bool:
+        """Whether ``job`` belongs to the other phase than the chiplet's role."""
+        return job.decode != self.decode_role[chiplet]
+
+    def home_share(self, chiplet: int) -> float:
+        """1 - the fraction of the run so far the chiplet spent on its own role's jobs (what it can lend)."""
+        now = self.kernel.now_s
+        return 1.0 - min(self.home_busy[chiplet] / now, 1.0) if now > 0.0 else 1.0
 
     def hop_penalty_s(self, job: StageJob, chiplet: int) -> float:
         """Uncontended Eq. 3 NoI time of the job's HBM bytes from ``chiplet``, s."""
@@ -357,6 +374,8 @@ class _Engine:
         if job.decode != self.decode_role[c]:  # cross-phase: [prefill on decode, decode on prefill]
             self.cross_jobs[job.decode] += 1
             self.cross_busy[job.decode] += busy
+        else:
+            self.home_busy[c] += done - start
         job.chiplet = c
         if job.decode:
             kind = EventKind.ITERATION_DONE if job.stage == self.last_decode else EventKind.STAGE_DONE
@@ -381,10 +400,20 @@ class _Engine:
         if self.running[c] is None:
             return [self._start(job, c)]
         job.chiplet = c
+        guest = job.decode != self.decode_role[c]
         if self.uses_wait:
             job.est_s = self.estimate_s(job, c)
             self.queued_est[c] += job.est_s
-        self.queues[c].append(job)
+            if guest:
+                self.guest_est[c] += job.est_s
+        q = self.queues[c]
+        if guest:
+            self.guests_queued[c] += 1
+            q.append(job)
+        elif self.guests_queued[c]:  # own-role jobs go ahead of queued guests
+            q.insert(next(i for i, j in enumerate(q) if j.decode != job.decode), job)
+        else:
+            q.append(job)
         out: list[Event] = []
         if self.steals:
             for d in self.topo.templates[job.template][3]:
@@ -399,8 +428,15 @@ class _Engine:
         if job is None:
             return None
         self.queues[job.chiplet].remove(job)
-        self.queued_est[job.chiplet] -= job.est_s
+        self._dequeued(job, job.chiplet)
         return self._start(job, idle)
+
+    def _dequeued(self, job: StageJob, c: int) -> None:
+        """Account for ``job`` leaving chiplet ``c``'s queue."""
+        self.queued_est[c] -= job.est_s
+        if job.decode != self.decode_role[c]:
+            self.guests_queued[c] -= 1
+            self.guest_est[c] -= job.est_s
 
     def _free(self, c: int) -> list[Event]:
         """Chiplet ``c`` finished its job: start the next queued one (or steal one)."""
@@ -408,7 +444,7 @@ class _Engine:
         q = self.queues[c]
         if q:
             job = q.popleft()
-            self.queued_est[c] -= job.est_s
+            self._dequeued(job, c)
             return [self._start(job, c)]
         if self.steals:
             ev = self._try_steal(c)
