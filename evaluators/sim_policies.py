@@ -24,8 +24,10 @@ Batchers (:class:`BatcherKind`)
 Task schedulers (:class:`SchedulerKind`)
     ``static`` (the mapping's preferred chiplet), ``fcfs`` (round-robin over compatible chiplets),
     ``work-stealing`` (an idle compatible chiplet takes queued work) and ``elastic`` (HYDRA Sec. IV-C: keep
-    the preferred chiplet under mild imbalance, else the compatible chiplet with the least queue wait plus
-    hop penalty). HYDRA Sec. VI-E compares exactly these four.
+    the preferred chiplet while the imbalance is within a threshold, else the compatible chiplet, of either
+    phase role, where the job is estimated to finish first). HYDRA Sec. VI-E compares exactly these four.
+    Only ``elastic`` moves work across phase roles by default (``cross_phase``; an option of FCFS and work
+    stealing, never of static).
 """
 
 from __future__ import annotations

@@ -262,8 +262,10 @@ def test_transfers_sharing_an_hbm_port_wait_for_each_other() -> None:
     (StaticSchedulerConfig(), 4.0),  # B waits for the preferred P0
     (FcfsSchedulerConfig(), 3.0),  # round-robin: B on P1
     (WorkStealingSchedulerConfig(), 3.0),  # B queued on P0, idle P1 takes it
-    (ElasticSchedulerConfig(imbalance_threshold=1), 4.0),  # imbalance 1 is mild: keep P0
-    (ElasticSchedulerConfig(imbalance_threshold=0), 3.0),  # P1: wait 0 + hop 1 s < P0: wait 2 s + hop 1 s
+    # P0 finishes B at 2 + 2 = 4 s, P1 at 0 + 2 = 2 s (HBM read 1 s + one hop 1 s each): a gain of 2 s, one
+    # service time on P0, is within threshold 1 (keep P0) and above threshold 0 (the default: P1)
+    (ElasticSchedulerConfig(imbalance_threshold=1), 4.0),
+    (ElasticSchedulerConfig(), 3.0),
 ])
 def test_schedulers_place_the_second_request(scheduler: object, second_done_s: float) -> None:
     """Two requests at t=0 whose prefill prefers P0 (2 s each alone); where B runs decides when it is done."""
