@@ -9,23 +9,10 @@ import numpy as np
 import pytest
 
 from chipdse.core.workloads import LengthSample
+from chipdse.evaluators import sim_schedulers as sched
 from chipdse.evaluators.sim_arrivals import PoissonArrivalConfig, TraceArrivalConfig
 from chipdse.evaluators.sim_policies import DynamicBatcherConfig
-from chipdse.evaluators.sim_schedulers import (
-    ElasticSchedulerConfig,
-    FcfsSchedulerConfig,
-    StaticSchedulerConfig,
-    WorkStealingSchedulerConfig,
-)
-from chipdse.evaluators.simulator import (
-    ChipletSpec,
-    MemoryGroup,
-    NoiSpec,
-    PhaseTable,
-    SimConfig,
-    TaskCost,
-    simulate,
-)
+from chipdse.evaluators.simulator import ChipletSpec, MemoryGroup, NoiSpec, PhaseTable, SimConfig, TaskCost, simulate
 
 PREFILL_S = {"P": 1.0, "D0": 2.0, "D1": 2.0}
 """Prefill seconds per prompt token: the decode chiplets have half the prefill chiplet's compute."""
@@ -63,7 +50,7 @@ def test_saturated_prefill_chiplet_hands_a_prefill_job_to_the_decode_chiplet(thr
                                                                              moved: int) -> None:
     """Elastic scheduler; four one-token prompts A..D at t = 0 prefer P (1 s each); D0 has never run a decode
     job, so it lends all its time (a lent chiplet's estimate is divided by 1 - its own-phase busy fraction)."""
-    res = simulate(hand_config(ElasticSchedulerConfig(threshold)), FOUR_AT_ONCE)
+    res = simulate(hand_config(sched.ElasticSchedulerConfig(threshold)), FOUR_AT_ONCE)
     assert res.requests["first_token_s"].tolist() == first_tokens
     assert res.cross_phase_jobs == {"prefill_on_decode": moved, "decode_on_prefill": 0}
     assert res.cross_phase_busy_s["prefill_on_decode"] == pytest.approx(2.0 * moved)
@@ -81,14 +68,14 @@ def test_a_busy_decode_chiplet_lends_only_its_spare_time() -> None:
     """
     sample = LengthSample(np.array([1, 1, 1, 1, 1]), np.array([2001, 1, 1, 1, 1]),
                           np.array([0.0, 2.0, 2.0, 2.0, 2.0]), "hand")
-    res = simulate(hand_config(ElasticSchedulerConfig()), sample)
+    res = simulate(hand_config(sched.ElasticSchedulerConfig()), sample)
     assert res.requests["first_token_s"].tolist()[1:] == [3.0, 4.0, 5.0, 6.0]
     assert res.cross_phase_jobs["prefill_on_decode"] == 0
 
 
 @pytest.mark.parametrize("scheduler", [
-    StaticSchedulerConfig(), FcfsSchedulerConfig(), WorkStealingSchedulerConfig(),
-    ElasticSchedulerConfig(cross_phase=False)])
+    sched.StaticSchedulerConfig(), sched.FcfsSchedulerConfig(), sched.WorkStealingSchedulerConfig(),
+    sched.ElasticSchedulerConfig(cross_phase=False)])
 def test_without_cross_phase_the_prefill_chiplet_serves_every_prompt(scheduler: object) -> None:
     """Static never crosses; FCFS and work stealing do not by default; elastic can be told not to. P then serves
     A..D one after another: first tokens at 1, 2, 3, 4 s."""
@@ -99,16 +86,16 @@ def test_without_cross_phase_the_prefill_chiplet_serves_every_prompt(scheduler: 
 
 
 def test_static_scheduler_cannot_be_made_cross_phase() -> None:
-    assert StaticSchedulerConfig().cross_phase is False
+    assert sched.StaticSchedulerConfig().cross_phase is False
     with pytest.raises(TypeError):
-        StaticSchedulerConfig(cross_phase=True)  # type: ignore[call-arg]
+        sched.StaticSchedulerConfig(cross_phase=True)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(("scheduler", "first_tokens"), [
-    (FcfsSchedulerConfig(cross_phase=True), [1.0, 2.0, 2.0, 4.0]),  # P, D0, P, D0 in turn: D0 at 2 and 2 + 2
+    (sched.FcfsSchedulerConfig(cross_phase=True), [1.0, 2.0, 2.0, 4.0]),  # P, D0, P, D0 in turn: D0 at 2 and 2 + 2
     # idle D0 takes B at 0; P takes C at 1. At 2 both free; B's completion was scheduled first (the kernel's
     # tie order), so D0 frees first and steals D from P's queue: 2 + 2 s
-    (WorkStealingSchedulerConfig(cross_phase=True), [1.0, 2.0, 2.0, 4.0]),
+    (sched.WorkStealingSchedulerConfig(cross_phase=True), [1.0, 2.0, 2.0, 4.0]),
 ])
 def test_fcfs_and_work_stealing_cross_phases_as_an_option(scheduler: object, first_tokens: list[float]) -> None:
     """With ``cross_phase`` the baselines use D0 too, each by its own rule."""
@@ -126,7 +113,7 @@ def test_cross_phase_elastic_serves_an_overloaded_prefill_phase() -> None:
     kw = {"arrival": PoissonArrivalConfig(1.6), "duration_s": 400.0, "warmup_s": 50.0, "n_decode": 2, "seed": 5}
     rates = {}
     for cross in (False, True):
-        res = simulate(hand_config(ElasticSchedulerConfig(cross_phase=cross), **kw), sample)
+        res = simulate(hand_config(sched.ElasticSchedulerConfig(cross_phase=cross), **kw), sample)
         rates[cross] = res.throughput_tps
         assert (res.cross_phase_jobs["prefill_on_decode"] > 0) == cross
     offered = 2.0 * int((res.requests["arrival_s"] >= 50.0).sum()) / 350.0

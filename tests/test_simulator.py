@@ -8,12 +8,17 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
+from chipdse.core.design_space import PointSpec
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import LoadedScenario, load_scenario
 from chipdse.core.workloads import LengthSample
 from chipdse.evaluators.sim_arrivals import GammaArrivalConfig, PoissonArrivalConfig, TraceArrivalConfig, make_arrival
+from chipdse.evaluators.sim_build import build_sim_config
 from chipdse.evaluators.sim_kernel import Event, EventKind, Kernel, SimulationError
 from chipdse.evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
 from chipdse.evaluators.sim_schedulers import (
@@ -34,6 +39,10 @@ from chipdse.evaluators.simulator import (
     simulate,
     uncontended_stage_times,
 )
+from chipdse.formulations.mapping import stage_times
+from chipdse.solvers.mapping import solve_mapping
+from chipdse.solvers.placement import solve_placement
+from chipdse.solvers.problems import mapping_problem, placement_problem
 
 A, S, P, IT = EventKind.ARRIVAL, EventKind.STAGE_DONE, EventKind.PREFILL_DONE, EventKind.ITERATION_DONE
 
@@ -491,26 +500,22 @@ def test_bad_configs_name_the_field() -> None:
 # --------------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def default_design() -> tuple:
-    from chipdse.core.design_space import PointSpec
-    from chipdse.core.scenario import load_scenario
-    from chipdse.solvers.mapping import solve_mapping
-    from chipdse.solvers.placement import solve_placement
-    from chipdse.solvers.problems import mapping_problem, placement_problem
-
-    sc = load_scenario()
-    point = PointSpec({"Ap": 1, "Ad": 1, "Mp": 4, "Md": 13}, {"attention": 2, "mamba": 3}, 640.0, 2)
+def placed_and_mapped(sc: LoadedScenario, point: PointSpec) -> tuple:
+    """(scenario, point, greedy placement, both mapping problems, their LPT mappings)."""
     placement = solve_placement(placement_problem(sc, point, 1.0), "hydra-greedy").decision
     problems = {ph: mapping_problem(sc, point, placement, ph, point.batch) for ph in ("prefill", "decode")}
     maps = {ph: solve_mapping(p, "lpt-greedy").decision for ph, p in problems.items()}
     return sc, point, placement, problems, maps
 
 
+@pytest.fixture(scope="module")
+def default_design() -> tuple:
+    point = PointSpec({"Ap": 1, "Ad": 1, "Mp": 4, "Md": 13}, {"attention": 2, "mamba": 3}, 640.0, 2)
+    return placed_and_mapped(load_scenario(), point)
+
+
 def test_built_config_reproduces_the_mapping_stage_times(default_design: tuple) -> None:
     """Without contention each stage takes the mapping's t_c (HYDRA Eq. 4), up to the hop latencies."""
-    from chipdse.evaluators.sim_build import build_sim_config
-    from chipdse.formulations.mapping import stage_times
 
     sc, point, placement, problems, maps = default_design
     cfg = build_sim_config(sc, point, placement, maps["prefill"], maps["decode"])
@@ -526,7 +531,6 @@ def test_built_config_reproduces_the_mapping_stage_times(default_design: tuple) 
 
 def test_default_design_serves_a_short_run(default_design: tuple) -> None:
     """Two seconds of the arXiv workload at 1 req/s with every scheduler: tokens flow, nothing is lost."""
-    from chipdse.evaluators.sim_build import build_sim_config
 
     sc, point, placement, _, maps = default_design
     for scheduler in (StaticSchedulerConfig(), FcfsSchedulerConfig(), WorkStealingSchedulerConfig(),
@@ -542,15 +546,6 @@ def test_default_design_serves_a_short_run(default_design: tuple) -> None:
 @pytest.fixture(scope="module")
 def moe_design(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """Qwen3-30B-A3B (128 routed experts, top-8) on the default library and package: 4 attention stacks."""
-    import yaml
-
-    from chipdse.core.design_space import PointSpec
-    from chipdse.core.paths import instances_dir
-    from chipdse.core.scenario import load_scenario
-    from chipdse.solvers.mapping import solve_mapping
-    from chipdse.solvers.placement import solve_placement
-    from chipdse.solvers.problems import mapping_problem, placement_problem
-
     inst = instances_dir()
     base = yaml.safe_load((inst / "scenarios" / "default.yaml").read_text())
     for key in ("library", "package", "workload"):
@@ -558,19 +553,13 @@ def moe_design(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     base["model"] = "qwen3-30b-a3b"
     path = tmp_path_factory.mktemp("moe") / "qwen.yaml"
     path.write_text(yaml.safe_dump(base))
-    sc = load_scenario(path)
     point = PointSpec({"Ap": 2, "Ad": 4, "Mp": 1, "Md": 1}, {"attention": 4, "mamba": 0}, 512.0, 8)
-    placement = solve_placement(placement_problem(sc, point, 1.0), "hydra-greedy").decision
-    problems = {ph: mapping_problem(sc, point, placement, ph, point.batch) for ph in ("prefill", "decode")}
-    maps = {ph: solve_mapping(p, "lpt-greedy").decision for ph, p in problems.items()}
-    return sc, point, placement, problems, maps
+    return placed_and_mapped(load_scenario(path), point)
 
 
 def test_moe_stages_reproduce_the_mapping_stage_times(moe_design: tuple) -> None:
     """A MoE model's stages take the mapping's t_c, with the routed experts a batch of b touches
     (1 - (1 - k/E)^b of them per decode iteration, per chunk in prefill)."""
-    from chipdse.evaluators.sim_build import build_sim_config
-    from chipdse.formulations.mapping import stage_times
 
     sc, point, placement, problems, maps = moe_design
     cfg = build_sim_config(sc, point, placement, maps["prefill"], maps["decode"])
@@ -589,7 +578,6 @@ def test_moe_decode_iteration_reads_the_touched_experts(moe_design: tuple) -> No
     """One request's decode iteration of Qwen3-30B-A3B reads 6,083,735,552 weight bytes (issue 15: active
     weights in bf16, the embedding a row lookup), within 2%; at batch b the routed experts read are
     E (1 - (1 - k/E)^b) of E, the closed form of uniform top-k routing."""
-    from chipdse.evaluators.sim_build import build_sim_config
 
     sc, point, placement, _, maps = moe_design
     cfg = build_sim_config(sc, point, placement, maps["prefill"], maps["decode"])
