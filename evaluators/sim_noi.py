@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,12 +27,20 @@ class _Plan:
     tasks whose ``d_k`` is non-negative everywhere are summed into ``linear``, those that can change sign are
     kept in ``mixed``, and tasks that can never be compute-bound drop out. ``groups`` lists, per memory group,
     the summed byte coefficients, the stripes' resource routes (one per stack: port, then links) and the Eq. 3
-    NoI seconds per byte (mean hops / B_NoI).
+    NoI seconds per byte (mean hops / B_NoI). ``transfer`` lists, per group, the byte coefficients, the
+    uncontended seconds per byte over all its stripes and their summed hop latencies (what
+    :meth:`_Topology.uncontended_s` adds when the group moves bytes).
     """
 
     linear: tuple[float, ...] | None
     mixed: list[tuple[float, ...]]
     groups: list[tuple[tuple[float, ...], list[tuple[int, ...]], float]]
+    transfer: list[tuple[tuple[float, ...], float, float]] = field(default_factory=list)
+
+
+def _plan_key(plan: _Plan) -> tuple:
+    """What :meth:`_Topology.uncontended_s` of a plan depends on."""
+    return plan.linear, tuple(plan.mixed), tuple(plan.transfer)
 
 
 def _padded(coeffs: tuple[float, ...], n_feat: int) -> tuple[float, ...]:
@@ -77,6 +85,11 @@ class _Topology:
         for phase in ("prefill", "decode"):
             self._build_phase(phase)
         self.compat_sets = [frozenset(t[3]) for t in self.templates]
+        # per template and chiplet: a class id, equal for chiplets whose uncontended times are equal at any
+        # features (same coefficients, same route lengths: every port and every link has the same rate)
+        classes: dict[tuple, int] = {}
+        self.plan_class = [{c: classes.setdefault(_plan_key(plan), len(classes)) for c, plan in plans.items()}
+                           for plans in self.plans]
         peers: list[set[int]] = [set() for _ in self.ids]
         for _, _, _, comp in self.templates:
             for c in comp:
@@ -143,13 +156,16 @@ class _Topology:
                 linear = [a + x for a, x in zip(linear, d, strict=True)]
             elif any(x > 0 for x in d):
                 mixed.append(d)
-        groups = []
+        groups, transfer = [], []
         for g in sorted(group_bytes):
             stacks = cfg.memory[g].stack_cells
             routes = [(self.res_id[("hbm", st, st)], *self.link_route(st, cell)) for st in stacks]
             hops = float(np.mean([len(xy_route(self.cols, st, cell)) for st in stacks]))
             groups.append((tuple(group_bytes[g]), routes, hops / (cfg.noi.link_GBps * 1e9)))
-        return _Plan(tuple(linear) if any(linear) else None, mixed, groups)
+            # each stripe carries 1 / len(routes) of the bytes over its port and links
+            per_byte = sum(self.inv_rate[r] for route in routes for r in route) / len(routes)
+            transfer.append((tuple(group_bytes[g]), per_byte, sum(self.latency[r] for route in routes for r in route)))
+        return _Plan(tuple(linear) if any(linear) else None, mixed, groups, transfer)
 
     def local_s(self, plan: _Plan, f: tuple[float, ...]) -> float:
         """Compute time of ``plan`` not hidden behind its HBM reads, s."""
@@ -163,10 +179,10 @@ class _Topology:
     def uncontended_s(self, plan: _Plan, f: tuple[float, ...]) -> float:
         """Stage time of ``plan`` at features ``f`` with every resource free, s."""
         t = self.local_s(plan, f)
-        for coeffs, routes, _ in plan.groups:
-            per = sum(map(_mul, coeffs, f)) / len(routes)
-            if per > 0.0:
-                t += sum(per * self.inv_rate[r] + self.latency[r] for route in routes for r in route)
+        for coeffs, per_byte, latency in plan.transfer:
+            nbytes = sum(map(_mul, coeffs, f))
+            if nbytes > 0.0:
+                t += nbytes * per_byte + latency
         return t
 
 

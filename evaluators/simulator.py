@@ -133,6 +133,9 @@ class _Engine:
         self.guest_est = [0.0] * n_chip  # queued estimates of the other phase role's jobs
         self.guests_queued = [0] * n_chip
         self.home_busy = [0.0] * n_chip  # seconds of own-role jobs started so far
+        self._est_job: StageJob | None = None  # estimate_s's cache: job, stage template, plan class -> s
+        self._est_tid = -1
+        self._est_vals: dict[int, float] = {}
         n_res = len(topo.res_keys)
         # per resource: [busy-interval starts, ends, seconds per byte, latency, busy seconds]
         self.res: list[list] = [[[], [], topo.inv_rate[i], topo.latency[i], 0.0] for i in range(n_res)]
@@ -265,8 +268,16 @@ class _Engine:
         return sum(sum(map(_mul, coeffs, f)) * comm for coeffs, _, comm in groups)
 
     def estimate_s(self, job: StageJob, chiplet: int) -> float:
-        """Uncontended service time of ``job`` on ``chiplet`` (its transfers included), s."""
-        return self.topo.uncontended_s(self.topo.plans[job.template][chiplet], job.features)
+        """Uncontended service time of ``job`` on ``chiplet`` (its transfers included), s; kept per plan class
+        while the scheduler weighs the chiplets for one job and stage."""
+        tid = job.template
+        if job is not self._est_job or tid != self._est_tid:
+            self._est_job, self._est_tid, self._est_vals = job, tid, {}
+        cls = self.topo.plan_class[tid][chiplet]
+        v = self._est_vals.get(cls)
+        if v is None:
+            v = self._est_vals[cls] = self.topo.uncontended_s(self.topo.plans[tid][chiplet], job.features)
+        return v
 
     def fits(self, requests: list[SimRequest]) -> bool:
         """Whether the requests' state and prompt blocks fit the free memory of every group."""
