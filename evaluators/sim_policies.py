@@ -270,6 +270,11 @@ class ClusterView(Protocol):
         """Whether the job is of the other phase than the chiplet's role (cross-phase)."""
         ...
 
+    def lend_cost_s(self, job: StageJob, chiplet: int, service_s: float) -> float:
+        """Delay running ``job`` (``service_s`` seconds) on a chiplet of the other role imposes on that chiplet's
+        own-role jobs, seconds per request of ``job``."""
+        ...
+
     def home_share(self, chiplet: int) -> float:
         """1 - the busy fraction of the run so far the chiplet spent on its own role's jobs, in [0, 1]."""
         ...

@@ -171,8 +171,10 @@ class ElasticScheduler(TaskScheduler):
     On a chiplet of the other role (``cross_phase``: the chiplet is lent to the other phase, HYDRA's "temporarily
     reassigned") the job gets only the capacity its own role leaves: (queue wait + service estimate at that
     chiplet's own roofline) / (1 - the chiplet's own-role busy fraction so far), the completion time of a
-    low-priority job behind a higher-priority load (Kleinrock, Queueing Systems Vol. 2, Sec. 3.7). Without that
-    factor a decode chiplet between two iterations looks idle and takes prefill chunks that then stall the decode
+    low-priority job behind a higher-priority load (Kleinrock, Queueing Systems Vol. 2, Sec. 3.7), plus the delay
+    the job would impose on the chiplet's own work, per request of the job (``ClusterView.lend_cost_s``: own-role
+    jobs arriving during it wait for its remainder, lam S^2 / 2, each carrying its requests). Without these a
+    decode chiplet between two iterations looks idle and takes prefill chunks that then stall the decode
     pipeline. The imbalance is finish(preferred) - min finish, in units of the job's service estimate on the
     preferred chiplet (:class:`ElasticSchedulerConfig`). Ties: the preferred chiplet, then same-phase chiplets,
     then the lowest index.
@@ -197,7 +199,8 @@ class ElasticScheduler(TaskScheduler):
                 w, share = cluster.queue_wait_s(c), cluster.home_share(c)
                 if w >= best_finish * share:
                     continue
-                f = (w + cluster.estimate_s(job, c)) / share
+                e = cluster.estimate_s(job, c)
+                f = (w + e) / share + cluster.lend_cost_s(job, c, e)
             else:
                 w = cluster.home_wait_s(c)
                 if w >= best_finish:

@@ -133,6 +133,8 @@ class _Engine:
         self.guest_est = [0.0] * n_chip  # queued estimates of the other phase role's jobs
         self.guests_queued = [0] * n_chip
         self.home_busy = [0.0] * n_chip  # seconds of own-role jobs started so far
+        self.home_jobs = [0] * n_chip
+        self.home_reqs = [0] * n_chip
         self._est_job: StageJob | None = None  # estimate_s's cache: job, stage template, plan class -> s
         self._est_tid = -1
         self._est_vals: dict[int, float] = {}
@@ -255,6 +257,17 @@ class _Engine:
     def is_guest(self, job: StageJob, chiplet: int) -> bool:
         """Whether ``job`` belongs to the other phase than the chiplet's role."""
         return job.decode != self.decode_role[chiplet]
+
+    def lend_cost_s(self, job: StageJob, chiplet: int, service_s: float) -> float:
+        """Delay a guest job of ``service_s`` seconds imposes on the chiplet's own-role jobs, in seconds per
+        request of ``job``: own-role jobs arrive at rate lam (jobs so far / elapsed time) and each one arriving
+        during the guest waits for its remainder, lam S^2 / 2 job-seconds in all (non-preemptive priority),
+        weighted by the own-role jobs' mean requests over the guest's (0 before any own-role job)."""
+        n = self.home_jobs[chiplet]
+        now = self.kernel.now_s
+        if not n or now <= 0.0:
+            return 0.0
+        return n / now * service_s * service_s / 2.0 * (self.home_reqs[chiplet] / n) / max(len(job.requests), 1)
 
     def home_share(self, chiplet: int) -> float:
         """1 - the fraction of the run so far the chiplet spent on its own role's jobs (what it can lend)."""
@@ -387,6 +400,8 @@ class _Engine:
             self.cross_busy[job.decode] += busy
         else:
             self.home_busy[c] += done - start
+            self.home_jobs[c] += 1
+            self.home_reqs[c] += len(job.requests)
         job.chiplet = c
         if job.decode:
             kind = EventKind.ITERATION_DONE if job.stage == self.last_decode else EventKind.STAGE_DONE

@@ -64,7 +64,8 @@ def test_a_busy_decode_chiplet_lends_only_its_spare_time() -> None:
     of 1 ms back to back, [1, 3] (nothing else wants D0). At t = 2 s, four one-token prompts A..D arrive. D0 has
     spent 1 s of the 2 s on decode: share 1/2. A on idle P (done 3). B: P 1 + 1 = 2 vs D0 (1 ms remainder + 2 s)
     / 0.5 > 4 s: P (done 4); C: P 3 s vs D0 > 4 s: P (done 5); D: P 4 s vs D0 > 4 s: P (done 6). Without the
-    factor D would go to D0 (1 ms + 2 s < 4 s), as in the idle case.
+    factor D would go to D0 (1 ms + 2 s < 4 s), as in the idle case. (The delay D0's decode jobs would suffer,
+    ``lend_cost_s``, only adds to D0's estimate.)
     """
     sample = LengthSample(np.array([1, 1, 1, 1, 1]), np.array([2001, 1, 1, 1, 1]),
                           np.array([0.0, 2.0, 2.0, 2.0, 2.0]), "hand")
