@@ -49,7 +49,7 @@ from chipdse.studies.generality import OBJECTIVES
 from chipdse.studies.generality import generality as run_generality
 from chipdse.studies.parallel import Backend
 from chipdse.studies.registry import load_study
-from chipdse.studies.simulate import run_simulation
+from chipdse.studies.simulate import empty_run_text, run_simulation
 from chipdse.studies.store import Checkpoints, ResultsStore
 from chipdse.studies.sweep import summary_json
 from chipdse.studies.sweep import sweep as run_sweep
@@ -710,7 +710,8 @@ def simulate(
     """Place (hbm-enum), map (lpt-greedy) and simulate one design point; print its serving metrics.
 
     Metrics: output tokens/s, TTFT / TBT / E2E (mean, p50, p99), chiplet and link utilization, preemptions,
-    requests arrived and finished, events handled and the simulator's wall time.
+    requests arrived and finished, cross-phase work, events handled and the simulator's wall time. A run that
+    finishes no request is an error (exit 2) naming the cause.
     """
 
 
@@ -727,6 +728,8 @@ def simulate(
         _fail(exc)
     except OSError as exc:  # simulate writes no file: any OSError is about an input
         _fail(_os_error_text(exc, []))
+    if res["empty"]:
+        _fail(empty_run_text(res))
     if as_json:
         typer.echo(json.dumps(res))
         return

@@ -72,7 +72,7 @@ SCHEDULER_POLICIES: Mapping[SchedulerKind, Policy] = MappingProxyType({
     SchedulerKind.WORK_STEALING: Policy(SchedulerKind.WORK_STEALING, WorkStealingSchedulerConfig,
                                         WorkStealingScheduler, "idle compatible chiplets take queued jobs"),
     SchedulerKind.ELASTIC: Policy(SchedulerKind.ELASTIC, ElasticSchedulerConfig, ElasticScheduler,
-                                  "HYDRA's elastic scheduler (preferred chiplet under mild imbalance)"),
+                                  "HYDRA's elastic scheduler (earliest estimated finish, across phases)"),
 })
 """Task schedulers by kind, in HYDRA Sec. VI-E's order."""
 

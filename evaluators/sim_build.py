@@ -3,7 +3,12 @@
 The cost coefficients are the latency tables' (``evaluators.latency``) written per feature, so that without
 contention every simulated stage takes the time ``chipdse.solvers.problems.mapping_problem`` gives its chiplet (plus the
 package's hop latencies; HYDRA Eqs. 3-4): t_comp = max(F_mat / P_mat + F_vec / P_vec, V / B_HBM) per task, t_comm =
-mean hops to the task's HBM group x V / B_NoI.
+mean hops to the task's HBM group x V / B_NoI. A MoE block's routed experts are a separate byte coefficient on the
+``experts_touched`` feature (HYDRA's latency tables read all of them; here only those a job's tokens touch).
+
+Each phase's table has a cost for every chiplet of a compatible family, whatever its phase role, at that chiplet's
+own caps (a decode-optimized chiplet prefills at its smaller compute): cross-phase schedulers use them (HYDRA Sec.
+IV-C, the c_p,D / c_d,P terms of Eqs. 6-7); the mappings and the static scheduler use only the phase's own chiplets.
 """
 
 from __future__ import annotations
@@ -132,14 +137,18 @@ def build_sim_config(
             raise SimulationError(msg)
         memory.append(MemoryGroup(g, free, float(t.kv_bpt[sel].sum()), float(t.state_bpr[sel].sum()),
                                   tuple(stacks[g])))
+    touch_p = _expert_touch_p(t.expert_touch_p, model.name)
+    caps_of = {}
+    for ch in chiplets:
+        caps = chiplet_caps(type_of[ch.id], lib, np.array([point.d2d_GBps]))
+        caps_of[ch.id] = (float(caps.matrix_flops[0]), float(caps.vector_flops[0]))
     tables = {}
     for phase, mapping in (("prefill", prefill_mapping), ("decode", decode_mapping)):
+        # every family-compatible chiplet, of either phase role, at its own roofline: the other role's chiplets
+        # are there for cross-phase schedulers (the mapping keeps to the phase's own chiplets)
         cost: dict[tuple[str, str], TaskCost] = {}
         for ch in chiplets:
-            if ch.phase != phase:
-                continue
-            caps = chiplet_caps(type_of[ch.id], lib, np.array([point.d2d_GBps]))
-            pm, pv = float(caps.matrix_flops[0]), float(caps.vector_flops[0])
+            pm, pv = caps_of[ch.id]
             fam = FAMILY_ATTENTION if ch.family == "attention" else FAMILY_MAMBA
             for k, name in enumerate(t.names):
                 if t.family[k] not in (fam, FAMILY_SHARED):
@@ -147,15 +156,17 @@ def build_sim_config(
                 per_token = float(t.matmul_fpt[k] / pm + t.vector_fpt[k] / pv)
                 attn = float(t.attn_fpt_ctx[k] / pm)
                 w, kv, st = float(t.weight_bytes[k]), float(t.kv_bpt[k]), float(t.state_bpr[k])
+                ew = float(t.expert_weight_bytes[k])  # routed experts: read where a job's tokens touch them
                 act = t.act_bpt if t.is_embedding[k] else 0.0
-                if phase == "prefill":  # features (requests, tokens, tokens^2, chunks); see latency.prefill_costs
+                if phase == "prefill":  # features PREFILL_FEATURES; see latency.prefill_costs
                     head = bool(t.is_head[k])
-                    compute = (per_token if head else 0.0, 0.0 if head else per_token, attn / 2.0, 0.0)
+                    compute = (per_token if head else 0.0, 0.0 if head else per_token, attn / 2.0, 0.0, 0.0)
                     streamed = 0.0 if (head or t.is_embedding[k]) else w
-                    hbm = (st + (w if head else 0.0), kv + act, 0.0, streamed)
-                else:  # features (iteration, requests, context tokens); see latency.decode_costs
-                    compute = (0.0, per_token, attn)
-                    hbm = (0.0 if t.is_embedding[k] else w, 2.0 * st + act, kv)
+                    experts = ew if streamed else 0.0
+                    hbm = (st + (w if head else 0.0), kv + act, 0.0, streamed - experts, experts)
+                else:  # features DECODE_FEATURES; see latency.decode_costs
+                    compute = (0.0, per_token, attn, 0.0)
+                    hbm = (0.0 if t.is_embedding[k] else w - ew, 2.0 * st + act, kv, ew)
                 cost[(name, ch.id)] = TaskCost(compute, hbm, group_of[k])
         tables[phase] = PhaseTable(tuple(t.names), cost, dict(mapping))
     return SimConfig(
@@ -176,4 +187,21 @@ def build_sim_config(
         pipeline_batches=pipeline_batches,
         service_time=service_time,
         record_timeline=record_timeline,
+        expert_touch_p=touch_p,
     )
+
+
+def _expert_touch_p(touch_p: np.ndarray, model_name: str) -> float:
+    """Return the one k / E of the model's MoE blocks (0 without MoE).
+
+    Raises
+    ------
+    SimulationError
+        When MoE blocks differ in k / E (the simulator carries one ``experts_touched`` feature).
+    """
+    ps = sorted({float(p) for p in touch_p if p > 0})
+    if len(ps) > 1:
+        msg = (f"model {model_name!r}: MoE blocks with different top-k / experts ratios {ps}; the simulator models "
+               "one ratio per model")
+        raise SimulationError(msg)
+    return ps[0] if ps else 0.0

@@ -14,10 +14,14 @@ from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.evaluators.sim_policies import BatcherConfig
 from chipdse.evaluators.sim_schedulers import SchedulerConfig, StaticSchedulerConfig
 
-PREFILL_FEATURES = ("requests", "tokens", "tokens_squared", "chunks")
-"""Features of a prefill job over its requests of L tokens each: (sum 1, sum L, sum L^2, sum ceil(L / chunk))."""
-DECODE_FEATURES = ("iteration", "requests", "context_tokens")
-"""Features of a decode iteration: (1, batch size b, sum of the members' context tokens)."""
+PREFILL_FEATURES = ("requests", "tokens", "tokens_squared", "chunks", "experts_touched")
+"""Features of a prefill job over its requests of L tokens each: (sum 1, sum L, sum L^2, sum ceil(L / chunk),
+sum over the chunks of 1 - (1 - p)^n with n the chunk's tokens of that request and p = ``SimConfig.expert_touch_p``)."""
+DECODE_FEATURES = ("iteration", "requests", "context_tokens", "experts_touched")
+"""Features of a decode iteration: (1, batch size b, sum of the members' context tokens, 1 - (1 - p)^b with
+p = ``SimConfig.expert_touch_p``: the fraction of a MoE layer's routed experts the iteration reads)."""
+OPTIONAL_FEATURES = 1
+"""Trailing features (``experts_touched``) a :class:`TaskCost` may leave out: their coefficients are then 0."""
 
 Phase = Literal["prefill", "decode"]
 _FEATURES = {"prefill": PREFILL_FEATURES, "decode": DECODE_FEATURES}
@@ -47,7 +51,8 @@ class ChipletSpec:
     id : str
         Unique id, e.g. ``"Md@12"``.
     phase : {"prefill", "decode"}
-        Phase role: it runs only that phase's stages.
+        Phase role: the mappings put only this phase's tasks on it; a scheduler with ``cross_phase`` may also
+        run the other phase's jobs on it (where the other phase's table has a cost for it).
     family : str
         Block family it is built for (``"attention"``, ``"mamba"``); informational, compatibility comes from
         the cost tables.
@@ -68,9 +73,10 @@ class TaskCost:
     Attributes
     ----------
     compute_s : tuple[float, ...]
-        Seconds per unit of each feature (length = number of the phase's features).
+        Seconds per unit of each feature (length = number of the phase's features, or that minus
+        :data:`OPTIONAL_FEATURES`: the MoE feature's coefficient is then 0).
     hbm_bytes : tuple[float, ...]
-        Bytes moved from the task's HBM group per unit of each feature (empty: none).
+        Bytes moved from the task's HBM group per unit of each feature (empty: none; same length rule).
     group : str
         Name of the :class:`MemoryGroup` holding the task's weights, KV and state (needed when it moves bytes).
     """
@@ -191,6 +197,11 @@ class SimConfig:
         Warm-up, s, excluded from the measurements: throughput counts the tokens emitted in
         ``[warmup_s, duration_s]``, and TTFT / TBT / E2E cover the requests that arrived at or after it.
         Must be below ``duration_s``. Utilizations and occupancy cover the whole window.
+    expert_touch_p : float
+        p = k / E of the model's MoE layers (top-k of E routed experts per token; 0: no MoE), in [0, 1]: the
+        ``experts_touched`` feature of a job is 1 - (1 - p)^n over its n tokens (decode: one per request;
+        prefill: per chunk and request), the expected fraction of a layer's routed experts it reads
+        (``evaluators.latency.touched_fraction``).
     """
 
     chiplets: tuple[ChipletSpec, ...]
@@ -210,6 +221,7 @@ class SimConfig:
     service_time: ServiceTime = ServiceTime.DETERMINISTIC
     record_timeline: bool = False
     warmup_s: float = 0.0
+    expert_touch_p: float = 0.0
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -239,10 +251,13 @@ def _validate_phase(cfg: SimConfig, phase: Phase) -> None:
         where = f"{phase}.cost[({k!r}, {c!r})]"
         if k not in tasks or c not in roles:
             _fail(where, "a key of a known task and a known chiplet id")
-        if len(cost.compute_s) != len(feats):
-            _fail(f"{where}.compute_s", f"{len(feats)} coefficients {feats}, got {cost.compute_s!r}")
-        if cost.hbm_bytes and len(cost.hbm_bytes) != len(feats):
-            _fail(f"{where}.hbm_bytes", f"empty or {len(feats)} coefficients {feats}, got {cost.hbm_bytes!r}")
+        lengths = (len(feats), len(feats) - OPTIONAL_FEATURES)
+        if len(cost.compute_s) not in lengths:
+            _fail(f"{where}.compute_s", f"{lengths[0]} coefficients {feats} (or the first {lengths[1]}), got "
+                  f"{cost.compute_s!r}")
+        if cost.hbm_bytes and len(cost.hbm_bytes) not in lengths:
+            _fail(f"{where}.hbm_bytes", f"empty or {lengths[0]} coefficients {feats} (or the first {lengths[1]}), "
+                  f"got {cost.hbm_bytes!r}")
         for v in (*cost.compute_s, *cost.hbm_bytes):
             _check_number(f"{where}", v)
         if any(cost.hbm_bytes) and (cost.group not in groups or not groups[cost.group].stack_cells):
@@ -306,6 +321,9 @@ def _validate(cfg: SimConfig) -> None:
         if not (isinstance(v, int) and v >= (0 if name == "seed" else 1)):
             _fail(name, f"an integer >= {0 if name == 'seed' else 1}, got {v!r}")
     _check_number("activation_bytes_per_token", cfg.activation_bytes_per_token)
+    p = cfg.expert_touch_p
+    if not (isinstance(p, int | float) and 0.0 <= p <= 1.0):
+        _fail("expert_touch_p", f"a number in [0, 1] (k / E), got {p!r}")
     if cfg.pipeline_batches is not None and not (isinstance(cfg.pipeline_batches, int) and cfg.pipeline_batches >= 1):
         _fail("pipeline_batches", f"None or an integer >= 1, got {cfg.pipeline_batches!r}")
     if cfg.service_time not in tuple(ServiceTime):

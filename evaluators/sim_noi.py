@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from chipdse.core.grid import xy_route
 from chipdse.evaluators.sim_config import (
     _FEATURES,
+    OPTIONAL_FEATURES,
     Phase,
     PhaseTable,
     SimConfig,
@@ -26,16 +27,33 @@ class _Plan:
     tasks whose ``d_k`` is non-negative everywhere are summed into ``linear``, those that can change sign are
     kept in ``mixed``, and tasks that can never be compute-bound drop out. ``groups`` lists, per memory group,
     the summed byte coefficients, the stripes' resource routes (one per stack: port, then links) and the Eq. 3
-    NoI seconds per byte (mean hops / B_NoI).
+    NoI seconds per byte (mean hops / B_NoI). ``transfer`` lists, per group, the byte coefficients, the
+    uncontended seconds per byte over all its stripes and their summed hop latencies (what
+    :meth:`_Topology.uncontended_s` adds when the group moves bytes).
     """
 
     linear: tuple[float, ...] | None
     mixed: list[tuple[float, ...]]
     groups: list[tuple[tuple[float, ...], list[tuple[int, ...]], float]]
+    transfer: list[tuple[tuple[float, ...], float, float]] = field(default_factory=list)
+
+
+def _plan_key(plan: _Plan) -> tuple:
+    """What :meth:`_Topology.uncontended_s` of a plan depends on."""
+    return plan.linear, tuple(plan.mixed), tuple(plan.transfer)
+
+
+def _padded(coeffs: tuple[float, ...], n_feat: int) -> tuple[float, ...]:
+    """``coeffs`` as floats, with zeros for the optional trailing features it leaves out."""
+    return tuple(float(x) for x in coeffs) + (0.0,) * (n_feat - len(coeffs))
 
 
 class _Topology:
-    """Stages, compatibility, plans and NoI resources derived from a :class:`SimConfig` (no run state)."""
+    """Stages, compatibility, plans and NoI resources derived from a :class:`SimConfig` (no run state).
+
+    A stage template's compatible chiplets: its preferred chiplet, the same phase role's chiplets with a cost for
+    every task of the stage, then, when the scheduler's ``cross_phase`` is set, the other role's such chiplets.
+    """
 
     def __init__(self, cfg: SimConfig) -> None:
         self.cfg = cfg
@@ -67,6 +85,11 @@ class _Topology:
         for phase in ("prefill", "decode"):
             self._build_phase(phase)
         self.compat_sets = [frozenset(t[3]) for t in self.templates]
+        # per template and chiplet: a class id, equal for chiplets whose uncontended times are equal at any
+        # features (same coefficients, same route lengths: every port and every link has the same rate)
+        classes: dict[tuple, int] = {}
+        self.plan_class = [{c: classes.setdefault(_plan_key(plan), len(classes)) for c, plan in plans.items()}
+                           for plans in self.plans]
         peers: list[set[int]] = [set() for _ in self.ids]
         for _, _, _, comp in self.templates:
             for c in comp:
@@ -100,43 +123,49 @@ class _Topology:
                 by_chiplet[c] = []
             by_chiplet[c].append(k)
         self.stages[phase] = []
+        cross = bool(getattr(cfg.scheduler, "cross_phase", False))
         for c in order:
             tasks = by_chiplet[c]
             pref = self.index[c]
-            comp = [pref] + [i for i, ch in enumerate(cfg.chiplets) if i != pref and ch.phase == phase
-                             and all((k, ch.id) in table.cost for k in tasks)]
+            able = [i for i, ch in enumerate(cfg.chiplets)
+                    if i != pref and all((k, ch.id) in table.cost for k in tasks)]
+            comp = [pref] + [i for i in able if cfg.chiplets[i].phase == phase]
+            if cross:
+                comp += [i for i in able if cfg.chiplets[i].phase != phase]
             tid = len(self.templates)
             self.templates.append((phase, tasks, pref, tuple(comp)))
             self.stages[phase].append(tid)
-            self.plans.append({i: self._plan(table, tasks, i) for i in comp})
+            self.plans.append({i: self._plan(table, tasks, i, len(_FEATURES[phase])) for i in comp})
 
-    def _plan(self, table: PhaseTable, tasks: list[str], chiplet: int) -> _Plan:
+    def _plan(self, table: PhaseTable, tasks: list[str], chiplet: int, n_feat: int) -> _Plan:
         cfg = self.cfg
         cid, cell = self.ids[chiplet], self.cells[chiplet]
         inv_hbm = 1.0 / (cfg.noi.hbm_GBps * 1e9)
-        n_feat = len(table.cost[(tasks[0], cid)].compute_s)
         linear = [0.0] * n_feat
         mixed: list[tuple[float, ...]] = []
         group_bytes: dict[int, list[float]] = {}
         for k in tasks:
             cost = table.cost[(k, cid)]
-            by = tuple(float(x) for x in cost.hbm_bytes) or (0.0,) * n_feat
+            by = _padded(cost.hbm_bytes, n_feat)
             if any(by):
                 acc = group_bytes.setdefault(self.groups[cost.group], [0.0] * n_feat)
                 for i, x in enumerate(by):
                     acc[i] += x
-            d = tuple(float(c) - b * inv_hbm for c, b in zip(cost.compute_s, by, strict=True))
+            d = tuple(float(c) - b * inv_hbm for c, b in zip(_padded(cost.compute_s, n_feat), by, strict=True))
             if all(x >= 0 for x in d):
                 linear = [a + x for a, x in zip(linear, d, strict=True)]
             elif any(x > 0 for x in d):
                 mixed.append(d)
-        groups = []
+        groups, transfer = [], []
         for g in sorted(group_bytes):
             stacks = cfg.memory[g].stack_cells
             routes = [(self.res_id[("hbm", st, st)], *self.link_route(st, cell)) for st in stacks]
             hops = float(np.mean([len(xy_route(self.cols, st, cell)) for st in stacks]))
             groups.append((tuple(group_bytes[g]), routes, hops / (cfg.noi.link_GBps * 1e9)))
-        return _Plan(tuple(linear) if any(linear) else None, mixed, groups)
+            # each stripe carries 1 / len(routes) of the bytes over its port and links
+            per_byte = sum(self.inv_rate[r] for route in routes for r in route) / len(routes)
+            transfer.append((tuple(group_bytes[g]), per_byte, sum(self.latency[r] for route in routes for r in route)))
+        return _Plan(tuple(linear) if any(linear) else None, mixed, groups, transfer)
 
     def local_s(self, plan: _Plan, f: tuple[float, ...]) -> float:
         """Compute time of ``plan`` not hidden behind its HBM reads, s."""
@@ -150,10 +179,10 @@ class _Topology:
     def uncontended_s(self, plan: _Plan, f: tuple[float, ...]) -> float:
         """Stage time of ``plan`` at features ``f`` with every resource free, s."""
         t = self.local_s(plan, f)
-        for coeffs, routes, _ in plan.groups:
-            per = sum(map(_mul, coeffs, f)) / len(routes)
-            if per > 0.0:
-                t += sum(per * self.inv_rate[r] + self.latency[r] for route in routes for r in route)
+        for coeffs, per_byte, latency in plan.transfer:
+            nbytes = sum(map(_mul, coeffs, f))
+            if nbytes > 0.0:
+                t += nbytes * per_byte + latency
         return t
 
 
@@ -165,7 +194,8 @@ def uncontended_stage_times(config: SimConfig, phase: Phase, features: tuple[flo
     config : SimConfig
     phase : {"prefill", "decode"}
     features : tuple[float, ...]
-        The phase's feature values (:data:`PREFILL_FEATURES` or :data:`DECODE_FEATURES`).
+        The phase's feature values (:data:`PREFILL_FEATURES` or :data:`DECODE_FEATURES`; the optional trailing
+        ``experts_touched`` may be left out, it is then 0).
 
     Returns
     -------
@@ -178,14 +208,16 @@ def uncontended_stage_times(config: SimConfig, phase: Phase, features: tuple[flo
     SimulationError
         When ``features`` has the wrong length.
     """
-    if len(features) != len(_FEATURES[phase]):
+    n_feat = len(_FEATURES[phase])
+    if len(features) not in (n_feat, n_feat - OPTIONAL_FEATURES):
         msg = f"{phase} features must be {_FEATURES[phase]}, got {features!r}"
         raise SimulationError(msg)
     topo = _Topology(config)
     out = {}
+    f = _padded(features, n_feat)
     for tid in topo.stages[phase]:
         pref = topo.templates[tid][2]
-        out[topo.ids[pref]] = topo.uncontended_s(topo.plans[tid][pref], tuple(float(x) for x in features))
+        out[topo.ids[pref]] = topo.uncontended_s(topo.plans[tid][pref], f)
     return out
 
 

@@ -24,8 +24,10 @@ Batchers (:class:`BatcherKind`)
 Task schedulers (:class:`SchedulerKind`)
     ``static`` (the mapping's preferred chiplet), ``fcfs`` (round-robin over compatible chiplets),
     ``work-stealing`` (an idle compatible chiplet takes queued work) and ``elastic`` (HYDRA Sec. IV-C: keep
-    the preferred chiplet under mild imbalance, else the compatible chiplet with the least queue wait plus
-    hop penalty). HYDRA Sec. VI-E compares exactly these four.
+    the preferred chiplet while the imbalance is within a threshold, else the compatible chiplet, of either
+    phase role, where the job is estimated to finish first). HYDRA Sec. VI-E compares exactly these four.
+    Only ``elastic`` moves work across phase roles by default (``cross_phase``; an option of FCFS and work
+    stealing, never of static).
 """
 
 from __future__ import annotations
@@ -227,7 +229,8 @@ class ClusterView(Protocol):
     now_s: float
 
     def compatible(self, template: int) -> tuple[int, ...]:
-        """Chiplets (indices) that can run a stage template, preferred chiplet first."""
+        """Chiplets (indices) that can run a stage template: preferred first, then the same phase role's, then
+        (cross-phase schedulers only) the other role's."""
         ...
 
     def preferred(self, template: int) -> int:
@@ -256,6 +259,28 @@ class ClusterView(Protocol):
 
     def hop_penalty_s(self, job: StageJob, chiplet: int) -> float:
         """Uncontended NoI time of the job's HBM transfers if run on the chiplet (HYDRA Eq. 3), s."""
+        ...
+
+    def home_wait_s(self, chiplet: int) -> float:
+        """Estimated wait of a job of the chiplet's own phase role: running remainder + queued own-role jobs'
+        estimates (the other role's queued jobs come after it), s."""
+        ...
+
+    def is_guest(self, job: StageJob, chiplet: int) -> bool:
+        """Whether the job is of the other phase than the chiplet's role (cross-phase)."""
+        ...
+
+    def lend_cost_s(self, job: StageJob, chiplet: int, service_s: float) -> float:
+        """Delay running ``job`` (``service_s`` seconds) on a chiplet of the other role imposes on that chiplet's
+        own-role jobs, seconds per request of ``job``."""
+        ...
+
+    def home_share(self, chiplet: int) -> float:
+        """1 - the busy fraction of the run so far the chiplet spent on its own role's jobs, in [0, 1]."""
+        ...
+
+    def estimate_s(self, job: StageJob, chiplet: int) -> float:
+        """Uncontended service time of the job on the chiplet, its NoI transfers (HYDRA Eq. 3) included, s."""
         ...
 
 

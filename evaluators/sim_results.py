@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from chipdse.evaluators.sim_kernel import EventKind
+
+CROSS_PHASE_KEYS = ("prefill_on_decode", "decode_on_prefill")
+"""Keys of :attr:`SimResult.cross_phase_jobs` / ``cross_phase_busy_s``: prefill jobs run by decode-role chiplets,
+decode jobs run by prefill-role chiplets."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,15 @@ class SimResult:
         admitted_s, prefill_start_s, first_token_s, finish_s (NaN until they happen), preemptions.
     timeline : tuple[tuple[float, EventKind], ...] | None
         Every handled event when ``record_timeline`` was set.
+    cross_phase_jobs : dict[str, int]
+        Stage jobs started on a chiplet of the other phase role, by :data:`CROSS_PHASE_KEYS` (0 unless the
+        scheduler has ``cross_phase``).
+    cross_phase_busy_s : dict[str, float]
+        Busy seconds of those jobs within the window, same keys.
+    empty : bool
+        No request finished in the window: the latency statistics and the throughput describe no completed
+        request (window too short for one request, or a design that stalls). Studies mark such runs invalid;
+        ``chipdse simulate`` refuses them.
     """
 
     duration_s: float
@@ -101,6 +114,9 @@ class SimResult:
     requests: pd.DataFrame
     timeline: tuple[tuple[float, EventKind], ...] | None = None
     warmup_s: float = 0.0
+    cross_phase_jobs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CROSS_PHASE_KEYS, 0))
+    cross_phase_busy_s: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CROSS_PHASE_KEYS, 0.0))
+    empty: bool = False
 
 
 # --------------------------------------------------------------------------------------------------------------

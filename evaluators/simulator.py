@@ -17,8 +17,11 @@ What is modeled
   order, so consecutive chunks overlap in the pipeline. The first tokens come when the last chunk leaves the
   last stage. There is one event per stage visit: no per-token or per-task events.
 * **Task scheduling**: every stage visit is a job that the task scheduler (static, FCFS round-robin, work
-  stealing, HYDRA elastic) places on a chiplet of the phase's role that has a cost for every task of the
-  stage. Each chiplet serves its FIFO queue one job at a time.
+  stealing, HYDRA elastic) places on a chiplet that has a cost for every task of the stage: of the phase's role,
+  and, for a scheduler with ``cross_phase`` (elastic by default; FCFS and work stealing as an option; never
+  static), also of the other role (a prefill job on a decode chiplet and the reverse, at that chiplet's own
+  costs; HYDRA Sec. IV-C and the c_p,D / c_d,P terms of Eqs. 6-7). Each chiplet serves its FIFO queue one job at
+  a time, whatever the jobs' phases.
 * **Stage time**: costs are linear in per-job features (:data:`PREFILL_FEATURES`, :data:`DECODE_FEATURES`),
   one :class:`TaskCost` per (task, chiplet) giving compute seconds and HBM bytes. A stage on chiplet c first
   streams its tasks' bytes from the stacks of their memory groups: one stripe per stack (bytes split evenly,
@@ -27,6 +30,9 @@ What is modeled
   ``sum_k max(0, compute_k - bytes_k / B_HBM)``. Without contention the stage therefore takes exactly
   ``sum_k max(compute_k, bytes_k / B_HBM) + mean_hops * bytes / B_NoI``, the mapping's t_comp + t_comm
   (HYDRA Eqs. 3-4, ``chipdse.solvers.problems.mapping_problem``); :func:`uncontended_stage_times` returns it.
+* **MoE**: a MoE block's routed experts are read only where a job's tokens touch them: the ``experts_touched``
+  feature 1 - (1 - k/E)^n (decode: n = the iteration's requests; prefill: n = each request's tokens in the chunk)
+  times the bytes of all routed experts, as ``evaluators.latency`` does.
 * **Contention**: HBM ports and directed mesh links are resources with a list of reserved busy intervals.
   A hop takes the earliest idle gap long enough for it, no earlier than the previous hop ended, so transfers
   that share a port or a link wait for each other while idle time is never wasted. A stage holds its
@@ -39,7 +45,8 @@ What is modeled
   again (recompute), which also yields its next token, as vLLM's recompute preemption does. Admission itself
   never preempts: a request whose prompt does not fit waits.
 * **Metrics**: output-token throughput, TTFT / TBT / E2E (mean, p50, p99), utilization of every chiplet, link
-  and HBM port, HBM occupancy over time, preemptions, events handled, wall time.
+  and HBM port, HBM occupancy over time, preemptions, cross-phase jobs and their busy seconds, whether the run
+  finished no request at all (``SimResult.empty``), events handled, wall time.
 
 What is not modeled
 -------------------
@@ -49,8 +56,8 @@ What is not modeled
 * A separate prefill-to-decode KV hand-off: KV is written to and read from HBM within the stages' bytes.
 * Chunked prefill interleaved with decode, and the causal order of one prompt's chunks when a scheduler runs
   them on different chiplets of a stage (on one chiplet, FIFO order keeps it).
-* Cross-phase work: prefill jobs on decode chiplets and the reverse. Schedulers move work only among chiplets
-  of one phase role.
+* Preemption of a running job when the other phase needs its chiplet back: cross-phase work is placed job by
+  job and runs to its end.
 * Resending activations when work stealing moves a job after they were sent.
 * Request cancellation and SLO-aware admission.
 * Power and thermals.
@@ -95,7 +102,7 @@ from chipdse.evaluators.sim_policies import (
     SimRequest,
     StageJob,
 )
-from chipdse.evaluators.sim_results import LatencyStats, SimResult
+from chipdse.evaluators.sim_results import CROSS_PHASE_KEYS, LatencyStats, SimResult
 from chipdse.evaluators.sim_schedulers import TaskScheduler
 
 __all__ = [
@@ -118,8 +125,19 @@ class _Engine:
         self.running: list[StageJob | None] = [None] * n_chip
         self.busy_until = [0.0] * n_chip
         self.chip_busy = [0.0] * n_chip
+        self.decode_role = [c.phase == "decode" for c in cfg.chiplets]
+        self.cross_jobs = [0, 0]
+        self.cross_busy = [0.0, 0.0]
         self.queues: list[deque[StageJob]] = [deque() for _ in range(n_chip)]
         self.queued_est = [0.0] * n_chip
+        self.guest_est = [0.0] * n_chip  # queued estimates of the other phase role's jobs
+        self.guests_queued = [0] * n_chip
+        self.home_busy = [0.0] * n_chip  # seconds of own-role jobs started so far
+        self.home_jobs = [0] * n_chip
+        self.home_reqs = [0] * n_chip
+        self._est_job: StageJob | None = None  # estimate_s's cache: job, stage template, plan class -> s
+        self._est_tid = -1
+        self._est_vals: dict[int, float] = {}
         n_res = len(topo.res_keys)
         # per resource: [busy-interval starts, ends, seconds per byte, latency, busy seconds]
         self.res: list[list] = [[[], [], topo.inv_rate[i], topo.latency[i], 0.0] for i in range(n_res)]
@@ -154,6 +172,7 @@ class _Engine:
         self.steals = self.sched.steals
         self.uses_wait = self.sched.uses_queue_wait
         self.act_bpt = float(cfg.activation_bytes_per_token)
+        self.expert_miss = 1.0 - float(cfg.expert_touch_p)  # a token misses a given routed expert
         self.exp_draws = cfg.service_time == ServiceTime.EXPONENTIAL
         self._exp_buf = np.empty(0)
         self._exp_i = 0
@@ -230,11 +249,48 @@ class _Engine:
         rem = self.busy_until[chiplet] - self.kernel.now_s if self.running[chiplet] is not None else 0.0
         return max(rem, 0.0) + self.queued_est[chiplet]
 
+    def home_wait_s(self, chiplet: int) -> float:
+        """What a job of the chiplet's own phase role waits for: running remainder plus the queued own-role jobs'
+        estimates (queued jobs of the other role come after it), s."""
+        return self.queue_wait_s(chiplet) - self.guest_est[chiplet]
+
+    def is_guest(self, job: StageJob, chiplet: int) -> bool:
+        """Whether ``job`` belongs to the other phase than the chiplet's role."""
+        return job.decode != self.decode_role[chiplet]
+
+    def lend_cost_s(self, job: StageJob, chiplet: int, service_s: float) -> float:
+        """Delay a guest job of ``service_s`` seconds imposes on the chiplet's own-role jobs, in seconds per
+        request of ``job``: own-role jobs arrive at rate lam (jobs so far / elapsed time) and each one arriving
+        during the guest waits for its remainder, lam S^2 / 2 job-seconds in all (non-preemptive priority),
+        weighted by the own-role jobs' mean requests over the guest's (0 before any own-role job)."""
+        n = self.home_jobs[chiplet]
+        now = self.kernel.now_s
+        if not n or now <= 0.0:
+            return 0.0
+        return n / now * service_s * service_s / 2.0 * (self.home_reqs[chiplet] / n) / max(len(job.requests), 1)
+
+    def home_share(self, chiplet: int) -> float:
+        """1 - the fraction of the run so far the chiplet spent on its own role's jobs (what it can lend)."""
+        now = self.kernel.now_s
+        return 1.0 - min(self.home_busy[chiplet] / now, 1.0) if now > 0.0 else 1.0
+
     def hop_penalty_s(self, job: StageJob, chiplet: int) -> float:
         """Uncontended Eq. 3 NoI time of the job's HBM bytes from ``chiplet``, s."""
         f = job.features
         groups = self.topo.plans[job.template][chiplet].groups
         return sum(sum(map(_mul, coeffs, f)) * comm for coeffs, _, comm in groups)
+
+    def estimate_s(self, job: StageJob, chiplet: int) -> float:
+        """Uncontended service time of ``job`` on ``chiplet`` (its transfers included), s; kept per plan class
+        while the scheduler weighs the chiplets for one job and stage."""
+        tid = job.template
+        if job is not self._est_job or tid != self._est_tid:
+            self._est_job, self._est_tid, self._est_vals = job, tid, {}
+        cls = self.topo.plan_class[tid][chiplet]
+        v = self._est_vals.get(cls)
+        if v is None:
+            v = self._est_vals[cls] = self.topo.uncontended_s(self.topo.plans[tid][chiplet], job.features)
+        return v
 
     def fits(self, requests: list[SimRequest]) -> bool:
         """Whether the requests' state and prompt blocks fit the free memory of every group."""
@@ -337,7 +393,15 @@ class _Engine:
         self.running[c] = job
         self.busy_until[c] = done
         end = self.duration
-        self.chip_busy[c] += (done - start) if done <= end else (end - start if start < end else 0.0)
+        busy = (done - start) if done <= end else (end - start if start < end else 0.0)
+        self.chip_busy[c] += busy
+        if job.decode != self.decode_role[c]:  # cross-phase: [prefill on decode, decode on prefill]
+            self.cross_jobs[job.decode] += 1
+            self.cross_busy[job.decode] += busy
+        else:
+            self.home_busy[c] += done - start
+            self.home_jobs[c] += 1
+            self.home_reqs[c] += len(job.requests)
         job.chiplet = c
         if job.decode:
             kind = EventKind.ITERATION_DONE if job.stage == self.last_decode else EventKind.STAGE_DONE
@@ -348,10 +412,6 @@ class _Engine:
                         r.prefill_start_s = start
             kind = EventKind.PREFILL_DONE if job.stage == self.last_prefill else EventKind.STAGE_DONE
         return Event(done, kind, job)
-
-    def _estimate(self, job: StageJob, c: int) -> float:
-        """Uncontended service estimate of ``job`` on ``c`` (for queue waits), s."""
-        return self.topo.uncontended_s(self.topo.plans[job.template][c], job.features)
 
     def _dispatch(self, job: StageJob, src: int) -> list[Event]:
         """Place ``job`` (coming from chiplet ``src``, -1 for none) and start it if its chiplet is idle."""
@@ -366,10 +426,20 @@ class _Engine:
         if self.running[c] is None:
             return [self._start(job, c)]
         job.chiplet = c
+        guest = job.decode != self.decode_role[c]
         if self.uses_wait:
-            job.est_s = self._estimate(job, c)
+            job.est_s = self.estimate_s(job, c)
             self.queued_est[c] += job.est_s
-        self.queues[c].append(job)
+            if guest:
+                self.guest_est[c] += job.est_s
+        q = self.queues[c]
+        if guest:
+            self.guests_queued[c] += 1
+            q.append(job)
+        elif self.guests_queued[c]:  # own-role jobs go ahead of queued guests
+            q.insert(next(i for i, j in enumerate(q) if j.decode != job.decode), job)
+        else:
+            q.append(job)
         out: list[Event] = []
         if self.steals:
             for d in self.topo.templates[job.template][3]:
@@ -384,8 +454,15 @@ class _Engine:
         if job is None:
             return None
         self.queues[job.chiplet].remove(job)
-        self.queued_est[job.chiplet] -= job.est_s
+        self._dequeued(job, job.chiplet)
         return self._start(job, idle)
+
+    def _dequeued(self, job: StageJob, c: int) -> None:
+        """Account for ``job`` leaving chiplet ``c``'s queue."""
+        self.queued_est[c] -= job.est_s
+        if job.decode != self.decode_role[c]:
+            self.guests_queued[c] -= 1
+            self.guest_est[c] -= job.est_s
 
     def _free(self, c: int) -> list[Event]:
         """Chiplet ``c`` finished its job: start the next queued one (or steal one)."""
@@ -393,7 +470,7 @@ class _Engine:
         q = self.queues[c]
         if q:
             job = q.popleft()
-            self.queued_est[c] -= job.est_s
+            self._dequeued(job, c)
             return [self._start(job, c)]
         if self.steals:
             ev = self._try_steal(c)
@@ -420,6 +497,7 @@ class _Engine:
                 slot.bound = True
                 slot.members = list(group)
             chunks: list[list[float]] = []  # features of chunk k, summed over the group's members
+            miss = self.expert_miss
             for r in group:
                 L = r.context_tokens  # noqa: N806
                 r.blocks = -(-L // bt)
@@ -434,13 +512,14 @@ class _Engine:
                     r.admitted_s = now
                 n_chunks = -(-L // size)
                 while len(chunks) < n_chunks:
-                    chunks.append([0.0, 0.0, 0.0, 0.0])
+                    chunks.append([0.0, 0.0, 0.0, 0.0, 0.0])
                 if n_chunks == 1:
                     f = chunks[0]
                     f[0] += 1.0
                     f[1] += L
                     f[2] += float(L) * L
                     f[3] += 1.0
+                    f[4] += 1.0 - miss ** L
                     continue
                 for k in range(n_chunks):
                     a, b = k * size, min(L, (k + 1) * size)
@@ -448,6 +527,7 @@ class _Engine:
                     f[1] += b - a
                     f[2] += float(b) * b - float(a) * a
                     f[3] += 1.0
+                    f[4] += 1.0 - miss ** (b - a)
                 chunks[n_chunks - 1][0] += 1.0  # per-request work (the head's token, the state) in the last chunk
             self._record_memory()
             job = PrefillJob([(r, r.epoch) for r in group], slot, len(chunks))
@@ -492,7 +572,8 @@ class _Engine:
         ctx = 0
         for r in members:
             ctx += r.context_tokens
-        job = StageJob(True, self.decode_stages[0], (1.0, float(len(members)), float(ctx)),
+        job = StageJob(True, self.decode_stages[0],
+                       (1.0, float(len(members)), float(ctx), 1.0 - self.expert_miss ** len(members)),
                        [(r, r.epoch) for r in members], slot, self.kernel.now_s)
         return self._dispatch(job, -1)
 
@@ -611,6 +692,9 @@ class _Engine:
             hbm_capacity_bytes={g.name: float(g.capacity_bytes) for g in cfg.memory},
             preemptions=self.preemptions, n_events=self.kernel.n_events, wall_s=wall_s, requests=df,
             timeline=timeline, warmup_s=self.warmup,
+            cross_phase_jobs=dict(zip(CROSS_PHASE_KEYS, self.cross_jobs, strict=True)),
+            cross_phase_busy_s=dict(zip(CROSS_PHASE_KEYS, self.cross_busy, strict=True)),
+            empty=not bool(done.any()),
         )
 
 

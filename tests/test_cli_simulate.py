@@ -106,3 +106,35 @@ def test_cli_simulate_json_human_and_errors(tmp_path: Path) -> None:
         assert "error:" in out.output and word in out.output
         assert "Traceback" not in out.output
 
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--duration", "0.001"], ["no request arrived", "0.001 s", "--duration", "--rate"]),
+    (["--duration", "0.5", "--rate", "40"], ["arrived but none finished", "0.5 s", "--duration"]),
+])
+def test_cli_simulate_refuses_a_run_that_finishes_no_request(tmp_path: Path, args: list[str],
+                                                             words: list[str]) -> None:
+    """A window that finishes no request is one error line naming the cause (exit 2), and no metrics: the arXiv
+    requests' hundreds of output tokens take far longer than half a second, and 1 ms sees no arrival at 1 req/s."""
+    from typer.testing import CliRunner
+
+    from chipdse.cli import app
+
+    result = CliRunner().invoke(app, ["simulate", str(_small_scenario(tmp_path)), *args, "--json"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: the simulation finished no request")
+    for w in words:
+        assert w in lines[0]
+    assert "{" not in result.output
+
+
+def test_library_flags_an_empty_run_instead_of_raising(small: LoadedScenario) -> None:
+    res = run_simulation(small, "best", duration_s=0.5, rate_rps=40.0, seed=SEED)
+    assert res["empty"] and res["requests_finished"] == 0 and res["requests_arrived"] > 0
+    assert res["e2e_s"]["count"] == 0 and res["e2e_s"]["mean"] is None
+
+
+def test_best_run_is_not_empty_and_static_never_crosses_phases(best_run: dict) -> None:
+    assert not best_run["empty"]
+    assert best_run["cross_phase"]["jobs"] == {"prefill_on_decode": 0, "decode_on_prefill": 0}

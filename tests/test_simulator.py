@@ -8,12 +8,17 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
+from chipdse.core.design_space import PointSpec
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import LoadedScenario, load_scenario
 from chipdse.core.workloads import LengthSample
 from chipdse.evaluators.sim_arrivals import GammaArrivalConfig, PoissonArrivalConfig, TraceArrivalConfig, make_arrival
+from chipdse.evaluators.sim_build import build_sim_config
 from chipdse.evaluators.sim_kernel import Event, EventKind, Kernel, SimulationError
 from chipdse.evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
 from chipdse.evaluators.sim_schedulers import (
@@ -34,6 +39,10 @@ from chipdse.evaluators.simulator import (
     simulate,
     uncontended_stage_times,
 )
+from chipdse.formulations.mapping import stage_times
+from chipdse.solvers.mapping import solve_mapping
+from chipdse.solvers.placement import solve_placement
+from chipdse.solvers.problems import mapping_problem, placement_problem
 
 A, S, P, IT = EventKind.ARRIVAL, EventKind.STAGE_DONE, EventKind.PREFILL_DONE, EventKind.ITERATION_DONE
 
@@ -262,8 +271,10 @@ def test_transfers_sharing_an_hbm_port_wait_for_each_other() -> None:
     (StaticSchedulerConfig(), 4.0),  # B waits for the preferred P0
     (FcfsSchedulerConfig(), 3.0),  # round-robin: B on P1
     (WorkStealingSchedulerConfig(), 3.0),  # B queued on P0, idle P1 takes it
-    (ElasticSchedulerConfig(imbalance_threshold=1), 4.0),  # imbalance 1 is mild: keep P0
-    (ElasticSchedulerConfig(imbalance_threshold=0), 3.0),  # P1: wait 0 + hop 1 s < P0: wait 2 s + hop 1 s
+    # P0 finishes B at 2 + 2 = 4 s, P1 at 0 + 2 = 2 s (HBM read 1 s + one hop 1 s each): a gain of 2 s, one
+    # service time on P0, is within threshold 1 (keep P0) and above threshold 0 (the default: P1)
+    (ElasticSchedulerConfig(imbalance_threshold=1), 4.0),
+    (ElasticSchedulerConfig(), 3.0),
 ])
 def test_schedulers_place_the_second_request(scheduler: object, second_done_s: float) -> None:
     """Two requests at t=0 whose prefill prefers P0 (2 s each alone); where B runs decides when it is done."""
@@ -489,26 +500,22 @@ def test_bad_configs_name_the_field() -> None:
 # --------------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def default_design() -> tuple:
-    from chipdse.core.design_space import PointSpec
-    from chipdse.core.scenario import load_scenario
-    from chipdse.solvers.mapping import solve_mapping
-    from chipdse.solvers.placement import solve_placement
-    from chipdse.solvers.problems import mapping_problem, placement_problem
-
-    sc = load_scenario()
-    point = PointSpec({"Ap": 1, "Ad": 1, "Mp": 4, "Md": 13}, {"attention": 2, "mamba": 3}, 640.0, 2)
+def placed_and_mapped(sc: LoadedScenario, point: PointSpec) -> tuple:
+    """(scenario, point, greedy placement, both mapping problems, their LPT mappings)."""
     placement = solve_placement(placement_problem(sc, point, 1.0), "hydra-greedy").decision
     problems = {ph: mapping_problem(sc, point, placement, ph, point.batch) for ph in ("prefill", "decode")}
     maps = {ph: solve_mapping(p, "lpt-greedy").decision for ph, p in problems.items()}
     return sc, point, placement, problems, maps
 
 
+@pytest.fixture(scope="module")
+def default_design() -> tuple:
+    point = PointSpec({"Ap": 1, "Ad": 1, "Mp": 4, "Md": 13}, {"attention": 2, "mamba": 3}, 640.0, 2)
+    return placed_and_mapped(load_scenario(), point)
+
+
 def test_built_config_reproduces_the_mapping_stage_times(default_design: tuple) -> None:
     """Without contention each stage takes the mapping's t_c (HYDRA Eq. 4), up to the hop latencies."""
-    from chipdse.evaluators.sim_build import build_sim_config
-    from chipdse.formulations.mapping import stage_times
 
     sc, point, placement, problems, maps = default_design
     cfg = build_sim_config(sc, point, placement, maps["prefill"], maps["decode"])
@@ -524,7 +531,6 @@ def test_built_config_reproduces_the_mapping_stage_times(default_design: tuple) 
 
 def test_default_design_serves_a_short_run(default_design: tuple) -> None:
     """Two seconds of the arXiv workload at 1 req/s with every scheduler: tokens flow, nothing is lost."""
-    from chipdse.evaluators.sim_build import build_sim_config
 
     sc, point, placement, _, maps = default_design
     for scheduler in (StaticSchedulerConfig(), FcfsSchedulerConfig(), WorkStealingSchedulerConfig(),
@@ -535,3 +541,56 @@ def test_default_design_serves_a_short_run(default_design: tuple) -> None:
         assert res.arrived > 0 and res.output_tokens > 0
         assert res.finished + res.in_system == res.arrived
         assert max(res.link_utilization.values()) > 0
+
+
+@pytest.fixture(scope="module")
+def moe_design(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """Qwen3-30B-A3B (128 routed experts, top-8) on the default library and package: 4 attention stacks."""
+    inst = instances_dir()
+    base = yaml.safe_load((inst / "scenarios" / "default.yaml").read_text())
+    for key in ("library", "package", "workload"):
+        base[key] = str((inst / "scenarios" / base[key]).resolve())
+    base["model"] = "qwen3-30b-a3b"
+    path = tmp_path_factory.mktemp("moe") / "qwen.yaml"
+    path.write_text(yaml.safe_dump(base))
+    point = PointSpec({"Ap": 2, "Ad": 4, "Mp": 1, "Md": 1}, {"attention": 4, "mamba": 0}, 512.0, 8)
+    return placed_and_mapped(load_scenario(path), point)
+
+
+def test_moe_stages_reproduce_the_mapping_stage_times(moe_design: tuple) -> None:
+    """A MoE model's stages take the mapping's t_c, with the routed experts a batch of b touches
+    (1 - (1 - k/E)^b of them per decode iteration, per chunk in prefill)."""
+
+    sc, point, placement, problems, maps = moe_design
+    cfg = build_sim_config(sc, point, placement, maps["prefill"], maps["decode"])
+    assert cfg.expert_touch_p == 8 / 128  # Qwen3-30B-A3B: top-8 of 128 routed experts
+    ln, b, miss = sc.lengths, point.batch, 1.0 - 8 / 128
+    chunks = math.ceil(ln.mean_prefill / 512)
+    feats = {"prefill": (1.0, ln.mean_prefill, ln.second_moment_prefill, chunks,
+                         chunks * (1.0 - miss ** (ln.mean_prefill / chunks))),
+             "decode": (1.0, b, b * (ln.mean_prefill + ln.mean_decode / 2.0), 1.0 - miss ** b)}
+    for phase in ("prefill", "decode"):
+        expected = {c: t for c, t in stage_times(problems[phase], maps[phase]).items() if t > 0}
+        assert uncontended_stage_times(cfg, phase, feats[phase]) == pytest.approx(expected, rel=1e-3)
+
+
+def test_moe_decode_iteration_reads_the_touched_experts(moe_design: tuple) -> None:
+    """One request's decode iteration of Qwen3-30B-A3B reads 6,083,735,552 weight bytes (issue 15: active
+    weights in bf16, the embedding a row lookup), within 2%; at batch b the routed experts read are
+    E (1 - (1 - k/E)^b) of E, the closed form of uniform top-k routing."""
+
+    sc, point, placement, _, maps = moe_design
+    cfg = build_sim_config(sc, point, placement, maps["prefill"], maps["decode"])
+    mapping = cfg.decode.mapping
+
+    def weight_bytes(b: int) -> float:
+        f = (1.0, 0.0, 0.0, 1.0 - (1.0 - 8 / 128) ** b)  # weights only: no request terms, no context
+        return sum(sum(x * y for x, y in zip(cfg.decode.cost[(k, mapping[k])].hbm_bytes, f, strict=True))
+                   for k in cfg.decode.tasks)
+
+    assert weight_bytes(1) == pytest.approx(6_083_735_552, rel=0.02)
+    blocks = [blk for blk in sc.model.blocks if blk.routed_experts]
+    one_expert = sum(blk.expert_params for blk in blocks) * sc.model.dtype_bytes
+    for b in (1, 4, 64):
+        touched = 128 * (1.0 - (1.0 - 8 / 128) ** b)
+        assert weight_bytes(b) - weight_bytes(1) == pytest.approx(one_expert * (touched - 8), rel=1e-9)

@@ -114,7 +114,8 @@ class SimJob:
                 "sim_ttft_s": res.ttft.mean_s, "sim_ttft_p99_s": res.ttft.p99_s, "sim_e2e_s": res.e2e.mean_s,
                 "finished": res.finished, "arrived": res.arrived, "preemptions": res.preemptions,
                 "chiplet_utilization": dict(res.chiplet_utilization),
-                "link_utilization": dict(res.link_utilization), "events": res.n_events, "wall_s": res.wall_s}
+                "link_utilization": dict(res.link_utilization), "events": res.n_events, "wall_s": res.wall_s,
+                "cross_phase": {"jobs": dict(res.cross_phase_jobs), "busy_s": dict(res.cross_phase_busy_s)}}
 
 
 def run_job(job: SimJob) -> dict[str, Any]:

@@ -119,7 +119,9 @@ def run_simulation(
         ``e2e_s`` (mean, p50, p99, count; ``None`` without samples), ``utilization`` (chiplets with a
         per-chiplet map, links and HBM ports: mean and max), ``preemptions``, ``requests_arrived``,
         ``requests_finished``, ``requests_in_system``, ``overloaded`` (:func:`overloaded`: the latency
-        statistics then cover only the requests served so far), ``output_tokens``, ``events``, ``wall_s`` (simulator
+        statistics then cover only the requests served so far), ``output_tokens``, ``empty``
+        (``SimResult.empty``: no request finished; the metrics then describe none), ``cross_phase`` (``jobs`` and
+        ``busy_s`` of prefill jobs on decode chiplets and the reverse), ``events``, ``wall_s`` (simulator
         wall time; the only entry that differs between runs with the same inputs).
 
     Raises
@@ -196,9 +198,26 @@ def run_simulation(
         "requests_in_system": int(res.in_system),
         "overloaded": overloaded(res.arrived, res.in_system),
         "output_tokens": int(res.output_tokens),
+        "empty": bool(res.empty),
+        "cross_phase": {"jobs": {k: int(v) for k, v in res.cross_phase_jobs.items()},
+                        "busy_s": {k: float(v) for k, v in res.cross_phase_busy_s.items()}},
         "events": int(res.n_events),
         "wall_s": float(res.wall_s),
     }
+
+
+def empty_run_text(res: dict) -> str:
+    """The one-line error for a run of :func:`run_simulation` that finished no request: the cause and what to
+    change."""
+    pol = res["policies"]
+    if res["requests_arrived"] == 0:
+        cause = (f"no request arrived in the {pol['duration_s']:g} s window at {pol['rate_rps']:g} req/s; "
+                 "lengthen --duration or raise --rate")
+    else:
+        cause = (f"{res['requests_arrived']:,} requests arrived but none finished in the {pol['duration_s']:g} s "
+                 f"window ({res['output_tokens']:,} output tokens so far); lengthen --duration (a request needs "
+                 "its prefill and all its decode iterations inside the window)")
+    return f"the simulation finished no request: {cause}"
 
 
 def check_arrivals(sc: LoadedScenario, duration_s: float | None, rate_rps: float | None) -> None:
