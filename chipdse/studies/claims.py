@@ -289,6 +289,39 @@ def _rows_of(pol: pd.DataFrame, role: str) -> pd.DataFrame:
     return pol
 
 
+SUMMARIES = {"mean": np.mean, "min": np.min, "max": np.max,
+             "change_%": lambda v: 100.0 * (np.mean(v) - 1.0), "share_above_1": lambda v: np.mean(v > 1.0)}
+"""How a claim summarizes its per-workload ratios: mean, lowest, highest, mean change in %, share above 1."""
+
+POLICY_MEASURES: tuple[tuple[str, str | None, str, str, str, str, str], ...] = (
+    # claim key, design role (None: every row), study, base variant, variant, metric, summary
+    ("full_tp_mean", None, "ablation", "baseline", "CP+ET+DB", "tp", "mean"),
+    ("full_tp_max", None, "ablation", "baseline", "CP+ET+DB", "tp", "max"),
+    ("full_ttft_change", None, "ablation", "baseline", "CP+ET+DB", "ttft", "change_%"),
+    ("cp_tp_min", "M_T", "ablation", "baseline", "CP", "tp", "min"),
+    ("cp_tp_max", "M_T", "ablation", "baseline", "CP", "tp", "max"),
+    ("et_tp_min", None, "ablation", "CP", "CP+ET", "tp", "min"),
+    ("et_tp_max", None, "ablation", "CP", "CP+ET", "tp", "max"),
+    ("db_tp_mean", None, "ablation", "CP+ET", "CP+ET+DB", "tp", "mean"),
+    ("db_ttft_change", None, "ablation", "CP+ET", "CP+ET+DB", "ttft", "change_%"),
+    ("elastic_vs_static_tp_min", "M_T", "scheduler", "static", "elastic", "tp", "min"),
+    ("elastic_vs_static_tp_max", "M_T", "scheduler", "static", "elastic", "tp", "max"),
+    ("elastic_vs_static_ratio_min", "B*", "scheduler", "static", "elastic", "ratio", "min"),
+    ("elastic_vs_static_ratio_max", "B*", "scheduler", "static", "elastic", "ratio", "max"),
+    ("elastic_vs_fcfs_min", None, "scheduler", "fcfs", "elastic", "target", "min"),
+    ("elastic_vs_fcfs_max", None, "scheduler", "fcfs", "elastic", "target", "max"),
+    ("elastic_beats_ws_share", None, "scheduler", "work-stealing", "elastic", "target", "share_above_1"),
+    ("cp_vs_random_ratio_min", "B*", "placement", "random", "CP*", "ratio", "min"),
+    ("cp_vs_random_ratio_max", "B*", "placement", "random", "CP*", "ratio", "max"),
+    ("cp_vs_random_tp_min", "M_T", "placement", "random", "CP*", "tp", "min"),
+    ("cp_vs_random_tp_max", "M_T", "placement", "random", "CP*", "tp", "max"),
+    ("cp_vs_rr_ratio_mean", "B*", "placement", "round-robin", "CP*", "ratio", "mean"),
+    ("cp_vs_rr_tp_mean", "M_T", "placement", "round-robin", "CP*", "tp", "mean"),
+)
+"""The Figs. 9, 10 and 12 numbers: which runs each claim compares. ``CP*`` is the placement study's
+communication-aware variant (named ``CP`` or ``exact``). Ratios are per workload (model, dataset, design)."""
+
+
 def measure_policies(pol: pd.DataFrame) -> tuple[dict[str, float | None], dict[str, str]]:
     """Ablation, scheduler and placement numbers (HYDRA Figs. 9, 10, 12) from one table of simulated runs.
 
@@ -312,51 +345,13 @@ def measure_policies(pol: pd.DataFrame) -> tuple[dict[str, float | None], dict[s
     n_all = len(pol[pol["study"] == "ablation"].groupby(keys)) if keys else 1
     ok = _valid(pol)
     n_ok = len(ok[ok["study"] == "ablation"].groupby(keys)) if keys and not ok.empty else 0
-    m: dict[str, float | None] = {}
-
-    def put(key: str, vals: np.ndarray, how: str) -> None:
-        if len(vals):
-            m[key] = float({"mean": np.mean, "min": np.min, "max": np.max}[how](vals))
-
-    full_tp = pair_ratios(ok, "ablation", "baseline", "CP+ET+DB", "tp")
-    put("full_tp_mean", full_tp, "mean")
-    put("full_tp_max", full_tp, "max")
-    tt = pair_ratios(ok, "ablation", "baseline", "CP+ET+DB", "ttft")
-    if len(tt):
-        m["full_ttft_change"] = 100.0 * (float(np.mean(tt)) - 1.0)
-    cp = pair_ratios(_rows_of(ok, "M_T"), "ablation", "baseline", "CP", "tp")
-    put("cp_tp_min", cp, "min")
-    put("cp_tp_max", cp, "max")
-    et = pair_ratios(ok, "ablation", "CP", "CP+ET", "tp")
-    put("et_tp_min", et, "min")
-    put("et_tp_max", et, "max")
-    db = pair_ratios(ok, "ablation", "CP+ET", "CP+ET+DB", "tp")
-    put("db_tp_mean", db, "mean")
-    dbt = pair_ratios(ok, "ablation", "CP+ET", "CP+ET+DB", "ttft")
-    if len(dbt):
-        m["db_ttft_change"] = 100.0 * (float(np.mean(dbt)) - 1.0)
-    est = pair_ratios(_rows_of(pol, "M_T"), "scheduler", "static", "elastic", "tp")
-    put("elastic_vs_static_tp_min", est, "min")
-    put("elastic_vs_static_tp_max", est, "max")
-    esr = pair_ratios(_rows_of(pol, "B*"), "scheduler", "static", "elastic", "ratio")
-    put("elastic_vs_static_ratio_min", esr, "min")
-    put("elastic_vs_static_ratio_max", esr, "max")
-    fc = pair_ratios(pol, "scheduler", "fcfs", "elastic", "target")
-    put("elastic_vs_fcfs_min", fc, "min")
-    put("elastic_vs_fcfs_max", fc, "max")
-    ws = pair_ratios(pol, "scheduler", "work-stealing", "elastic", "target")
-    if len(ws):
-        m["elastic_beats_ws_share"] = float(np.mean(ws > 1.0))
     cp_name = "CP" if (pol[pol["study"] == "placement"]["variant"] == "CP").any() else "exact"
-    rnd_r = pair_ratios(_rows_of(pol, "B*"), "placement", "random", cp_name, "ratio")
-    put("cp_vs_random_ratio_min", rnd_r, "min")
-    put("cp_vs_random_ratio_max", rnd_r, "max")
-    rnd_t = pair_ratios(_rows_of(pol, "M_T"), "placement", "random", cp_name, "tp")
-    put("cp_vs_random_tp_min", rnd_t, "min")
-    put("cp_vs_random_tp_max", rnd_t, "max")
-    put("cp_vs_rr_ratio_mean", pair_ratios(_rows_of(pol, "B*"), "placement", "round-robin", cp_name, "ratio"),
-        "mean")
-    put("cp_vs_rr_tp_mean", pair_ratios(_rows_of(pol, "M_T"), "placement", "round-robin", cp_name, "tp"), "mean")
+    m: dict[str, float | None] = {}
+    for key, role, study, base, full, metric, how in POLICY_MEASURES:
+        vals = pair_ratios(ok if role is None else _rows_of(ok, role), study, base,
+                           cp_name if full == "CP*" else full, metric)
+        if len(vals):
+            m[key] = float(SUMMARIES[how](vals))
     used = f"{n_ok} of {n_all} workloads valid (the others' static baseline finished too few requests)"
     notes = {k: used for k in ("full_tp_mean", "full_ttft_change", "full_tp_max", "db_tp_mean", "db_ttft_change")
              if n_ok < n_all}
