@@ -355,6 +355,9 @@ def measure_policies(pol: pd.DataFrame) -> tuple[dict[str, float | None], dict[s
     used = f"{n_ok} of {n_all} workloads valid (the others' static baseline finished too few requests)"
     notes = {k: used for k in ("full_tp_mean", "full_ttft_change", "full_tp_max", "db_tp_mean", "db_ttft_change")
              if n_ok < n_all}
+    if not {"design", "role"} & set(pol.columns):  # the runs do not say which design they simulated
+        notes |= {k: "measured on the run's B* design only (its policy study simulates no M_T runs)"
+                  for k, role, *_ in POLICY_MEASURES if role == "M_T" and k in m}
     return m, notes
 
 
