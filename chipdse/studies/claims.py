@@ -181,8 +181,8 @@ def claim_rows(measured: dict[str, float | None], notes: dict[str, str] | None =
         Claim key -> this run's value in the claim's unit; a missing key, None or NaN means the run did not
         compute it.
     notes : dict, optional
-        Claim key -> the measured reason for a difference (e.g. "4 of 12 baselines finish no request"); used
-        instead of the claim's default cause.
+        Claim key -> what the run measured behind a difference (e.g. "4 of 12 baselines finish no request"); put
+        before the claim's cause in the note.
     tolerance : float
         Largest |ratio - 1| shown without a note.
 
@@ -190,7 +190,7 @@ def claim_rows(measured: dict[str, float | None], notes: dict[str, str] | None =
     -------
     list of ClaimRow
         In :data:`CLAIMS` order. ``ratio`` = this run / paper. ``off`` when |ratio - 1| > ``tolerance``; the note
-        is then the caller's note, else the claim's cause; "not run in this scenario" when there is no value;
+        is then the caller's note (if any) and the claim's cause; "not run in this scenario" when there is no value;
         empty otherwise.
     """
     notes = notes or {}
@@ -202,8 +202,8 @@ def claim_rows(measured: dict[str, float | None], notes: dict[str, str] | None =
             continue
         ratio = float(v) / c.paper
         off = abs(ratio - 1.0) > tolerance
-        rows.append(ClaimRow(c.key, c.claim, c.unit, c.source, c.paper, float(v), ratio, off,
-                             notes.get(c.key, c.cause) if off else ""))
+        note = "; ".join(x for x in (notes.get(c.key), "parameters the paper does not give: " + c.cause) if x)
+        rows.append(ClaimRow(c.key, c.claim, c.unit, c.source, c.paper, float(v), ratio, off, note if off else ""))
     return rows
 
 
@@ -353,11 +353,13 @@ def measure_policies(pol: pd.DataFrame) -> tuple[dict[str, float | None], dict[s
         if len(vals):
             m[key] = float(SUMMARIES[how](vals))
     used = f"{n_ok} of {n_all} workloads valid (the others' static baseline finished too few requests)"
-    notes = {k: used for k in ("full_tp_mean", "full_ttft_change", "full_tp_max", "db_tp_mean", "db_ttft_change")
-             if n_ok < n_all}
+    if "duration_s" in pol.columns:
+        used += (f"; simulated windows {pol['duration_s'].min():.0f}-{pol['duration_s'].max():.0f} s"
+                 + ("" if "warmup_s" in pol.columns else " from an empty system"))
+    notes = {k: used for k, *_ in POLICY_MEASURES}
     if not {"design", "role"} & set(pol.columns):  # the runs do not say which design they simulated
-        notes |= {k: "measured on the run's B* design only (its policy study simulates no M_T runs)"
-                  for k, role, *_ in POLICY_MEASURES if role == "M_T" and k in m}
+        notes |= {k: used + "; measured on the run's B* design only (its policy study simulates no M_T runs)"
+                  for k, role, *_ in POLICY_MEASURES if role == "M_T"}
     return m, notes
 
 
