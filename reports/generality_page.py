@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from chipdse.reports.style import fmt, table_page
@@ -11,15 +12,19 @@ TITLES = {"B*": "(a) B*: throughput / TTFT over each model's own B*", "M_T": "(b
           "model's own M_T"}
 
 
-def _cells(r: GeneralityResult, obj: str) -> tuple[list[str], list[list[str]]]:
-    """Rows of one matrix: ours, with the paper's value in brackets where HYDRA reports the same cell."""
+def _cells(r: GeneralityResult, obj: str, scores: pd.DataFrame | None = None, stable: pd.DataFrame | None = None
+           ) -> tuple[list[str], list[list[str]]]:
+    """Rows of one matrix (the estimator's, or ``scores`` / ``stable`` given), with the paper's value in brackets
+    where HYDRA reports the same cell."""
     paper = HYDRA_TABLE_IV[obj] if r.names == ["Jamba", "Zamba", "Nemo"] else {}
+    scores = r.scores[obj] if scores is None else scores
+    stable = r.stable[obj] if stable is None else stable
     cols = ["DSE target", *r.names]
     rows = []
-    for target, row in r.scores[obj].iterrows():
+    for target, row in scores.iterrows():
         cells = [str(target)]
         for j, name in enumerate(r.names):
-            mark = "" if r.stable[obj].loc[target, name] else " u"
+            mark = "" if stable.loc[target, name] else " u"
             ref = paper.get(str(target))
             cells.append(f"{row[name]:.2f}{mark}" + (f" ({ref[j]:.2f})" if ref else ""))
         rows.append(cells)
@@ -36,6 +41,18 @@ def generality_pages(pdf: PdfPages, r: GeneralityResult) -> None:
             "normalized score over their targets, solved exactly by enumeration of the whole space (HYDRA does "
             "not state its rule).")
     table_page(pdf, "Specialization vs generality (HYDRA Table IV)", note, blocks)
+    sim = r.simulated
+    if sim is not None:
+        blocks = [(TITLES[o] + ", simulated", *_cells(r, o, sim.scores[o], sim.stable[o])) for o in OBJECTIVES]
+        rates = ", ".join(f"{m} {v:.3g} req/s" for m, v in sim.rates_rps.items())
+        table_page(pdf, "Specialization vs generality, simulated (HYDRA Table IV)",
+                   f"The same designs as the previous page, each placed ({sim.placement}) and simulated on every "
+                   f"model: saturated for throughput, at the model's own rate for TTFT. Rates: {sim.load:.0%} of "
+                   f"the simulated capacity of each model's own B* design ({rates}). 1.00 = the model's own "
+                   "optimum design, simulated (a cell above 1 is a design the simulator ranks above it). 'u': the "
+                   "design cannot sustain that model's rate; its cell is then its saturated throughput over the "
+                   "optimum's, not 0. Brackets: the paper's value."
+                   + (f" Not simulated: {'; '.join(sim.skipped)}." if sim.skipped else ""), blocks)
     d = r.designs
     rows = [[x["objective"], x["target"], x["design"], fmt(x["worst_on_target"], spec=".3f"),
              fmt(x["worst_overall"], spec=".3f")] for x in d.to_dict("records")]

@@ -23,7 +23,7 @@ from chipdse.core.solution import (  # noqa: E402
     SolutionStatus,
     excess,
 )
-from chipdse.reports import sim_pages
+from chipdse.reports import claims_page, sim_pages
 from chipdse.reports.files import package_versions, strict_json
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_pages
@@ -131,12 +131,7 @@ def recommendation(r: ExploreResult) -> dict[str, Any]:
     f = r.finalists[0]
     row = f.row
     est = _served(f, EXACT_LAYOUT)
-    sim = None
-    if r.simulation is not None and not r.simulation.fidelity.empty:
-        hit = r.simulation.fidelity[r.simulation.fidelity["label"] == row["label"]]
-        if not hit.empty:
-            sim = {"throughput_tps": float(hit["sim_throughput_tps"].iloc[0]),
-                   "ttft_s": float(hit["sim_ttft_s"].iloc[0])}
+    sim = finalist_comparison(r)[0]["simulator"]
     solves = {name: [{"method": s.method, "status": s.status.value, "termination": s.termination.value,
                       "proven_gap": s.gap} for s in sols if s.exact]
               for name, sols in (("hbm-partition", f.hbm), ("placement", f.placement), ("mapping", f.mapping))}
@@ -153,7 +148,41 @@ def recommendation(r: ExploreResult) -> dict[str, Any]:
 
 
 def _num(v: float | None, spec: str) -> str:
-    return "-" if v is None else format(v, spec)
+    return "-" if v is None or v != v else format(v, spec)
+
+
+def finalist_comparison(r: ExploreResult) -> list[dict[str, Any]]:
+    """Each finalist's sweep-screen, estimator (exact layout) and simulated throughput and TTFT, for page 1.
+
+    Returns
+    -------
+    list of dict
+        Per finalist (B* first): ``role``, ``label``, ``screen`` and ``estimator`` ({throughput_tps (tok/s),
+        ttft_s (s; None when unstable)}; ``estimator`` None without an exact layout), ``simulator`` (from the
+        simulation stage's fidelity runs: saturated throughput_tps, ttft_s at the offered load, NaN when the run
+        at the offered load was not made; None when not simulated) and ``why_not`` ("not simulated (simulation
+        disabled)" or "not simulated (no fidelity run of this design)").
+    """
+    out = []
+    fid = None if r.simulation is None else r.simulation.fidelity
+    for f in r.finalists:
+        row = f.row
+        est = _served(f, EXACT_LAYOUT)
+        sim = None
+        if fid is not None and not fid.empty:
+            hit = fid[fid["label"] == row["label"]]
+            if not hit.empty:
+                sim = {"throughput_tps": float(hit["sim_throughput_tps"].iloc[0]),
+                       "ttft_s": float(hit["sim_ttft_s"].iloc[0])}
+        out.append({"role": f.role, "label": row["label"],
+                    "screen": {"throughput_tps": float(row["throughput_tps"]), "ttft_s": float(row["ttft_s"])},
+                    "estimator": None if est is None else {
+                        "throughput_tps": float(est["throughput_tps"]),
+                        "ttft_s": float(est["ttft_s"]) if est["stable"] else None},
+                    "simulator": sim,
+                    "why_not": "not simulated (simulation disabled)" if r.simulation is None
+                    else "not simulated (no fidelity run of this design)"})
+    return out
 
 
 def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
@@ -193,19 +222,19 @@ def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
         lines.append(f"    M_T ({m['label']}, the highest throughput) gives {m['throughput_tps']:.1f} tok/s at TTFT "
                      f"{m['ttft_s']:.3f} s; B* gives {rec['screen']['throughput_tps'] / m['throughput_tps']:.1%} of "
                      f"that throughput at {rec['screen']['ttft_s'] / m['ttft_s']:.1%} of its TTFT.")
-    est, sim, scr = rec["estimator"] or {}, rec["simulator"] or {}, rec["screen"]
+    lines += ["", "## Estimator vs simulator, each finalist on its exact layout",
+              "| finalist  quantity                       sweep screen   estimator, exact layout   simulator"]
+    for c in finalist_comparison(r):
+        est, sim, scr = c["estimator"] or {}, c["simulator"] or {}, c["screen"]
+        gone = "" if c["simulator"] else c["why_not"]
+        lines += [f"| {c['role']:<9s} throughput (tok/s)             {scr['throughput_tps']:>12.1f}   "
+                  f"{_num(est.get('throughput_tps'), '.1f'):>23s}   {gone or _num(sim.get('throughput_tps'), '.1f')}",
+                  f"| {'':<9s} TTFT at the offered load (s)   {scr['ttft_s']:>12.3f}   "
+                  f"{_num(est.get('ttft_s'), '.3f'):>23s}   {gone or _num(sim.get('ttft_s'), '.3f')}"]
     lines += [
-        "",
-        "## Estimator vs simulator, same design",
-        "| quantity                              sweep screen   estimator, exact layout   simulator, exact layout",
-        f"| throughput (tok/s)                    {scr['throughput_tps']:>12.1f}   "
-        f"{_num(est.get('throughput_tps'), '.1f'):>23s}   {_num(sim.get('throughput_tps'), '.1f'):>23s}",
-        f"| TTFT at the offered load (s)          {scr['ttft_s']:>12.3f}   "
-        f"{_num(est.get('ttft_s'), '.3f'):>23s}   {_num(sim.get('ttft_s'), '.3f'):>23s}",
-        "Sweep screen: fluid mapping and an assumed mean hop count. Exact layout: the best exact placement and "
-        "mapping below. Simulator throughput: saturated (arrivals at twice the estimated capacity); TTFT: at the "
-        "offered load." + ("" if rec["simulator"] else " The simulator did not run this design (simulation "
-                           "disabled or skipped)."),
+        "Sweep screen: the estimator on the whole space (its own mapping and hop model). Exact layout: the best exact "
+        "placement and mapping below. Simulator: the simulation stage's fidelity runs on the same layout; "
+        "throughput saturated (arrivals at twice the estimated capacity), TTFT at the offered load.",
         "",
         "## How sure: every exact solve behind it",
     ]
@@ -408,6 +437,7 @@ def details(r: ExploreResult) -> dict[str, Any]:
             "layouts": strict_json(r.simulation.layouts.to_dict("records")),
             "skipped": r.simulation.skipped},
         "generality": None if r.generality is None else r.generality.to_json(),
+        "finalists_fidelity": strict_json(finalist_comparison(r)),
     }
 
 
@@ -432,6 +462,7 @@ def draw(pdf: PdfPages, r: ExploreResult) -> None:
         sim_pages.policy_page(pdf, r.simulation, b.row["label"], r.scenario.spec.simulation.load)
     if r.generality is not None:
         generality_pages(pdf, r.generality)
+    claims_page.draw(pdf, r)
     _glossary_pages(pdf, r)
 
 

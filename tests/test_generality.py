@@ -3,11 +3,13 @@ multi-model choice equals brute force over every point and is never worse than a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from matplotlib.backends.backend_pdf import PdfPages
@@ -22,7 +24,14 @@ from chipdse.core.specs import Workload, load_spec
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.reports.generality_page import generality_pages
-from chipdse.studies.generality import generality, target_sets
+from chipdse.studies.generality import (
+    SimulatedTableIV,
+    generality,
+    normalize_table_iv,
+    simulate_table_iv,
+    target_sets,
+)
+from tests.test_report import Pages, overlaps
 
 MODELS = ["jamba-tiny-dev", "zamba2-7b", "nemotron-h-4b"]
 SMALL_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 8, "d2d_GBps": [640], "max_batch": [16, 64]}
@@ -159,3 +168,40 @@ def test_bundled_table_iv_all_model_design_within_hydras_14_percent() -> None:
     everything = out["scores"]["B*"]["Jamba + Zamba + Nemo"]
     assert min(everything.values()) >= 0.86
     assert all(out["stable"]["B*"]["Jamba + Zamba + Nemo"].values())
+
+
+def test_simulated_table_iv_normalization_by_hand() -> None:
+    """Two models A and B; B* rows chose points 1 (A), 2 (B), 3 (A + B); M_T rows 4 (A), 2 (B), 3 (A + B)."""
+    designs = pd.DataFrame([{"objective": o, "target": t, "point": p} for o, t, p in (
+        ("B*", "A", 1), ("B*", "B", 2), ("B*", "A + B", 3), ("M_T", "A", 4), ("M_T", "B", 2), ("M_T", "A + B", 3))])
+    #            point, model, TP (tok/s), TTFT (s), sustains the model's rate
+    runs = pd.DataFrame([(1, "A", 100.0, 1.0, True), (2, "A", 50.0, 2.0, True), (3, "A", 80.0, 1.0, True),
+                         (4, "A", 120.0, 3.0, True), (1, "B", 30.0, np.nan, False), (2, "B", 60.0, 1.0, True),
+                         (3, "B", 45.0, 1.5, True), (4, "B", 90.0, 2.0, True)],
+                        columns=["point", "model", "sim_throughput_tps", "sim_ttft_s", "stable"])
+    scores, stable = normalize_table_iv(runs, designs, ["A", "B"])
+    b, t = scores["B*"], scores["M_T"]
+    # B*: (TP / TTFT) over the own B* design's (A: 100 / 1, B: 60 / 1); unstable: saturated TP over the own TP
+    assert b.loc["A", "A"] == pytest.approx(1.0) and b.loc["B", "B"] == pytest.approx(1.0)
+    assert b.loc["A", "B"] == pytest.approx(30 / 60) and not stable["B*"].loc["A", "B"]
+    assert b.loc["B", "A"] == pytest.approx((50 / 2) / 100)
+    assert b.loc["A + B", "A"] == pytest.approx(0.8) and b.loc["A + B", "B"] == pytest.approx((45 / 1.5) / 60)
+    # M_T: TP over the own M_T design's (A: point 4, 120; B: point 2, 60)
+    assert t.loc["A", "A"] == pytest.approx(1.0) and t.loc["A", "B"] == pytest.approx(90 / 60)
+    assert t.loc["B", "A"] == pytest.approx(50 / 120) and t.loc["A + B", "B"] == pytest.approx(45 / 60)
+    assert stable["M_T"].loc["A", "B"]
+
+
+def test_simulated_table_iv_page_draws_without_overlaps(result) -> None:
+    """The simulated matrices sit on their own page beside the estimator's (constructed runs, no simulation)."""
+    pages = Pages()
+    runs = pd.DataFrame([{"point": int(p), "model": m, "sim_throughput_tps": 100.0 + i, "sim_ttft_s": 1.0,
+                          "stable": i % 3 > 0} for i, (p, m) in enumerate(
+                              (p, m) for p in sorted(set(result.designs["point"])) for m in result.names)])
+    scores, stable = normalize_table_iv(runs, result.designs, result.names)
+    sim = SimulatedTableIV(scores, stable, runs, dict.fromkeys(result.names, 1.0), 0.7, "hydra-greedy", [], 0.0)
+    generality_pages(pages, dataclasses.replace(result, simulated=sim))
+    assert len(pages.pages) == 3
+    assert "simulated" in pages.text(1) and overlaps(pages) == []
+    with pytest.raises(ValueError, match="load must be in"):
+        simulate_table_iv(load_scenario(), result, load=0.0)

@@ -4,6 +4,7 @@ column, and the same PDF bytes for the same results."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -206,3 +207,21 @@ def test_each_gap_has_one_definition_used_by_compare() -> None:
     # excess over the tightest bound, 105: (126 - 105) / 105 = 20%
     assert rows["greedy"]["gap_to_best_bound"] == pytest.approx(0.2)
     assert rows["cpsat"]["gap_to_best_bound"] == pytest.approx(5 / 105)
+
+
+def test_page_one_shows_every_finalists_simulated_numbers_or_not_simulated(hydra: explore.ExploreResult,
+                                                                          hydra_pages: Pages) -> None:
+    """Issue 15: each finalist's simulated throughput and TTFT beside the estimator's, read from the fidelity runs;
+    "not simulated" when the scenario disables simulation; the claims page is drawn."""
+    text = hydra_pages.text(0)
+    fid = hydra.simulation.fidelity.set_index("label")
+    for f in hydra.finalists:
+        assert f.role in text
+        if f.row["label"] in fid.index:
+            assert format(float(fid.loc[f.row["label"], "sim_throughput_tps"]), ".1f") in text
+    assert any("HYDRA's claims, this run" in hydra_pages.text(k) for k in range(len(hydra_pages.pages)))
+    bare = Pages()
+    pdf.draw(bare, dataclasses.replace(hydra, simulation=None))
+    assert text.count("not simulated") == 0 or hydra.simulation is None
+    assert bare.text(0).count("not simulated (simulation disabled)") == 2 * len(hydra.finalists)
+    assert overlaps(bare) == []

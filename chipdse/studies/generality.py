@@ -32,6 +32,10 @@ from chipdse.core.errors import SpecError
 from chipdse.core.scenario import LoadedScenario, model_scenarios
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import pick_b_star, pick_m_t
+from chipdse.solvers.config import SolverConfig
+from chipdse.studies.parallel import Backend, run_jobs
+from chipdse.studies.recovery import run_safe, take_points
+from chipdse.studies.simstudy import SimJob, make_layout, saturation_window
 
 OBJECTIVES = ("B*", "M_T")
 
@@ -86,6 +90,7 @@ class GeneralityResult:
     workload: str
     arrival_rate_rps: float
     wall_s: float
+    simulated: SimulatedTableIV | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able summary: matrices as {target: {model: score}} (keys: the short names), whether each design is
@@ -99,6 +104,7 @@ class GeneralityResult:
                        for o, df in self.stable.items()},
             "designs": self.designs.to_dict("records"),
             "optima": self.optima.to_dict("records"),
+            "simulated": None if self.simulated is None else self.simulated.to_json(),
         }
 
 
@@ -222,3 +228,194 @@ def generality(sc: LoadedScenario, models: list[str] | None = None) -> Generalit
                                                                                                   strict=True))])
     return GeneralityResult(keys, names, scores, stable, pd.DataFrame(designs), optima, len(pts),
                             sc.workload.name, sc.workload.arrival_rate_rps, time.perf_counter() - t0)
+
+
+@dataclass
+class SimulatedTableIV:
+    """Table IV scored by the event simulator on the chosen designs (:func:`simulate_table_iv`).
+
+    Attributes
+    ----------
+    scores : dict[str, pandas.DataFrame]
+        As :attr:`GeneralityResult.scores`, from simulation (:func:`normalize_table_iv`). A design that cannot
+        sustain the column model's rate keeps its saturated throughput over the optimum's (marked unstable).
+    stable : dict[str, pandas.DataFrame]
+        Whether the row's design sustains the column model's rate in simulation.
+    runs : pandas.DataFrame
+        One row per (design point, model): ``point``, ``label``, ``model`` (short name), ``sim_throughput_tps``
+        (saturated, tok/s), ``sim_ttft_s`` (at the model's rate, s; NaN when unstable), ``stable``, ``rate_rps``.
+    rates_rps : dict[str, float]
+        Each model's arrival rate (short name -> req/s): ``load`` x its own B* design's simulated capacity.
+    load : float
+    placement : str
+    skipped : list[str]
+    wall_s : float
+    """
+
+    scores: dict[str, pd.DataFrame]
+    stable: dict[str, pd.DataFrame]
+    runs: pd.DataFrame
+    rates_rps: dict[str, float]
+    load: float
+    placement: str
+    skipped: list[str]
+    wall_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able summary: matrices, stability, rates and the per-run table."""
+        return {
+            "load": self.load, "placement": self.placement, "rates_rps": self.rates_rps, "skipped": self.skipped,
+            "wall_s": round(self.wall_s, 3),
+            "scores": {o: {t: {m: round(float(v), 4) for m, v in row.items()} for t, row in df.iterrows()}
+                       for o, df in self.scores.items()},
+            "stable": {o: {t: {m: bool(v) for m, v in row.items()} for t, row in df.iterrows()}
+                       for o, df in self.stable.items()},
+            "runs": self.runs.to_dict("records")}
+
+
+def normalize_table_iv(runs: pd.DataFrame, designs: pd.DataFrame, names: list[str]
+                       ) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Turn simulated (design, model) runs into the two Table IV matrices.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        One row per (``point``, ``model``): ``sim_throughput_tps`` (saturated, tok/s), ``sim_ttft_s`` (s at the
+        model's rate) and ``stable`` (the design sustains that rate).
+    designs : pandas.DataFrame
+        :attr:`GeneralityResult.designs`: ``objective``, ``target`` and ``point`` per row; the single-model rows
+        (target = a model's short name) are each model's own optimum.
+    names : list of str
+        Model short names, the column order.
+
+    Returns
+    -------
+    (scores, stable) : tuple of dict[str, pandas.DataFrame]
+        Per objective, rows = target sets, columns = ``names``. B*: (TP / TTFT) over the model's own B* design's;
+        where the design is unstable on the model, its saturated TP over the own B* design's instead. M_T: TP over
+        the model's own M_T design's. NaN where a run is missing.
+
+    References
+    ----------
+    HYDRA Sec. VI-C, Table IV ("Values are normalized to the best result for each workload, so 1.00 denotes the
+    workload-specific optimum").
+    """
+    key = {(int(r["point"]), r["model"]): r for r in runs.to_dict("records")}
+
+    def get(p: int, m: str, field: str) -> float:
+        r = key.get((p, m))
+        return float(r[field]) if r is not None and r[field] is not None else np.nan
+
+    scores, stable = {}, {}
+    for obj in OBJECTIVES:
+        d = designs[designs["objective"] == obj]
+        own = {m: int(d.loc[d["target"] == m, "point"].iloc[0]) for m in names}
+        rows, st_rows, index = [], [], []
+        for rec in d.to_dict("records"):
+            p = int(rec["point"])
+            cells, st = [], []
+            for m in names:
+                ok = bool(key[(p, m)]["stable"]) if (p, m) in key else False
+                tp, ref_tp = get(p, m, "sim_throughput_tps"), get(own[m], m, "sim_throughput_tps")
+                if obj == "B*" and ok:
+                    cells.append(tp / get(p, m, "sim_ttft_s") / (ref_tp / get(own[m], m, "sim_ttft_s")))
+                else:
+                    cells.append(tp / ref_tp)
+                st.append(ok)
+            rows.append(cells)
+            st_rows.append(st)
+            index.append(rec["target"])
+        scores[obj] = pd.DataFrame(rows, index=index, columns=names)
+        stable[obj] = pd.DataFrame(st_rows, index=index, columns=names)
+    return scores, stable
+
+
+def simulate_table_iv(sc: LoadedScenario, r: GeneralityResult, *, load: float = 0.7, backend: Backend | None = None,
+                      placement: str = "hydra-greedy", min_measure_s: float = 30.0, max_s: float = 150.0,
+                      ttft_duration_s: float = 60.0) -> SimulatedTableIV:
+    """Score Table IV's chosen designs by simulation, each model at its own sustainable rate.
+
+    Every distinct design of ``r.designs`` is placed (``placement``) and mapped for each model and simulated twice
+    per model: saturated (arrivals at twice the estimated capacity) for its throughput, and at the model's rate for
+    its TTFT. A model's rate is ``load`` x the simulated saturated capacity (req/s) of its own single-model B*
+    design, so every model is offered the same fraction of what its own best balanced design sustains (HYDRA does
+    not state its rates; one rate for all models leaves some unstable on every design).
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+        The scenario :func:`generality` ran on.
+    r : GeneralityResult
+        Its result (the designs to simulate; models by key).
+    load : float
+        Fraction of each model's own B* design's simulated capacity offered to every design, in (0, 1].
+    backend : Backend, optional
+        Where the simulations run (default in-process).
+    placement : str
+        Placement method of every (design, model) pair.
+    min_measure_s, max_s, ttft_duration_s : float
+        Windows of the saturated runs (at least / at most, s) and of the runs at the model's rate (s).
+
+    Returns
+    -------
+    SimulatedTableIV
+
+    Raises
+    ------
+    ValueError
+        ``load`` outside (0, 1].
+    """
+    if not 0 < load <= 1:
+        msg = f"load must be in (0, 1], got {load}"
+        raise ValueError(msg)
+    t0 = time.perf_counter()
+    backend = backend or Backend.in_process()
+    variants = model_scenarios(sc, r.models)
+    pts, _ = enumerate_points(variants[0])
+    chosen = sorted({int(p) for p in r.designs["point"]})
+    sub = take_points(pts, chosen)
+    cfg = SolverConfig(work_limit=1.0, time_limit_s=10.0, seed=sc.spec.seed)
+    batching = str(getattr(sc.spec.estimator.batching, "value", sc.spec.estimator.batching))
+    frames = {n: Screen(v).score(sub) for n, v in zip(r.names, variants, strict=True)}
+    layouts, skipped = {}, []
+    sat_jobs = []
+    for n, v in zip(r.names, variants, strict=True):
+        for j, p in enumerate(chosen):
+            row = frames[n].iloc[j].to_dict()
+            lay = make_layout(v, row, placement, cfg) if row["feasible"] and row["capacity_rps"] > 0 else None
+            if lay is None:
+                skipped.append(f"{row['label']} on {n}: infeasible or no {placement} placement")
+                continue
+            layouts[(p, n)] = lay
+            cap = float(row["capacity_rps"])
+            dur, warm = saturation_window(cap, float(row["decode_concurrency"]), min_measure_s, max_s)
+            sat_jobs.append(SimJob(sc=v, layout=lay, rate_rps=2.0 * cap, duration_s=dur, warmup_s=warm,
+                                   batching=batching, tags={"point": p, "label": row["label"], "model": n}))
+    sat = {(x["point"], x["model"]): x for x in run_jobs(run_safe, sat_jobs, backend)}
+    skipped += [f"{x['label']} on {x['model']}: {x['error']}" for x in sat.values() if "error" in x]
+    own_b = {n: int(r.designs[(r.designs["objective"] == "B*") & (r.designs["target"] == n)]["point"].iloc[0])
+             for n in r.names}
+    rates = {}
+    for n, v in zip(r.names, variants, strict=True):
+        s = sat.get((own_b[n], n), {})
+        rates[n] = load * float(s.get("sim_throughput_tps", 0.0)) / v.lengths.mean_decode
+    off_jobs = [SimJob(sc=v, layout=layouts[(p, n)], rate_rps=rates[n], duration_s=ttft_duration_s,
+                       warmup_s=ttft_duration_s / 5, batching=batching, tags={"point": p, "model": n})
+                for n, v in zip(r.names, variants, strict=True) for p in chosen
+                if (p, n) in layouts and rates[n] > 0]
+    off = {(x["point"], x["model"]): x for x in run_jobs(run_safe, off_jobs, backend)}
+    runs = []
+    for n, v in zip(r.names, variants, strict=True):
+        for j, p in enumerate(chosen):
+            s = sat.get((p, n))
+            if s is None or "error" in s:
+                continue
+            o = off.get((p, n), {})
+            tp = float(s["sim_throughput_tps"])
+            ok = rates[n] > 0 and tp / v.lengths.mean_decode > rates[n] and o.get("sim_ttft_s") is not None
+            runs.append({"point": p, "label": frames[n].iloc[j]["label"], "model": n, "sim_throughput_tps": tp,
+                         "sim_ttft_s": float(o["sim_ttft_s"]) if ok else np.nan, "stable": ok,
+                         "rate_rps": rates[n], "est_throughput_tps": float(frames[n].iloc[j]["throughput_tps"])})
+    runs_df = pd.DataFrame(runs)
+    scores, stable = normalize_table_iv(runs_df, r.designs, r.names)
+    return SimulatedTableIV(scores, stable, runs_df, rates, load, placement, skipped, time.perf_counter() - t0)

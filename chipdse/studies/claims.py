@@ -1,0 +1,422 @@
+"""HYDRA's claims against this run: one row per number the paper reports that chipdse computes.
+
+:data:`CLAIMS` lists every number of issue 15's table and of HYDRA Figs. 9-12 that the product computes, each with
+its paper value and where the paper states it. :func:`claim_rows` turns what a run measured (a dict keyed like
+:data:`CLAIMS`) into the rows "claim | paper | this run | ratio | note"; the note names the measured reason where
+the two differ by more than :data:`TOLERANCE` (the claim's default cause, or the caller's measured note), or says
+"not run in this scenario" when the run did not compute the number. The ``measure_*`` functions derive those
+numbers from the studies' outputs (policy runs, fidelity table, recovery, Table IV, chiplet library), so the
+benchmark and the report print the same table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+TOLERANCE = 0.25
+"""A row whose this-run / paper ratio is off 1 by more than this shows its note (issue 15, "Done when")."""
+
+NOT_RUN = "not run in this scenario"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One number HYDRA reports.
+
+    Attributes
+    ----------
+    key : str
+        The key of the measured value (see the ``measure_*`` functions).
+    claim : str
+        What is measured, in words.
+    paper : float
+        The paper's value, in ``unit``.
+    unit : str
+        ``x`` (a ratio), ``%`` (a change), ``share`` (a fraction of 1), ``GB`` (GiB for HBM capacity), ``GB/s``.
+    source : str
+        Where the paper states it (section, table, figure).
+    cause : str
+        The reason chipdse's number can differ (a parameter or mechanism the paper does not give), shown when this
+        run is off by more than :data:`TOLERANCE` and the caller gives no measured note.
+    """
+
+    key: str
+    claim: str
+    paper: float
+    unit: str
+    source: str
+    cause: str
+
+
+_WINDOW = ("window and warm-up (the paper simulates 100 s and states no warm-up) and the offered load (not given); "
+           "see the run's protocol line")
+_STATIC = ("the static-batching baseline: the paper does not give its batch-formation timeout; chipdse waits for a "
+           "full batch")
+_T4 = ("the offered rate per model (the paper gives none; here a fixed share of each model's own B* capacity) and "
+       "the rule for choosing a design for several models (not stated; here maximin)")
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("full_tp_mean", "CP+ET+DB over the static baseline: throughput, mean over workloads", 1.55, "x",
+          "abstract; Sec. VI-E 'Quantitative summary'", _STATIC + "; " + _WINDOW),
+    Claim("full_ttft_change", "CP+ET+DB over the static baseline: TTFT change, mean", -43.7, "%",
+          "abstract; Sec. VI-E 'Quantitative summary'", _STATIC + "; " + _WINDOW),
+    Claim("full_tp_max", "CP+ET+DB over the static baseline: throughput, best workload", 2.3, "x",
+          "abstract; Sec. VI-E 'Quantitative summary'", _STATIC + "; " + _WINDOW),
+    Claim("cp_tp_min", "CP over round-robin placement (static policies): throughput, lowest", 1.03, "x",
+          "Sec. VI-D, Fig. 9 ('3%-100%', M_T)", "the NoI load of the design: " + _WINDOW),
+    Claim("cp_tp_max", "CP over round-robin placement (static policies): throughput, highest", 2.0, "x",
+          "Sec. VI-D, Fig. 9 ('3%-100%', M_T)", "the NoI load of the design: " + _WINDOW),
+    Claim("et_tp_min", "ET on top of CP (static batching): throughput gain, lowest", 1.03, "x",
+          "Sec. VI-E, Fig. 9 ('3%-150%')", "the elastic scheduler's imbalance threshold (not given); " + _WINDOW),
+    Claim("et_tp_max", "ET on top of CP (static batching): throughput gain, highest", 2.5, "x",
+          "Sec. VI-E, Fig. 9 ('3%-150%')", "the elastic scheduler's imbalance threshold (not given); " + _WINDOW),
+    Claim("db_tp_mean", "DB on top of CP+ET: throughput, mean", 1.15, "x", "Sec. VI-E (dynamic batching)",
+          _STATIC),
+    Claim("db_ttft_change", "DB on top of CP+ET: TTFT change, mean", -23.0, "%", "Sec. VI-E (dynamic batching)",
+          _STATIC),
+    Claim("elastic_vs_static_tp_min", "elastic over static scheduling: M_T throughput, lowest", 1.17, "x",
+          "Sec. VI-E, Fig. 12(b)", "the elastic scheduler's imbalance threshold (not given); " + _WINDOW),
+    Claim("elastic_vs_static_tp_max", "elastic over static scheduling: M_T throughput, highest", 1.73, "x",
+          "Sec. VI-E, Fig. 12(b)", "the elastic scheduler's imbalance threshold (not given); " + _WINDOW),
+    Claim("elastic_vs_static_ratio_min", "elastic over static scheduling: B* TP/TTFT, lowest", 1.40, "x",
+          "Sec. VI-E, Fig. 12(a)", "the elastic scheduler's imbalance threshold (not given); " + _WINDOW),
+    Claim("elastic_vs_static_ratio_max", "elastic over static scheduling: B* TP/TTFT, highest", 2.04, "x",
+          "Sec. VI-E, Fig. 12(a)", "the elastic scheduler's imbalance threshold (not given); " + _WINDOW),
+    Claim("elastic_vs_fcfs_min", "elastic over FCFS: target metric, lowest", 1.04, "x", "Sec. VI-E, Fig. 12",
+          "FCFS's chiplet order (round-robin per the paper) and " + _WINDOW),
+    Claim("elastic_vs_fcfs_max", "elastic over FCFS: target metric, highest", 1.30, "x", "Sec. VI-E, Fig. 12",
+          "FCFS's chiplet order (round-robin per the paper) and " + _WINDOW),
+    Claim("elastic_beats_ws_share", "elastic beats work stealing: share of cases", 0.75, "share",
+          "Sec. VI-E, Fig. 12 ('six of the eight cases')", "work stealing's victim rule (not given); " + _WINDOW),
+    Claim("cp_vs_random_ratio_min", "CP over random placement: B* TP/TTFT, lowest", 1.04, "x",
+          "Sec. VI-D, Fig. 10(a)", "the random placement's seed (one draw) and " + _WINDOW),
+    Claim("cp_vs_random_ratio_max", "CP over random placement: B* TP/TTFT, highest", 1.80, "x",
+          "Sec. VI-D, Fig. 10(a)", "the random placement's seed (one draw) and " + _WINDOW),
+    Claim("cp_vs_random_tp_min", "CP over random placement: M_T throughput, lowest", 1.07, "x",
+          "Sec. VI-D, Fig. 10(b)", "the random placement's seed (one draw) and " + _WINDOW),
+    Claim("cp_vs_random_tp_max", "CP over random placement: M_T throughput, highest", 1.22, "x",
+          "Sec. VI-D, Fig. 10(b)", "the random placement's seed (one draw) and " + _WINDOW),
+    Claim("cp_vs_rr_ratio_mean", "CP over round-robin placement: B* TP/TTFT, mean", 1.29, "x",
+          "Sec. VI-D, Fig. 10(a)", "the NoI load of the design: " + _WINDOW),
+    Claim("cp_vs_rr_tp_mean", "CP over round-robin placement: M_T throughput, mean", 1.22, "x",
+          "Sec. VI-D, Fig. 10(b)", "the NoI load of the design: " + _WINDOW),
+    Claim("est_gap_b_star", "estimator vs simulation: B* throughput gap", 0.08, "share",
+          "Sec. VI-B (Nemotron-H-LW, static scheduling)", "the estimator's abstraction of NoI and HBM-port "
+          "contention (the paper does not give its contention model)"),
+    Claim("est_gap_m_t", "estimator vs simulation: M_T throughput gap", 0.12, "share",
+          "Sec. VI-B (Nemotron-H-LW, static scheduling)", "the estimator's abstraction of NoI and HBM-port "
+          "contention (the paper does not give its contention model)"),
+    Claim("cosine", "estimator vs simulation: cosine similarity", 0.9, "share", "abstract; Sec. I",
+          "the points compared (the paper does not list them)"),
+    Claim("est_recovery", "max-throughput recovery: the estimator's pick vs exhaustive simulation", 0.93, "share",
+          "Sec. VI-F, Table V", "the sub-space simulated exhaustively (the paper's whole space is days of CPU)"),
+    Claim("roof_recovery", "max-throughput recovery: the roofline DSE's pick vs exhaustive simulation", 0.74,
+          "share", "Sec. VI-F, Table V", "the roofline model's details (the paper cites Williams et al. only)"),
+    Claim("t4_b_jamba_on_zamba", "Table IV(a) B*: Jamba-specialized design on Zamba", 0.42, "share",
+          "Sec. VI-C, Table IV(a)", _T4),
+    Claim("t4_b_jamba_on_nemo", "Table IV(a) B*: Jamba-specialized design on Nemo", 0.31, "share",
+          "Sec. VI-C, Table IV(a)", _T4),
+    Claim("t4_b_nemo_on_zamba", "Table IV(a) B*: Nemo-specialized design on Zamba", 0.32, "share",
+          "Sec. VI-C, Table IV(a)", _T4),
+    Claim("t4_b_all_worst", "Table IV(a) B*: all-model design, worst model", 0.86, "share",
+          "Sec. VI-C ('limits the worst-case degradation to 14%')", _T4),
+    Claim("t4_t_jamba_on_zamba", "Table IV(b) M_T: Jamba-specialized design on Zamba", 0.44, "share",
+          "Sec. VI-C, Table IV(b)", _T4),
+    Claim("t4_t_jamba_on_nemo", "Table IV(b) M_T: Jamba-specialized design on Nemo", 0.36, "share",
+          "Sec. VI-C, Table IV(b)", _T4),
+    Claim("t4_t_all_worst", "Table IV(b) M_T: all-model design, worst model", 0.84, "share",
+          "Sec. VI-C, Table IV(b)", _T4),
+    Claim("hbm_capacity_gib", "HBM3 stack capacity", 24.0, "GB", "Sec. VI-A, ref. [29] (192 Gb = 24 GiB)",
+          "the library's memory.capacity_GB"),
+    Claim("hbm_bandwidth_GBps", "HBM3 stack bandwidth", 896.0, "GB/s", "Sec. VI-A, ref. [29]",
+          "the library's memory.bandwidth_GBps"),
+)
+"""Every HYDRA number the claims page compares (issue 15's table and Figs. 9-12)."""
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """One row of the claims table: the claim, the paper's value, this run's, their ratio and the note."""
+
+    key: str
+    claim: str
+    unit: str
+    source: str
+    paper: float
+    this_run: float | None
+    ratio: float | None
+    off: bool
+    note: str
+
+    def cells(self) -> list[str]:
+        """The row as printed: claim, paper, this run, ratio, note."""
+        return [self.claim, f"{fmt_value(self.paper, self.unit)} ({self.source})",
+                "-" if self.this_run is None else fmt_value(self.this_run, self.unit),
+                "-" if self.ratio is None else f"{self.ratio:.2f}", self.note]
+
+
+def fmt_value(v: float, unit: str) -> str:
+    """A value with its unit: ``1.55x``, ``-43.7%``, ``0.93``, ``24.0 GB``, ``896 GB/s``."""
+    if unit == "x":
+        return f"{v:.2f}x"
+    if unit == "%":
+        return f"{v:+.1f}%"
+    if unit in ("GB", "GB/s"):
+        return f"{v:.4g} {unit}"
+    return f"{v:.2f}"
+
+
+def claim_rows(measured: dict[str, float | None], notes: dict[str, str] | None = None,
+               tolerance: float = TOLERANCE) -> list[ClaimRow]:
+    """Compare what a run measured with HYDRA's numbers, one row per :data:`CLAIMS` entry.
+
+    Parameters
+    ----------
+    measured : dict
+        Claim key -> this run's value in the claim's unit; a missing key, None or NaN means the run did not
+        compute it.
+    notes : dict, optional
+        Claim key -> what the run measured behind a difference (e.g. "4 of 12 baselines finish no request"); put
+        before the claim's cause in the note.
+    tolerance : float
+        Largest |ratio - 1| shown without a note.
+
+    Returns
+    -------
+    list of ClaimRow
+        In :data:`CLAIMS` order. ``ratio`` = this run / paper. ``off`` when |ratio - 1| > ``tolerance``; the note
+        is then the caller's note (if any) and the claim's cause; "not run in this scenario" when there is no value;
+        empty otherwise.
+    """
+    notes = notes or {}
+    rows = []
+    for c in CLAIMS:
+        v = measured.get(c.key)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            rows.append(ClaimRow(c.key, c.claim, c.unit, c.source, c.paper, None, None, False, NOT_RUN))
+            continue
+        ratio = float(v) / c.paper
+        off = abs(ratio - 1.0) > tolerance
+        note = "; ".join(x for x in (notes.get(c.key), "parameters the paper does not give: " + c.cause) if x)
+        rows.append(ClaimRow(c.key, c.claim, c.unit, c.source, c.paper, float(v), ratio, off, note if off else ""))
+    return rows
+
+
+def rows_frame(rows: list[ClaimRow]) -> pd.DataFrame:
+    """The rows as a table (one column per :class:`ClaimRow` field)."""
+    return pd.DataFrame([r.__dict__ for r in rows])
+
+
+def render_text(rows: list[ClaimRow]) -> str:
+    """The rows as a Markdown table: HYDRA claim | paper value | this run | ratio | note."""
+    out = ["| HYDRA claim | paper value | this run | ratio | note |", "| --- | --- | --- | --- | --- |"]
+    out += ["| " + " | ".join(r.cells()) + " |" for r in rows]
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------------------------------- measuring
+
+_WORKLOAD_KEYS = ("model", "dataset", "design", "role", "target")
+"""Columns that, where a policy table has them, tell one workload (and design) from another."""
+
+
+def _valid(pol: pd.DataFrame) -> pd.DataFrame:
+    """Rows of workloads whose baseline is valid: a ``valid`` column if the table has one, else the baseline
+    finished at least one request (a ``finished`` column), else every row."""
+    keys = [k for k in _WORKLOAD_KEYS if k in pol.columns]
+    if "valid" in pol.columns:
+        bad = pol[~pol["valid"].astype(bool)]
+    elif "finished" in pol.columns:
+        bad = pol[(pol["study"] == "ablation") & (pol["variant"] == "baseline") & (pol["finished"] <= 0)]
+    else:
+        return pol
+    if not keys or bad.empty:
+        return pol if bad.empty else pol.iloc[0:0]
+    drop = set(map(tuple, bad[keys].astype(str).to_numpy()))
+    return pol[[tuple(r) not in drop for r in pol[keys].astype(str).to_numpy()]]
+
+
+def pair_ratios(pol: pd.DataFrame, study: str, base: str, full: str, metric: str) -> np.ndarray:
+    """Per workload of one study: ``metric`` of variant ``full`` over variant ``base``.
+
+    Parameters
+    ----------
+    pol : pandas.DataFrame
+        Policy runs: ``study``, ``variant``, ``sim_throughput_tps`` (tok/s), ``sim_ttft_s`` (s) and the workload
+        columns it has (``model``, ``dataset``, ``design``/``role``).
+    metric : {"tp", "ttft", "ratio", "target"}
+        Throughput; TTFT; throughput / TTFT; or the paper's target metric (TP/TTFT for a B* row, TP for an M_T
+        row, by its ``design`` or ``role`` column; TP when neither is there).
+
+    Returns
+    -------
+    numpy.ndarray
+        One finite ratio per workload where both runs exist and the base's value is positive.
+    """
+    d = pol[pol["study"] == study]
+    keys = [k for k in _WORKLOAD_KEYS if k in d.columns]
+    out = []
+    groups = d.groupby(keys, sort=False) if keys else [((), d)]
+    for _, g in groups:
+        b, f = g[g["variant"] == base], g[g["variant"] == full]
+        if b.empty or f.empty:
+            continue
+        m = metric
+        if metric == "target":
+            role = next((str(g[c].iloc[0]) for c in ("design", "role") if c in g.columns), "M_T")
+            m = "ratio" if role.startswith("B") else "tp"
+        vb, vf = (_metric(b.iloc[0], m), _metric(f.iloc[0], m))
+        if vb > 0 and math.isfinite(vb) and math.isfinite(vf):
+            out.append(vf / vb)
+    return np.array(out, dtype=float)
+
+
+def _metric(row: pd.Series, m: str) -> float:
+    tp, tt = float(row["sim_throughput_tps"]), float(row.get("sim_ttft_s") or math.nan)
+    return {"tp": tp, "ttft": tt, "ratio": tp / tt if tt > 0 else math.nan}[m]
+
+
+def _rows_of(pol: pd.DataFrame, role: str) -> pd.DataFrame:
+    """Rows of one design role (B* or M_T) where the table tells them apart, else every row."""
+    for c in ("design", "role"):
+        if c in pol.columns:
+            return pol[pol[c].astype(str).str.startswith(role[0])]
+    return pol
+
+
+SUMMARIES = {"mean": np.mean, "min": np.min, "max": np.max,
+             "change_%": lambda v: 100.0 * (np.mean(v) - 1.0), "share_above_1": lambda v: np.mean(v > 1.0)}
+"""How a claim summarizes its per-workload ratios: mean, lowest, highest, mean change in %, share above 1."""
+
+POLICY_MEASURES: tuple[tuple[str, str | None, str, str, str, str, str], ...] = (
+    # claim key, design role (None: every row), study, base variant, variant, metric, summary
+    ("full_tp_mean", None, "ablation", "baseline", "CP+ET+DB", "tp", "mean"),
+    ("full_tp_max", None, "ablation", "baseline", "CP+ET+DB", "tp", "max"),
+    ("full_ttft_change", None, "ablation", "baseline", "CP+ET+DB", "ttft", "change_%"),
+    ("cp_tp_min", "M_T", "ablation", "baseline", "CP", "tp", "min"),
+    ("cp_tp_max", "M_T", "ablation", "baseline", "CP", "tp", "max"),
+    ("et_tp_min", None, "ablation", "CP", "CP+ET", "tp", "min"),
+    ("et_tp_max", None, "ablation", "CP", "CP+ET", "tp", "max"),
+    ("db_tp_mean", None, "ablation", "CP+ET", "CP+ET+DB", "tp", "mean"),
+    ("db_ttft_change", None, "ablation", "CP+ET", "CP+ET+DB", "ttft", "change_%"),
+    ("elastic_vs_static_tp_min", "M_T", "scheduler", "static", "elastic", "tp", "min"),
+    ("elastic_vs_static_tp_max", "M_T", "scheduler", "static", "elastic", "tp", "max"),
+    ("elastic_vs_static_ratio_min", "B*", "scheduler", "static", "elastic", "ratio", "min"),
+    ("elastic_vs_static_ratio_max", "B*", "scheduler", "static", "elastic", "ratio", "max"),
+    ("elastic_vs_fcfs_min", None, "scheduler", "fcfs", "elastic", "target", "min"),
+    ("elastic_vs_fcfs_max", None, "scheduler", "fcfs", "elastic", "target", "max"),
+    ("elastic_beats_ws_share", None, "scheduler", "work-stealing", "elastic", "target", "share_above_1"),
+    ("cp_vs_random_ratio_min", "B*", "placement", "random", "CP*", "ratio", "min"),
+    ("cp_vs_random_ratio_max", "B*", "placement", "random", "CP*", "ratio", "max"),
+    ("cp_vs_random_tp_min", "M_T", "placement", "random", "CP*", "tp", "min"),
+    ("cp_vs_random_tp_max", "M_T", "placement", "random", "CP*", "tp", "max"),
+    ("cp_vs_rr_ratio_mean", "B*", "placement", "round-robin", "CP*", "ratio", "mean"),
+    ("cp_vs_rr_tp_mean", "M_T", "placement", "round-robin", "CP*", "tp", "mean"),
+)
+"""The Figs. 9, 10 and 12 numbers: which runs each claim compares. ``CP*`` is the placement study's
+communication-aware variant (named ``CP`` or ``exact``). Ratios are per workload (model, dataset, design)."""
+
+
+def measure_policies(pol: pd.DataFrame) -> tuple[dict[str, float | None], dict[str, str]]:
+    """Ablation, scheduler and placement numbers (HYDRA Figs. 9, 10, 12) from one table of simulated runs.
+
+    Parameters
+    ----------
+    pol : pandas.DataFrame
+        Policy runs as the simulation stage returns them: ``study`` (``ablation``, ``scheduler``, ``placement``),
+        ``variant`` (ablation: baseline, CP, CP+ET, CP+ET+DB; scheduler: static, fcfs, work-stealing, elastic;
+        placement: round-robin, random, exact or CP), ``sim_throughput_tps``, ``sim_ttft_s``, workload columns, and
+        ``valid`` or ``finished`` where it has them.
+
+    Returns
+    -------
+    (measured, notes) : tuple of dict
+        Claim key -> value (means are arithmetic over workloads, as the paper's "on average"); and the measured
+        notes (how many workloads were valid and used).
+    """
+    if pol is None or pol.empty:
+        return {}, {}
+    keys = [k for k in _WORKLOAD_KEYS if k in pol.columns]
+    n_all = len(pol[pol["study"] == "ablation"].groupby(keys)) if keys else 1
+    ok = _valid(pol)
+    n_ok = len(ok[ok["study"] == "ablation"].groupby(keys)) if keys and not ok.empty else 0
+    cp_name = "CP" if (pol[pol["study"] == "placement"]["variant"] == "CP").any() else "exact"
+    m: dict[str, float | None] = {}
+    for key, role, study, base, full, metric, how in POLICY_MEASURES:
+        vals = pair_ratios(ok if role is None else _rows_of(ok, role), study, base,
+                           cp_name if full == "CP*" else full, metric)
+        if len(vals):
+            m[key] = float(SUMMARIES[how](vals))
+    used = f"{n_ok} of {n_all} workloads valid (the others' static baseline finished too few requests)"
+    if "duration_s" in pol.columns:
+        used += (f"; simulated windows {pol['duration_s'].min():.0f}-{pol['duration_s'].max():.0f} s"
+                 + ("" if "warmup_s" in pol.columns else " from an empty system"))
+    notes = {k: used for k, *_ in POLICY_MEASURES}
+    if not {"design", "role"} & set(pol.columns):  # the runs do not say which design they simulated
+        notes |= {k: used + "; measured on the run's B* design only (its policy study simulates no M_T runs)"
+                  for k, role, *_ in POLICY_MEASURES if role == "M_T"}
+    return m, notes
+
+
+def measure_fidelity(fid: pd.DataFrame, labels: dict[str, str], metrics: dict[str, float] | None = None
+                     ) -> dict[str, float | None]:
+    """Estimator-vs-simulation gaps of B* and M_T, |1 - simulated / estimated throughput|, and the cosine.
+
+    Parameters
+    ----------
+    fid : pandas.DataFrame
+        The fidelity table: ``label``, ``est_throughput_tps``, ``sim_throughput_tps``.
+    labels : dict
+        ``{"B*": label, "M_T": label}`` of the run's finalists.
+    metrics : dict, optional
+        The run's fidelity metrics (its ``cosine``).
+    """
+    out: dict[str, float | None] = {}
+    for role, key in (("B*", "est_gap_b_star"), ("M_T", "est_gap_m_t")):
+        hit = fid[fid["label"] == labels.get(role)] if fid is not None and not fid.empty else pd.DataFrame()
+        if not hit.empty and hit["est_throughput_tps"].iloc[0] > 0:
+            out[key] = abs(1.0 - float(hit["sim_throughput_tps"].iloc[0] / hit["est_throughput_tps"].iloc[0]))
+    if metrics and metrics.get("cosine") is not None:
+        out["cosine"] = float(metrics["cosine"])
+    return out
+
+
+def measure_table_iv(scores: dict[str, pd.DataFrame]) -> dict[str, float | None]:
+    """Table IV's cells the paper discusses, from matrices with HYDRA's rows and columns (Jamba, Zamba, Nemo)."""
+    out: dict[str, float | None] = {}
+    b, t = scores.get("B*"), scores.get("M_T")
+    all3 = "Jamba + Zamba + Nemo"
+    if b is not None and {"Jamba", "Zamba", "Nemo"} <= set(b.columns):
+        out |= {"t4_b_jamba_on_zamba": float(b.loc["Jamba", "Zamba"]), "t4_b_jamba_on_nemo":
+                float(b.loc["Jamba", "Nemo"]), "t4_b_nemo_on_zamba": float(b.loc["Nemo", "Zamba"]),
+                "t4_b_all_worst": float(b.loc[all3].min())}
+    if t is not None and {"Jamba", "Zamba", "Nemo"} <= set(t.columns):
+        out |= {"t4_t_jamba_on_zamba": float(t.loc["Jamba", "Zamba"]), "t4_t_jamba_on_nemo":
+                float(t.loc["Jamba", "Nemo"]), "t4_t_all_worst": float(t.loc[all3].min())}
+    return out
+
+
+def measure_library(capacity_GB: float, bandwidth_GBps: float) -> dict[str, float]:  # noqa: N803
+    """The HBM stack's capacity in GiB (HYDRA's "24 GB" part is 192 Gb = 24 GiB) and bandwidth in GB/s."""
+    return {"hbm_capacity_gib": capacity_GB * 1e9 / 2**30, "hbm_bandwidth_GBps": bandwidth_GBps}
+
+
+def measure_recovery(metrics: dict[str, float]) -> dict[str, float | None]:
+    """The estimator's and the roofline's max-throughput recovery, from
+    :func:`chipdse.studies.recovery.recovery_metrics`."""
+    return {"est_recovery": metrics.get("est_recovery"), "roof_recovery": metrics.get("roof_recovery")}
+
+
+def measured_from(parts: list[tuple[dict[str, Any], dict[str, str]]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Merge (measured, notes) pairs; later ones win."""
+    m: dict[str, Any] = {}
+    n: dict[str, str] = {}
+    for a, b in parts:
+        m |= a
+        n |= b
+    return m, n
