@@ -347,6 +347,13 @@ class EstimatorSettings(_Spec):
         BatcherKind.DYNAMIC, description="dynamic: continuous batching (HYDRA Sec. IV-B; what HYDRA's estimator "
         "models and its full method runs); static: batches of max-batch requests prefilled together and decoded "
         "until the longest finishes (the ablation baseline).")
+    scheduling: Literal["static", "elastic"] = Field(
+        "static", description="static: every chiplet serves the phase it is optimized for, the allocation pinned "
+        "(HYDRA Sec. VI-B's DSE setting); elastic: chiplets are reassigned across phases when one phase's demand "
+        "exceeds its preferred allocation (HYDRA Sec. IV-C, V-A/B: the allocation-state Markov model).")
+    hop_model: Literal["placement", "fixed"] = Field(
+        "placement", description="placement: mean hops of each chiplet type to its HBM traffic in the greedy "
+        "placement of its composition (HYDRA Sec. IV-A, evaluators/markov_hops.py); fixed: screen_hops for all.")
 
 
 class SimulationSettings(_Spec):
