@@ -291,15 +291,20 @@ class Screen:
         """Mean hops of each compute type to its HBM traffic at every point, shape (n, T).
 
         ``hop_model == "placement"``: the greedy placement of the point's composition class (counts, HBM split),
-        each type weighted by the bytes its phase's work reads from each group, attention- or Mamba-only blocks on
-        their family and shared blocks in proportion to the phase's chiplet counts, decode at the point's
-        effective batch (:func:`chipdse.evaluators.markov_hops.placement_hops`; the weights of
-        ``chipdse.solvers.problems.placement_problem``). ``"fixed"``: ``estimator.screen_hops`` everywhere.
+        each type weighted by :meth:`hop_weights` (:func:`chipdse.evaluators.markov_hops.placement_hops`, one
+        construction per class and batch). ``"fixed"``: ``estimator.screen_hops`` everywhere.
+
+        Parameters
+        ----------
+        pts : DesignPoints
+        stacks : numpy.ndarray, shape (n, 2), int
+            Stacks per HBM group (attention, mamba).
+        batch : numpy.ndarray, shape (n,), int
+            Effective decode batch.
         """
         n, n_types = pts.counts.shape
         if self.hop_model == "fixed":
             return np.full((n, n_types), float(self.fixed_hops))
-        # one construction per composition class (counts, HBM split) and batch
         key = np.concatenate([pts.counts, stacks, np.asarray(batch)[:, None]], axis=1).astype(np.int64)
         dims = key.max(axis=0) + 1
         if float(np.prod(dims.astype(float))) < 2.0**62:  # one integer per row: much faster than unique(axis=0)
@@ -308,20 +313,40 @@ class Screen:
         else:
             uniq, inv = np.unique(key, axis=0, return_inverse=True)
         counts, cls_stacks, cls_batch = uniq[:, :n_types], uniq[:, n_types:n_types + 2], uniq[:, -1]
-        m = len(uniq)
+        weights = self.hop_weights(pts.types, counts, cls_stacks, cls_batch)
+        pkg = self.sc.package
+        hops = placement_hops(pkg.rows, pkg.cols, pkg.ring_cells(), tuple(pts.types), counts, cls_stacks, weights)
+        return hops[np.asarray(inv).ravel()]
+
+    def hop_weights(self, types: list[str], counts: np.ndarray, stacks: np.ndarray, batch: np.ndarray
+                    ) -> np.ndarray:
+        """HBM bytes each chiplet type's phase work reads from each group, shape (n, T, 2) (only ratios matter).
+
+        Attention- or Mamba-only blocks on their family, shared blocks in proportion to the phase's chiplet
+        counts, prefill per request and decode per iteration at ``batch``: the weights of
+        ``chipdse.solvers.problems.placement_problem``'s HBM volumes. A group without stacks holds nothing; its
+        blocks live in the present group (as :func:`best_partition` folds them).
+
+        Parameters
+        ----------
+        types : list of str, length T
+        counts : numpy.ndarray, shape (n, T)
+        stacks : numpy.ndarray, shape (n, 2)
+        batch : numpy.ndarray, shape (n,)
+        """
+        n, n_types = counts.shape
         t = self.table
         lib = self.sc.library
-        fam = np.array([FAMILY_ATTENTION if lib.by_name(x).family == "attention" else FAMILY_MAMBA
-                        for x in pts.types])
-        is_pre = np.array([lib.by_name(x).phase == "prefill" for x in pts.types])
-        weights = np.zeros((m, n_types, 2))
-        ub, b_inv = np.unique(cls_batch, return_inverse=True)
+        fam = np.array([FAMILY_ATTENTION if lib.by_name(x).family == "attention" else FAMILY_MAMBA for x in types])
+        is_pre = np.array([lib.by_name(x).phase == "prefill" for x in types])
+        weights = np.zeros((n, n_types, 2))
+        ub, b_inv = np.unique(np.asarray(batch), return_inverse=True)
         b_inv = np.asarray(b_inv).ravel()
         dec_by = self.dec_costs.bytes_at(ub.astype(float))  # (blocks, len(ub))
-        cf = counts.astype(float)
+        cf = np.asarray(counts, dtype=float)
         for ti in range(n_types):
             phase_n = (cf * (is_pre == is_pre[ti])).sum(axis=1)
-            share = np.divide(cf[:, ti], phase_n, out=np.zeros(m), where=phase_n > 0)
+            share = np.divide(cf[:, ti], phase_n, out=np.zeros(n), where=phase_n > 0)
             for g in (GROUP_ATTENTION, GROUP_MAMBA):
                 own = (t.family == fam[ti]) & (t.group == g)
                 shared = (t.family == FAMILY_SHARED) & (t.group == g)
@@ -329,12 +354,8 @@ class Screen:
                     weights[:, ti, g] = self.pre_costs.bytes0[own].sum() + share * self.pre_costs.bytes0[shared].sum()
                 else:
                     weights[:, ti, g] = dec_by[own].sum(axis=0)[b_inv] + share * dec_by[shared].sum(axis=0)[b_inv]
-        # a group without stacks holds nothing: its blocks live in the present group (best_partition folds them)
-        has = cls_stacks[:, None, :] > 0
-        weights = np.where(has, weights + weights[:, :, ::-1] * ~has[:, :, ::-1], 0.0)
-        pkg = self.sc.package
-        hops = placement_hops(pkg.rows, pkg.cols, pkg.ring_cells(), tuple(pts.types), counts, cls_stacks, weights)
-        return hops[np.asarray(inv).ravel()]
+        has = np.asarray(stacks)[:, None, :] > 0
+        return np.where(has, weights + weights[:, :, ::-1] * ~has[:, :, ::-1], 0.0)
 
     def _phase_time(self, s: dict[str, np.ndarray], batch: np.ndarray, alloc: np.ndarray,
                     types: list[str], d2d: np.ndarray, stacks: np.ndarray,
@@ -540,7 +561,6 @@ class Screen:
         out = dict(pinned)
         out["capacity_rps"] = np.where(ctx["feasible"], (1 - pi_hi) * np.nan_to_num(m_lo["decode_rps"])
                                        + pi_hi * np.nan_to_num(m_hi["decode_rps"]), 0.0)
-        out["capacity_rps"] = np.maximum(out["capacity_rps"], pinned["capacity_rps"])
         out["prefill_rps"] = (1 - pi_hi) * m_lo["prefill_rps"] + pi_hi * m_hi["prefill_rps"]
         out["decode_rps"] = (1 - pi_hi) * m_lo["decode_rps"] + pi_hi * m_hi["decode_rps"]
         # the bracket state nearer s* first: lo when lending to prefill (offsets >= 0), hi otherwise
