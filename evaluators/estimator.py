@@ -48,7 +48,7 @@ from chipdse.evaluators.latency import (
     task_time_s,
     touched_fraction,
 )
-from chipdse.evaluators.markov import fluid_bracket_occupancy
+from chipdse.evaluators.markov import finite_source_throughput, fluid_bracket_occupancy
 from chipdse.evaluators.markov_hops import placement_hops
 
 
@@ -222,8 +222,11 @@ def erlang_c_wait(lam: float | np.ndarray, mu: np.ndarray, servers: np.ndarray) 
         return np.where(ok, prob_wait / (c * mu - lam), np.nan)
 
 
-CONTENTION_ITERATIONS = 4
-"""Fixed-point steps of capacity vs transfer waits (the change after 4 is below 1% on the default scenario)."""
+CONTENTION_ITERATIONS = 6
+"""Bisection steps on the ports' utilization for the capacity / transfer-wait fixed point (resolution 0.95 / 2^6
+= 0.015 of utilization). The fixed point is unique: capacity falls as the waits grow and the waits grow with the
+capacity. Plain iteration from zero wait (4 steps before) oscillates, so a design with fewer hops could score
+lower than the same design with more."""
 
 
 class Screen:
@@ -270,6 +273,9 @@ class Screen:
                                   ("static", "elastic"))
         self.hop_model = _choice("hop_model", est.hop_model if hop_model is None else hop_model,
                                  ("placement", "fixed"))
+        # the exact placement the pipeline simulates puts the heaviest traffic nearest the stacks and the two groups
+        # on opposite edges (measured against hbm-enum in benchmarks/bench_fidelity.py)
+        self.hop_order, self.hbm_layout = "volume", "opposite"
 
     def _type_for(self, family: str, phase: str, types: list[str]) -> int | None:
         for i, name in enumerate(types):
@@ -315,15 +321,16 @@ class Screen:
         counts, cls_stacks, cls_batch = uniq[:, :n_types], uniq[:, n_types:n_types + 2], uniq[:, -1]
         weights = self.hop_weights(pts.types, counts, cls_stacks, cls_batch)
         pkg = self.sc.package
-        hops = placement_hops(pkg.rows, pkg.cols, pkg.ring_cells(), tuple(pts.types), counts, cls_stacks, weights)
+        hops = placement_hops(pkg.rows, pkg.cols, pkg.ring_cells(), tuple(pts.types), counts, cls_stacks, weights,
+                              self.hop_order, self.hbm_layout)
         return hops[np.asarray(inv).ravel()]
 
     def hop_weights(self, types: list[str], counts: np.ndarray, stacks: np.ndarray, batch: np.ndarray
                     ) -> np.ndarray:
-        """HBM bytes each chiplet type's phase work reads from each group, shape (n, T, 2) (only ratios matter).
+        """HBM bytes each chiplet type's phase work reads from each group per request, shape (n, T, 2).
 
         Attention- or Mamba-only blocks on their family, shared blocks in proportion to the phase's chiplet
-        counts, prefill per request and decode per iteration at ``batch``: the weights of
+        counts, prefill of one request and its L_d / b decode iterations at ``batch``: the weights of
         ``chipdse.solvers.problems.placement_problem``'s HBM volumes. A group without stacks holds nothing; its
         blocks live in the present group (as :func:`best_partition` folds them).
 
@@ -352,8 +359,10 @@ class Screen:
                 shared = (t.family == FAMILY_SHARED) & (t.group == g)
                 if is_pre[ti]:
                     weights[:, ti, g] = self.pre_costs.bytes0[own].sum() + share * self.pre_costs.bytes0[shared].sum()
-                else:
-                    weights[:, ti, g] = dec_by[own].sum(axis=0)[b_inv] + share * dec_by[shared].sum(axis=0)[b_inv]
+                else:  # one request's share of its decode iterations: L_d / b of them
+                    per_req = self.mean_ld / np.asarray(batch, dtype=float)
+                    weights[:, ti, g] = per_req * (dec_by[own].sum(axis=0)[b_inv]
+                                                   + share * dec_by[shared].sum(axis=0)[b_inv])
         has = np.asarray(stacks)[:, None, :] > 0
         return np.where(has, weights + weights[:, :, ::-1] * ~has[:, :, ::-1], 0.0)
 
@@ -490,26 +499,35 @@ class Screen:
         ones = np.ones(n)
         _, _, s_d = self._phase_time(self.dec, ones, dec_alloc, pts.types, d2d, stacks, caps, hops)
         n_conc, k = self.decode_concurrency(ctx["b_eff"], ctx["r_mem"], s_d)
-        hbm_bytes_per_s = np.maximum(pts.n_hbm, 1) * self.hbm_GBps * 1e9
-        pre_bytes = self.pre["bytes0"].sum()  # HBM bytes per request of prefill (one prefill unit)
-        dec_bytes = _bytes_at(self.dec, k).sum(axis=0)  # per micro-batch iteration
+        # HBM bytes per request from each group (G, n): its prefill, and its share of the decode iterations (a
+        # static batch runs E[max L_d] of them, however many of its requests are still decoding)
+        iterations = self.expected_max_decode(ctx["b_eff"]) if self.batching == "static" else self.mean_ld
+        group_bytes = self.pre["gbytes0"][:, None] + iterations / k * _bytes_at(self.dec, k, "g")
+        group_bytes_per_s = np.maximum(stacks.T, 0) * self.hbm_GBps * 1e9
 
         def times(wait: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             t_p, w_p, _ = self._phase_time(self.pre, ones, pre_alloc, pts.types, d2d, stacks, caps, hops, wait)
             t_bn, w_d, _ = self._phase_time(self.dec, k, dec_alloc, pts.types, d2d, stacks, caps, hops, wait)
             return t_p, w_p, np.maximum(w_d, np.minimum(n_conc, s_d) * t_bn)
 
-        def utilization(rps: np.ndarray) -> np.ndarray:
-            return rps * (pre_bytes + self.mean_ld / k * dec_bytes) / hbm_bytes_per_s
+        bytes_per_req = group_bytes.sum(axis=0) / group_bytes_per_s.sum(axis=0)  # s of all ports per request
+
+        def waits(rps: np.ndarray) -> np.ndarray:
+            """Transfer wait at the HBM ports' mean utilization over all stacks (:func:`transfer_wait`)."""
+            return transfer_wait(rps * bytes_per_req)
 
         feasible, b_eff = ctx["feasible"], ctx["b_eff"]
-        wait = np.zeros(n)
+        # utilization rho* with rho* = capacity(wait(rho*)) * bytes / bandwidth, by bisection on [0, 0.95]
+        lo, hi = np.zeros(n), np.full(n, 0.95)
         for _ in range(CONTENTION_ITERATIONS):
-            t_p, w_p, iter_s = times(wait)
-            cap = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible)["capacity_rps"]
-            wait = transfer_wait(utilization(cap))
+            mid = (lo + hi) / 2
+            t_p, w_p, iter_s = times(transfer_wait(mid))
+            rho = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible, coupled=False)[
+                "capacity_rps"] * bytes_per_req
+            lo, hi = np.where(rho > mid, mid, lo), np.where(rho > mid, hi, mid)
+        t_p, w_p, iter_s = times(transfer_wait(hi))
         m = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible)
-        t_p_l, w_p_l, iter_l = times(transfer_wait(utilization(np.minimum(self.lam, m["capacity_rps"]))))
+        t_p_l, w_p_l, iter_l = times(waits(np.minimum(self.lam, m["capacity_rps"])))
         m["ttft_s"] = np.where(m["stable"], self.serving_metrics(t_p_l, w_p_l, iter_l, n_conc, b_eff,
                                                                  feasible)["ttft_s"], np.nan)
         m.update(stages=s_d, n_conc=n_conc, iter_s=iter_s)
@@ -561,6 +579,9 @@ class Screen:
         out = dict(pinned)
         out["capacity_rps"] = np.where(ctx["feasible"], (1 - pi_hi) * np.nan_to_num(m_lo["decode_rps"])
                                        + pi_hi * np.nan_to_num(m_hi["decode_rps"]), 0.0)
+        # the scheduler keeps the preferred chiplet unless moving a job helps (Sec. IV-C): where the transfer waits
+        # of the busier states eat the gain (a fraction of a percent at most on the default space), s* stays
+        out["capacity_rps"] = np.maximum(out["capacity_rps"], pinned["capacity_rps"])
         out["prefill_rps"] = (1 - pi_hi) * m_lo["prefill_rps"] + pi_hi * m_hi["prefill_rps"]
         out["decode_rps"] = (1 - pi_hi) * m_lo["decode_rps"] + pi_hi * m_hi["decode_rps"]
         # the bracket state nearer s* first: lo when lending to prefill (offsets >= 0), hi otherwise
@@ -601,7 +622,7 @@ class Screen:
         return n_conc, np.ceil(n_conc / stages)
 
     def serving_metrics(self, t_p: np.ndarray, w_p: np.ndarray, iter_s: np.ndarray, n_conc: np.ndarray,
-                        b_eff: np.ndarray, feasible: np.ndarray) -> dict[str, np.ndarray]:
+                        b_eff: np.ndarray, feasible: np.ndarray, coupled: bool = True) -> dict[str, np.ndarray]:
         """Turn stage times into capacity, stability and TTFT at the offered load (steps 3-4 above).
 
         Parameters
@@ -617,6 +638,10 @@ class Screen:
         b_eff : numpy.ndarray, shape (n,), int
             Effective batch (max batch capped by memory concurrency).
         feasible : numpy.ndarray of bool, shape (n,)
+        coupled : bool, optional
+            Static batching: the slots' finite-source coupling through the prefill pipeline (default); False
+            gives min(prefill, decode) capacity, the ports' load in the contention fixed point (a little higher,
+            and one birth-death solve instead of one per bisection step).
 
         Returns
         -------
@@ -635,7 +660,7 @@ class Screen:
         latency_p = (w_p + (self.chunks - 1.0) * t_p) / self.chunks
         decode_rps = n_conc / (iter_s * self.mean_ld)
         if self.batching == "static":
-            return self._static_metrics(t_p, latency_p, iter_s, n_conc, b_eff, feasible)
+            return self._static_metrics(t_p, latency_p, iter_s, n_conc, b_eff, feasible, coupled)
         prefill_rps = 1.0 / t_p
         capacity = np.minimum(prefill_rps, decode_rps)
         stable = feasible & (capacity > lam)
@@ -646,12 +671,14 @@ class Screen:
                 "stable": stable, "ttft_s": ttft}
 
     def _static_metrics(self, t_p: np.ndarray, latency_p: np.ndarray, iter_s: np.ndarray, n_conc: np.ndarray,
-                        b: np.ndarray, feasible: np.ndarray) -> dict[str, np.ndarray]:
+                        b: np.ndarray, feasible: np.ndarray, coupled: bool = True) -> dict[str, np.ndarray]:
         """Static batching (HYDRA Sec. IV-B, Fig. 5 top; the DSE setting of Sec. VI-B).
 
         m = n_conc / b batches decode at once, one per slot. A batch is prefilled together (b t_p on the
         prefill pipeline) and then decoded for E[max of b output lengths] iterations of ``iter_s`` (finished
-        requests cannot be replaced), so a slot's cycle is C = b t_p + E[max L_d] iter_s and the capacity
+        requests cannot be replaced), so a slot's cycle is C = b t_p + E[max L_d] iter_s; the capacity is the
+        finite-source throughput of m slots sharing the prefill pipeline (decode as the think time, the batch's
+        prefill as the service; :func:`chipdse.evaluators.markov.finite_source_throughput`), at most
         min(1 / t_p, m b / C). TTFT = batch formation (b - 1) / (2 lambda) + the batch's wait for a slot (M/D/m,
         half the M/M/m wait of batches arriving at lambda / b) + its prefill ((b - 1) t_p + one request's
         chunk-pipelined latency).
@@ -659,10 +686,18 @@ class Screen:
         lam = self.lam
         bf = np.asarray(b, dtype=float)
         slots = n_conc / bf
-        cycle = bf * t_p + self.expected_max_decode(b) * iter_s
+        decode_s = self.expected_max_decode(b) * iter_s
+        cycle = bf * t_p + decode_s
         prefill_rps = 1.0 / t_p
         decode_rps = slots * bf / cycle
-        capacity = np.minimum(prefill_rps, decode_rps)
+        # the slots queue for the one prefill pipeline between their decodes: a finite-source queue, whose
+        # throughput is below min(prefill, decode) when the two are close
+        ok = np.isfinite(decode_s) & np.isfinite(t_p) & (t_p > 0)
+        capacity = np.where(ok, np.minimum(prefill_rps, decode_rps), 0.0)
+        if coupled:
+            shared = bf * finite_source_throughput(np.where(ok, slots, 1.0), np.where(ok, decode_s, 1.0),
+                                                   np.where(ok, bf * t_p, 1.0))
+            capacity = np.where(ok, np.minimum(shared, capacity), 0.0)
         stable = feasible & (capacity > lam)
         wait = 0.5 * erlang_c_wait(lam / bf, 1.0 / cycle, slots)
         ttft = np.where(stable, (bf - 1) / (2 * lam) + wait + (bf - 1) * t_p + latency_p, np.nan)

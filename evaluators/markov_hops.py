@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def ring_hbm_cells(ring: tuple[int, ...], stacks: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """Return the ring cells of each HBM group: groups in descending stack count (ties: lower group index), each a
-    contiguous run of ring positions starting at position 0.
+def ring_hbm_cells(ring: tuple[int, ...], stacks: tuple[int, ...], layout: str = "greedy", rows: int = 0,
+                   cols: int = 0) -> list[tuple[int, ...]]:
+    """Return the ring cells of each HBM group.
 
     Parameters
     ----------
@@ -24,6 +24,15 @@ def ring_hbm_cells(ring: tuple[int, ...], stacks: tuple[int, ...]) -> list[tuple
         The grid's outer-ring cells in clockwise order from cell 0 (``Package.ring_cells``).
     stacks : tuple of int
         Stacks per HBM group (group order of ``chipdse.core.models.GROUP_NAMES``); 0 = the group is absent.
+    layout : {"greedy", "opposite"}
+        ``"greedy"`` (HYDRA greedy, Step 1): groups in descending stack count (ties: lower group index), each a
+        contiguous run of ring positions from position 0. ``"opposite"`` (what the exact placements of the
+        default space look like): each group grows around its own edge middle, the groups on opposite edges
+        (group 0 around ring position (cols - 1) // 2, group 1 half a ring further), corners last: the group with
+        the most stacks left takes the free ring cell that is not a corner, then nearest its centre (ties:
+        lower position).
+    rows, cols : int
+        The grid (needed by ``"opposite"`` to find the corners).
 
     Returns
     -------
@@ -33,17 +42,33 @@ def ring_hbm_cells(ring: tuple[int, ...], stacks: tuple[int, ...]) -> list[tuple
     Raises
     ------
     ValueError
-        More stacks than ring cells (the message gives both).
+        More stacks than ring cells (the message gives both), or an unknown layout.
     """
     if sum(stacks) > len(ring):
         msg = f"{sum(stacks)} HBM stacks do not fit the {len(ring)} ring cells"
         raise ValueError(msg)
-    out: list[tuple[int, ...]] = [() for _ in stacks]
-    pos = 0
-    for g in sorted(range(len(stacks)), key=lambda g: (-stacks[g], g)):
-        out[g] = tuple(ring[pos:pos + stacks[g]])
-        pos += stacks[g]
-    return out
+    out: list[list[int]] = [[] for _ in stacks]
+    if layout == "greedy":
+        pos = 0
+        for g in sorted(range(len(stacks)), key=lambda g: (-stacks[g], g)):
+            out[g] = list(ring[pos:pos + stacks[g]])
+            pos += stacks[g]
+        return [tuple(x) for x in out]
+    if layout != "opposite":
+        msg = f"HBM layout must be 'greedy' or 'opposite', got {layout!r}"
+        raise ValueError(msg)
+    corners = {0, cols - 1, (rows - 1) * cols, rows * cols - 1}
+    n_ring = len(ring)
+    centres = [((cols - 1) // 2 + g * n_ring // 2) % n_ring for g in range(len(stacks))]
+    left = list(stacks)
+    free = set(range(n_ring))
+    while any(left):
+        g = max(range(len(stacks)), key=lambda g: (left[g], -g))
+        pos = min(free, key=lambda p: (ring[p] in corners, min(abs(p - centres[g]), n_ring - abs(p - centres[g])), p))
+        free.discard(pos)
+        out[g].append(ring[pos])
+        left[g] -= 1
+    return [tuple(sorted(x)) for x in out]
 
 
 def mean_group_distance(rows: int, cols: int, cells_by_group: list[tuple[int, ...]]) -> np.ndarray:
@@ -59,7 +84,8 @@ def mean_group_distance(rows: int, cols: int, cells_by_group: list[tuple[int, ..
 
 
 def greedy_type_hops(rows: int, cols: int, ring: tuple[int, ...], stacks: tuple[int, ...], counts: tuple[int, ...],
-                     names: tuple[str, ...], weights: np.ndarray) -> np.ndarray:
+                     names: tuple[str, ...], weights: np.ndarray, order: str = "count", hbm_layout: str = "greedy"
+                     ) -> np.ndarray:
     """Return each compute type's mean traffic-weighted hops to its HBM stacks in the greedy placement.
 
     Parameters
@@ -73,7 +99,14 @@ def greedy_type_hops(rows: int, cols: int, ring: tuple[int, ...], stacks: tuple[
     names : tuple of str, length T
         Type names (the tie-break of the placement order).
     weights : numpy.ndarray, shape (T, G)
-        Bytes each chiplet of a type moves from each group per unit of work (only ratios matter).
+        Bytes a type's chiplets move from each group per request (per-type ratios set the cell costs; the
+        magnitudes only the ``"volume"`` order).
+    order : {"count", "volume"}
+        Which type picks its cells first: ``"count"``, the most numerous (HYDRA greedy, ties by name);
+        ``"volume"``, the one moving the most bytes per chiplet (ties by name), which puts the heaviest traffic
+        next to the stacks as the exact Eq. 2 placement does.
+    hbm_layout : {"greedy", "opposite"}
+        The stacks' cells (:func:`ring_hbm_cells`).
 
     Returns
     -------
@@ -86,7 +119,7 @@ def greedy_type_hops(rows: int, cols: int, ring: tuple[int, ...], stacks: tuple[
     ValueError
         When the chiplets and stacks do not fit the grid.
     """
-    hbm = ring_hbm_cells(ring, stacks)
+    hbm = ring_hbm_cells(ring, stacks, hbm_layout, rows, cols)
     taken = np.zeros(rows * cols, dtype=bool)
     for cells in hbm:
         taken[list(cells)] = True
@@ -95,7 +128,7 @@ def greedy_type_hops(rows: int, cols: int, ring: tuple[int, ...], stacks: tuple[
         raise ValueError(msg)
     dist = mean_group_distance(rows, cols, hbm)
     out = np.zeros(len(counts))
-    for t in sorted(range(len(counts)), key=lambda t: (-counts[t], names[t])):
+    for t in _placement_order(np.asarray(counts)[None, :], names, np.asarray(weights, dtype=float)[None], order)[0]:
         if counts[t] == 0:
             continue
         w = np.asarray(weights[t], dtype=float)
@@ -107,8 +140,21 @@ def greedy_type_hops(rows: int, cols: int, ring: tuple[int, ...], stacks: tuple[
     return out
 
 
+def _placement_order(counts: np.ndarray, names: tuple[str, ...], weights: np.ndarray, order: str) -> np.ndarray:
+    """Type indices in placement order per row, shape (n, T) (see :func:`greedy_type_hops`' ``order``)."""
+    if order not in ("count", "volume"):
+        msg = f"placement order must be 'count' or 'volume', got {order!r}"
+        raise ValueError(msg)
+    name_rank = np.broadcast_to(np.argsort(np.argsort(np.array(names))), counts.shape)
+    if order == "count":
+        return np.lexsort((name_rank, -counts), axis=1)
+    per_chiplet = np.divide(weights.sum(axis=2), counts, out=np.zeros(counts.shape), where=counts > 0)
+    return np.lexsort((name_rank, -per_chiplet), axis=1)
+
+
 def placement_hops(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str, ...], counts: np.ndarray,
-                   stacks: np.ndarray, weights: np.ndarray) -> np.ndarray:
+                   stacks: np.ndarray, weights: np.ndarray, order: str = "count", hbm_layout: str = "greedy"
+                   ) -> np.ndarray:
     """Mean hops of every compute type at every design point: :func:`greedy_type_hops`, vectorized.
 
     Parameters
@@ -121,6 +167,8 @@ def placement_hops(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str
         Stacks per HBM group at each point.
     weights : numpy.ndarray, shape (n, T, G)
         Per-point traffic weights (e.g. at the point's batch).
+    order, hbm_layout
+        As in :func:`greedy_type_hops`.
 
     Returns
     -------
@@ -143,18 +191,20 @@ def placement_hops(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str
     n_cells = rows * cols
     wsum = weights.sum(axis=2, keepdims=True)
     wn = np.round(np.divide(weights, wsum, out=np.zeros_like(weights, dtype=float), where=wsum > 0), 9)
-    key = np.concatenate([counts, stacks, wn.reshape(n, -1)], axis=1)
+    key = np.concatenate([counts, stacks, _placement_order(counts, names, weights, order), wn.reshape(n, -1)], axis=1)
     uniq, inv = np.unique(key, axis=0, return_inverse=True)
     c = uniq[:, :n_types].astype(int)
-    st = uniq[:, n_types:n_types + stacks.shape[1]].astype(int)
-    w = uniq[:, n_types + stacks.shape[1]:].reshape(len(uniq), n_types, stacks.shape[1])
+    n_groups = stacks.shape[1]
+    st = uniq[:, n_types:n_types + n_groups].astype(int)
+    place_order = uniq[:, n_types + n_groups:2 * n_types + n_groups].astype(int)
+    w = uniq[:, 2 * n_types + n_groups:].reshape(len(uniq), n_types, n_groups)
     # distance of every cell to each group's stacks, per distinct HBM split
     splits, split_inv = np.unique(st, axis=0, return_inverse=True)
     split_inv = np.asarray(split_inv).ravel()
     dist = np.zeros((len(splits), stacks.shape[1], n_cells))
     taken0 = np.zeros((len(splits), n_cells), dtype=bool)
     for k, split in enumerate(splits):
-        hbm = ring_hbm_cells(ring, tuple(int(x) for x in split))
+        hbm = ring_hbm_cells(ring, tuple(int(x) for x in split), hbm_layout, rows, cols)
         dist[k] = mean_group_distance(rows, cols, hbm)
         for cells in hbm:
             taken0[k, list(cells)] = True
@@ -167,8 +217,6 @@ def placement_hops(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str
     order = np.argsort(cost, axis=2, kind="stable")
     taken = taken0[split_inv].copy()
     hops = np.zeros((len(uniq), n_types))
-    name_rank = np.argsort(np.argsort(np.array(names)))
-    place_order = np.lexsort((np.broadcast_to(name_rank, c.shape), -c), axis=1)  # most numerous first
     rows_idx = np.arange(len(uniq))
     for k in range(n_types):
         t = place_order[:, k]
