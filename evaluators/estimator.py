@@ -510,7 +510,8 @@ class Screen:
             t_bn, w_d, _ = self._phase_time(self.dec, k, dec_alloc, pts.types, d2d, stacks, caps, hops, wait)
             return t_p, w_p, np.maximum(w_d, np.minimum(n_conc, s_d) * t_bn)
 
-        bytes_per_req = group_bytes.sum(axis=0) / group_bytes_per_s.sum(axis=0)  # s of all ports per request
+        port_bps = group_bytes_per_s.sum(axis=0)  # 0 where no split holds the weights (infeasible points)
+        bytes_per_req = np.divide(group_bytes.sum(axis=0), port_bps, out=np.zeros(n), where=port_bps > 0)
 
         def waits(rps: np.ndarray) -> np.ndarray:
             """Transfer wait at the HBM ports' mean utilization over all stacks (:func:`transfer_wait`)."""
