@@ -31,6 +31,7 @@ from scipy.stats import poisson
 
 from chipdse.core.design_space import DesignPoints
 from chipdse.core.scenario import LoadedScenario
+from chipdse.core.specs import BatcherKind
 from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
     FAMILY_MAMBA,
@@ -47,6 +48,8 @@ from chipdse.evaluators.latency import (
     task_time_s,
     touched_fraction,
 )
+from chipdse.evaluators.markov import finite_source_throughput, fluid_bracket_occupancy
+from chipdse.evaluators.markov_hops import placement_hops
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,14 @@ def _balance_times(a: np.ndarray, m: np.ndarray, f_a: np.ndarray, f_m: np.ndarra
     return t_a, t_m
 
 
+def _choice(field: str, value: str, allowed: tuple[str, ...]) -> str:
+    """Return ``value`` when it is one of ``allowed``, else raise ValueError naming the field and the value."""
+    if value not in allowed:
+        msg = f"estimator {field} must be one of {', '.join(allowed)}, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
 def transfer_wait(hbm_utilization: np.ndarray) -> np.ndarray:
     """Mean queueing delay of a transfer on the shared HBM ports and NoI links, in units of its own transfer
     time: the M/D/1 wait rho / (2 (1 - rho)) at the ports' utilization rho (capped at 0.95).
@@ -211,29 +222,60 @@ def erlang_c_wait(lam: float | np.ndarray, mu: np.ndarray, servers: np.ndarray) 
         return np.where(ok, prob_wait / (c * mu - lam), np.nan)
 
 
-CONTENTION_ITERATIONS = 4
-"""Fixed-point steps of capacity vs transfer waits (the change after 4 is below 1% on the default scenario)."""
+CONTENTION_ITERATIONS = 6
+"""Bisection steps on the ports' utilization for the capacity / transfer-wait fixed point (resolution 0.95 / 2^6
+= 0.015 of utilization). The fixed point is unique: capacity falls as the waits grow and the waits grow with the
+capacity. Plain iteration from zero wait (4 steps before) oscillates, so a design with fewer hops could score
+lower than the same design with more."""
 
 
 class Screen:
-    """Vectorized estimator for one scenario (build once, score many points)."""
+    """Vectorized estimator for one scenario (build once, score many points).
 
-    def __init__(self, sc: LoadedScenario) -> None:
+    Parameters
+    ----------
+    sc : LoadedScenario
+    batching : {"static", "dynamic"}, optional
+        Overrides the scenario's ``estimator.batching`` (score the same scenario under another policy without
+        copying it).
+    scheduling : {"static", "elastic"}, optional
+        Overrides ``estimator.scheduling``: static pins the allocation to the preferred split (HYDRA Sec. VI-B's
+        DSE setting); elastic lets chiplets serve the other phase (:mod:`chipdse.evaluators.markov`).
+    hop_model : {"placement", "fixed"}, optional
+        Overrides ``estimator.hop_model``.
+
+    Raises
+    ------
+    ValueError
+        An unknown batching, scheduling or hop model (the message gives the value).
+    """
+
+    def __init__(self, sc: LoadedScenario, *, batching: str | None = None, scheduling: str | None = None,
+                 hop_model: str | None = None) -> None:
+        est = sc.spec.estimator
         self.sc = sc
         self.table = block_table(sc.model)
         ln = sc.lengths
         self.mean_lp, self.mean_ld = ln.mean_prefill, ln.mean_decode
         self.lp2 = ln.second_moment_prefill
-        self.chunks = max(1.0, float(np.ceil(self.mean_lp / sc.spec.estimator.chunk_tokens)))
-        self.pre = _family_sums(self.table, prefill_costs(self.table, self.mean_lp, self.lp2,
-                                                          sc.spec.estimator.chunk_tokens))
-        self.dec = _family_sums(self.table, decode_costs(self.table, self.mean_lp + self.mean_ld / 2.0))
+        self.chunks = max(1.0, float(np.ceil(self.mean_lp / est.chunk_tokens)))
+        self.pre_costs = prefill_costs(self.table, self.mean_lp, self.lp2, est.chunk_tokens)
+        self.dec_costs = decode_costs(self.table, self.mean_lp + self.mean_ld / 2.0)
+        self.pre = _family_sums(self.table, self.pre_costs)
+        self.dec = _family_sums(self.table, self.dec_costs)
         self.needs = memory_needs(sc)
         self.hbm_GBps = sc.library.memory.bandwidth_GBps
-        self.hops = sc.spec.estimator.screen_hops
+        self.fixed_hops = est.screen_hops
         self.hop_latency_s = sc.package.hop_latency_ns * 1e-9
         self.lam = sc.workload.arrival_rate_rps
-        self.batching = sc.spec.estimator.batching
+        self.batching = BatcherKind(est.batching if batching is None else batching)
+        self.scheduling = _choice("scheduling", est.scheduling if scheduling is None else scheduling,
+                                  ("static", "elastic"))
+        self.hop_model = _choice("hop_model", est.hop_model if hop_model is None else hop_model,
+                                 ("placement", "fixed"))
+        # the exact placement the pipeline simulates puts the heaviest traffic nearest the stacks and the two groups
+        # on opposite edges (measured against hbm-enum in benchmarks/bench_fidelity.py)
+        self.hop_order, self.hbm_layout = "volume", "opposite"
 
     def _type_for(self, family: str, phase: str, types: list[str]) -> int | None:
         for i, name in enumerate(types):
@@ -251,44 +293,137 @@ class Screen:
             out[name] = ChipletCaps(*(getattr(c, f)[inv] for f in ChipletCaps.__dataclass_fields__))
         return out
 
-    def _phase_time(self, s: dict[str, np.ndarray], batch: np.ndarray, counts: np.ndarray,
-                    types: list[str], phase: str, d2d: np.ndarray, stacks: np.ndarray,
-                    caps_by_type: dict[str, ChipletCaps], wait: np.ndarray | float = 0.0
+    def type_hops(self, pts: DesignPoints, stacks: np.ndarray, batch: np.ndarray) -> np.ndarray:
+        """Mean hops of each compute type to its HBM traffic at every point, shape (n, T).
+
+        ``hop_model == "placement"``: the greedy placement of the point's composition class (counts, HBM split),
+        each type weighted by :meth:`hop_weights` (:func:`chipdse.evaluators.markov_hops.placement_hops`, one
+        construction per class and batch). ``"fixed"``: ``estimator.screen_hops`` everywhere.
+
+        Parameters
+        ----------
+        pts : DesignPoints
+        stacks : numpy.ndarray, shape (n, 2), int
+            Stacks per HBM group (attention, mamba).
+        batch : numpy.ndarray, shape (n,), int
+            Effective decode batch.
+        """
+        n, n_types = pts.counts.shape
+        if self.hop_model == "fixed":
+            return np.full((n, n_types), float(self.fixed_hops))
+        key = np.concatenate([pts.counts, stacks, np.asarray(batch)[:, None]], axis=1).astype(np.int64)
+        dims = key.max(axis=0) + 1
+        if float(np.prod(dims.astype(float))) < 2.0**62:  # one integer per row: much faster than unique(axis=0)
+            _, first, inv = np.unique(np.ravel_multi_index(key.T, dims), return_index=True, return_inverse=True)
+            uniq = key[first]
+        else:
+            uniq, inv = np.unique(key, axis=0, return_inverse=True)
+        counts, cls_stacks, cls_batch = uniq[:, :n_types], uniq[:, n_types:n_types + 2], uniq[:, -1]
+        weights = self.hop_weights(pts.types, counts, cls_stacks, cls_batch)
+        pkg = self.sc.package
+        hops = placement_hops(pkg.rows, pkg.cols, pkg.ring_cells(), tuple(pts.types), counts, cls_stacks, weights,
+                              self.hop_order, self.hbm_layout)
+        return hops[np.asarray(inv).ravel()]
+
+    def hop_weights(self, types: list[str], counts: np.ndarray, stacks: np.ndarray, batch: np.ndarray
+                    ) -> np.ndarray:
+        """HBM bytes each chiplet type's phase work reads from each group per request, shape (n, T, 2).
+
+        Attention- or Mamba-only blocks on their family, shared blocks in proportion to the phase's chiplet
+        counts, prefill of one request and its L_d / b decode iterations at ``batch``: the weights of
+        ``chipdse.solvers.problems.placement_problem``'s HBM volumes. A group without stacks holds nothing; its
+        blocks live in the present group (as :func:`best_partition` folds them).
+
+        Parameters
+        ----------
+        types : list of str, length T
+        counts : numpy.ndarray, shape (n, T)
+        stacks : numpy.ndarray, shape (n, 2)
+        batch : numpy.ndarray, shape (n,)
+        """
+        n, n_types = counts.shape
+        t = self.table
+        lib = self.sc.library
+        fam = np.array([FAMILY_ATTENTION if lib.by_name(x).family == "attention" else FAMILY_MAMBA for x in types])
+        is_pre = np.array([lib.by_name(x).phase == "prefill" for x in types])
+        weights = np.zeros((n, n_types, 2))
+        ub, b_inv = np.unique(np.asarray(batch), return_inverse=True)
+        b_inv = np.asarray(b_inv).ravel()
+        dec_by = self.dec_costs.bytes_at(ub.astype(float))  # (blocks, len(ub))
+        cf = np.asarray(counts, dtype=float)
+        for ti in range(n_types):
+            phase_n = (cf * (is_pre == is_pre[ti])).sum(axis=1)
+            share = np.divide(cf[:, ti], phase_n, out=np.zeros(n), where=phase_n > 0)
+            for g in (GROUP_ATTENTION, GROUP_MAMBA):
+                own = (t.family == fam[ti]) & (t.group == g)
+                shared = (t.family == FAMILY_SHARED) & (t.group == g)
+                if is_pre[ti]:
+                    weights[:, ti, g] = self.pre_costs.bytes0[own].sum() + share * self.pre_costs.bytes0[shared].sum()
+                else:  # one request's share of its decode iterations: L_d / b of them
+                    per_req = self.mean_ld / np.asarray(batch, dtype=float)
+                    weights[:, ti, g] = per_req * (dec_by[own].sum(axis=0)[b_inv]
+                                                   + share * dec_by[shared].sum(axis=0)[b_inv])
+        has = np.asarray(stacks)[:, None, :] > 0
+        return np.where(has, weights + weights[:, :, ::-1] * ~has[:, :, ::-1], 0.0)
+
+    def _phase_time(self, s: dict[str, np.ndarray], batch: np.ndarray, alloc: np.ndarray,
+                    types: list[str], d2d: np.ndarray, stacks: np.ndarray,
+                    caps_by_type: dict[str, ChipletCaps], hops: np.ndarray, wait: np.ndarray | float = 0.0
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Stage times of one phase unit at ``batch`` requests per point (fluid Eq. 5 + HBM-group bound).
 
-        ``wait`` (shape (n,) or scalar) adds queueing on the shared HBM ports and links: every transfer takes
-        ``1 + wait`` times its uncontended time (:func:`transfer_wait`).
+        ``alloc`` (shape (n, T), may be fractional) gives the chiplets of each type serving this phase: a type
+        optimized for the other phase runs it at its own roofline rate (HYDRA Eqs. 6-7's cross terms). A family's
+        chiplets form one pool whose speed on each kind of work is the sum of its members' rates, so the fluid
+        balance sees ``n`` chiplets each as fast as the pool's mean member. ``hops`` (shape (n, T)) are each
+        type's mean hops to its HBM traffic; ``wait`` (shape (n,) or scalar) adds queueing on the shared HBM
+        ports and links: every transfer takes ``1 + wait`` times its uncontended time (:func:`transfer_wait`).
 
         Returns (bottleneck stage time T_bn, sum of the stage times W, number of stages S), each shape (n,):
         the fluid mapping spreads each family's work evenly over its chiplets, so a micro-batch passing all
         S stages takes W, and the pipeline starts one every T_bn.
         """
-        idx = {fam: self._type_for(fam, phase, types) for fam in ("attention", "mamba")}
         mat = s["mat0"][:, None] + np.outer(s["mat1"], batch)
         vec = s["vec0"][:, None] + np.outer(s["vec1"], batch)
         by = _bytes_at(s, batch)
-        times = {}
-        n = {}
-        for fam, i in idx.items():
-            if i is None:
-                times[fam] = np.full((3, len(d2d)), np.inf)
-                n[fam] = np.zeros(len(d2d))
-                continue
-            times[fam] = task_time_s(mat, vec, by, caps_by_type[types[i]], self.hbm_GBps, self.hops, d2d, wait,
-                                     self.hop_latency_s)
-            n[fam] = counts[:, i].astype(float)
-        ta, tm = times["attention"], times["mamba"]
-        t_a, t_m = _balance_times(np.where(n["attention"] > 0, ta[FAMILY_ATTENTION], 0.0),
-                                  np.where(n["mamba"] > 0, tm[FAMILY_MAMBA], 0.0),
-                                  ta[FAMILY_SHARED], tm[FAMILY_SHARED], n["attention"], n["mamba"])
+        n_pts = len(d2d)
+        per_chiplet: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        n: dict[str, np.ndarray] = {}
+        for fam, fam_code in (("attention", FAMILY_ATTENTION), ("mamba", FAMILY_MAMBA)):
+            rate_own = np.zeros(n_pts)
+            rate_shared = np.zeros(n_pts)
+            n_fam = np.zeros(n_pts)
+            for i, name in enumerate(types):
+                if self.sc.library.by_name(name).family != fam or not np.any(alloc[:, i] > 0):
+                    continue
+                tt = task_time_s(mat, vec, by, caps_by_type[name], self.hbm_GBps, hops[:, i], d2d, wait,
+                                 self.hop_latency_s)
+                c = alloc[:, i]
+                with np.errstate(divide="ignore"):
+                    rate_own += np.where(c > 0, c / tt[fam_code], 0.0)
+                    rate_shared += np.where(c > 0, c / tt[FAMILY_SHARED], 0.0)
+                n_fam += c
+            with np.errstate(divide="ignore", invalid="ignore"):
+                own_t = np.where(n_fam > 0, n_fam / rate_own, np.inf)
+                shared_t = np.where(n_fam > 0, n_fam / rate_shared, np.inf)
+            per_chiplet[fam] = (own_t, shared_t)
+            n[fam] = n_fam
+        (ta, fa), (tm, fm) = per_chiplet["attention"], per_chiplet["mamba"]
+        t_a, t_m = _balance_times(np.where(n["attention"] > 0, ta, 0.0), np.where(n["mamba"] > 0, tm, 0.0),
+                                  fa, fm, n["attention"], n["mamba"])
         gby = _bytes_at(s, batch, "g")
         with np.errstate(divide="ignore", invalid="ignore"):
             hbm_bound = np.where(stacks.T > 0, gby / (stacks.T * self.hbm_GBps * 1e9), 0.0).max(axis=0)
         busy_a, busy_m = (n["attention"] > 0) & (t_a > 0), (n["mamba"] > 0) & (t_m > 0)
         stages = np.where(busy_a, n["attention"], 0.0) + np.where(busy_m, n["mamba"], 0.0)
         w = np.where(busy_a, n["attention"] * t_a, 0.0) + np.where(busy_m, n["mamba"] * t_m, 0.0)
-        return np.maximum(np.maximum(t_a, t_m), hbm_bound), w, np.maximum(stages, 1.0)
+        # work of a family no chiplet serves (only an elastic state can empty a pool) never finishes
+        stranded = np.zeros(n_pts, dtype=bool)
+        for fam, code in (("attention", FAMILY_ATTENTION), ("mamba", FAMILY_MAMBA)):
+            stranded |= (n[fam] <= 0) & ((mat[code] + vec[code] + by[code]) > 0)
+        stranded |= (n["attention"] <= 0) & (n["mamba"] <= 0)
+        t_bn = np.where(stranded, np.inf, np.maximum(np.maximum(t_a, t_m), hbm_bound))
+        return t_bn, np.where(stranded, np.inf, w), np.maximum(stages, 1.0)
 
     def score(self, pts: DesignPoints) -> pd.DataFrame:
         """Score every point; return one row per point with throughput, TTFT, stability and intermediates.
@@ -311,34 +446,14 @@ class Screen:
         feasible = r_mem >= 1
         b_eff = np.maximum(1, np.minimum(pts.max_batch, r_mem))
         d2d = pts.d2d_GBps.astype(float)
-        caps = self._caps(pts.types, d2d)
-        ones = np.ones(n)
-        _, _, s_d = self._phase_time(self.dec, ones, pts.counts, pts.types, "decode", d2d, stacks, caps)
-        n_conc, k = self.decode_concurrency(b_eff, np.maximum(r_mem, 1), s_d)
-        hbm_bytes_per_s = np.maximum(pts.n_hbm, 1) * self.hbm_GBps * 1e9
-        pre_bytes = self.pre["bytes0"].sum()  # HBM bytes per request of prefill (one prefill unit)
-        dec_bytes = _bytes_at(self.dec, k).sum(axis=0)  # per micro-batch iteration
-
-        def times(wait: np.ndarray):
-            t_p, w_p, _ = self._phase_time(self.pre, ones, pts.counts, pts.types, "prefill", d2d, stacks, caps,
-                                           wait)
-            t_bn, w_d, _ = self._phase_time(self.dec, k, pts.counts, pts.types, "decode", d2d, stacks, caps, wait)
-            return t_p, w_p, np.maximum(w_d, np.minimum(n_conc, s_d) * t_bn)
-
-        def utilization(rps: np.ndarray) -> np.ndarray:
-            return rps * (pre_bytes + self.mean_ld / k * dec_bytes) / hbm_bytes_per_s
-
-        # capacity with the transfer waits at its own load: a few fixed-point steps from the uncontended one
-        wait = np.zeros(n)
-        for _ in range(CONTENTION_ITERATIONS):
-            t_p, w_p, iter_s = times(wait)
-            cap = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible)["capacity_rps"]
-            wait = transfer_wait(utilization(cap))
-        m = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible)
-        # TTFT at the offered load, with the waits at that load (capacity stays the saturated one)
-        t_p_l, w_p_l, iter_l = times(transfer_wait(utilization(np.minimum(self.lam, m["capacity_rps"]))))
-        m["ttft_s"] = np.where(m["stable"], self.serving_metrics(t_p_l, w_p_l, iter_l, n_conc, b_eff,
-                                                                 feasible)["ttft_s"], np.nan)
+        ctx = {"pts": pts, "d2d": d2d, "stacks": stacks, "caps": self._caps(pts.types, d2d),
+               "hops": self.type_hops(pts, stacks, b_eff), "b_eff": b_eff, "r_mem": np.maximum(r_mem, 1),
+               "feasible": feasible}
+        is_pre = np.array([self.sc.library.by_name(x).phase == "prefill" for x in pts.types])
+        counts = pts.counts.astype(float)
+        pinned = self._state(counts * is_pre, counts * ~is_pre, ctx)
+        m = pinned if self.scheduling == "static" else self._elastic(counts, is_pre, pinned, ctx)
+        s_d, n_conc, iter_s = m["stages"], m["n_conc"], m["iter_s"]
         prefill_rps, decode_rps, capacity, stable, ttft = (
             m["prefill_rps"], m["decode_rps"], m["capacity_rps"], m["stable"], m["ttft_s"])
         lam = self.lam
@@ -372,6 +487,115 @@ class Screen:
                                 np.where(~stable, f"unstable: capacity <= offered load {lam:g} req/s", ""))
         return df
 
+    def _state(self, pre_alloc: np.ndarray, dec_alloc: np.ndarray, ctx: dict) -> dict[str, np.ndarray]:
+        """Serving metrics with ``pre_alloc`` / ``dec_alloc`` chiplets of each type (shape (n, T)) on each phase.
+
+        Capacity has the transfer waits at its own load (a few fixed-point steps from the uncontended one); TTFT
+        has them at the offered load. Returns :meth:`serving_metrics`' dict plus ``stages`` (decode stages S),
+        ``n_conc`` and ``iter_s`` (decode iteration at full load), each shape (n,).
+        """
+        pts, d2d, stacks, caps, hops = ctx["pts"], ctx["d2d"], ctx["stacks"], ctx["caps"], ctx["hops"]
+        n = len(d2d)
+        ones = np.ones(n)
+        _, _, s_d = self._phase_time(self.dec, ones, dec_alloc, pts.types, d2d, stacks, caps, hops)
+        n_conc, k = self.decode_concurrency(ctx["b_eff"], ctx["r_mem"], s_d)
+        # HBM bytes per request from each group (G, n): its prefill, and its share of the decode iterations (a
+        # static batch runs E[max L_d] of them, however many of its requests are still decoding)
+        iterations = self.expected_max_decode(ctx["b_eff"]) if self.batching == "static" else self.mean_ld
+        group_bytes = self.pre["gbytes0"][:, None] + iterations / k * _bytes_at(self.dec, k, "g")
+        group_bytes_per_s = np.maximum(stacks.T, 0) * self.hbm_GBps * 1e9
+
+        def times(wait: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            t_p, w_p, _ = self._phase_time(self.pre, ones, pre_alloc, pts.types, d2d, stacks, caps, hops, wait)
+            t_bn, w_d, _ = self._phase_time(self.dec, k, dec_alloc, pts.types, d2d, stacks, caps, hops, wait)
+            return t_p, w_p, np.maximum(w_d, np.minimum(n_conc, s_d) * t_bn)
+
+        port_bps = group_bytes_per_s.sum(axis=0)  # 0 where no split holds the weights (infeasible points)
+        bytes_per_req = np.divide(group_bytes.sum(axis=0), port_bps, out=np.zeros(n), where=port_bps > 0)
+
+        def waits(rps: np.ndarray) -> np.ndarray:
+            """Transfer wait at the HBM ports' mean utilization over all stacks (:func:`transfer_wait`)."""
+            return transfer_wait(rps * bytes_per_req)
+
+        feasible, b_eff = ctx["feasible"], ctx["b_eff"]
+        # utilization rho* with rho* = capacity(wait(rho*)) * bytes / bandwidth, by bisection on [0, 0.95]
+        lo, hi = np.zeros(n), np.full(n, 0.95)
+        for _ in range(CONTENTION_ITERATIONS):
+            mid = (lo + hi) / 2
+            t_p, w_p, iter_s = times(transfer_wait(mid))
+            rho = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible, coupled=False)[
+                "capacity_rps"] * bytes_per_req
+            lo, hi = np.where(rho > mid, mid, lo), np.where(rho > mid, hi, mid)
+        t_p, w_p, iter_s = times(transfer_wait(hi))
+        m = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible)
+        t_p_l, w_p_l, iter_l = times(waits(np.minimum(self.lam, m["capacity_rps"])))
+        m["ttft_s"] = np.where(m["stable"], self.serving_metrics(t_p_l, w_p_l, iter_l, n_conc, b_eff,
+                                                                 feasible)["ttft_s"], np.nan)
+        m.update(stages=s_d, n_conc=n_conc, iter_s=iter_s)
+        return m
+
+    def _elastic(self, counts: np.ndarray, is_pre: np.ndarray, pinned: dict[str, np.ndarray], ctx: dict
+                 ) -> dict[str, np.ndarray]:
+        """Elastic scheduling: the allocation-state chain of HYDRA Sec. V-A/C over s = chiplets on prefill.
+
+        From the preferred state s* the fluid model moves chiplets toward the phase that cannot keep up: the
+        prefill surplus f(s) = prefill_rps(s) - decode_rps(s) (requests/s) grows with s, and at saturation the
+        chain alternates between the adjacent states lo, hi = lo + 1 with f(lo) <= 0 <= f(hi), found by bisection
+        over the states on the bottleneck's side of s*, with occupancies from the backlog balance
+        (:func:`chipdse.evaluators.markov.fluid_bracket_occupancy`). Capacity = sum_s pi_s decode_rps(s) (Eq. 8);
+        a state lends chiplets of the other phase's types in proportion to their counts (per family, Sec. V-D).
+        TTFT at the offered load: the state the chain settles in there, s* when both phases keep up with it,
+        else the bracket state nearer s* that is stable.
+        """
+        n_p = (counts * is_pre).sum(axis=1)
+        n_d = (counts * ~is_pre).sum(axis=1)
+        share_p = np.divide(counts * is_pre, n_p[:, None], out=np.zeros_like(counts), where=n_p[:, None] > 0)
+        share_d = np.divide(counts * ~is_pre, n_d[:, None], out=np.zeros_like(counts), where=n_d[:, None] > 0)
+
+        def at(offset: np.ndarray) -> dict[str, np.ndarray]:
+            """Metrics of state s* + offset (offset > 0: decode-optimized chiplets lent to prefill)."""
+            lend_d = np.maximum(offset, 0.0)[:, None] * share_d
+            lend_p = np.maximum(-offset, 0.0)[:, None] * share_p
+            pre = counts * is_pre - lend_p + lend_d
+            dec = counts * ~is_pre - lend_d + lend_p
+            return self._state(pre, dec, ctx)
+
+        def surplus(m: dict[str, np.ndarray]) -> np.ndarray:
+            return m["prefill_rps"] - m["decode_rps"]
+
+        f0 = surplus(pinned)
+        up = f0 < 0  # prefill is the bottleneck: lend decode chiplets to prefill
+        # search offsets in [lo, hi] with f(lo) <= 0 <= f(hi); the end of the range empties a phase
+        lo = np.where(up, 0.0, -n_p)
+        hi = np.where(up, n_d, 0.0)
+        while np.any(hi - lo > 1):
+            mid = np.floor((lo + hi) / 2)
+            f_mid = surplus(at(mid))
+            open_ = hi - lo > 1
+            lo = np.where(open_ & (f_mid <= 0), mid, lo)
+            hi = np.where(open_ & (f_mid > 0), mid, hi)
+        m_lo, m_hi = at(lo), at(hi)
+        pi_hi = fluid_bracket_occupancy(surplus(m_lo), surplus(m_hi))
+        pi_hi = np.where(np.isfinite(pi_hi), pi_hi, 0.0)
+        out = dict(pinned)
+        out["capacity_rps"] = np.where(ctx["feasible"], (1 - pi_hi) * np.nan_to_num(m_lo["decode_rps"])
+                                       + pi_hi * np.nan_to_num(m_hi["decode_rps"]), 0.0)
+        # the scheduler keeps the preferred chiplet unless moving a job helps (Sec. IV-C): where the transfer waits
+        # of the busier states eat the gain (a fraction of a percent at most on the default space), s* stays
+        out["capacity_rps"] = np.maximum(out["capacity_rps"], pinned["capacity_rps"])
+        out["prefill_rps"] = (1 - pi_hi) * m_lo["prefill_rps"] + pi_hi * m_hi["prefill_rps"]
+        out["decode_rps"] = (1 - pi_hi) * m_lo["decode_rps"] + pi_hi * m_hi["decode_rps"]
+        # the bracket state nearer s* first: lo when lending to prefill (offsets >= 0), hi otherwise
+        ttft = pinned["ttft_s"]
+        for cand in (np.where(up, m_lo["ttft_s"], m_hi["ttft_s"]), np.where(up, m_hi["ttft_s"], m_lo["ttft_s"])):
+            ttft = np.where(np.isfinite(ttft), ttft, cand)
+        stable = ctx["feasible"] & (out["capacity_rps"] > self.lam) & np.isfinite(ttft)
+        out["stable"] = stable
+        out["ttft_s"] = np.where(stable, ttft, np.nan)
+        for key in ("stages", "n_conc", "iter_s"):
+            out[key] = (1 - pi_hi) * m_lo[key] + pi_hi * m_hi[key]
+        return out
+
     def decode_concurrency(self, b: np.ndarray, r_mem: np.ndarray, stages: np.ndarray
                            ) -> tuple[np.ndarray, np.ndarray]:
         """Requests decoding at once at full load, and the micro-batch size they run in.
@@ -399,7 +623,7 @@ class Screen:
         return n_conc, np.ceil(n_conc / stages)
 
     def serving_metrics(self, t_p: np.ndarray, w_p: np.ndarray, iter_s: np.ndarray, n_conc: np.ndarray,
-                        b_eff: np.ndarray, feasible: np.ndarray) -> dict[str, np.ndarray]:
+                        b_eff: np.ndarray, feasible: np.ndarray, coupled: bool = True) -> dict[str, np.ndarray]:
         """Turn stage times into capacity, stability and TTFT at the offered load (steps 3-4 above).
 
         Parameters
@@ -415,6 +639,10 @@ class Screen:
         b_eff : numpy.ndarray, shape (n,), int
             Effective batch (max batch capped by memory concurrency).
         feasible : numpy.ndarray of bool, shape (n,)
+        coupled : bool, optional
+            Static batching: the slots' finite-source coupling through the prefill pipeline (default); False
+            gives min(prefill, decode) capacity, the ports' load in the contention fixed point (a little higher,
+            and one birth-death solve instead of one per bisection step).
 
         Returns
         -------
@@ -433,7 +661,7 @@ class Screen:
         latency_p = (w_p + (self.chunks - 1.0) * t_p) / self.chunks
         decode_rps = n_conc / (iter_s * self.mean_ld)
         if self.batching == "static":
-            return self._static_metrics(t_p, latency_p, iter_s, n_conc, b_eff, feasible)
+            return self._static_metrics(t_p, latency_p, iter_s, n_conc, b_eff, feasible, coupled)
         prefill_rps = 1.0 / t_p
         capacity = np.minimum(prefill_rps, decode_rps)
         stable = feasible & (capacity > lam)
@@ -444,12 +672,14 @@ class Screen:
                 "stable": stable, "ttft_s": ttft}
 
     def _static_metrics(self, t_p: np.ndarray, latency_p: np.ndarray, iter_s: np.ndarray, n_conc: np.ndarray,
-                        b: np.ndarray, feasible: np.ndarray) -> dict[str, np.ndarray]:
+                        b: np.ndarray, feasible: np.ndarray, coupled: bool = True) -> dict[str, np.ndarray]:
         """Static batching (HYDRA Sec. IV-B, Fig. 5 top; the DSE setting of Sec. VI-B).
 
         m = n_conc / b batches decode at once, one per slot. A batch is prefilled together (b t_p on the
         prefill pipeline) and then decoded for E[max of b output lengths] iterations of ``iter_s`` (finished
-        requests cannot be replaced), so a slot's cycle is C = b t_p + E[max L_d] iter_s and the capacity
+        requests cannot be replaced), so a slot's cycle is C = b t_p + E[max L_d] iter_s; the capacity is the
+        finite-source throughput of m slots sharing the prefill pipeline (decode as the think time, the batch's
+        prefill as the service; :func:`chipdse.evaluators.markov.finite_source_throughput`), at most
         min(1 / t_p, m b / C). TTFT = batch formation (b - 1) / (2 lambda) + the batch's wait for a slot (M/D/m,
         half the M/M/m wait of batches arriving at lambda / b) + its prefill ((b - 1) t_p + one request's
         chunk-pipelined latency).
@@ -457,10 +687,18 @@ class Screen:
         lam = self.lam
         bf = np.asarray(b, dtype=float)
         slots = n_conc / bf
-        cycle = bf * t_p + self.expected_max_decode(b) * iter_s
+        decode_s = self.expected_max_decode(b) * iter_s
+        cycle = bf * t_p + decode_s
         prefill_rps = 1.0 / t_p
         decode_rps = slots * bf / cycle
-        capacity = np.minimum(prefill_rps, decode_rps)
+        # the slots queue for the one prefill pipeline between their decodes: a finite-source queue, whose
+        # throughput is below min(prefill, decode) when the two are close
+        ok = np.isfinite(decode_s) & np.isfinite(t_p) & (t_p > 0)
+        capacity = np.where(ok, np.minimum(prefill_rps, decode_rps), 0.0)
+        if coupled:
+            shared = bf * finite_source_throughput(np.where(ok, slots, 1.0), np.where(ok, decode_s, 1.0),
+                                                   np.where(ok, bf * t_p, 1.0))
+            capacity = np.where(ok, np.minimum(shared, capacity), 0.0)
         stable = feasible & (capacity > lam)
         wait = 0.5 * erlang_c_wait(lam / bf, 1.0 / cycle, slots)
         ttft = np.where(stable, (bf - 1) / (2 * lam) + wait + (bf - 1) * t_p + latency_p, np.nan)

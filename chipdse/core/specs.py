@@ -341,15 +341,22 @@ class EstimatorSettings(_Spec):
     """Settings of the sweep screen (evaluators/estimator.py)."""
 
     screen_hops: float = Field(2.5, gt=0, le=64, description=(
-        "Mean hops from a compute chiplet to the stacks of its HBM group assumed before placement (a random cell is "
-        "3.5 hops from a random ring cell on a 5x5 grid; good placements are closer; at most 64). Finalists are "
-        "re-scored with their real placement."))
+        "Mean hops from a compute chiplet to the stacks of its HBM group when hop_model is fixed (a random cell is "
+        "3.5 hops from a random ring cell on a 5x5 grid; good placements are closer; at most 64)."))
     chunk_tokens: int = Field(512, gt=0, le=1_000_000, description="Prefill chunk size for pipelined prefill, "
                               "tokens (at most 1,000,000).")
     batching: BatcherKind = Field(
         BatcherKind.DYNAMIC, description="dynamic: continuous batching (HYDRA Sec. IV-B; what HYDRA's estimator "
         "models and its full method runs); static: batches of max-batch requests prefilled together and decoded "
         "until the longest finishes (the ablation baseline).")
+    scheduling: Literal["static", "elastic"] = Field(
+        "static", description="static: every chiplet serves the phase it is optimized for, the allocation pinned "
+        "(HYDRA Sec. VI-B's DSE setting); elastic: chiplets are reassigned across phases when one phase's demand "
+        "exceeds its preferred allocation (HYDRA Sec. IV-C, V-A/B: the allocation-state Markov model).")
+    hop_model: Literal["placement", "fixed"] = Field(
+        "placement", description="placement: mean hops of each chiplet type to its HBM traffic in a constructed "
+        "placement of its composition class (heaviest traffic nearest the stacks, the two HBM groups on opposite "
+        "edges; evaluators/markov_hops.py); fixed: screen_hops for all.")
 
 
 class SimulationSettings(_Spec):
