@@ -15,7 +15,18 @@ from matplotlib.colors import Normalize
 
 from chipdse.core.solution import EXCESS_OVER_BEST, excess
 from chipdse.reports.style import LINE_H, PAGE, caption, fmt, label_points
-from chipdse.studies.simstudy import ABLATION, FIDELITY_THRESHOLDS, SCHEDULER_VARIANTS, SimulationStudy
+from chipdse.studies.simstudy import (
+    ABLATION,
+    FIDELITY_THRESHOLDS,
+    PLACEMENT_VARIANTS,
+    REFERENCE,
+    SCHEDULER_VARIANTS,
+    WORKLOAD_KEYS,
+    SimulationStudy,
+    compare,
+    policy_summary,
+    ratio_rows,
+)
 
 
 def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> None:
@@ -132,89 +143,119 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
     plt.close(fig)
 
 
-def _gain(pol: pd.DataFrame, study: str, base: str, full: str) -> tuple[float, float]:
-    """Mean over datasets of throughput ratio full / base and of TTFT reduction 1 - full / base."""
-    d = pol[pol["study"] == study]
-    tp, tt = [], []
-    for _, g in d.groupby("dataset"):
-        b = g[g["variant"] == base]
-        f = g[g["variant"] == full]
-        if b.empty or f.empty:
-            continue
-        if b["sim_throughput_tps"].iloc[0] > 0:
-            tp.append(f["sim_throughput_tps"].iloc[0] / b["sim_throughput_tps"].iloc[0])
-        bt, ft = b["sim_ttft_s"].iloc[0], f["sim_ttft_s"].iloc[0]
-        if bt and ft and not (math.isnan(bt) or math.isnan(ft)):
-            tt.append(1 - ft / bt)
-    return (float(np.mean(tp)) if tp else None), (float(np.mean(tt)) if tt else None)
-
-
 def policy_gains(pol: pd.DataFrame) -> dict[str, Any]:
-    """Average gains of the full method (CP+ET+DB) over the baseline and of elastic over static scheduling."""
-    if pol.empty:
-        return {}
-    tp, tt = _gain(pol, "ablation", "baseline", "CP+ET+DB")
-    tps, tts = _gain(pol, "scheduler", "static", "elastic")
-    return {"full_vs_baseline_throughput_x": tp, "full_vs_baseline_ttft_reduction": tt,
-            "elastic_vs_static_throughput_x": tps, "elastic_vs_static_ttft_reduction": tts}
+    """The policy studies' averages (:func:`chipdse.studies.simstudy.policy_summary`: geometric means of
+    per-workload ratios over valid workloads, with counts), NaN written as None (JSON)."""
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in policy_summary(pol).items()}
 
 
-def _bars(ax: plt.Axes, pol: pd.DataFrame, study: str, variants: tuple[str, ...], metric: str, ylabel: str,
-          log: bool = False) -> None:
-    d = pol[pol["study"] == study]
-    datasets = list(dict.fromkeys(d["dataset"]))
-    x = np.arange(len(datasets))
+STUDY_PAGES = (
+    ("ablation", tuple(v for v, *_ in ABLATION[1:]), "HYDRA Fig. 9: ablation over the static baseline",
+     "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = exact "
+     "communication-aware placement + exact mapping; ET = HYDRA's elastic task scheduler; DB = dynamic batching. "
+     "HYDRA: CP+ET+DB 1.55x throughput and -43.7% TTFT on average (up to 2.3x); ET +3% to +150% throughput; DB "
+     "alone +15% throughput, -23% TTFT."),
+    ("scheduler", tuple(v for v in SCHEDULER_VARIANTS if v != REFERENCE["scheduler"]),
+     "HYDRA Fig. 12: task schedulers over static scheduling",
+     "Exact placement and static batching (Sec. VI-B's hardware configurations, only the scheduler changed): static "
+     "= the ablation's CP run, elastic = its CP+ET run. HYDRA: elastic over static 1.40-2.04x (B*, TP/TTFT) and "
+     "1.17-1.73x (M_T, TP); over FCFS 1.04-1.30x; best in 6 of 8 against work stealing."),
+    ("placement", tuple(v for v in PLACEMENT_VARIANTS if v != REFERENCE["placement"]),
+     "HYDRA Fig. 10: placements over round-robin",
+     "Static scheduling and static batching; round-robin = the ablation's baseline, exact = its CP run; random = "
+     "one uniformly random placement with round-robin mapping; hydra-greedy = the paper's two-step greedy with LPT "
+     "mapping. HYDRA: CP over round-robin 1.29x TP/TTFT and 1.22x TP; over random 1.04-1.80x TP/TTFT, "
+     "1.07-1.22x TP."),
+)
+"""(study, variants drawn, title, caption) of the policy pages."""
+
+
+def _label(key: tuple[Any, ...], names: list[str]) -> str:
+    parts = dict(zip(names, key if isinstance(key, tuple) else (key,), strict=True))
+    model = parts.get("model")
+    return " ".join(str(x) for x in (model, parts.get("dataset"), parts.get("role")) if x)
+
+
+def _ratio_axes(ax: plt.Axes, pol: pd.DataFrame, study: str, variants: tuple[str, ...], metric: str,
+                ylabel: str) -> list[str]:
+    """Bars of ``metric`` (a :func:`ratio_rows` column) per workload and variant, invalid workloads hatched grey at
+    1 and named; returns the workload labels."""
+    ref = REFERENCE[study]
+    keys = [k for k in WORKLOAD_KEYS if k in pol]
+    frames = {v: ratio_rows(pol, study, v).set_index(keys) for v in variants}
+    index = list(dict.fromkeys(i for f in frames.values() for i in f.index))
+    labels = [_label(i, keys) for i in index]
+    x = np.arange(len(labels))
     w = 0.8 / max(len(variants), 1)
     for k, v in enumerate(variants):
-        vals = [d[(d["dataset"] == ds) & (d["variant"] == v)][metric].mean() for ds in datasets]
-        ax.bar(x + (k - (len(variants) - 1) / 2) * w, vals, w, label=v)
-    ax.set_xticks(x, datasets, fontsize=8)
-    ax.set_ylabel(ylabel, fontsize=8)
-    values = d[metric].to_numpy(dtype=float)
-    if log and np.any(values[np.isfinite(values)] > 0):
-        ax.set_yscale("log")
+        f = frames[v].reindex(index)
+        if f[metric].isna().all() and not f["valid"].notna().any():
+            continue
+        vals = f[metric].to_numpy(dtype=float)
+        valid = f["valid"].fillna(False).to_numpy(dtype=bool)
+        pos = x + (k - (len(variants) - 1) / 2) * w
+        ax.bar(pos[valid], np.nan_to_num(vals[valid]), w, label=v, color=f"C{k}")
+        ax.bar(pos[~valid], np.ones((~valid).sum()), w, color="#dddddd", hatch="//", edgecolor="#999999",
+               label="invalid run (left out)" if k == 0 and (~valid).any() else None)
+    ax.axhline(1.0, color="k", lw=0.8, ls="--")
+    ax.set_xticks(x, labels, fontsize=6, rotation=30, ha="right")
+    ax.set_ylabel(f"{ylabel} over {ref} (ratio, -)", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
+    return labels
+
+
+def _fmt_x(v: float | None) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}x"
+
+
+def _summary_text(pol: pd.DataFrame, study: str, variants: tuple[str, ...]) -> str:
+    """One sentence per variant: geometric means over valid workloads, range, wins and the invalid count."""
+    parts = []
+    for v in variants:
+        c = compare(pol, study, v, REFERENCE[study])
+        ttft = c["ttft_reduction"]
+        parts.append(f"{v}: throughput {_fmt_x(c['throughput_x'])} ({_fmt_x(c['throughput_x_min'])}-"
+                     f"{_fmt_x(c['throughput_x_max'])}), TTFT "
+                     f"{'n/a' if math.isnan(ttft) else f'{-100 * ttft:+.1f}%'}, target metric "
+                     f"{_fmt_x(c['target_x'])}, better on {c['wins']:.0f} of {c['n']:.0f} valid"
+                     f" ({c['invalid']:.0f} invalid)")
+    return "; ".join(parts)
 
 
 def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float) -> None:
-    """Ablation CP -> CP+ET -> CP+ET+DB and the scheduler comparison on every dataset (simulated)."""
+    """The ablation (Fig. 9), scheduler (Fig. 12) and placement (Fig. 10) pages: per-workload ratios to each study's
+    reference run, invalid workloads marked and counted, averages as geometric means over the valid ones."""
     pol = study.policies
     if pol.empty:
         return
-    fig, axes = plt.subplots(2, 2, figsize=PAGE)
-    fig.subplots_adjust(bottom=0.17, top=0.9, hspace=0.35, wspace=0.45, right=0.88)
-    variants = tuple(v for v, *_ in ABLATION)
-    _bars(axes[0][0], pol, "ablation", variants, "sim_throughput_tps", "throughput (tok/s)")
-    _bars(axes[0][1], pol, "ablation", variants, "sim_ttft_s", "mean TTFT (s, log)", log=True)
-    _bars(axes[1][0], pol, "scheduler", SCHEDULER_VARIANTS, "sim_throughput_tps", "throughput (tok/s)")
-    _bars(axes[1][1], pol, "scheduler", SCHEDULER_VARIANTS, "sim_ttft_s", "mean TTFT (s, log)", log=True)
-    axes[0][0].set_title("ablation: throughput", fontsize=9)
-    axes[0][1].set_title("ablation: TTFT", fontsize=9)
-    axes[1][0].set_title("task schedulers (exact placement, dynamic batching): throughput", fontsize=9)
-    axes[1][1].set_title("task schedulers: TTFT", fontsize=9)
-    g = policy_gains(pol)
-    fig.suptitle(f"Runtime policies on B* ({b_star}), simulated on each dataset at {load:.0%} of its estimated "
-                 "capacity", fontsize=11)
-    def x(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.2f}x"
-
-    def change(v: float | None) -> str:
-        return "n/a" if v is None else f"{-100 * v:+.1f}%"
-
-    top = caption(fig, "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = "
-             "exact "
-             "communication-aware placement + exact mapping; ET = HYDRA's elastic task scheduler; DB = dynamic "
-             "batching. Every run of a dataset has the same window, measured from an empty system. Averages over "
-             f"datasets: CP+ET+DB vs baseline {x(g['full_vs_baseline_throughput_x'])} throughput, TTFT change "
-             f"{change(g['full_vs_baseline_ttft_reduction'])}; elastic vs static scheduling "
-             f"{x(g['elastic_vs_static_throughput_x'])} throughput, TTFT change "
-             f"{change(g['elastic_vs_static_ttft_reduction'])} (HYDRA: 1.55x and -43.7% for its full method). A "
-             "variant whose capacity is below the offered load shows its saturated throughput and a TTFT that grows "
-             "with the window." + (f" Notes: {'; '.join(study.skipped)}." if study.skipped else ""))
-    fig.subplots_adjust(bottom=top + 0.07)
-    pdf.savefig(fig)
-    plt.close(fig)
+    for name, variants, title, text in STUDY_PAGES:
+        if pol[pol["study"] == name].empty:
+            continue
+        fig, axes = plt.subplots(1, 2, figsize=PAGE)
+        _ratio_axes(axes[0], pol, name, variants, "throughput_x", "throughput")
+        _ratio_axes(axes[1], pol, name, variants, "target_x", "target metric")
+        axes[0].set_title("throughput", fontsize=9)
+        axes[1].set_title("target metric: TP/TTFT for B*, throughput for M_T", fontsize=9)
+        d = pol[pol["study"] == name]
+        rate = ", ".join(f"{r:.3g}" for r in sorted(set(np.round(d["rate_rps"].astype(float), 4))))
+        win = d.iloc[0]
+        invalid = d[~d["valid"]]
+        notes = "; ".join(dict.fromkeys(f"{_label(tuple(r.get(k) for k in WORKLOAD_KEYS), list(WORKLOAD_KEYS))}: "
+                                        f"{r['invalid_reason']}" for _, r in invalid.iterrows()))
+        top = caption(fig, f"{text} Each run: {float(win.get('warmup_s', 0)):g} s warm-up, then "
+                      f"{float(win['duration_s']) - float(win.get('warmup_s', 0)):g} s measured; Poisson arrivals at "
+                      f"{load:.0%} of the design's estimated capacity on each workload ({rate} req/s). Averages: "
+                      "geometric means of per-workload ratios over valid workloads (a ratio's mean that does not "
+                      "depend on the reference). " + _summary_text(pol, name, variants) + ". Invalid (hatched, left "
+                      f"out): a run that finished no request, or a reference run with fewer than the stated minimum "
+                      f"of finished requests{': ' + notes if notes else ''}.")
+        fig.subplots_adjust(bottom=top + 0.12, top=0.9, wspace=0.55, right=0.86, left=0.07)
+        own = "model" in d and d["model"].nunique() > 1
+        who = "each workload's own B* and M_T" if own else f"B* = {b_star} and M_T"
+        fig.suptitle(f"{title} ({who}, simulated)", fontsize=11)
+        pdf.savefig(fig)
+        plt.close(fig)
 
 
 def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: float | None = None) -> None:
@@ -249,8 +290,8 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: fl
              f"than the best exact placement's ({EXCESS_OVER_BEST}). Busiest link = the largest directed "
              "link load under XY routing at the same traffic; the last row minimizes it (layout-bnb within the "
              "scenario's work limit, started from the exact placement; its proven bound beside it). Estimator = the "
-             "layout re-score; simulator = the same offered load (90% of "
-             "the exact layout's estimated capacity) and window as the scheduler study, dynamic batching, static "
-             "scheduling, from an empty system.", y=0.05)
+             "layout re-score; simulator = the same offered load as the policy studies (simulation.load x "
+             "the exact layout's estimated capacity), dynamic batching, static scheduling, over simulation.duration_s "
+             "from an empty system.", y=0.05)
     pdf.savefig(fig)
     plt.close(fig)

@@ -407,7 +407,7 @@ def ratio_rows(table: pd.DataFrame, study: str, variant: str, reference: str | N
     cols = ["sim_throughput_tps", "sim_ttft_s", "valid"]
     a = d[d["variant"] == variant].set_index(keys)[cols] if keys else d[d["variant"] == variant][cols]
     b = d[d["variant"] == reference].set_index(keys)[cols] if keys else d[d["variant"] == reference][cols]
-    j = a.join(b, lsuffix="", rsuffix="_ref", how="inner")
+    j = a.join(b.add_suffix("_ref"), how="inner")
     with np.errstate(divide="ignore", invalid="ignore"):
         tp = j["sim_throughput_tps"].astype(float) / j["sim_throughput_tps_ref"].astype(float)
         tt = j["sim_ttft_s"].astype(float) / j["sim_ttft_s_ref"].astype(float)
