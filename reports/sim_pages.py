@@ -177,32 +177,52 @@ def _label(key: tuple[Any, ...], names: list[str]) -> str:
 
 
 def _ratio_axes(ax: plt.Axes, pol: pd.DataFrame, study: str, variants: tuple[str, ...], metric: str,
-                ylabel: str) -> list[str]:
-    """Bars of ``metric`` (a :func:`ratio_rows` column) per workload and variant, invalid workloads hatched grey at
-    1 and named; returns the workload labels."""
+                ylabel: str) -> None:
+    """Bars of ``metric`` (a :func:`ratio_rows` column) per workload and variant; invalid runs hatched grey at 1;
+    a log axis when the ratios span more than 10x."""
     ref = REFERENCE[study]
     keys = [k for k in WORKLOAD_KEYS if k in pol]
     frames = {v: ratio_rows(pol, study, v).set_index(keys) for v in variants}
     index = list(dict.fromkeys(i for f in frames.values() for i in f.index))
-    labels = [_label(i, keys) for i in index]
-    x = np.arange(len(labels))
+    x = np.arange(len(index))
     w = 0.8 / max(len(variants), 1)
+    shown = []
+    bad_x: list[float] = []
     for k, v in enumerate(variants):
         f = frames[v].reindex(index)
-        if f[metric].isna().all() and not f["valid"].notna().any():
-            continue
         vals = f[metric].to_numpy(dtype=float)
         valid = f["valid"].fillna(False).to_numpy(dtype=bool)
         pos = x + (k - (len(variants) - 1) / 2) * w
-        ax.bar(pos[valid], np.nan_to_num(vals[valid]), w, label=v, color=f"C{k}")
-        ax.bar(pos[~valid], np.ones((~valid).sum()), w, color="#dddddd", hatch="//", edgecolor="#999999",
-               label="invalid run (left out)" if k == 0 and (~valid).any() else None)
+        ax.bar(pos[valid], np.nan_to_num(vals[valid], nan=0.0), w, label=v, color=f"C{k}")
+        bad_x += list(pos[~valid])
+        shown += list(vals[valid][np.isfinite(vals[valid]) & (vals[valid] > 0)])
+    if bad_x:
+        ax.bar(bad_x, np.ones(len(bad_x)), w, color="#dddddd", hatch="//", edgecolor="#999999",
+               label="invalid (left out)")
     ax.axhline(1.0, color="k", lw=0.8, ls="--")
-    ax.set_xticks(x, labels, fontsize=6, rotation=30, ha="right")
+    if shown and max(shown) / min(min(shown), 1.0) > 10:
+        ax.set_yscale("log")
+    ax.set_xticks(x, [_label(i, keys) for i in index], fontsize=6, rotation=90)
     ax.set_ylabel(f"{ylabel} over {ref} (ratio, -)", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
-    return labels
+
+
+def _invalid_notes(d: pd.DataFrame, study: str) -> str:
+    """The invalid workloads of one study's rows ``d`` (:func:`policy_rows`), each with its reference run's
+    finished count, then the single runs that finished no request on an otherwise valid workload."""
+    keys = [k for k in WORKLOAD_KEYS if k in d]
+    by_ref = d["invalid_reason"].astype(str).str.contains("<")  # the reference-run rule, not the run's own
+    short = {k for k, g in d[by_ref].groupby(keys, sort=False)} if keys else set()
+    parts = []
+    for k, g in d[by_ref].groupby(keys, sort=False):
+        n = g["ref_finished"].iloc[0]
+        parts.append(f"{_label(k, keys)} ({REFERENCE[study]} finished {'no run' if math.isnan(n) else int(n)})")
+    for _, r in d[~d["valid"] & ~by_ref].iterrows():
+        k = tuple(r[c] for c in keys)
+        if k not in short:
+            parts.append(f"{_label(k, keys)} {r['variant']} (finished no request)")
+    return "; ".join(parts)
 
 
 def _fmt_x(v: float | None) -> str:
@@ -223,6 +243,10 @@ def _summary_text(pol: pd.DataFrame, study: str, variants: tuple[str, ...]) -> s
     return "; ".join(parts)
 
 
+def _span(v: pd.Series, unit: str) -> str:
+    return f"{v.min():.3g} {unit}" if v.min() == v.max() else f"{v.min():.3g}-{v.max():.3g} {unit}"
+
+
 def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float) -> None:
     """The ablation (Fig. 9), scheduler (Fig. 12) and placement (Fig. 10) pages: per-workload ratios to each study's
     reference run, invalid workloads marked and counted, averages as geometric means over the valid ones."""
@@ -230,27 +254,25 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
     if pol.empty:
         return
     for name, variants, title, text in STUDY_PAGES:
-        if pol[pol["study"] == name].empty:
+        d = pol[pol["study"] == name]
+        if d.empty:
             continue
         fig, axes = plt.subplots(1, 2, figsize=PAGE)
         _ratio_axes(axes[0], pol, name, variants, "throughput_x", "throughput")
         _ratio_axes(axes[1], pol, name, variants, "target_x", "target metric")
         axes[0].set_title("throughput", fontsize=9)
         axes[1].set_title("target metric: TP/TTFT for B*, throughput for M_T", fontsize=9)
-        d = pol[pol["study"] == name]
-        rate = ", ".join(f"{r:.3g}" for r in sorted(set(np.round(d["rate_rps"].astype(float), 4))))
-        win = d.iloc[0]
-        invalid = d[~d["valid"]]
-        notes = "; ".join(dict.fromkeys(f"{_label(tuple(r.get(k) for k in WORKLOAD_KEYS), list(WORKLOAD_KEYS))}: "
-                                        f"{r['invalid_reason']}" for _, r in invalid.iterrows()))
-        top = caption(fig, f"{text} Each run: {float(win.get('warmup_s', 0)):g} s warm-up, then "
-                      f"{float(win['duration_s']) - float(win.get('warmup_s', 0)):g} s measured; Poisson arrivals at "
-                      f"{load:.0%} of the design's estimated capacity on each workload ({rate} req/s). Averages: "
-                      "geometric means of per-workload ratios over valid workloads (a ratio's mean that does not "
-                      "depend on the reference). " + _summary_text(pol, name, variants) + ". Invalid (hatched, left "
-                      f"out): a run that finished no request, or a reference run with fewer than the stated minimum "
-                      f"of finished requests{': ' + notes if notes else ''}.")
-        fig.subplots_adjust(bottom=top + 0.12, top=0.9, wspace=0.55, right=0.86, left=0.07)
+        warm = d["warmup_s"].astype(float) if "warmup_s" in d else d["duration_s"].astype(float) * 0.0
+        notes = _invalid_notes(d, name)
+        rates = _span(d["rate_rps"].astype(float), "req/s")
+        top = caption(fig, f"{text} Each run: {_span(warm, 's')} warm-up (per workload), then "
+                      f"{_span(d['duration_s'].astype(float) - warm, 's')} measured; Poisson arrivals at {load:.0%} "
+                      f"of the design's estimated capacity on each workload ({rates}). Averages: geometric means of "
+                      "per-workload ratios over valid workloads (a ratio's mean that does not depend on the "
+                      "reference). " + _summary_text(pol, name, variants) + ". Invalid (hatched, left out): a run "
+                      "that finished no request, or every run of a workload whose reference run finished fewer than "
+                      "simulation.min_finished requests" + (f": {notes}." if notes else "."))
+        fig.subplots_adjust(bottom=top + 0.2, top=0.9, wspace=0.55, right=0.86, left=0.07)
         own = "model" in d and d["model"].nunique() > 1
         who = "each workload's own B* and M_T" if own else f"B* = {b_star} and M_T"
         fig.suptitle(f"{title} ({who}, simulated)", fontsize=11)

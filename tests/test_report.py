@@ -86,6 +86,7 @@ def hydra(tmp_path_factory: pytest.TempPathFactory) -> explore.ExploreResult:
              "design_space": {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 5, "d2d_GBps": [512],
                               "max_batch": [64]},
              "simulation": {"candidates": 2, "spread": 1, "duration_s": 4, "max_duration_s": 6,
+                            "warmup_s": 1, "measure_s": 3,
                             "datasets": ["arxiv.yaml"], "workers": 1}}
     base.pop("generality", None)
     path = tmp_path_factory.mktemp("report") / "small.yaml"

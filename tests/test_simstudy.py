@@ -22,6 +22,7 @@ from chipdse.studies.simstudy import (
     mark_validity,
     policy_jobs,
     policy_rows,
+    protocol_warmup_s,
     saturation_window,
 )
 
@@ -135,6 +136,14 @@ def test_policy_jobs_windows_and_offered_load() -> None:
     sched = [j for j in jobs if j.tags["study"] == "scheduler"]
     assert all(j.batching == "static" and j.layout is sentinel["exact"] for j in sched)
     assert all(j.tags["role"] == "B*" and j.tags["load"] == 0.9 for j in jobs)
+
+
+def test_protocol_warmup_by_hand() -> None:
+    """One static batch: 8 requests at 0.5 req/s fill it in 16 s, 100 output tokens at 0.1 s per iteration decode
+    it in 10 s; 2 lifetimes = 52 s, above the fixed 20 s; 0 lifetimes keeps 20 s; the cap wins when lower."""
+    assert protocol_warmup_s(20.0, 2.0, 8, 0.5, 100.0, 0.1, cap_s=3500.0) == pytest.approx(52.0)
+    assert protocol_warmup_s(20.0, 0.0, 8, 0.5, 100.0, 0.1, cap_s=3500.0) == 20.0
+    assert protocol_warmup_s(20.0, 2.0, 8, 0.5, 100.0, 0.1, cap_s=30.0) == 30.0
 
 
 def test_measured_window_gives_the_closed_form_throughput() -> None:

@@ -377,6 +377,10 @@ class SimulationSettings(_Spec):
     measure_s: float = Field(100.0, gt=0, le=MAX_SIM_DURATION_S, description=(
         "Measured window of every ablation / scheduler / placement run after its warm-up, s (HYDRA simulates 100 s "
         "per configuration, Sec. VI-A; at most 3600)."))
+    warmup_lifetimes: float = Field(0.0, ge=0, le=100, description=(
+        "Warm-up in request lifetimes: each workload's warm-up is at least this many x (max batch / offered rate + "
+        "mean output tokens x the estimator's decode iteration time), s: one static batch filled and decoded, so "
+        "long-output datasets reach steady state before the measured window (0 = warmup_s alone; at most 100)."))
     min_finished: int = Field(10, ge=1, le=1_000_000, description=(
         "Fewest requests the reference run of a study (baseline, static scheduler, round-robin placement) must "
         "finish on a workload for that workload's runs to count; fewer marks them invalid: shown, counted and left "

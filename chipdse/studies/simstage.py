@@ -13,6 +13,7 @@ import pandas as pd
 
 from chipdse.core.design_space import enumerate_points
 from chipdse.core.scenario import LoadedScenario, model_scenarios, with_workload
+from chipdse.core.specs import MAX_SIM_DURATION_S
 from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.solvers.config import SolverConfig
@@ -30,6 +31,7 @@ from chipdse.studies.simstudy import (
     policy_datasets,
     policy_jobs,
     policy_rows,
+    protocol_warmup_s,
     random_layout,
 )
 
@@ -94,7 +96,7 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
             served = serve(screen_of(scd), scd, lays["exact"].point, lays["exact"].placement,
                            lays["exact"].prefill_map, lays["exact"].decode_map)
             jobs += policy_jobs(scd, lays, served["capacity_rps"], scd.workload.name, load=st.load,
-                                warmup_s=st.warmup_s, measure_s=st.measure_s,
+                                warmup_s=_warmup_s(scd, lays["exact"].point.batch, served), measure_s=st.measure_s,
                                 tags={"role": role, "model": sc.model.key})
             if f is b_star and scd.workload.name == sc.workload.name and not candidates:  # B*'s layouts, own data
                 progress("simulation: B*'s layouts (and the min max-link placement)", 0.0)
@@ -126,12 +128,20 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
                     f"{r['invalid_reason']}" for _, r in bad.iterrows()]
     util = {}
     home = sc.workload.name
-    for r in results:
+    for r in results if not st.models else []:  # the protocol's layouts are not explore's B*'s
         if r.get("study") == "ablation" and r["dataset"] == home and r["variant"] in ("baseline", "CP") \
                 and r.get("role", "B*").startswith("B*") and r.get("model", sc.model.key) == sc.model.key:
             util[r["placement"]] = {"links": r["link_utilization"], "chiplets": r["chiplet_utilization"],
                                     "variant": r["variant"]}
     return SimulationStudy(fid, metrics, pol, util, skipped, time.perf_counter() - t0, layouts_df)
+
+
+def _warmup_s(scw: LoadedScenario, batch: int, served: dict[str, float]) -> float:
+    """The policy runs' warm-up on one workload (:func:`protocol_warmup_s` with the scenario's settings and the
+    exact layout's re-score ``served``)."""
+    st = scw.spec.simulation
+    return protocol_warmup_s(st.warmup_s, st.warmup_lifetimes, batch, st.load * served["capacity_rps"],
+                             scw.lengths.mean_decode, served["decode_iteration_s"], MAX_SIM_DURATION_S - st.measure_s)
 
 
 def protocol_workloads(sc: LoadedScenario) -> list[LoadedScenario]:
@@ -189,7 +199,8 @@ def workload_policy_jobs(scw: LoadedScenario, cfg: SolverConfig, serve: Any, scr
                 "random": random_layout(scw, exact.point, float(row["capacity_rps"]), cfg, cfg.seed)}
         served = serve(screen, scw, exact.point, exact.placement, exact.prefill_map, exact.decode_map)
         jobs += policy_jobs(scw, {k: v for k, v in lays.items() if v is not None}, served["capacity_rps"],
-                            scw.workload.name, load=st.load, warmup_s=st.warmup_s, measure_s=st.measure_s,
+                            scw.workload.name, load=st.load, warmup_s=_warmup_s(scw, exact.point.batch, served),
+                            measure_s=st.measure_s,
                             tags={"role": role, "model": scw.model.key, "label": row["label"]})
     return jobs
 

@@ -310,6 +310,15 @@ def policy_datasets(sc: LoadedScenario) -> list[str]:
 
 
 
+def protocol_warmup_s(warmup_s: float, lifetimes: float, batch: int, rate_rps: float, mean_output_tokens: float,
+                      decode_iteration_s: float, cap_s: float) -> float:
+    """Warm-up of a workload's policy runs, s: ``max(warmup_s, lifetimes x (batch / rate_rps + mean_output_tokens x
+    decode_iteration_s))``, the second term one static batch's fill (``batch`` requests at ``rate_rps`` req/s) and
+    decode (tokens x s per iteration, the estimator's), capped at ``cap_s``."""
+    life = batch / max(rate_rps, 1e-12) + mean_output_tokens * decode_iteration_s
+    return float(min(max(warmup_s, lifetimes * life), cap_s))
+
+
 def random_layout(sc: LoadedScenario, point: PointSpec, capacity_rps: float, cfg: SolverConfig,
                   seed: int) -> Layout | None:
     """HYDRA Fig. 10's random baseline: one uniformly random placement (memory on the ring, compute on random free
@@ -375,11 +384,10 @@ def mark_validity(table: pd.DataFrame, min_finished: int) -> pd.DataFrame:
     short = ~(t["ref_finished"] >= min_finished)  # NaN (no reference run) counts as short
     empty = t["empty"].astype(bool)
     t["valid"] = ~short & ~empty
-    t["invalid_reason"] = np.where(
-        empty, "finished no request",
-        np.where(short, [f"{REFERENCE.get(s, '?')} finished {'no run' if math.isnan(f) else int(f)} "
-                         f"< {min_finished} requests" for s, f in zip(t["study"], t["ref_finished"], strict=True)],
-                 ""))
+    t["invalid_reason"] = np.where(  # the workload's reason first: it covers every run of the workload
+        short, [f"{REFERENCE.get(s, '?')} finished {'no run' if math.isnan(f) else int(f)} < {min_finished} "
+                "requests" for s, f in zip(t["study"], t["ref_finished"], strict=True)],
+        np.where(empty, "finished no request", ""))
     return t
 
 
