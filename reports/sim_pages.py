@@ -229,13 +229,20 @@ def _fmt_x(v: float | None) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}x"
 
 
+PAGE_EXTRA = {"scheduler": (("elastic", "fcfs"), ("elastic", "work-stealing")), "placement": (("exact", "random"),)}
+"""Comparisons each page states besides its variants over the reference (the ones HYDRA reports)."""
+
+
 def _summary_text(pol: pd.DataFrame, study: str, variants: tuple[str, ...]) -> str:
-    """One sentence per variant: geometric means over valid workloads, range, wins and the invalid count."""
+    """One clause per variant over the study's reference, then :data:`PAGE_EXTRA`'s: geometric means over valid
+    workloads, throughput range, wins of the target metric and the invalid count."""
     parts = []
-    for v in variants:
-        c = compare(pol, study, v, REFERENCE[study])
+    pairs = [(v, REFERENCE[study]) for v in variants] + list(PAGE_EXTRA.get(study, ()))
+    for v, ref in pairs:
+        c = compare(pol, study, v, ref)
         ttft = c["ttft_reduction"]
-        parts.append(f"{v}: throughput {_fmt_x(c['throughput_x'])} ({_fmt_x(c['throughput_x_min'])}-"
+        name = v if ref == REFERENCE[study] else f"{v} over {ref}"
+        parts.append(f"{name}: throughput {_fmt_x(c['throughput_x'])} ({_fmt_x(c['throughput_x_min'])}-"
                      f"{_fmt_x(c['throughput_x_max'])}), TTFT "
                      f"{'n/a' if math.isnan(ttft) else f'{-100 * ttft:+.1f}%'}, target metric "
                      f"{_fmt_x(c['target_x'])}, better on {c['wins']:.0f} of {c['n']:.0f} valid"
