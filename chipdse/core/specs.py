@@ -364,19 +364,19 @@ class SimulationSettings(_Spec):
                               "of events); the ablation / scheduler / placement runs use warmup_s + measure_s.")
     max_duration_s: float = Field(300.0, gt=0, le=MAX_SIM_DURATION_S, description="Cap on a saturated fidelity "
                                   "run's window, s (at most 3600).")
-    load: float = Field(0.9, gt=0, le=10, description="Offered load of the ablation / scheduler runs, as a fraction of "
-                        "the design's estimated capacity on each dataset (at most 10).")
+    load: float = Field(0.9, gt=0, le=10, description="Offered load of the ablation / scheduler / placement runs, as a "
+                        "fraction of the design's estimated capacity on each dataset (at most 10).")
     datasets: list[str] = Field(default_factory=list, max_length=MAX_LIST, json_schema_extra=UNIQUE, description=(
         "Workload YAMLs of the ablation / scheduler comparison (relative to the scenario or instances/workloads); "
         "empty = the scenario's workload only; at most 64."))
     workers: int = Field(2, ge=1, le=256, description="Worker processes for the simulations (1 = in-process; at "
                          "most 256).")
-    warmup_s: float = Field(20.0, ge=0, le=MAX_SIM_DURATION_S, description=(
-        "Warm-up of every ablation / scheduler / placement run, s, simulated before the measured window and left "
-        "out of its throughput and latencies (at most 3600)."))
-    measure_s: float = Field(100.0, gt=0, le=MAX_SIM_DURATION_S, description=(
-        "Measured window of every ablation / scheduler / placement run after its warm-up, s (HYDRA simulates 100 s "
-        "per configuration, Sec. VI-A; at most 3600)."))
+    warmup_s: float = Field(20.0, ge=0, le=MAX_SIM_DURATION_S, description="Warm-up of every ablation / scheduler / "
+                            "placement run, s, simulated before the measured window and left out of its throughput "
+                            "and latencies (at most 3600).")
+    measure_s: float = Field(100.0, gt=0, le=MAX_SIM_DURATION_S, description="Measured window of every ablation / "
+                             "scheduler / placement run after its warm-up, s (HYDRA simulates 100 s per "
+                             "configuration, Sec. VI-A; at most 3600).")
     warmup_lifetimes: float = Field(0.0, ge=0, le=100, description=(
         "Warm-up in request lifetimes: each workload's warm-up is at least this many x (max batch / offered rate + "
         "mean output tokens x the estimator's decode iteration time), s: one static batch filled and decoded, so "
