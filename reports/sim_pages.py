@@ -15,7 +15,18 @@ from matplotlib.colors import Normalize
 
 from chipdse.core.solution import EXCESS_OVER_BEST, excess
 from chipdse.reports.style import LINE_H, PAGE, caption, fmt, label_points
-from chipdse.studies.simstudy import ABLATION, FIDELITY_THRESHOLDS, SCHEDULER_VARIANTS, SimulationStudy
+from chipdse.studies.simstudy import (
+    ABLATION,
+    FIDELITY_THRESHOLDS,
+    PLACEMENT_VARIANTS,
+    REFERENCE,
+    SCHEDULER_VARIANTS,
+    WORKLOAD_KEYS,
+    SimulationStudy,
+    compare,
+    policy_summary,
+    ratio_rows,
+)
 
 
 def fidelity_page(pdf: PdfPages, study: SimulationStudy, scenario_name: str) -> None:
@@ -132,89 +143,148 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
     plt.close(fig)
 
 
-def _gain(pol: pd.DataFrame, study: str, base: str, full: str) -> tuple[float, float]:
-    """Mean over datasets of throughput ratio full / base and of TTFT reduction 1 - full / base."""
-    d = pol[pol["study"] == study]
-    tp, tt = [], []
-    for _, g in d.groupby("dataset"):
-        b = g[g["variant"] == base]
-        f = g[g["variant"] == full]
-        if b.empty or f.empty:
-            continue
-        if b["sim_throughput_tps"].iloc[0] > 0:
-            tp.append(f["sim_throughput_tps"].iloc[0] / b["sim_throughput_tps"].iloc[0])
-        bt, ft = b["sim_ttft_s"].iloc[0], f["sim_ttft_s"].iloc[0]
-        if bt and ft and not (math.isnan(bt) or math.isnan(ft)):
-            tt.append(1 - ft / bt)
-    return (float(np.mean(tp)) if tp else None), (float(np.mean(tt)) if tt else None)
-
-
 def policy_gains(pol: pd.DataFrame) -> dict[str, Any]:
-    """Average gains of the full method (CP+ET+DB) over the baseline and of elastic over static scheduling."""
-    if pol.empty:
-        return {}
-    tp, tt = _gain(pol, "ablation", "baseline", "CP+ET+DB")
-    tps, tts = _gain(pol, "scheduler", "static", "elastic")
-    return {"full_vs_baseline_throughput_x": tp, "full_vs_baseline_ttft_reduction": tt,
-            "elastic_vs_static_throughput_x": tps, "elastic_vs_static_ttft_reduction": tts}
+    """The policy studies' averages (:func:`chipdse.studies.simstudy.policy_summary`: geometric means of
+    per-workload ratios over valid workloads, with counts), NaN written as None (JSON)."""
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in policy_summary(pol).items()}
 
 
-def _bars(ax: plt.Axes, pol: pd.DataFrame, study: str, variants: tuple[str, ...], metric: str, ylabel: str,
-          log: bool = False) -> None:
-    d = pol[pol["study"] == study]
-    datasets = list(dict.fromkeys(d["dataset"]))
-    x = np.arange(len(datasets))
+STUDY_PAGES = (
+    ("ablation", tuple(v for v, *_ in ABLATION[1:]), "HYDRA Fig. 9: ablation over the static baseline",
+     "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = exact "
+     "communication-aware placement + exact mapping; ET = HYDRA's elastic task scheduler; DB = dynamic batching. "
+     "HYDRA: CP+ET+DB 1.55x throughput and -43.7% TTFT on average (up to 2.3x); ET +3% to +150% throughput; DB "
+     "alone +15% throughput, -23% TTFT."),
+    ("scheduler", tuple(v for v in SCHEDULER_VARIANTS if v != REFERENCE["scheduler"]),
+     "HYDRA Fig. 12: task schedulers over static scheduling",
+     "Exact placement and static batching (Sec. VI-B's hardware configurations, only the scheduler changed): static "
+     "= the ablation's CP run, elastic = its CP+ET run. HYDRA: elastic over static 1.40-2.04x (B*, TP/TTFT) and "
+     "1.17-1.73x (M_T, TP); over FCFS 1.04-1.30x; best in 6 of 8 against work stealing."),
+    ("placement", tuple(v for v in PLACEMENT_VARIANTS if v != REFERENCE["placement"]),
+     "HYDRA Fig. 10: placements over round-robin",
+     "Static scheduling and static batching; round-robin = the ablation's baseline, exact = its CP run; random = "
+     "one uniformly random placement with round-robin mapping; hydra-greedy = the paper's two-step greedy with LPT "
+     "mapping. HYDRA: CP over round-robin 1.29x TP/TTFT and 1.22x TP; over random 1.04-1.80x TP/TTFT, "
+     "1.07-1.22x TP."),
+)
+"""(study, variants drawn, title, caption) of the policy pages."""
+
+
+def _label(key: tuple[Any, ...], names: list[str]) -> str:
+    parts = dict(zip(names, key if isinstance(key, tuple) else (key,), strict=True))
+    model = parts.get("model")
+    return " ".join(str(x) for x in (model, parts.get("dataset"), parts.get("role")) if x)
+
+
+def _ratio_axes(ax: plt.Axes, pol: pd.DataFrame, study: str, variants: tuple[str, ...], metric: str,
+                ylabel: str) -> None:
+    """Bars of ``metric`` (a :func:`ratio_rows` column) per workload and variant; invalid runs hatched grey at 1;
+    a log axis when the ratios span more than 10x."""
+    ref = REFERENCE[study]
+    keys = [k for k in WORKLOAD_KEYS if k in pol]
+    frames = {v: ratio_rows(pol, study, v).set_index(keys) for v in variants}
+    index = list(dict.fromkeys(i for f in frames.values() for i in f.index))
+    x = np.arange(len(index))
     w = 0.8 / max(len(variants), 1)
+    shown = []
+    bad_x: list[float] = []
     for k, v in enumerate(variants):
-        vals = [d[(d["dataset"] == ds) & (d["variant"] == v)][metric].mean() for ds in datasets]
-        ax.bar(x + (k - (len(variants) - 1) / 2) * w, vals, w, label=v)
-    ax.set_xticks(x, datasets, fontsize=8)
-    ax.set_ylabel(ylabel, fontsize=8)
-    values = d[metric].to_numpy(dtype=float)
-    if log and np.any(values[np.isfinite(values)] > 0):
+        f = frames[v].reindex(index)
+        vals = f[metric].to_numpy(dtype=float)
+        valid = f["valid"].fillna(False).to_numpy(dtype=bool)
+        pos = x + (k - (len(variants) - 1) / 2) * w
+        ax.bar(pos[valid], np.nan_to_num(vals[valid], nan=0.0), w, label=v, color=f"C{k}")
+        bad_x += list(pos[~valid])
+        shown += list(vals[valid][np.isfinite(vals[valid]) & (vals[valid] > 0)])
+    if bad_x:
+        ax.bar(bad_x, np.ones(len(bad_x)), w, color="#dddddd", hatch="//", edgecolor="#999999",
+               label="invalid (left out)")
+    ax.axhline(1.0, color="k", lw=0.8, ls="--")
+    if shown and max(shown) / min(min(shown), 1.0) > 10:
         ax.set_yscale("log")
+    ax.set_xticks(x, [_label(i, keys) for i in index], fontsize=6, rotation=90)
+    ax.set_ylabel(f"{ylabel} over {ref} (ratio, -)", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
 
 
+def _invalid_notes(d: pd.DataFrame, study: str) -> str:
+    """The invalid workloads of one study's rows ``d`` (:func:`policy_rows`), each with its reference run's
+    finished count, then the single runs that finished no request on an otherwise valid workload."""
+    keys = [k for k in WORKLOAD_KEYS if k in d]
+    by_ref = d["invalid_reason"].astype(str).str.contains("<")  # the reference-run rule, not the run's own
+    short = {k for k, g in d[by_ref].groupby(keys, sort=False)} if keys else set()
+    parts = []
+    for k, g in d[by_ref].groupby(keys, sort=False):
+        n = g["ref_finished"].iloc[0]
+        parts.append(f"{_label(k, keys)} ({REFERENCE[study]} finished {'no run' if math.isnan(n) else int(n)})")
+    for _, r in d[~d["valid"] & ~by_ref].iterrows():
+        k = tuple(r[c] for c in keys)
+        if k not in short:
+            parts.append(f"{_label(k, keys)} {r['variant']} (finished no request)")
+    return "; ".join(parts)
+
+
+def _fmt_x(v: float | None) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}x"
+
+
+PAGE_EXTRA = {"scheduler": (("elastic", "fcfs"), ("elastic", "work-stealing")), "placement": (("exact", "random"),)}
+"""Comparisons each page states besides its variants over the reference (the ones HYDRA reports)."""
+
+
+def _summary_text(pol: pd.DataFrame, study: str, variants: tuple[str, ...]) -> str:
+    """One clause per variant over the study's reference, then :data:`PAGE_EXTRA`'s: geometric means over valid
+    workloads, throughput range, wins of the target metric and the invalid count."""
+    parts = []
+    pairs = [(v, REFERENCE[study]) for v in variants] + list(PAGE_EXTRA.get(study, ()))
+    for v, ref in pairs:
+        c = compare(pol, study, v, ref)
+        ttft = c["ttft_reduction"]
+        name = v if ref == REFERENCE[study] else f"{v} over {ref}"
+        parts.append(f"{name}: throughput {_fmt_x(c['throughput_x'])} ({_fmt_x(c['throughput_x_min'])}-"
+                     f"{_fmt_x(c['throughput_x_max'])}), TTFT "
+                     f"{'n/a' if math.isnan(ttft) else f'{-100 * ttft:+.1f}%'}, target metric "
+                     f"{_fmt_x(c['target_x'])}, better on {c['wins']:.0f} of {c['n']:.0f} valid"
+                     f" ({c['invalid']:.0f} invalid)")
+    return "; ".join(parts)
+
+
+def _span(v: pd.Series, unit: str) -> str:
+    return f"{v.min():.3g} {unit}" if v.min() == v.max() else f"{v.min():.3g}-{v.max():.3g} {unit}"
+
+
 def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float) -> None:
-    """Ablation CP -> CP+ET -> CP+ET+DB and the scheduler comparison on every dataset (simulated)."""
+    """The ablation (Fig. 9), scheduler (Fig. 12) and placement (Fig. 10) pages: per-workload ratios to each study's
+    reference run, invalid workloads marked and counted, averages as geometric means over the valid ones."""
     pol = study.policies
     if pol.empty:
         return
-    fig, axes = plt.subplots(2, 2, figsize=PAGE)
-    fig.subplots_adjust(bottom=0.17, top=0.9, hspace=0.35, wspace=0.45, right=0.88)
-    variants = tuple(v for v, *_ in ABLATION)
-    _bars(axes[0][0], pol, "ablation", variants, "sim_throughput_tps", "throughput (tok/s)")
-    _bars(axes[0][1], pol, "ablation", variants, "sim_ttft_s", "mean TTFT (s, log)", log=True)
-    _bars(axes[1][0], pol, "scheduler", SCHEDULER_VARIANTS, "sim_throughput_tps", "throughput (tok/s)")
-    _bars(axes[1][1], pol, "scheduler", SCHEDULER_VARIANTS, "sim_ttft_s", "mean TTFT (s, log)", log=True)
-    axes[0][0].set_title("ablation: throughput", fontsize=9)
-    axes[0][1].set_title("ablation: TTFT", fontsize=9)
-    axes[1][0].set_title("task schedulers (exact placement, dynamic batching): throughput", fontsize=9)
-    axes[1][1].set_title("task schedulers: TTFT", fontsize=9)
-    g = policy_gains(pol)
-    fig.suptitle(f"Runtime policies on B* ({b_star}), simulated on each dataset at {load:.0%} of its estimated "
-                 "capacity", fontsize=11)
-    def x(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.2f}x"
-
-    def change(v: float | None) -> str:
-        return "n/a" if v is None else f"{-100 * v:+.1f}%"
-
-    top = caption(fig, "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = "
-             "exact "
-             "communication-aware placement + exact mapping; ET = HYDRA's elastic task scheduler; DB = dynamic "
-             "batching. Every run of a dataset has the same window, measured from an empty system. Averages over "
-             f"datasets: CP+ET+DB vs baseline {x(g['full_vs_baseline_throughput_x'])} throughput, TTFT change "
-             f"{change(g['full_vs_baseline_ttft_reduction'])}; elastic vs static scheduling "
-             f"{x(g['elastic_vs_static_throughput_x'])} throughput, TTFT change "
-             f"{change(g['elastic_vs_static_ttft_reduction'])} (HYDRA: 1.55x and -43.7% for its full method). A "
-             "variant whose capacity is below the offered load shows its saturated throughput and a TTFT that grows "
-             "with the window." + (f" Notes: {'; '.join(study.skipped)}." if study.skipped else ""))
-    fig.subplots_adjust(bottom=top + 0.07)
-    pdf.savefig(fig)
-    plt.close(fig)
+    for name, variants, title, text in STUDY_PAGES:
+        d = pol[pol["study"] == name]
+        if d.empty:
+            continue
+        fig, axes = plt.subplots(1, 2, figsize=PAGE)
+        _ratio_axes(axes[0], pol, name, variants, "throughput_x", "throughput")
+        _ratio_axes(axes[1], pol, name, variants, "target_x", "target metric")
+        axes[0].set_title("throughput", fontsize=9)
+        axes[1].set_title("target metric: TP/TTFT for B*, throughput for M_T", fontsize=9)
+        warm = d["warmup_s"].astype(float) if "warmup_s" in d else d["duration_s"].astype(float) * 0.0
+        notes = _invalid_notes(d, name)
+        rates = _span(d["rate_rps"].astype(float), "req/s")
+        top = caption(fig, f"{text} Each run: {_span(warm, 's')} warm-up (per workload), then "
+                      f"{_span(d['duration_s'].astype(float) - warm, 's')} measured; Poisson arrivals at {load:.0%} "
+                      f"of the design's estimated capacity on each workload ({rates}). Averages: geometric means of "
+                      "per-workload ratios over valid workloads (a ratio's mean that does not depend on the "
+                      "reference). " + _summary_text(pol, name, variants) + ". Invalid (hatched, left out): a run "
+                      "that finished no request, or every run of a workload whose reference run finished fewer than "
+                      "simulation.min_finished requests" + (f": {notes}." if notes else "."))
+        fig.subplots_adjust(bottom=top + 0.2, top=0.9, wspace=0.55, right=0.86, left=0.07)
+        own = "model" in d and d["model"].nunique() > 1
+        who = "each workload's own B* and M_T" if own else f"B* = {b_star} and M_T"
+        fig.suptitle(f"{title} ({who}, simulated)", fontsize=11)
+        pdf.savefig(fig)
+        plt.close(fig)
 
 
 def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: float | None = None) -> None:
@@ -249,8 +319,8 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: fl
              f"than the best exact placement's ({EXCESS_OVER_BEST}). Busiest link = the largest directed "
              "link load under XY routing at the same traffic; the last row minimizes it (layout-bnb within the "
              "scenario's work limit, started from the exact placement; its proven bound beside it). Estimator = the "
-             "layout re-score; simulator = the same offered load (90% of "
-             "the exact layout's estimated capacity) and window as the scheduler study, dynamic batching, static "
-             "scheduling, from an empty system.", y=0.05)
+             "layout re-score; simulator = the same offered load as the policy studies (simulation.load x "
+             "the exact layout's estimated capacity), dynamic batching, static scheduling, over simulation.duration_s "
+             "from an empty system.", y=0.05)
     pdf.savefig(fig)
     plt.close(fig)

@@ -17,6 +17,7 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     path = write_scenario({"name": "small", "design_space": {
         "total_chiplets": 24, "hbm_min": 4, "hbm_max": 5, "d2d_GBps": [512], "max_batch": [64]},
         "simulation": {"candidates": 2, "spread": 2, "duration_s": 8, "max_duration_s": 30,
+                       "warmup_s": 2, "measure_s": 6, "min_finished": 1,
                        "datasets": ["arxiv.yaml", "chat.yaml"], "workers": 1},
         "generality": {"models": ["nemotron-h-4b", "nemotron-h-8b", "jamba-tiny-dev"]}})
     out = tmp_path / "out"
@@ -53,4 +54,7 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     assert table4["models"] == ["nemotron-h-4b", "nemotron-h-8b", "jamba-tiny-dev"] and table4["points"] == len(df)
     assert all(table4["scores"][o][n][n] == 1.0 for o in ("B*", "M_T") for n in table4["names"])
     gains = sim["policy_gains"]
-    assert gains["full_vs_baseline_throughput_x"] > 0 and gains["elastic_vs_static_throughput_x"] > 0
+    assert gains["full_vs_baseline_n"] + gains["full_vs_baseline_invalid"] >= 1  # every workload counted
+    # a short static-batching window may finish nothing (invalid, no average): None, else a positive ratio
+    assert all(gains[k] is None or gains[k] > 0 for k in ("full_vs_baseline_throughput_x",
+                                                           "elastic_vs_static_throughput_x"))

@@ -106,6 +106,7 @@ def test_explore_twice_idle_and_busy_gives_the_same_numbers(write_scenario, tmp_
         "design_space": {"total_chiplets": 9, "hbm_min": 3, "hbm_max": 4, "min_per_type": 1,
                          "d2d_GBps": [256, 384, 512, 640], "max_batch": [2, 4, 8, 16, 32, 64]},
         "simulation": {"candidates": 1, "spread": 0, "duration_s": 2, "max_duration_s": 4,
+                       "warmup_s": 1, "measure_s": 1,
                        "datasets": ["arxiv.yaml"], "workers": 1}})
     first, second = tmp_path / "idle", tmp_path / "busy"
     run1 = _explore(path, first)

@@ -13,7 +13,18 @@ from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.reports.sim_pages import policy_gains
-from chipdse.studies.simstudy import fidelity_metrics, saturation_window
+from chipdse.studies.simstudy import (
+    ABLATION,
+    SCHEDULER_VARIANTS,
+    compare,
+    fidelity_metrics,
+    geomean,
+    mark_validity,
+    policy_jobs,
+    policy_rows,
+    protocol_warmup_s,
+    saturation_window,
+)
 
 
 def _table(est_tp, sim_tp, est_tt=None, sim_tt=None) -> pd.DataFrame:
@@ -43,20 +54,112 @@ def test_fidelity_metrics_by_hand() -> None:
 
 
 def test_policy_gains_by_hand() -> None:
+    """Geometric means of the per-workload ratios: throughput 1.5 and 2.5, TTFT 1/2 and 3/4."""
     rows = []
     for ds, (base_tp, full_tp, base_tt, full_tt) in {"a": (100, 150, 2.0, 1.0), "b": (100, 250, 4.0, 3.0)}.items():
         rows += [{"study": "ablation", "dataset": ds, "variant": "baseline", "sim_throughput_tps": base_tp,
-                  "sim_ttft_s": base_tt},
+                  "sim_ttft_s": base_tt, "finished": 50},
                  {"study": "ablation", "dataset": ds, "variant": "CP+ET+DB", "sim_throughput_tps": full_tp,
-                  "sim_ttft_s": full_tt},
+                  "sim_ttft_s": full_tt, "finished": 50},
                  {"study": "scheduler", "dataset": ds, "variant": "static", "sim_throughput_tps": 10,
-                  "sim_ttft_s": 1.0},
+                  "sim_ttft_s": 1.0, "finished": 50},
                  {"study": "scheduler", "dataset": ds, "variant": "elastic", "sim_throughput_tps": 10,
-                  "sim_ttft_s": 1.0}]
-    g = policy_gains(pd.DataFrame(rows))
-    assert g["full_vs_baseline_throughput_x"] == pytest.approx((1.5 + 2.5) / 2)
-    assert g["full_vs_baseline_ttft_reduction"] == pytest.approx((0.5 + 0.25) / 2)
-    assert g["elastic_vs_static_throughput_x"] == pytest.approx(1.0)
+                  "sim_ttft_s": 1.0, "finished": 50}]
+    g = policy_gains(mark_validity(pd.DataFrame(rows), min_finished=10))
+    assert g["full_vs_baseline_throughput_x"] == pytest.approx(math.sqrt(1.5 * 2.5))
+    assert g["full_vs_baseline_ttft_reduction"] == pytest.approx(1 - math.sqrt(0.5 * 0.75))
+    assert g["full_vs_baseline_throughput_x_min"] == 1.5 and g["full_vs_baseline_throughput_x_max"] == 2.5
+    # no role column: every workload is scored as B*, target = TP/TTFT: 1.5 / 0.5 = 3 and 2.5 / 0.75
+    assert g["full_vs_baseline_target_x"] == pytest.approx(math.sqrt(3.0 * 2.5 / 0.75))
+    assert g["full_vs_baseline_n"] == 2 and g["full_vs_baseline_invalid"] == 0
+    assert g["elastic_vs_static_throughput_x"] == pytest.approx(1.0) and g["elastic_vs_static_wins"] == 0
+
+
+def _run(ds: str, role: str, study: str, variant: str, tp: float, ttft: float, finished: int) -> dict:
+    return {"model": "m", "dataset": ds, "role": role, "study": study, "variant": variant,
+            "sim_throughput_tps": tp, "sim_ttft_s": ttft, "finished": finished, "empty": finished == 0}
+
+
+def test_invalid_baseline_is_marked_and_left_out_of_the_averages() -> None:
+    """Workload c's baseline finished 3 < 10 requests: c's ablation rows are invalid, shown with the reason and
+    left out; d's CP+ET+DB finished nothing: that row alone is invalid. The average is over a and b only."""
+    data = {"a": ((100, 2.0, 40), (200, 1.0, 80)), "b": ((100, 2.0, 40), (800, 1.0, 90)),
+            "c": ((1, 90.0, 3), (900, 1.0, 99)), "d": ((100, 2.0, 40), (0, 0.0, 0))}
+    runs = [_run(ds, "M_T", "ablation", v, *x) for ds, pair in data.items()
+            for v, x in zip(("baseline", "CP+ET+DB"), pair, strict=True)]
+    t = mark_validity(pd.DataFrame(runs), min_finished=10)
+    by = t.set_index(["dataset", "variant"])
+    assert not by.loc[("c", "baseline"), "valid"] and not by.loc[("c", "CP+ET+DB"), "valid"]
+    assert by.loc[("c", "CP+ET+DB"), "invalid_reason"] == "baseline finished 3 < 10 requests"
+    assert not by.loc[("d", "CP+ET+DB"), "valid"] and by.loc[("d", "baseline"), "valid"]
+    assert by.loc[("d", "CP+ET+DB"), "invalid_reason"] == "finished no request"
+    assert by.loc[("a", "CP+ET+DB"), "valid"] and by.loc[("b", "baseline"), "valid"]
+    c = compare(t, "ablation", "CP+ET+DB", "baseline")
+    assert (c["n"], c["invalid"]) == (2, 2)
+    assert c["throughput_x"] == pytest.approx(math.sqrt(2.0 * 8.0))  # = 4, not pulled up by c's 900x
+    assert c["target_x"] == pytest.approx(4.0)  # M_T: the target metric is throughput
+    assert c["wins"] == 2
+    # a workload with no reference run at all is invalid too
+    t2 = mark_validity(pd.DataFrame([_run("e", "B*", "ablation", "CP", 5, 1.0, 50)]), min_finished=10)
+    assert not t2["valid"].iloc[0] and "no run" in t2["invalid_reason"].iloc[0]
+
+
+def test_geomean_ignores_non_positive_and_nan() -> None:
+    assert geomean([2.0, 8.0, math.nan, 0.0, -1.0]) == pytest.approx(4.0)
+    assert math.isnan(geomean([]))
+
+
+def test_policy_rows_copy_the_shared_runs_into_every_study() -> None:
+    """The scheduler study's static / elastic runs are the ablation's CP / CP+ET runs (static batching, Sec. VI-B)
+    and the placement study's round-robin / exact runs its baseline / CP runs: copied, not simulated twice."""
+    tp = {"baseline": 1.0, "CP": 2.0, "CP+ET": 3.0, "CP+ET+DB": 4.0}
+    res = [{**_run("a", "B*", "ablation", v, x, 1.0, 20), "chiplet_utilization": {"c": 0.5}} for v, x in tp.items()]
+    res += [_run("a", "B*", "scheduler", "fcfs", 5.0, 1.0, 20), _run("a", "B*", "placement", "random", 6.0, 1.0, 20)]
+    t = policy_rows(res, min_finished=10).set_index(["study", "variant"])["sim_throughput_tps"]
+    assert t[("scheduler", "static")] == 2.0 and t[("scheduler", "elastic")] == 3.0
+    assert t[("placement", "round-robin")] == 1.0 and t[("placement", "exact")] == 2.0
+    assert t[("scheduler", "fcfs")] == 5.0 and t[("placement", "random")] == 6.0
+    assert len(t) == 4 + 2 + 1 + 2 + 1
+    assert ("scheduler", "static") in dict.fromkeys(
+        (s, v) for s, v in [("scheduler", x) for x in SCHEDULER_VARIANTS if x not in ("fcfs", "work-stealing")])
+
+
+def test_policy_jobs_windows_and_offered_load() -> None:
+    """Every run: warm-up + measured window, the warm-up excluded, offered load x capacity; the shared runs once."""
+    sentinel = {k: object() for k in ("exact", "round-robin", "random")}
+    jobs = policy_jobs(None, sentinel, 2.0, "ds", load=0.9, warmup_s=20.0, measure_s=100.0,  # type: ignore[arg-type]
+                       tags={"role": "B*"})
+    assert {(j.duration_s, j.warmup_s, j.rate_rps) for j in jobs} == {(120.0, 20.0, 1.8)}
+    names = [(j.tags["study"], j.tags["variant"]) for j in jobs]
+    assert names == [("ablation", v) for v, *_ in ABLATION] + [("scheduler", "fcfs"), ("scheduler", "work-stealing"),
+                                                             ("placement", "random")]  # no greedy layout given
+    sched = [j for j in jobs if j.tags["study"] == "scheduler"]
+    assert all(j.batching == "static" and j.layout is sentinel["exact"] for j in sched)
+    assert all(j.tags["role"] == "B*" and j.tags["load"] == 0.9 for j in jobs)
+
+
+def test_protocol_warmup_by_hand() -> None:
+    """One static batch: 8 requests at 0.5 req/s fill it in 16 s, 100 output tokens at 0.1 s per iteration decode
+    it in 10 s; 2 lifetimes = 52 s, above the fixed 20 s; 0 lifetimes keeps 20 s; the cap wins when lower."""
+    assert protocol_warmup_s(20.0, 2.0, 8, 0.5, 100.0, 0.1, cap_s=3500.0) == pytest.approx(52.0)
+    assert protocol_warmup_s(20.0, 0.0, 8, 0.5, 100.0, 0.1, cap_s=3500.0) == 20.0
+    assert protocol_warmup_s(20.0, 2.0, 8, 0.5, 100.0, 0.1, cap_s=30.0) == 30.0
+
+
+def test_measured_window_gives_the_closed_form_throughput() -> None:
+    """Two long requests decode together on the hand-worked pipeline (tests/test_simulator.py): an iteration at
+    batch 2 takes D1 0.25 + 2 x 0.125 = 0.5 s then D2 0.125 s, so 2 tokens per 0.625 s = 3.2 tok/s once both are in
+    decode. Measured over [5, 105] s the throughput is 3.2 tok/s; a 2 s window from 0 s is not (its two first
+    tokens come from the prefills, 0.125 s each: 7 tokens in 2 s)."""
+    from chipdse.core.workloads import LengthSample
+    from chipdse.evaluators.simulator import simulate
+    from tests.test_simulator import pipeline_config
+
+    sample = LengthSample(np.array([1, 1]), np.array([10_000, 10_000]), np.array([0.0, 0.0]), "hand")
+    res = simulate(pipeline_config(duration_s=105.0, warmup_s=5.0, record_timeline=False), sample)
+    assert res.throughput_tps == pytest.approx(2 / 0.625, rel=0.01)
+    short = simulate(pipeline_config(duration_s=2.0, record_timeline=False), sample)
+    assert short.throughput_tps == pytest.approx(7 / 2.0)
 
 
 def test_saturation_window_turns_residents_over() -> None:
@@ -69,7 +172,8 @@ def test_saturation_window_turns_residents_over() -> None:
 
 def test_decode_concurrency_by_hand() -> None:
     sc = load_scenario()
-    dyn = Screen(sc)
+    est = sc.spec.estimator.model_copy(update={"batching": "dynamic"})
+    dyn = Screen(dataclasses.replace(sc, spec=sc.spec.model_copy(update={"estimator": est})))
     n, k = dyn.decode_concurrency(np.array([4, 64, 64]), np.array([1000, 346, 10]), np.array([6.0, 6.0, 6.0]))
     assert list(n) == [24, 346, 10] and list(k) == [4, math.ceil(346 / 6), 2]
     est = sc.spec.estimator.model_copy(update={"batching": "static"})
@@ -104,11 +208,13 @@ def test_policy_page_survives_runs_without_tokens(tmp_path) -> None:
     rows = [{"study": s, "dataset": "d", "variant": v, "sim_throughput_tps": 0.0, "sim_ttft_s": math.nan}
             for s, v in (("ablation", "baseline"), ("ablation", "CP+ET+DB"), ("scheduler", "static"),
                          ("scheduler", "elastic"))]
-    study = SimulationStudy(pd.DataFrame(), {}, pd.DataFrame(rows), {}, [], 0.0)
+    rows = [{**r, "finished": 0, "rate_rps": 1.0, "duration_s": 10.0, "warmup_s": 2.0} for r in rows]
+    study = SimulationStudy(pd.DataFrame(), {}, mark_validity(pd.DataFrame(rows), 10), {}, [], 0.0)
     with PdfPages(tmp_path / "p.pdf") as pdf:
         policy_page(pdf, study, "B*", 0.9)
     assert (tmp_path / "p.pdf").stat().st_size > 0
-    assert policy_gains(pd.DataFrame(rows))["full_vs_baseline_throughput_x"] is None
+    gains = policy_gains(mark_validity(pd.DataFrame(rows), 10))
+    assert gains["full_vs_baseline_throughput_x"] is None and gains["full_vs_baseline_invalid"] == 1
 
 
 def test_arrival_count_is_capped_with_a_clear_error() -> None:

@@ -333,9 +333,9 @@ def model_scenarios(sc: LoadedScenario, models: list[str], field: str = "general
         design spaces would differ, so the models could not be compared point by point).
     """
     out: list[LoadedScenario] = []
-    source = str(sc.path) if field.startswith("generality") else "command line"
+    source = str(sc.path) if field.startswith(("generality", "simulation")) else "command line"
     for i, ref in enumerate(models):
-        where = f"{field}[{i}]" if field.startswith("generality") else f"{field} {ref}"
+        where = f"{field}[{i}]" if field.startswith(("generality", "simulation")) else f"{field} {ref}"
         try:
             card = resolve(ref, sc.path.parent, "models", str(sc.path), where) if ref.endswith(".json") else ref
             model = load_model(card)

@@ -369,17 +369,40 @@ class SimulationSettings(_Spec):
     spread: int = Field(6, ge=0, le=MAX_LIST, description=(
         "Further points, spread evenly over the estimator's throughput ranking of all feasible points, simulated "
         "against the estimator (the fidelity page's range; at most 64)."))
-    duration_s: float = Field(60.0, gt=0, le=MAX_SIM_DURATION_S, description="Simulated window of each ablation / "
-                              "scheduler run, s (at most 3600: an hour of serving is millions of events).")
+    duration_s: float = Field(60.0, gt=0, le=MAX_SIM_DURATION_S, description="Simulated window of each run of B*'s "
+                              "layout study, s, from an empty system (at most 3600: an hour of serving is millions "
+                              "of events); the ablation / scheduler / placement runs use warmup_s + measure_s.")
     max_duration_s: float = Field(300.0, gt=0, le=MAX_SIM_DURATION_S, description="Cap on a saturated fidelity "
                                   "run's window, s (at most 3600).")
-    load: float = Field(0.9, gt=0, le=10, description="Offered load of the ablation / scheduler runs, as a fraction of "
-                        "the design's estimated capacity on each dataset (at most 10).")
+    load: float = Field(0.9, gt=0, le=10, description="Offered load of the ablation / scheduler / placement runs, as a "
+                        "fraction of the design's estimated capacity on each dataset (at most 10).")
     datasets: list[str] = Field(default_factory=list, max_length=MAX_LIST, json_schema_extra=UNIQUE, description=(
         "Workload YAMLs of the ablation / scheduler comparison (relative to the scenario or instances/workloads); "
         "empty = the scenario's workload only; at most 64."))
     workers: int = Field(2, ge=1, le=256, description="Worker processes for the simulations (1 = in-process; at "
                          "most 256).")
+    warmup_s: float = Field(20.0, ge=0, le=MAX_SIM_DURATION_S, description="Warm-up of every ablation / scheduler / "
+                            "placement run, s, simulated before the measured window and left out of its throughput "
+                            "and latencies (at most 3600).")
+    measure_s: float = Field(100.0, gt=0, le=MAX_SIM_DURATION_S, description="Measured window of every ablation / "
+                             "scheduler / placement run after its warm-up, s (HYDRA simulates 100 s per "
+                             "configuration, Sec. VI-A; at most 3600).")
+    warmup_lifetimes: float = Field(0.0, ge=0, le=100, description=(
+        "Warm-up in request lifetimes: each workload's warm-up is at least this many x (max batch / offered rate + "
+        "mean output tokens x the estimator's decode iteration time), s: one static batch filled and decoded, so "
+        "long-output datasets reach steady state before the measured window (0 = warmup_s alone; at most 100)."))
+    min_finished: int = Field(10, ge=1, le=1_000_000, description=(
+        "Fewest requests the reference run of a study (baseline, static scheduler, round-robin placement) must "
+        "finish on a workload for that workload's runs to count; fewer marks them invalid: shown, counted and left "
+        "out of the averages (at most 1,000,000)."))
+    roles: list[Literal["B*", "M_T"]] = Field(["B*", "M_T"], min_length=1, max_length=2, json_schema_extra=UNIQUE,
+                                             description="Designs of the ablation / scheduler / placement studies "
+                                             "(HYDRA Sec. VI-D/E run both).")
+    models: list[str] = Field(default_factory=list, max_length=8, json_schema_extra=UNIQUE, description=(
+        "Models of the ablation / scheduler / placement studies (bundled keys or card paths). Empty: explore's B* "
+        "and M_T on every dataset. Otherwise every model x dataset is its own workload with its own B* and M_T "
+        "from the estimator (HYDRA Sec. VI-B/E: 3 models x 4 datasets), exact placement by hbm-enum and LPT "
+        "mapping; at most 8."))
 
     def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """``duration_s`` above the ``max_duration_s`` cap on every run's window."""

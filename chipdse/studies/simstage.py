@@ -11,7 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.core.scenario import LoadedScenario, with_workload
+from chipdse.core.design_space import enumerate_points
+from chipdse.core.scenario import LoadedScenario, model_scenarios, with_workload
+from chipdse.core.specs import MAX_SIM_DURATION_S
+from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.solvers.config import SolverConfig
 from chipdse.studies.layout_study import layout_candidates, layout_jobs, layout_table
@@ -27,18 +30,21 @@ from chipdse.studies.simstudy import (
     make_layout,
     policy_datasets,
     policy_jobs,
+    policy_rows,
+    protocol_warmup_s,
+    random_layout,
 )
 
 
 def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[Any], cfg: SolverConfig,
                         serve: Any, screen_of: Any, progress: Any) -> SimulationStudy:
-    """Explore's simulation stage: fidelity on Pareto candidates, ablation and schedulers on B* per dataset.
+    """Explore's simulation stage: fidelity on Pareto candidates; the ablation, scheduler and placement studies on
+    B* and M_T per dataset (``simulation.models`` empty) or on each model x dataset's own B* and M_T
+    (:func:`protocol_jobs`).
 
     ``serve(screen, sc, point, placement, prefill_map, decode_map)`` re-scores a layout (``explore.serve_layout``)
     and ``screen_of(sc)`` builds an estimator for a scenario; both are passed in (explore owns them).
     """
-
-
     t0 = time.perf_counter()
     st = sc.spec.simulation
     backend = Backend.processes(st.workers) if st.workers > 1 else Backend.in_process()
@@ -69,36 +75,37 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
             continue
         layouts[int(pid)] = lay
     jobs = fidelity_jobs(sc, rows, layouts, batching=sc.spec.estimator.batching, max_s=st.max_duration_s)
-    # ablation and schedulers on B* for every dataset
+    # ablation, schedulers and placements on B* and M_T for every dataset (or every model x dataset)
     b_star = finalists[0]
-    lay_b = finalist_layouts(b_star)
-    datasets = policy_datasets(sc)
     candidates: list[dict[str, Any]] = []
     layout_served: dict[str, dict[str, float]] = {}
-    if set(lay_b) == {"exact", "round-robin"}:
-        for ds in datasets:
+    if st.models:
+        jobs += protocol_jobs(sc, cfg, serve, screen_of, progress, skipped)
+    for f in finalists if not st.models else []:
+        role = "B*" if f.role.startswith("B*") else "M_T"  # "B* = M_T": one set of runs, scored as B*
+        if role not in st.roles and f.role != "B* = M_T":
+            continue
+        lays = finalist_layouts(f)
+        if not {"exact", "round-robin"} <= set(lays):
+            skipped.append(f"{f.role}: no exact and round-robin layouts, no policy runs")
+            continue
+        rnd = random_layout(sc, lays["exact"].point, float(f.row["capacity_rps"]), cfg, cfg.seed)
+        lays |= {"random": rnd} if rnd is not None else {}
+        for ds in policy_datasets(sc):
             scd = with_workload(sc, ds)
-            name = scd.workload.name
-            served = serve(screen_of(scd), scd, lay_b["exact"].point, lay_b["exact"].placement,
-                           lay_b["exact"].prefill_map, lay_b["exact"].decode_map)
-            # a window of three request lifetimes (mean output x token interval), within the configured bounds
-            lifetime = scd.lengths.mean_decode * served["decode_iteration_s"]
-            window = min(max(st.duration_s, 3.0 * lifetime), max(st.max_duration_s, st.duration_s))
-            if window < 2.0 * lifetime:
-                skipped.append(f"{name}: window {window:.0f} s is under two request lifetimes ({lifetime:.0f} s "
-                               "each): its policy numbers include the ramp-up from an empty system")
-            jobs += policy_jobs(scd, lay_b, served["capacity_rps"], name, load=st.load, duration_s=window)
-            if name == sc.workload.name and not candidates:  # B*'s layouts on the scenario's own dataset
-
+            served = serve(screen_of(scd), scd, lays["exact"].point, lays["exact"].placement,
+                           lays["exact"].prefill_map, lays["exact"].decode_map)
+            jobs += policy_jobs(scd, lays, served["capacity_rps"], scd.workload.name, load=st.load,
+                                warmup_s=_warmup_s(scd, lays["exact"].point.batch, served), measure_s=st.measure_s,
+                                tags={"role": role, "model": sc.model.key})
+            if f is b_star and scd.workload.name == sc.workload.name and not candidates:  # B*'s layouts, own data
                 progress("simulation: B*'s layouts (and the min max-link placement)", 0.0)
                 candidates = layout_candidates(sc, b_star, cfg)
                 screen = screen_of(scd)
                 layout_served = {c["name"]: serve(screen, scd, c["layout"].point, c["layout"].placement,
                                                   c["layout"].prefill_map, c["layout"].decode_map)
                                  for c in candidates}
-                jobs += layout_jobs(scd, candidates, st.load * served["capacity_rps"], window)
-    else:
-        skipped.append("ablation: B* has no exact and round-robin layouts")
+                jobs += layout_jobs(scd, candidates, st.load * served["capacity_rps"], st.duration_s)
     progress(f"simulation: {len(jobs)} runs on {st.workers} worker(s)", 0.0)
     results: list[dict[str, Any]] = []
     safe = [_SafeJob(j) for j in jobs]
@@ -114,22 +121,110 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
                        "+ simulation.spread)")
 
     layouts_df = layout_table(candidates, layout_served, results)
-    flat = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in results
-            if r.get("study") in ("ablation", "scheduler")]
-    flat += [{**r, "study": "scheduler", "variant": "elastic"} for r in flat
-             if r["study"] == "ablation" and r["variant"] == "CP+ET+DB"]
-    pol = pd.DataFrame(flat)
-    for r in flat:
-        if r["study"] == "ablation" and r["variant"] != "CP+ET+DB" and r["sim_throughput_tps"] == 0:
-            skipped.append(f"{r['dataset']} {r['variant']}: no token in its {r.get('duration_s', 0):.0f} s window "
-                           "(static batching waits for a full batch, then prefills it whole)")
+    pol = policy_rows(results, st.min_finished)
+    if len(pol):
+        bad = pol[~pol["valid"]].drop_duplicates([k for k in ("model", "dataset", "role", "study") if k in pol])
+        skipped += [f"{r.get('model', '')} {r['dataset']} {r.get('role', '')} {r['study']}: invalid, "
+                    f"{r['invalid_reason']}" for _, r in bad.iterrows()]
     util = {}
     home = sc.workload.name
-    for r in results:
-        if r.get("study") == "ablation" and r["dataset"] == home and r["variant"] in ("baseline", "CP"):
+    for r in results if not st.models else []:  # the protocol's layouts are not explore's B*'s
+        if r.get("study") == "ablation" and r["dataset"] == home and r["variant"] in ("baseline", "CP") \
+                and r.get("role", "B*").startswith("B*") and r.get("model", sc.model.key) == sc.model.key:
             util[r["placement"]] = {"links": r["link_utilization"], "chiplets": r["chiplet_utilization"],
                                     "variant": r["variant"]}
     return SimulationStudy(fid, metrics, pol, util, skipped, time.perf_counter() - t0, layouts_df)
+
+
+def _warmup_s(scw: LoadedScenario, batch: int, served: dict[str, float]) -> float:
+    """The policy runs' warm-up on one workload (:func:`protocol_warmup_s` with the scenario's settings and the
+    exact layout's re-score ``served``)."""
+    st = scw.spec.simulation
+    return protocol_warmup_s(st.warmup_s, st.warmup_lifetimes, batch, st.load * served["capacity_rps"],
+                             scw.lengths.mean_decode, served["decode_iteration_s"], MAX_SIM_DURATION_S - st.measure_s)
+
+
+def protocol_workloads(sc: LoadedScenario) -> list[LoadedScenario]:
+    """Every ``simulation.models`` x ``simulation.datasets`` workload of ``sc`` (the scenario with that model and
+    workload; :func:`chipdse.core.scenario.model_scenarios`, :func:`with_workload`), models outermost.
+
+    Raises
+    ------
+    SpecError
+        A model or dataset that cannot be loaded, naming the scenario field.
+    """
+    st = sc.spec.simulation
+    out = []
+    for ref in st.models or [sc.spec.model]:
+        scm = model_scenarios(sc, [ref], "simulation.models")[0]
+        out += [with_workload(scm, ds) for ds in policy_datasets(sc)]
+    return out
+
+
+def workload_policy_jobs(scw: LoadedScenario, cfg: SolverConfig, serve: Any, screen_of: Any,
+                         skipped: list[str]) -> list[SimJob]:
+    """The policy runs of one workload (model and dataset) on its own B* and M_T (HYDRA Sec. VI-B picks them per
+    workload under the scenario's estimator settings; the protocol's are static batching).
+
+    The design space is scored (:func:`enumerate_points`, ``screen_of(scw).score``); each role in
+    ``simulation.roles`` is placed exactly (hbm-enum, then the HYDRA greedy when it finds nothing, within
+    ``min(work_limit, 5)``) with LPT mapping, by round-robin placement and mapping, by the HYDRA greedy with LPT
+    mapping and by one random placement (:func:`random_layout`); the runs are :func:`policy_jobs` at
+    ``simulation.load`` x the exact layout's re-scored capacity. When B* is M_T it is run once, as B*. Problems
+    (no stable point, no layout) are appended to ``skipped`` and give no runs.
+    """
+    st = scw.spec.simulation
+    name = f"{scw.model.key} {scw.workload.name}"
+    screen = screen_of(scw)
+    df = screen.score(enumerate_points(scw)[0])
+    try:
+        picks = {"B*": pick_b_star(df), "M_T": pick_m_t(df)}
+    except ValueError as exc:
+        skipped.append(f"{name}: {exc}")
+        return []
+    quick = SolverConfig(work_limit=min(cfg.work_limit, 5.0), time_limit_s=min(cfg.time_limit_s, 50.0), seed=cfg.seed)
+    jobs: list[SimJob] = []
+    for role in st.roles:
+        if role == "M_T" and picks["M_T"] == picks["B*"] and "B*" in st.roles:
+            skipped.append(f"{name}: M_T is B* ({df.loc[picks['B*'], 'label']}): run once, as B*")
+            continue
+        row = df.loc[picks[role]].to_dict()
+        exact = make_layout(scw, row, "hbm-enum", quick) or make_layout(scw, row, "hydra-greedy", quick)
+        rr = make_layout(scw, row, "round-robin", cfg, "round-robin")
+        if exact is None or rr is None:
+            skipped.append(f"{name} {role}: no exact or round-robin layout, no policy runs")
+            continue
+        lays = {"exact": exact, "round-robin": rr,
+                "hydra-greedy": make_layout(scw, row, "hydra-greedy", cfg),
+                "random": random_layout(scw, exact.point, float(row["capacity_rps"]), cfg, cfg.seed)}
+        served = serve(screen, scw, exact.point, exact.placement, exact.prefill_map, exact.decode_map)
+        jobs += policy_jobs(scw, {k: v for k, v in lays.items() if v is not None}, served["capacity_rps"],
+                            scw.workload.name, load=st.load, warmup_s=_warmup_s(scw, exact.point.batch, served),
+                            measure_s=st.measure_s,
+                            tags={"role": role, "model": scw.model.key, "label": row["label"]})
+    return jobs
+
+
+def protocol_jobs(sc: LoadedScenario, cfg: SolverConfig, serve: Any, screen_of: Any, progress: Any,
+                  skipped: list[str]) -> list[SimJob]:
+    """:func:`workload_policy_jobs` on every workload of :func:`protocol_workloads` (HYDRA's 12: three Table III
+    models x four datasets), each with the estimator of its own scenario."""
+    jobs: list[SimJob] = []
+    for scw in protocol_workloads(sc):
+        progress(f"simulation: B* and M_T of {scw.model.key} on {scw.workload.name}", 0.0)
+        jobs += workload_policy_jobs(scw, cfg, serve, screen_of, skipped)
+    return jobs
+
+
+def run_policy_jobs(jobs: list[SimJob], backend: Backend, min_finished: int, skipped: list[str]) -> pd.DataFrame:
+    """Run policy jobs (simulator input errors appended to ``skipped``) and return :func:`policy_rows`' table."""
+    results = []
+    for res in run_jobs(_run_safe, [_SafeJob(j) for j in jobs], backend):
+        if "error" in res:
+            skipped.append(res["error"])
+        else:
+            results.append(res)
+    return policy_rows(results, min_finished)
 
 
 @dataclass(frozen=True)

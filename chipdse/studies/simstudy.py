@@ -4,10 +4,14 @@
   against the event simulator's on the same placed and mapped design. Simulated throughput is measured at
   saturation (Poisson arrivals at twice the estimator's capacity, after a warm-up that turns over the resident
   requests), which is what the estimator's capacity predicts; simulated TTFT at the scenario's offered load.
-* **Ablation** (HYDRA Sec. VI-E): the same design under baseline (round-robin placement, static task
+* **Ablation** (HYDRA Sec. VI-E, Fig. 9): the same design under baseline (round-robin placement, static task
   scheduling, static batching), CP (communication-aware exact placement), CP+ET (+ elastic task scheduling) and
-  CP+ET+DB (+ dynamic batching); and the four task schedulers (static, FCFS, work stealing, elastic) with
-  exact placement and dynamic batching; on several datasets, at 90% of the design's estimated capacity for each.
+  CP+ET+DB (+ dynamic batching); the four task schedulers (Fig. 12: static, FCFS, work stealing, elastic) and the
+  placements (Fig. 10: round-robin, random, HYDRA greedy, exact), both with static batching as in Sec. VI-B; on
+  B* and M_T and several datasets, each at ``load`` x the design's estimated capacity on that dataset. Every run
+  is ``warmup_s`` + ``measure_s`` long and measured after its warm-up (HYDRA simulates 100 s per configuration,
+  Sec. VI-A). A run is *invalid* when it finished no request or its study's reference run (baseline, static,
+  round-robin) finished fewer than ``min_finished``; invalid runs are shown, counted and left out of averages.
 
 Every simulation is one :class:`SimJob` (plain data), so a sweep can hand them to any
 :class:`chipdse.studies.parallel.Backend`.
@@ -32,6 +36,7 @@ from chipdse.evaluators.simulator import simulate
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
+from chipdse.solvers.placement_heuristics import PlacementHeuristicError, random_placement
 from chipdse.solvers.problems import mapping_problem, placement_problem
 
 FIDELITY_THRESHOLDS = {"cosine": 0.95, "spearman_throughput": 0.9, "max_throughput_recovery": 0.97}
@@ -50,6 +55,22 @@ ABLATION = (
 
 SCHEDULER_VARIANTS = SCHEDULER_NAMES
 """The scheduler comparison runs every registered task scheduler (HYDRA Sec. VI-E)."""
+
+SCHEDULER_BATCHING = "static"
+"""Batching of the scheduler study: HYDRA Sec. VI-E runs it on "the same hardware configurations as in Section
+VI-B" with only the task scheduler changed, and Sec. VI-B uses static batching; so its static run is the ablation's
+CP run and its elastic run is CP+ET (neither simulated twice)."""
+
+PLACEMENT_VARIANTS = ("round-robin", "random", "hydra-greedy", "exact")
+"""Placements of the placement study (HYDRA Fig. 10 plus the paper's greedy), static scheduling and batching; the
+round-robin and exact runs are the ablation's baseline and CP runs."""
+
+REFERENCE = {"ablation": "baseline", "scheduler": "static", "placement": "round-robin"}
+"""The run each study normalizes to (HYDRA Figs. 9, 10, 12); its finished count decides a workload's validity."""
+
+_FROM_ABLATION = {("scheduler", "static"): "CP", ("scheduler", "elastic"): "CP+ET",
+                  ("placement", "round-robin"): "baseline", ("placement", "exact"): "CP"}
+"""(study, variant) rows copied from the ablation's runs, which simulate the same configuration."""
 
 
 @dataclass(frozen=True)
@@ -112,8 +133,9 @@ class SimJob:
                                duration_s=self.duration_s)
         cfg = dataclasses.replace(cfg, warmup_s=self.warmup_s)
         res = simulate(cfg, self.sc.lengths)
-        return {**self.tags, "rate_rps": self.rate_rps, "duration_s": self.duration_s,
+        return {**self.tags, "rate_rps": self.rate_rps, "duration_s": self.duration_s, "warmup_s": self.warmup_s,
                 "sim_throughput_tps": res.throughput_tps,
+                "empty": bool(getattr(res, "empty", res.finished == 0)),
                 "sim_ttft_s": res.ttft.mean_s, "sim_ttft_p99_s": res.ttft.p99_s, "sim_e2e_s": res.e2e.mean_s,
                 "finished": res.finished, "arrived": res.arrived, "preemptions": res.preemptions,
                 "chiplet_utilization": dict(res.chiplet_utilization),
@@ -233,25 +255,47 @@ def _mape(estimate: np.ndarray, reference: np.ndarray) -> float:
 
 
 def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: float, dataset: str, *,
-                load: float = 0.9, duration_s: float = 60.0) -> list[SimJob]:
-    """The ablation variants and the scheduler comparison on one dataset (``sc``'s workload) at ``load`` x
-    the design's estimated capacity. ``layouts`` maps ``"exact"`` and ``"round-robin"`` to layouts.
+                load: float = 0.9, warmup_s: float = 0.0, measure_s: float = 60.0,
+                tags: dict[str, Any] | None = None) -> list[SimJob]:
+    """The ablation, scheduler and placement runs of one design on one dataset (``sc``'s workload).
 
-    Every variant gets the same window, measured from an empty system (no warm-up), so throughputs compare
-    like with like; the scheduler study's elastic run is the ablation's CP+ET+DB run (not simulated twice).
+    Parameters
+    ----------
+    sc : LoadedScenario
+        The scenario with the dataset's workload (:func:`chipdse.core.scenario.with_workload`).
+    layouts : dict of str to Layout
+        ``"exact"`` and ``"round-robin"`` (required), ``"random"`` and ``"hydra-greedy"`` (their placement runs
+        are left out when missing).
+    capacity_rps : float
+        The design's estimated capacity on this dataset, req/s; every run is offered ``load`` x it (Poisson).
+    dataset : str
+        Name written into each run's tags.
+    load : float
+        Offered load as a fraction of ``capacity_rps``.
+    warmup_s, measure_s : float
+        Warm-up and measured window of every run, s (the run is ``warmup_s + measure_s`` long).
+    tags : dict, optional
+        Extra tags of every run (e.g. ``{"role": "B*", "model": ...}``).
+
+    Returns
+    -------
+    list of SimJob
+        4 ablation runs, the scheduler runs not in the ablation (FCFS, work stealing) and the placement runs not
+        in it (random, greedy); :func:`policy_rows` copies the shared runs into every study.
     """
-    rate = load * capacity_rps
-    jobs = []
-    for variant, placement, sched, batching in ABLATION:
-        jobs.append(SimJob(sc, layouts[placement], rate, duration_s, 0.0, batching, sched,
-                           tags={"study": "ablation", "variant": variant, "dataset": dataset,
-                                 "placement": placement, "scheduler": sched, "batching": batching}))
-    for sched in SCHEDULER_VARIANTS:
-        if sched == "elastic":
-            continue  # = CP+ET+DB; policy_rows copies it into the scheduler study
-        jobs.append(SimJob(sc, layouts["exact"], rate, duration_s, 0.0, "dynamic", sched,
-                           tags={"study": "scheduler", "variant": sched, "dataset": dataset,
-                                 "placement": "exact", "scheduler": sched, "batching": "dynamic"}))
+    rate, dur = load * capacity_rps, warmup_s + measure_s
+    extra = {"dataset": dataset, "load": load, **(tags or {})}
+
+    def job(study: str, variant: str, placement: str, sched: str, batching: str) -> SimJob:
+        return SimJob(sc, layouts[placement], rate, dur, warmup_s, batching, sched,
+                      tags={"study": study, "variant": variant, "placement": placement, "scheduler": sched,
+                            "batching": batching, **extra})
+
+    jobs = [job("ablation", v, p, sched, b) for v, p, sched, b in ABLATION]
+    jobs += [job("scheduler", s_, "exact", s_, SCHEDULER_BATCHING) for s_ in SCHEDULER_VARIANTS
+             if ("scheduler", s_) not in _FROM_ABLATION]
+    jobs += [job("placement", p, p, "static", "static") for p in PLACEMENT_VARIANTS
+             if ("placement", p) not in _FROM_ABLATION and p in layouts]
     return jobs
 
 
@@ -269,10 +313,11 @@ class SimulationStudy:
 
 
 def finalist_layouts(finalist: Any) -> dict[str, Layout]:
-    """The finalist's exact and round-robin layouts (as explore solved them)."""
+    """The finalist's exact, round-robin and HYDRA-greedy layouts (as explore solved them), by placement key."""
     out = {}
     for served, key in (("exact placement + exact mapping", "exact"),
-                        ("round-robin placement + round-robin mapping", "round-robin")):
+                        ("round-robin placement + round-robin mapping", "round-robin"),
+                        ("HYDRA greedy placement + LPT mapping", "hydra-greedy")):
         s = next((x for x in finalist.serving if x["layout"] == served), None)
         if s is not None and "layout_data" in s:
             out[key] = s["layout_data"]
@@ -284,3 +329,171 @@ def policy_datasets(sc: LoadedScenario) -> list[str]:
     return list(sc.spec.simulation.datasets) or [str(sc.workload_path.resolve())]
 
 
+
+
+def protocol_warmup_s(warmup_s: float, lifetimes: float, batch: int, rate_rps: float, mean_output_tokens: float,
+                      decode_iteration_s: float, cap_s: float) -> float:
+    """Warm-up of a workload's policy runs, s: ``max(warmup_s, lifetimes x (batch / rate_rps + mean_output_tokens x
+    decode_iteration_s))``, the second term one static batch's fill (``batch`` requests at ``rate_rps`` req/s) and
+    decode (tokens x s per iteration, the estimator's), capped at ``cap_s``."""
+    life = batch / max(rate_rps, 1e-12) + mean_output_tokens * decode_iteration_s
+    return float(min(max(warmup_s, lifetimes * life), cap_s))
+
+
+def random_layout(sc: LoadedScenario, point: PointSpec, capacity_rps: float, cfg: SolverConfig,
+                  seed: int) -> Layout | None:
+    """HYDRA Fig. 10's random baseline: one uniformly random placement (memory on the ring, compute on random free
+    cells; :func:`chipdse.solvers.placement_heuristics.random_placement`, not the best of several samples) and
+    round-robin mapping (weights spread without regard to locality). None when the sample gets stuck or a phase
+    has no mapping.
+
+    ``capacity_rps`` (req/s) sets the traffic volumes of the placement problem; ``seed`` the sample.
+    """
+    problem = placement_problem(sc, point, capacity_rps)
+    try:
+        decision = random_placement(problem, np.random.default_rng(seed))
+    except PlacementHeuristicError:
+        return None
+    return map_placement(sc, point, decision, "random", cfg, "round-robin")
+
+
+WORKLOAD_KEYS = ("model", "dataset", "role")
+"""Columns that name one workload and design of the policy table (those present are used)."""
+
+
+def policy_rows(results: list[dict[str, Any]], min_finished: int) -> pd.DataFrame:
+    """The policy table: one row per (workload, design, study, variant), validity marked.
+
+    Parameters
+    ----------
+    results : list of dict
+        :meth:`SimJob.run` outputs of :func:`policy_jobs` runs (others are ignored); nested dicts (utilizations)
+        are dropped.
+    min_finished : int
+        Fewest requests the study's reference run (:data:`REFERENCE`) must finish for its rows to count.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The runs' tags and metrics, the shared runs copied into each study (:data:`_FROM_ABLATION`), and
+        ``ref_finished`` (the reference run's finished requests; NaN when it is missing), ``valid`` (bool) and
+        ``invalid_reason`` ("" when valid). A row is invalid when it finished no request (``empty``) or its
+        reference run finished fewer than ``min_finished``.
+    """
+    flat = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in results
+            if r.get("study") in ("ablation", "scheduler", "placement")]
+    for r in list(flat):
+        if r["study"] == "ablation":
+            flat += [{**r, "study": st, "variant": var} for (st, var), src in _FROM_ABLATION.items()
+                     if src == r["variant"]]
+    return mark_validity(pd.DataFrame(flat), min_finished)
+
+
+def mark_validity(table: pd.DataFrame, min_finished: int) -> pd.DataFrame:
+    """Add ``ref_finished``, ``valid`` and ``invalid_reason`` to a policy table (see :func:`policy_rows`).
+
+    ``table`` needs ``study``, ``variant``, ``finished`` and optionally ``empty`` and the :data:`WORKLOAD_KEYS`
+    columns; a copy is returned."""
+    t = table.copy()
+    if t.empty:
+        return t.assign(ref_finished=[], valid=[], invalid_reason=[])
+    if "empty" not in t:
+        t["empty"] = t["finished"] <= 0
+    keys = [k for k in WORKLOAD_KEYS if k in t] + ["study"]
+    ref = t[t["variant"] == t["study"].map(REFERENCE)].groupby(keys)["finished"].first().rename("ref_finished")
+    t = t.join(ref, on=keys)
+    short = ~(t["ref_finished"] >= min_finished)  # NaN (no reference run) counts as short
+    empty = t["empty"].astype(bool)
+    t["valid"] = ~short & ~empty
+    t["invalid_reason"] = np.where(  # the workload's reason first: it covers every run of the workload
+        short, [f"{REFERENCE.get(s, '?')} finished {'no run' if math.isnan(f) else int(f)} < {min_finished} "
+                "requests" for s, f in zip(t["study"], t["ref_finished"], strict=True)],
+        np.where(empty, "finished no request", ""))
+    return t
+
+
+def geomean(values: Any) -> float:
+    """Geometric mean of positive finite values (NaN when there are none)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return float(np.exp(np.log(v).mean())) if len(v) else math.nan
+
+
+def ratio_rows(table: pd.DataFrame, study: str, variant: str, reference: str | None = None) -> pd.DataFrame:
+    """Per workload and design, ``variant`` over ``reference`` (default: the study's :data:`REFERENCE`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The :data:`WORKLOAD_KEYS` present, ``throughput_x`` (variant / reference throughput), ``ttft_x`` (variant
+        / reference mean TTFT; below 1 is better), ``tp_per_ttft_x`` (throughput/TTFT ratio over the reference's),
+        ``target_x`` (the paper's metric per design: TP/TTFT for B*, throughput for M_T and for "B* = M_T", as in
+        HYDRA Figs. 9, 10, 12) and ``valid`` (both runs valid). Ratios with a zero or missing denominator are NaN.
+    """
+    reference = reference or REFERENCE[study]
+    d = table[table["study"] == study]
+    keys = [k for k in WORKLOAD_KEYS if k in d]
+    cols = ["sim_throughput_tps", "sim_ttft_s", "valid"]
+    a = d[d["variant"] == variant].set_index(keys)[cols] if keys else d[d["variant"] == variant][cols]
+    b = d[d["variant"] == reference].set_index(keys)[cols] if keys else d[d["variant"] == reference][cols]
+    j = a.join(b.add_suffix("_ref"), how="inner")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tp = j["sim_throughput_tps"].astype(float) / j["sim_throughput_tps_ref"].astype(float)
+        tt = j["sim_ttft_s"].astype(float) / j["sim_ttft_s_ref"].astype(float)
+    tp, tt = tp.where(np.isfinite(tp) & (tp > 0)), tt.where(np.isfinite(tt) & (tt > 0))
+    out = pd.DataFrame({"throughput_x": tp, "ttft_x": tt, "tp_per_ttft_x": tp / tt,
+                        "valid": j["valid"].astype(bool) & j["valid_ref"].astype(bool)})
+    roles = out.index.get_level_values("role") if "role" in keys else pd.Index(["B*"] * len(out))
+    out["target_x"] = np.where(roles == "B*", out["tp_per_ttft_x"], out["throughput_x"])
+    return out.reset_index() if keys else out.reset_index(drop=True)
+
+
+COMPARISONS = (
+    ("full_vs_baseline", "ablation", "CP+ET+DB", "baseline"),
+    ("cp_vs_baseline", "ablation", "CP", "baseline"),
+    ("et_vs_cp", "ablation", "CP+ET", "CP"),
+    ("db_vs_et", "ablation", "CP+ET+DB", "CP+ET"),
+    ("elastic_vs_static", "scheduler", "elastic", "static"),
+    ("elastic_vs_fcfs", "scheduler", "elastic", "fcfs"),
+    ("elastic_vs_work_stealing", "scheduler", "elastic", "work-stealing"),
+    ("cp_vs_round_robin", "placement", "exact", "round-robin"),
+    ("cp_vs_random", "placement", "exact", "random"),
+    ("greedy_vs_round_robin", "placement", "hydra-greedy", "round-robin"),
+)
+"""(name, study, variant, reference) of :func:`policy_summary`: HYDRA's headline comparisons (Sec. VI-D/E)."""
+
+
+def compare(table: pd.DataFrame, study: str, variant: str, reference: str) -> dict[str, float]:
+    """Summary of ``variant`` over ``reference`` across the valid workloads of ``table`` (:func:`ratio_rows`).
+
+    Ratios are averaged with the geometric mean: they are normalized results (each workload's run over its own
+    reference), and the geometric mean is the one average of ratios that does not depend on which side is the
+    reference (Fleming and Wallace, CACM 29(3), 1986); HYDRA says only "on average". TTFT is summarized as the
+    reduction ``1 - geomean(TTFT ratio)``.
+
+    Returns
+    -------
+    dict
+        ``n`` (valid workloads), ``invalid`` (workloads left out), ``throughput_x`` / ``_min`` / ``_max``,
+        ``ttft_reduction``, ``target_x`` / ``_min`` / ``_max`` and ``wins`` (valid workloads where the variant's
+        target metric beats the reference's); NaN where no valid workload has the value.
+    """
+    r = ratio_rows(table, study, variant, reference)
+    v = r[r["valid"]] if len(r) else r
+    tp = v["throughput_x"].dropna() if len(v) else pd.Series(dtype=float)
+    tg = v["target_x"].dropna() if len(v) else pd.Series(dtype=float)
+    return {"n": float(len(v)), "invalid": float(len(r) - len(v)),
+            "throughput_x": geomean(tp), "throughput_x_min": float(tp.min()) if len(tp) else math.nan,
+            "throughput_x_max": float(tp.max()) if len(tp) else math.nan,
+            "ttft_reduction": 1.0 - geomean(v["ttft_x"]) if len(v) else math.nan,
+            "target_x": geomean(tg), "target_x_min": float(tg.min()) if len(tg) else math.nan,
+            "target_x_max": float(tg.max()) if len(tg) else math.nan, "wins": float((tg > 1.0).sum())}
+
+
+def policy_summary(table: pd.DataFrame) -> dict[str, float]:
+    """Every :data:`COMPARISONS` entry of a policy table, flattened to ``{name}_{key}`` (see :func:`compare`);
+    empty when the table is."""
+    if table.empty:
+        return {}
+    return {f"{name}_{k}": v for name, study, var, ref in COMPARISONS
+            for k, v in compare(table, study, var, ref).items()}
