@@ -72,14 +72,15 @@ def _runs() -> pd.DataFrame:
 
 def test_policy_numbers_from_constructed_runs() -> None:
     m, notes = measure_policies(_runs())
-    # CP+ET+DB / baseline per valid workload: 150/100 = 1.5 and 500/200 = 2.5 (bwb's baseline finished nothing)
-    assert m["full_tp_mean"] == pytest.approx(2.0)
+    # CP+ET+DB / baseline per valid workload: 150/100 = 1.5 and 500/200 = 2.5 (bwb's baseline finished nothing);
+    # means are geometric: sqrt(1.5 x 2.5)
+    assert m["full_tp_mean"] == pytest.approx((1.5 * 2.5) ** 0.5)
     assert m["full_tp_max"] == pytest.approx(2.5)
-    # TTFT ratios 1.0/2.0 and 1.5/4.0: mean 0.4375, a change of -56.25%
-    assert m["full_ttft_change"] == pytest.approx(-56.25)
+    # TTFT ratios 1.0/2.0 and 1.5/4.0: geometric mean sqrt(0.5 x 0.375) = 0.4330, a change of -56.70%
+    assert m["full_ttft_change"] == pytest.approx(100 * ((0.5 * 0.375) ** 0.5 - 1))
     # ET over CP: 120/110 and 400/300; DB over CP+ET: 150/120 and 500/400
     assert m["et_tp_min"] == pytest.approx(120 / 110) and m["et_tp_max"] == pytest.approx(400 / 300)
-    assert m["db_tp_mean"] == pytest.approx((150 / 120 + 500 / 400) / 2)
+    assert m["db_tp_mean"] == pytest.approx((150 / 120 * 500 / 400) ** 0.5)
     # elastic / static 1.6 and 1.5; over FCFS 160/150 and 300/220; beats work stealing on 1 of 2
     assert m["elastic_vs_static_tp_min"] == pytest.approx(1.5)
     assert m["elastic_vs_static_tp_max"] == pytest.approx(1.6)
