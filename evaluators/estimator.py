@@ -168,6 +168,47 @@ def transfer_wait(hbm_utilization: np.ndarray) -> np.ndarray:
     return mg1_wait_s(rho, 1.0, 1.0)  # deterministic service of unit length: E[S^2] = E[S]^2 = 1
 
 
+def closed_pipeline_cycle_s(sum_s: np.ndarray, bottleneck_s: np.ndarray, jobs: np.ndarray,
+                            stages: np.ndarray) -> np.ndarray:
+    """Mean time for one of ``jobs`` circulating micro-batches to pass a cyclic pipeline of ``stages`` stages once, s.
+
+    Each decode slot sends its micro-batch through all stages, then again (a closed cyclic queueing network with
+    N = ``jobs`` customers and K = ``stages`` stations). Mean value analysis of K balanced stations of mean
+    service s = ``sum_s`` / K with exponential service gives the cycle R(N) = (N + K - 1) s exactly: a micro-batch
+    finds on average (N - 1) / K others at each station it enters. The bottleneck bound N t_bn holds when the
+    stages are unbalanced. Measured on the default scenario's best static-batching design (batch 64, 14 slots
+    circulating through 14 stages): the simulator's chiplets were 45-60% busy at saturation (MVA: 14 / 27 = 52%)
+    and an iteration took 0.135 s, 2.7x its uncontended 0.05 s (MVA 1.9x; the port waits come on top). At batch 2
+    (8 slots, 8 stages) it took 1.3x (MVA 1.9x): micro-batches of equal size queue less than exponential service
+    does, so this overstates the wait of small static batches.
+
+    Parameters
+    ----------
+    sum_s : numpy.ndarray, shape (n,)
+        Sum of the stage times of one micro-batch W (uncontended), s.
+    bottleneck_s : numpy.ndarray, shape (n,)
+        The slowest stage's time t_bn, s.
+    jobs : numpy.ndarray, shape (n,)
+        Micro-batches circulating at once N (>= 1).
+    stages : numpy.ndarray, shape (n,)
+        Pipeline stages K (>= 1).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
+        ``max(W (N + K - 1) / K, N t_bn)``, s (``W`` for a lone micro-batch).
+
+    References
+    ----------
+    Reiser and Lavenberg, "Mean-value analysis of closed multichain queuing networks", J. ACM 27(2), 1980
+    (the arrival theorem: a customer arriving at a station sees the network with N - 1 customers); Lazowska et
+    al., Quantitative System Performance (1984), Sec. 7.4 (balanced networks).
+    """
+    n = np.maximum(np.asarray(jobs, dtype=float), 1.0)
+    k = np.maximum(np.asarray(stages, dtype=float), 1.0)
+    return np.maximum(sum_s * (n + k - 1.0) / k, n * bottleneck_s)
+
+
 def mg1_wait_s(lam: float | np.ndarray, mean_service_s: float | np.ndarray,
                second_moment_s2: float | np.ndarray) -> np.ndarray:
     """Return the mean wait in queue of an M/G/1 queue (Pollaczek-Khinchine), s; ``inf`` where unstable.
@@ -499,16 +540,32 @@ class Screen:
         ones = np.ones(n)
         _, _, s_d = self._phase_time(self.dec, ones, dec_alloc, pts.types, d2d, stacks, caps, hops)
         n_conc, k = self.decode_concurrency(ctx["b_eff"], ctx["r_mem"], s_d)
-        # HBM bytes per request from each group (G, n): its prefill, and its share of the decode iterations (a
-        # static batch runs E[max L_d] of them, however many of its requests are still decoding)
-        iterations = self.expected_max_decode(ctx["b_eff"]) if self.batching == "static" else self.mean_ld
-        group_bytes = self.pre["gbytes0"][:, None] + iterations / k * _bytes_at(self.dec, k, "g")
+        # a static batch decodes E[max L_d] iterations, but its requests leave as they finish: iteration j runs
+        # the b (1 - F(j)) still decoding, b E[L_d] request-iterations in all. Work affine in the active count
+        # (V0 + k V1) sums to E[max L_d] V0 + b E[L_d] V1 per batch; the secant between one request and k gives
+        # V1 (exact for affine costs, the roofline's max makes it a bound). Dynamic batching refills the slots,
+        # so every iteration runs k requests.
+        static = self.batching == "static"
+        e_max = self.expected_max_decode(ctx["b_eff"]) if static else np.full(n, self.mean_ld)
+        shrink = (k * self.mean_ld - e_max) / np.maximum(k - 1.0, 1.0)  # weight of the per-request slope
+
+        def batch_mean(at_one: np.ndarray, at_k: np.ndarray) -> np.ndarray:
+            """Mean per iteration over a batch's life of a quantity affine in the active requests (shape (n,))."""
+            return at_one + shrink * (at_k - at_one) / e_max
+
+        # HBM bytes per request from each group (G, n): its prefill, and its share of the decode iterations
+        dec_k, dec_1 = _bytes_at(self.dec, k, "g"), _bytes_at(self.dec, ones, "g")
+        group_bytes = self.pre["gbytes0"][:, None] + (e_max * dec_1 + shrink * (dec_k - dec_1)) / k
         group_bytes_per_s = np.maximum(stacks.T, 0) * self.hbm_GBps * 1e9
 
         def times(wait: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             t_p, w_p, _ = self._phase_time(self.pre, ones, pre_alloc, pts.types, d2d, stacks, caps, hops, wait)
             t_bn, w_d, _ = self._phase_time(self.dec, k, dec_alloc, pts.types, d2d, stacks, caps, hops, wait)
-            return t_p, w_p, np.maximum(w_d, np.minimum(n_conc, s_d) * t_bn)
+            if not static:
+                return t_p, w_p, np.maximum(w_d, np.minimum(n_conc, s_d) * t_bn)
+            t_bn1, w_d1, _ = self._phase_time(self.dec, ones, dec_alloc, pts.types, d2d, stacks, caps, hops, wait)
+            return t_p, w_p, closed_pipeline_cycle_s(batch_mean(w_d1, w_d), batch_mean(t_bn1, t_bn),
+                                                     n_conc / k, s_d)
 
         port_bps = group_bytes_per_s.sum(axis=0)  # 0 where no split holds the weights (infeasible points)
         bytes_per_req = np.divide(group_bytes.sum(axis=0), port_bps, out=np.zeros(n), where=port_bps > 0)
@@ -677,7 +734,8 @@ class Screen:
 
         m = n_conc / b batches decode at once, one per slot. A batch is prefilled together (b t_p on the
         prefill pipeline) and then decoded for E[max of b output lengths] iterations of ``iter_s`` (finished
-        requests cannot be replaced), so a slot's cycle is C = b t_p + E[max L_d] iter_s; the capacity is the
+        requests cannot be replaced; ``iter_s`` is the mean iteration over the batch's life, :meth:`_state`), so a
+        slot's cycle is C = b t_p + E[max L_d] iter_s; the capacity is the
         finite-source throughput of m slots sharing the prefill pipeline (decode as the think time, the batch's
         prefill as the service; :func:`chipdse.evaluators.markov.finite_source_throughput`), at most
         min(1 / t_p, m b / C). TTFT = batch formation (b - 1) / (2 lambda) + the batch's wait for a slot (M/D/m,

@@ -7,9 +7,12 @@ import math
 import numpy as np
 import pytest
 
+from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import (
+    Screen,
     _balance_times,
     best_partition,
+    closed_pipeline_cycle_s,
     erlang_c_wait,
     memory_needs,
     mg1_wait_s,
@@ -105,3 +108,36 @@ def test_mg1_wait_is_the_mm1_and_md1_closed_forms() -> None:
     assert mg1_wait_s(5.0, 1 / mu, 1 / mu**2) == np.inf
     # transfer_wait is the M/D/1 wait in units of the service time: rho / (2 (1 - rho)), rho capped at 0.95
     np.testing.assert_allclose(transfer_wait(np.array([0.0, 0.5, 2.0])), [0.0, 0.5, 0.95 / 0.1])
+
+
+@pytest.mark.parametrize(("jobs", "stages"), [(1, 5), (3, 5), (14, 14), (20, 6)])
+def test_closed_pipeline_cycle_is_exact_mva_of_balanced_exponential_stations(jobs: int, stages: int) -> None:
+    """The cycle equals the mean value analysis recursion (Reiser and Lavenberg 1980) run station by station."""
+    s = 0.004
+    q = np.zeros(stages)
+    for n in range(1, jobs + 1):
+        r = s * (1.0 + q)  # arrival theorem: an arriving job sees the queues of the network with n - 1 jobs
+        x = n / r.sum()
+        q = x * r
+    got = closed_pipeline_cycle_s(np.array([stages * s]), np.array([s]), np.array([float(jobs)]),
+                                  np.array([float(stages)]))
+    assert got[0] == pytest.approx(r.sum(), rel=1e-12)
+
+
+def test_closed_pipeline_cycle_keeps_the_bottleneck_bound() -> None:
+    """An unbalanced pipeline is never faster than N jobs through its slowest stage."""
+    got = closed_pipeline_cycle_s(np.array([0.02]), np.array([0.015]), np.array([10.0]), np.array([4.0]))
+    assert got[0] == pytest.approx(10 * 0.015)
+
+
+def test_static_batch_work_is_max_iterations_plus_request_iterations() -> None:
+    """Work affine in the active requests, summed over a static batch's iterations (Monte Carlo over batches drawn
+    from the workload sample), equals V0 E[max L_d] + V1 b E[L_d], the estimator's per-batch decode work."""
+    screen = Screen(load_scenario(), batching="static")
+    lengths = np.asarray(screen.sc.lengths.decode_tokens)
+    rng = np.random.default_rng(3)
+    b, v0, v1 = 16, 2.0, 0.5
+    draws = rng.choice(lengths, size=(20_000, b))
+    mc = (v0 * draws.max(axis=1) + v1 * draws.sum(axis=1)).mean()
+    closed = v0 * screen.expected_max_decode(np.array([b]))[0] + v1 * b * lengths.mean()
+    assert mc == pytest.approx(closed, rel=0.01)

@@ -58,3 +58,12 @@ def test_subspace_holds_every_composition_once() -> None:
     assert (pts.counts.sum(axis=1) == 8).all() and (pts.n_hbm == 16).all()
     with pytest.raises(SpecError, match="no buildable point"):
         subspace(sc, 16, 513, 16)
+
+
+def test_pick_breaks_exact_throughput_ties_by_lower_ttft() -> None:
+    """Two points tie on estimated throughput; the pick is the one with the lower estimated TTFT (row 1 here,
+    although row 0 comes first), so its simulated throughput is the recovery."""
+    t = _table()
+    t.loc[0, ["est_throughput_tps", "est_ttft_s"]] = (300.0, 3.0)  # tie with row 1 (300, 2.0), higher TTFT
+    m = recovery_metrics(t)
+    assert m["est_pick"] == 1 and m["est_recovery"] == pytest.approx(200 / 250)
