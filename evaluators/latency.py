@@ -144,7 +144,7 @@ def expected_experts_touched(n_experts: np.ndarray | float, top_k: np.ndarray | 
     References
     ----------
     Occupancy of E bins by b independent top-k draws; e.g. Qwen3-30B-A3B (E = 128, k = 8) touches 8 experts at
-    batch 1 and 128 (1 - (15/16)^64) = 125.6 at batch 64.
+    batch 1 and 128 (1 - (15/16)^64) = 125.9 at batch 64.
     """
     e = np.asarray(n_experts, dtype=float)
     return e * touched_fraction(np.asarray(top_k, dtype=float) / e, tokens)

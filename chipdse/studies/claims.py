@@ -133,7 +133,7 @@ CLAIMS: tuple[Claim, ...] = (
           "Sec. VI-C, Table IV(b)", _T4),
     Claim("t4_t_all_worst", "Table IV(b) M_T: all-model design, worst model", 0.84, "share",
           "Sec. VI-C, Table IV(b)", _T4),
-    Claim("hbm_capacity_gib", "HBM3 stack capacity", 24.0, "GB", "Sec. VI-A, ref. [29] (192 Gb = 24 GiB)",
+    Claim("hbm_capacity_gib", "HBM3 stack capacity", 24.0, "GiB", "Sec. VI-A, ref. [29] (192 Gb = 24 GiB)",
           "the library's memory.capacity_GB"),
     Claim("hbm_bandwidth_GBps", "HBM3 stack bandwidth", 896.0, "GB/s", "Sec. VI-A, ref. [29]",
           "the library's memory.bandwidth_GBps"),
@@ -163,12 +163,12 @@ class ClaimRow:
 
 
 def fmt_value(v: float, unit: str) -> str:
-    """A value with its unit: ``1.55x``, ``-43.7%``, ``0.93``, ``24.0 GB``, ``896 GB/s``."""
+    """A value with its unit: ``1.55x``, ``-43.7%``, ``0.93``, ``24 GiB``, ``896 GB/s``."""
     if unit == "x":
         return f"{v:.2f}x"
     if unit == "%":
         return f"{v:+.1f}%"
-    if unit in ("GB", "GB/s"):
+    if unit in ("GB", "GiB", "GB/s"):
         return f"{v:.4g} {unit}"
     return f"{v:.2f}"
 
@@ -356,9 +356,11 @@ def measure_policies(pol: pd.DataFrame) -> tuple[dict[str, float | None], dict[s
                            cp_name if full == "CP*" else full, metric)
         if len(vals):
             m[key] = float(SUMMARIES[how](vals))
-    used = f"{n_ok} of {n_all} workloads valid (the others' static baseline finished too few requests)"
+    used = (f"{n_ok} of {n_all} workloads valid (in the others a reference run finished fewer than "
+            "simulation.min_finished requests in its window, e.g. requests that outlive the window)")
     if "duration_s" in pol.columns:
-        used += (f"; simulated windows {pol['duration_s'].min():.0f}-{pol['duration_s'].max():.0f} s"
+        lo, hi = pol["duration_s"].min(), pol["duration_s"].max()
+        used += ((f"; simulated windows {lo:.0f}-{hi:.0f} s" if hi > lo else f"; simulated window {lo:.0f} s")
                  + ("" if "warmup_s" in pol.columns else " from an empty system"))
     notes = {k: used for k, *_ in POLICY_MEASURES}
     if not {"design", "role"} & set(pol.columns):  # the runs do not say which design they simulated

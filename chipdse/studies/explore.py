@@ -421,4 +421,10 @@ def headline(r: ExploreResult) -> list[str]:
             ttft = "unstable" if not s["stable"] else f"TTFT {s['ttft_s']:.3f} s"
             lines.append(f"  {s['layout']}: throughput {s['throughput_tps']:.0f} tok/s, {ttft}")
         lines += [f"  {line}" for line in placement_summary(f.placement)]
+    if r.simulation is not None:
+        m = r.simulation.metrics
+        if m:
+            lines.append("estimator vs simulator: " + ", ".join(f"{k} {m[k]:.3f}" for k in (
+                "cosine", "spearman_throughput", "mape_throughput", "max_throughput_recovery") if k in m))
+        lines += [f"simulation skipped: {s}" for s in r.simulation.skipped]
     return lines
