@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.studies.simstudy import geomean
+from chipdse.studies.simstudy import WORKLOAD_KEYS, geomean, ratio_rows
 
 TOLERANCE = 0.25
 """A row whose this-run / paper ratio is off 1 by more than this shows its note (issue 15, "Done when")."""
@@ -223,72 +223,36 @@ def render_text(rows: list[ClaimRow]) -> str:
 
 # ----------------------------------------------------------------------------------------------------- measuring
 
-_WORKLOAD_KEYS = ("model", "dataset", "design", "role", "target")
-"""Columns that, where a policy table has them, tell one workload (and design) from another."""
+_RATIO_COLUMN = {"tp": "throughput_x", "ttft": "ttft_x", "ratio": "tp_per_ttft_x", "target": "target_x"}
+"""Claim metric -> column of :func:`chipdse.studies.simstudy.ratio_rows` (throughput; TTFT; TP/TTFT; the paper's
+target metric per design: TP/TTFT for B*, TP for M_T)."""
 
 
-def _valid(pol: pd.DataFrame) -> pd.DataFrame:
-    """Rows of workloads whose baseline is valid: a ``valid`` column if the table has one, else the baseline
-    finished at least one request (a ``finished`` column), else every row."""
-    keys = [k for k in _WORKLOAD_KEYS if k in pol.columns]
+def _workload_validity(pol: pd.DataFrame) -> pd.DataFrame:
+    """``pol`` with ``valid`` set per workload: a workload (its :data:`~chipdse.studies.simstudy.WORKLOAD_KEYS`)
+    counts only when every run of it is valid (the table's ``valid`` column), or, in a table without one, when
+    its ablation baseline finished a request."""
     if "valid" in pol.columns:
-        bad = pol[~pol["valid"].astype(bool)]
+        bad = ~pol["valid"].astype(bool)
     elif "finished" in pol.columns:
-        bad = pol[(pol["study"] == "ablation") & (pol["variant"] == "baseline") & (pol["finished"] <= 0)]
+        bad = (pol["study"] == "ablation") & (pol["variant"] == "baseline") & (pol["finished"] <= 0)
     else:
-        return pol
-    if not keys or bad.empty:
-        return pol if bad.empty else pol.iloc[0:0]
-    drop = set(map(tuple, bad[keys].astype(str).to_numpy()))
-    return pol[[tuple(r) not in drop for r in pol[keys].astype(str).to_numpy()]]
+        bad = pd.Series(False, index=pol.index)
+    keys = [k for k in WORKLOAD_KEYS if k in pol.columns]
+    if not keys:
+        return pol.assign(valid=not bad.any())
+    drop = set(map(tuple, pol.loc[bad, keys].astype(str).to_numpy()))
+    return pol.assign(valid=[tuple(r) not in drop for r in pol[keys].astype(str).to_numpy()])
 
 
-def pair_ratios(pol: pd.DataFrame, study: str, base: str, full: str, metric: str) -> np.ndarray:
-    """Per workload of one study: ``metric`` of variant ``full`` over variant ``base``.
-
-    Parameters
-    ----------
-    pol : pandas.DataFrame
-        Policy runs: ``study``, ``variant``, ``sim_throughput_tps`` (tok/s), ``sim_ttft_s`` (s) and the workload
-        columns it has (``model``, ``dataset``, ``design``/``role``).
-    metric : {"tp", "ttft", "ratio", "target"}
-        Throughput; TTFT; throughput / TTFT; or the paper's target metric (TP/TTFT for a B* row, TP for an M_T
-        row, by its ``design`` or ``role`` column; TP when neither is there).
-
-    Returns
-    -------
-    numpy.ndarray
-        One finite ratio per workload where both runs exist and the base's value is positive.
-    """
-    d = pol[pol["study"] == study]
-    keys = [k for k in _WORKLOAD_KEYS if k in d.columns]
-    out = []
-    groups = d.groupby(keys, sort=False) if keys else [((), d)]
-    for _, g in groups:
-        b, f = g[g["variant"] == base], g[g["variant"] == full]
-        if b.empty or f.empty:
-            continue
-        m = metric
-        if metric == "target":
-            role = next((str(g[c].iloc[0]) for c in ("design", "role") if c in g.columns), "M_T")
-            m = "ratio" if role.startswith("B") else "tp"
-        vb, vf = (_metric(b.iloc[0], m), _metric(f.iloc[0], m))
-        if vb > 0 and math.isfinite(vb) and math.isfinite(vf):
-            out.append(vf / vb)
-    return np.array(out, dtype=float)
-
-
-def _metric(row: pd.Series, m: str) -> float:
-    tp, tt = float(row["sim_throughput_tps"]), float(row.get("sim_ttft_s") or math.nan)
-    return {"tp": tp, "ttft": tt, "ratio": tp / tt if tt > 0 else math.nan}[m]
-
-
-def _rows_of(pol: pd.DataFrame, role: str) -> pd.DataFrame:
-    """Rows of one design role (B* or M_T) where the table tells them apart, else every row."""
-    for c in ("design", "role"):
-        if c in pol.columns:
-            return pol[pol[c].astype(str).str.startswith(role[0])]
-    return pol
+def _valid_ratios(pol: pd.DataFrame, study: str, base: str, full: str, role: str | None) -> pd.DataFrame:
+    """Per-workload ratios of ``full`` over ``base`` in one study (:func:`chipdse.studies.simstudy.ratio_rows`) of
+    the valid workloads, of one design role (B* or M_T) where the table tells them apart."""
+    r = ratio_rows(pol, study, full, base)
+    r = r[r["valid"]] if len(r) else r
+    if role is not None and "role" in r.columns:
+        r = r[r["role"].astype(str).str.startswith(role[0])]
+    return r
 
 
 SUMMARIES = {"mean": geomean, "min": np.min, "max": np.max,
@@ -340,20 +304,22 @@ def measure_policies(pol: pd.DataFrame) -> tuple[dict[str, float | None], dict[s
     -------
     (measured, notes) : tuple of dict
         Claim key -> value (means are geometric over workloads, as the policy pages: the paper's "on average"
-        does not say which); and the measured
-        notes (how many workloads were valid and used).
+        does not say which); and the measured notes (how many workloads were valid and used).
     """
     if pol is None or pol.empty:
         return {}, {}
-    keys = [k for k in _WORKLOAD_KEYS if k in pol.columns]
-    n_all = len(pol[pol["study"] == "ablation"].groupby(keys)) if keys else 1
-    ok = _valid(pol)
-    n_ok = len(ok[ok["study"] == "ablation"].groupby(keys)) if keys and not ok.empty else 0
+    pol = _workload_validity(pol)
+    keys = [k for k in WORKLOAD_KEYS if k in pol.columns]
+    ablation = pol[pol["study"] == "ablation"]
+    n_all = ablation.groupby(keys).ngroups if keys else 1
+    n_ok = ablation[ablation["valid"]].groupby(keys).ngroups if keys else int(bool(ablation["valid"].all()))
     cp_name = "CP" if (pol[pol["study"] == "placement"]["variant"] == "CP").any() else "exact"
     m: dict[str, float | None] = {}
     for key, role, study, base, full, metric, how in POLICY_MEASURES:
-        vals = pair_ratios(ok if role is None else _rows_of(ok, role), study, base,
-                           cp_name if full == "CP*" else full, metric)
+        r = _valid_ratios(pol, study, base, cp_name if full == "CP*" else full, role)
+        # a table that does not name its designs' roles is scored on throughput (ratio_rows would take it as B*)
+        column = "throughput_x" if metric == "target" and "role" not in pol.columns else _RATIO_COLUMN[metric]
+        vals = r[column].dropna().to_numpy(dtype=float) if len(r) else np.array([])
         if len(vals):
             m[key] = float(SUMMARIES[how](vals))
     used = (f"{n_ok} of {n_all} workloads valid (in the others a reference run finished fewer than "
