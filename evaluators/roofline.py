@@ -28,6 +28,7 @@ import pandas as pd
 
 from chipdse.core.design_space import DesignPoints
 from chipdse.core.scenario import LoadedScenario
+from chipdse.evaluators.estimator import _balance_times
 from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
     FAMILY_MAMBA,
@@ -66,16 +67,11 @@ def fluid_makespan_s(own_a_s: np.ndarray, own_m_s: np.ndarray, shared_a_s: np.nd
     Notes
     -----
     The two terms cross at ``x* = (n_a (M + S_m) - n_m A) / (n_m S_a + n_a S_m)``; clipped to [0, 1] that is the
-    optimum, since one term rises and the other falls in x.
+    optimum, since one term rises and the other falls in x. The split is the estimator's fluid Eq. 5 split
+    (``chipdse.evaluators.estimator._balance_times``).
     """
-    a, m = np.asarray(own_a_s, dtype=float), np.asarray(own_m_s, dtype=float)
-    sa, sm = np.asarray(shared_a_s, dtype=float), np.asarray(shared_m_s, dtype=float)
-    na, nm = np.asarray(n_a, dtype=float), np.asarray(n_m, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = np.clip((na * (m + sm) - nm * a) / (nm * sa + na * sm), 0.0, 1.0)
-        x = np.where(na <= 0, 0.0, np.where(nm <= 0, 1.0, np.nan_to_num(x, nan=1.0)))
-        t_a = np.where(na > 0, (a + x * sa) / na, np.where(a > 0, np.inf, 0.0))
-        t_m = np.where(nm > 0, (m + (1.0 - x) * sm) / nm, np.where(m > 0, np.inf, 0.0))
+    t_a, t_m = _balance_times(*(np.asarray(v, dtype=float) for v in (own_a_s, own_m_s, shared_a_s, shared_m_s,
+                                                                     n_a, n_m)))
     return np.maximum(t_a, t_m)
 
 

@@ -10,7 +10,7 @@ from chipdse.core.design_space import enumerate_points
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.latency import block_table, chiplet_caps, decode_costs, prefill_costs
 from chipdse.evaluators.roofline import fluid_makespan_s, roofline_scores
-from chipdse.studies.recovery import take_points
+from chipdse.studies.sweep import subset_points
 
 
 def test_fluid_makespan_by_hand() -> None:
@@ -37,7 +37,7 @@ def test_one_design_recomputed_block_by_block() -> None:
     sc = load_scenario()
     pts, _ = enumerate_points(sc)
     i = int(np.flatnonzero((pts.n_hbm == 6) & (pts.d2d_GBps == 512) & (pts.max_batch == 16))[7])
-    row = roofline_scores(sc, take_points(pts, [i])).iloc[0]
+    row = roofline_scores(sc, subset_points(pts, np.array([i]))).iloc[0]
     lib, ln, model = sc.library, sc.lengths, sc.model
     t = block_table(model)
     counts = dict(zip(pts.types, pts.counts[i], strict=True))

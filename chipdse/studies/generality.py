@@ -34,8 +34,9 @@ from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.solvers.config import SolverConfig
 from chipdse.studies.parallel import Backend, run_jobs
-from chipdse.studies.recovery import run_safe, take_points
+from chipdse.studies.recovery import run_safe
 from chipdse.studies.simstudy import SimJob, make_layout, saturation_window
+from chipdse.studies.sweep import subset_points
 
 OBJECTIVES = ("B*", "M_T")
 
@@ -373,7 +374,7 @@ def simulate_table_iv(sc: LoadedScenario, r: GeneralityResult, *, load: float = 
     variants = model_scenarios(sc, r.models)
     pts, _ = enumerate_points(variants[0])
     chosen = sorted({int(p) for p in r.designs["point"]})
-    sub = take_points(pts, chosen)
+    sub = subset_points(pts, chosen)
     cfg = SolverConfig(work_limit=1.0, time_limit_s=10.0, seed=sc.spec.seed)
     batching = str(getattr(sc.spec.estimator.batching, "value", sc.spec.estimator.batching))
     frames = {n: Screen(v).score(sub) for n, v in zip(r.names, variants, strict=True)}

@@ -36,15 +36,10 @@ from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.solvers.config import SolverConfig
 from chipdse.studies.parallel import Backend, run_jobs
 from chipdse.studies.simstudy import Layout, SimJob, make_layout, saturation_window
+from chipdse.studies.sweep import subset_points
 
 METHODS = ("est", "roof")
 """Column prefixes of the two scoring methods: the estimator and the roofline baseline."""
-
-
-def take_points(pts: DesignPoints, idx: np.ndarray | list[int]) -> DesignPoints:
-    """The points of ``pts`` at positions ``idx`` (in that order), as a new :class:`DesignPoints`."""
-    i = np.asarray(idx, dtype=int)
-    return DesignPoints(pts.types, pts.counts[i], pts.n_hbm[i], pts.d2d_GBps[i], pts.max_batch[i])
 
 
 def subspace(sc: LoadedScenario, n_hbm: int, d2d_GBps: float, max_batch: int) -> DesignPoints:  # noqa: N803
@@ -62,7 +57,7 @@ def subspace(sc: LoadedScenario, n_hbm: int, d2d_GBps: float, max_batch: int) ->
         msg = (f"HBM {n_hbm}, {d2d_GBps:g} GB/s, max batch {max_batch}: no buildable point (HBM "
                f"{sorted(set(pts.n_hbm.tolist()))}, D2D {list(ds.d2d_GBps)}, max batch {list(ds.max_batch)})")
         raise SpecError(str(sc.path), "design_space", msg)
-    return take_points(pts, sel)
+    return subset_points(pts, sel)
 
 
 def front_stats(table: pd.DataFrame, prefix: str) -> dict[str, float]:

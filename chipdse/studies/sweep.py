@@ -99,7 +99,8 @@ class SweepResult:
 
 
 def subset_points(pts: DesignPoints, mask: np.ndarray) -> DesignPoints:
-    """Return the points where ``mask`` (bool, shape (n,)) is true."""
+    """Return the points where ``mask`` (bool, shape (n,)) is true, or at the positions ``mask`` lists (int array,
+    in that order)."""
     return DesignPoints(pts.types, pts.counts[mask], pts.n_hbm[mask], pts.d2d_GBps[mask], pts.max_batch[mask])
 
 
