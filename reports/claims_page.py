@@ -67,9 +67,9 @@ def claims_lines(rows: list[ClaimRow], context: str) -> list[str]:
     return lines
 
 
-def claims_page(pdf: PdfPages, rows: list[ClaimRow], context: str) -> None:
-    """Add the page(s) "HYDRA's claims, this run"."""
-    text_pages(pdf, "HYDRA's claims, this run", claims_lines(rows, context))
+def claims_page(pdf: PdfPages, rows: list[ClaimRow], context: str, paper: str = "HYDRA") -> None:
+    """Add the page(s) "<paper>'s claims, this run" (HYDRA, SNAKE or NOVA) with :func:`claims_lines`."""
+    text_pages(pdf, f"{paper}'s claims, this run", claims_lines(rows, context))
 
 
 def draw(pdf: PdfPages, r: Any) -> None:

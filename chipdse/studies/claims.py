@@ -174,8 +174,8 @@ def fmt_value(v: float, unit: str) -> str:
 
 
 def claim_rows(measured: dict[str, float | None], notes: dict[str, str] | None = None,
-               tolerance: float = TOLERANCE) -> list[ClaimRow]:
-    """Compare what a run measured with HYDRA's numbers, one row per :data:`CLAIMS` entry.
+               tolerance: float = TOLERANCE, claims: tuple[Claim, ...] = CLAIMS) -> list[ClaimRow]:
+    """Compare what a run measured with a paper's numbers, one row per entry of ``claims``.
 
     Parameters
     ----------
@@ -187,17 +187,19 @@ def claim_rows(measured: dict[str, float | None], notes: dict[str, str] | None =
         before the claim's cause in the note.
     tolerance : float
         Largest |ratio - 1| shown without a note.
+    claims : tuple of Claim
+        The paper's numbers (default HYDRA's :data:`CLAIMS`; the SNAKE and NOVA studies pass their own).
 
     Returns
     -------
     list of ClaimRow
-        In :data:`CLAIMS` order. ``ratio`` = this run / paper. ``off`` when |ratio - 1| > ``tolerance``; the note
+        In ``claims`` order. ``ratio`` = this run / paper. ``off`` when |ratio - 1| > ``tolerance``; the note
         is then the caller's note (if any) and the claim's cause; "not run in this scenario" when there is no value;
         empty otherwise.
     """
     notes = notes or {}
     rows = []
-    for c in CLAIMS:
+    for c in claims:
         v = measured.get(c.key)
         if v is None or (isinstance(v, float) and math.isnan(v)):
             rows.append(ClaimRow(c.key, c.claim, c.unit, c.source, c.paper, None, None, False, NOT_RUN))
@@ -214,9 +216,9 @@ def rows_frame(rows: list[ClaimRow]) -> pd.DataFrame:
     return pd.DataFrame([r.__dict__ for r in rows])
 
 
-def render_text(rows: list[ClaimRow]) -> str:
-    """The rows as a Markdown table: HYDRA claim | paper value | this run | ratio | note."""
-    out = ["| HYDRA claim | paper value | this run | ratio | note |", "| --- | --- | --- | --- | --- |"]
+def render_text(rows: list[ClaimRow], paper: str = "HYDRA") -> str:
+    """The rows as a Markdown table: ``paper`` claim | paper value | this run | ratio | note."""
+    out = [f"| {paper} claim | paper value | this run | ratio | note |", "| --- | --- | --- | --- | --- |"]
     out += ["| " + " | ".join(r.cells()) + " |" for r in rows]
     return "\n".join(out)
 
