@@ -208,12 +208,18 @@ def finalist_placement(sc: LoadedScenario, point: str = "b-star") -> tuple[Place
 
 def finalist_mapping(sc: LoadedScenario, point: str = "b-star") -> tuple[MappingProblem, str]:
     """The finalist's decode mapping on its ring-enumeration placement (HYDRA Eqs. 3-5), and its label."""
-    row, spec, cells = _finalist_layout(sc, point)
+    row, spec, cells = finalist_layout(sc, point)
     return mapping_problem(sc, spec, cells, "decode", spec.batch), row["label"]
 
 
-def _finalist_layout(sc: LoadedScenario, point: str) -> tuple[dict, PointSpec, dict[int, str]]:
-    """The finalist's screen row, point spec and ring-enumeration placement (cell -> type)."""
+def finalist_layout(sc: LoadedScenario, point: str) -> tuple[dict, PointSpec, dict[int, str]]:
+    """Return the finalist's screen row, point spec and ``hbm-enum`` placement decision (cell -> chiplet type).
+
+    Raises
+    ------
+    InfeasibleDesignError, ValueError
+        As :func:`finalist`.
+    """
     row, spec = finalist(sc, point)
     placement = placement_problem(sc, spec, float(row["capacity_rps"]))
     return row, spec, solve_placement(placement, "hbm-enum", SolverConfig.of(sc.spec)).decision
@@ -317,7 +323,7 @@ def joint_mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[i
 
 def finalist_joint_mapping(sc: LoadedScenario, point: str = "b-star") -> tuple[MappingProblem, str]:
     """The finalist's cross-phase mapping (:func:`joint_mapping_problem`) on its ring-enumeration placement."""
-    row, spec, cells = _finalist_layout(sc, point)
+    row, spec, cells = finalist_layout(sc, point)
     return joint_mapping_problem(sc, spec, cells, spec.batch), row["label"]
 
 
