@@ -776,8 +776,11 @@ def simulate(
                f"links mean {links['mean']:.3f} max {links['max']:.3f}")
     typer.echo(f"{res['events']:,} events in {res['wall_s']:.2f} s wall")
     if res["overloaded"]:
-        typer.echo(f"warning: overloaded: {res['requests_in_system']:,} of {res['requests_arrived']:,} requests are "
-                   "still in the system; the latency statistics cover only the requests served so far")
+        grew = res["backlog_growth"]
+        typer.echo(f"warning: overloaded: the requests waiting for a first token grew by {grew['requests']:,} from "
+                   f"{grew['from_s']:g} s to {grew['to_s']:g} s (a stable design explains at most "
+                   f"{grew['threshold']:.0f}); {res['requests_in_system']:,} of {res['requests_arrived']:,} requests "
+                   "are still in the system; the latency statistics cover only the requests served so far")
 
 
 def invoke(argv: list[str] | None = None) -> int:

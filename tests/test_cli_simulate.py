@@ -179,3 +179,12 @@ def test_library_flags_an_empty_run_instead_of_raising(small: LoadedScenario) ->
 def test_best_run_is_not_empty_and_static_never_crosses_phases(best_run: dict) -> None:
     assert not best_run["empty"]
     assert best_run["cross_phase"]["jobs"] == {"prefill_on_decode": 0, "decode_on_prefill": 0}
+
+
+def test_best_run_at_the_workload_rate_is_not_flagged_overloaded(best_run: dict) -> None:
+    """B* is stable at the workload's rate by the estimator; a 20 s window whose requests are mostly still decoding
+    is a fill-up, not an overload (the old rule, a fifth of the arrivals in the system, flagged it)."""
+    assert best_run["requests_in_system"] > max(10, 0.2 * best_run["requests_arrived"])
+    assert not best_run["overloaded"]
+    grew = best_run["backlog_growth"]
+    assert (grew["from_s"], grew["to_s"]) == (DURATION_S / 2, DURATION_S) and grew["requests"] <= grew["threshold"]
