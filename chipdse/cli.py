@@ -165,6 +165,29 @@ def _fail(exc: BaseException | str) -> None:
     raise typer.Exit(EXIT_USER_ERROR)
 
 
+def error_json(exc: BaseException | str, field: str | None = None) -> dict[str, str | None]:
+    """The JSON form of an error of ``chipdse simulate --json``: ``{"error": line, "file": ..., "field": ...}``.
+
+    ``error`` is the one-line message; ``file`` the input file it names (a ``SpecError``'s source, an
+    ``OSError``'s file name), else ``None``; ``field`` the offending field or option (a ``SpecError``'s field,
+    ``field`` when given), else ``None``.
+    """
+    if isinstance(exc, OSError):
+        text = _os_error_text(exc, [])
+        file = None if exc.filename is None else os.fsdecode(exc.filename)
+    else:
+        text, file = str(exc), getattr(exc, "source", None)
+    return {"error": " ".join(text.split()), "file": file or None, "field": getattr(exc, "field", None) or field}
+
+
+def _fail_as(as_json: bool, exc: BaseException | str, field: str | None = None) -> None:
+    """Fail with exit 2: with ``as_json`` the error is one JSON object on stdout (:func:`error_json`) and its
+    line on stderr; else the line on stderr (:func:`_fail`)."""
+    if as_json:
+        typer.echo(json.dumps(error_json(exc, field)))
+    _fail(_os_error_text(exc, []) if isinstance(exc, OSError) else exc)
+
+
 @app.callback()
 def main() -> None:
     """Solver-based design-space exploration for LLM serving on chiplets and near-memory stacks."""
@@ -711,12 +734,14 @@ def simulate(
 
     Metrics: output tokens/s, TTFT / TBT / E2E (mean, p50, p99), chiplet and link utilization, preemptions,
     requests arrived and finished, cross-phase work, events handled and the simulator's wall time. A run that
-    finishes no request is an error (exit 2) naming the cause.
+    finishes no request is an error (exit 2) naming the cause. With --json every error (bad input, a run that
+    finishes no request) is also one JSON object on stdout, ``{"error": ..., "file": ..., "field": ...}``, and
+    stdout holds nothing else.
     """
 
 
     if best and point is not None:
-        _fail("choose at most one of --point and --best")
+        _fail_as(as_json, "choose at most one of --point and --best", "--point")
     try:
         if scheduler not in SCHEDULER_NAMES:
             msg = f"--scheduler: must be one of {list(SCHEDULER_NAMES)}, got {scheduler!r}"
@@ -724,12 +749,10 @@ def simulate(
         sc = load_scenario(scenario)
         res = run_simulation(sc, "best" if point is None else point, duration_s=duration, rate_rps=rate,
                              scheduler=scheduler, batching=batching, seed=seed)
-    except (ChipdseError, ValueError) as exc:
-        _fail(exc)
-    except OSError as exc:  # simulate writes no file: any OSError is about an input
-        _fail(_os_error_text(exc, []))
+    except (ChipdseError, ValueError, OSError) as exc:  # simulate writes no file: any OSError is about an input
+        _fail_as(as_json, exc)
     if res["empty"]:
-        _fail(empty_run_text(res))
+        _fail_as(as_json, empty_run_text(res), "--duration")
     if as_json:
         typer.echo(json.dumps(res))
         return
@@ -753,8 +776,11 @@ def simulate(
                f"links mean {links['mean']:.3f} max {links['max']:.3f}")
     typer.echo(f"{res['events']:,} events in {res['wall_s']:.2f} s wall")
     if res["overloaded"]:
-        typer.echo(f"warning: overloaded: {res['requests_in_system']:,} of {res['requests_arrived']:,} requests are "
-                   "still in the system; the latency statistics cover only the requests served so far")
+        grew = res["backlog_growth"]
+        typer.echo(f"warning: overloaded: the requests waiting for a first token grew by {grew['requests']:,} from "
+                   f"{grew['from_s']:g} s to {grew['to_s']:g} s (a stable design explains at most "
+                   f"{grew['threshold']:.0f}); {res['requests_in_system']:,} of {res['requests_arrived']:,} requests "
+                   "are still in the system; the latency statistics cover only the requests served so far")
 
 
 def invoke(argv: list[str] | None = None) -> int:
@@ -773,6 +799,11 @@ def invoke(argv: list[str] | None = None) -> int:
     except typer.exceptions.TyperException as exc:
         ctx = getattr(exc, "ctx", None)
         where = f"{ctx.command_path}: " if ctx is not None and ctx.command_path != "chipdse" else ""
+        args = sys.argv[1:] if argv is None else argv
+        if args[:1] == ["simulate"] and "--json" in args:  # simulate --json: errors as JSON on stdout too
+            param = getattr(exc, "param", None)
+            field = param.opts[0] if param is not None and getattr(param, "opts", None) else None
+            typer.echo(json.dumps(error_json(where + exc.format_message(), field)))
         _error_line(where + exc.format_message())
         return EXIT_USER_ERROR
     except typer.Abort:

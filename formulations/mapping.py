@@ -8,6 +8,7 @@ assignment back. :func:`check_mapping` is the solver-independent checker every m
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import pyomo.environ as pyo
@@ -42,12 +43,17 @@ class MappingProblem:
         Seconds task k takes on chiplet c, for compatible pairs only.
     name : str
         Label for reports.
+    home : Mapping[str, tuple[str, ...]] | None
+        Task -> the chiplets of its own phase role, for a cross-phase problem (:func:`joint_mapping`); the
+        exact models ignore it, the LPT heuristic starts from a home-only mapping. ``None``: every compatible
+        chiplet is home.
     """
 
     tasks: tuple[str, ...]
     chiplets: tuple[str, ...]
     time_s: dict[tuple[str, str], float]
     name: str = "mapping"
+    home: Mapping[str, tuple[str, ...]] | None = None
 
 
 def validate_mapping(problem: MappingProblem) -> None:
@@ -74,6 +80,113 @@ def validate_mapping(problem: MappingProblem) -> None:
         if not math.isfinite(t) or t < 0:
             msg = f"a non-negative finite time in seconds for ({k!r}, {c!r}), got {t!r}"
             raise SpecError(src, "time_s", msg)
+    for k, cs in (problem.home or {}).items():
+        bad = [c for c in cs if (k, c) not in problem.time_s]
+        if k not in tasks or bad:
+            msg = f"task -> compatible chiplets, got {k!r} -> {bad or cs!r}"
+            raise SpecError(src, "home", msg)
+
+
+PHASE_SEPARATOR = ":"
+"""Joins a phase and a block name into a task id of a cross-phase problem (``"prefill:attn_0"``)."""
+
+
+@dataclass(frozen=True)
+class PhasePart:
+    """One phase's share of a cross-phase mapping (:func:`joint_mapping`).
+
+    Attributes
+    ----------
+    phase : str
+        Phase name (``"prefill"`` / ``"decode"``); prefixes the task ids.
+    problem : MappingProblem
+        The phase's tasks on every chiplet that may run them (its own role's and the other role's), seconds per
+        unit of the phase's work (one prefill of a mean request, one decode iteration).
+    weight : float
+        Units of the phase's work per unit of the joint objective (e.g. decode iterations per request), >= 0.
+    home : tuple[str, ...]
+        The chiplets of the phase's own role.
+    """
+
+    phase: str
+    problem: MappingProblem
+    weight: float
+    home: tuple[str, ...]
+
+
+def joint_mapping(parts: Sequence[PhasePart], cross_phase: bool = True, name: str = "joint-mapping"
+                  ) -> MappingProblem:
+    """Return one mapping problem over every phase's tasks, with ONE stage time per chiplet shared by the phases.
+
+    Task ``"<phase>:<block>"`` takes ``weight * time_s`` on a chiplet; a chiplet's stage time sums every phase's
+    tasks on it (HYDRA Eq. 4 with both phases' work), so the bottleneck (Eq. 5) is the busiest chiplet's work per
+    unit of the objective (seconds per request when prefill weighs 1 and decode ``mean_decode / batch``) and a
+    chiplet lent to the other phase is never booked twice. ``cross_phase=False`` keeps each task on its phase's
+    home chiplets: the phases then decouple into the per-phase problems, scaled.
+
+    Parameters
+    ----------
+    parts : sequence of PhasePart
+        One per phase, distinct phase names.
+    cross_phase : bool
+        Let a task run on the other role's chiplets at their own rate (HYDRA Sec. IV-C, the c_p,D / c_d,P terms
+        of Eqs. 6-7).
+    name : str
+        Label of the joint problem.
+
+    Returns
+    -------
+    MappingProblem
+        Tasks in part order then block order; chiplets in order of first appearance over the parts; ``home`` set
+        (every task's home chiplets that are compatible).
+
+    Raises
+    ------
+    SpecError
+        A repeated phase name, a negative or non-finite weight, or a home chiplet unknown to its part.
+    """
+    phases = [p.phase for p in parts]
+    if len(set(phases)) != len(phases):
+        raise SpecError(name, "parts", f"distinct phase names, got {phases}")
+    tasks: list[str] = []
+    chiplets: dict[str, None] = {}
+    time_s: dict[tuple[str, str], float] = {}
+    home: dict[str, tuple[str, ...]] = {}
+    for part in parts:
+        validate_mapping(part.problem)
+        if not (math.isfinite(part.weight) and part.weight >= 0):
+            raise SpecError(name, f"{part.phase}.weight", f"a non-negative finite number, got {part.weight!r}")
+        unknown = set(part.home) - set(part.problem.chiplets)
+        if unknown:
+            raise SpecError(name, f"{part.phase}.home", f"chiplets of the part, got {sorted(unknown)}")
+        chiplets.update(dict.fromkeys(part.problem.chiplets))
+        own = set(part.home)
+        for k in part.problem.tasks:
+            task = f"{part.phase}{PHASE_SEPARATOR}{k}"
+            tasks.append(task)
+            home[task] = tuple(c for c in part.problem.chiplets if c in own and (k, c) in part.problem.time_s)
+            for c in part.problem.chiplets:
+                if (k, c) in part.problem.time_s and (cross_phase or c in own):
+                    time_s[task, c] = part.weight * part.problem.time_s[k, c]
+    return MappingProblem(tuple(tasks), tuple(chiplets), time_s, name=name, home=home)
+
+
+def split_joint_decision(decision: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """Return phase -> (block -> chiplet) from a :func:`joint_mapping` decision (task ids ``"<phase>:<block>"``)."""
+    out: dict[str, dict[str, str]] = {}
+    for task, c in decision.items():
+        phase, _, block = task.partition(PHASE_SEPARATOR)
+        out.setdefault(phase, {})[block] = c
+    return out
+
+
+def restrict_to_home(problem: MappingProblem) -> MappingProblem:
+    """Keep only each task's home pairs (the problem unchanged without ``home``); a task without home keeps all."""
+    if problem.home is None:
+        return problem
+    kept = {(k, c): t for (k, c), t in problem.time_s.items() if c in problem.home.get(k, ()) or not
+            problem.home.get(k)}
+    return replace(problem, time_s=kept) if len(kept) < len(problem.time_s) else problem
 
 
 def compatible_chiplets(problem: MappingProblem, task: str) -> tuple[str, ...]:
@@ -240,7 +353,9 @@ def restrict_to_upper_bound(problem: MappingProblem, upper_bound_s: float | None
     kept = {p: t for p, t in problem.time_s.items() if t <= upper_bound_s}
     if len(kept) == len(problem.time_s):
         return problem
-    return replace(problem, time_s=kept)
+    home = None if problem.home is None else \
+        {k: tuple(c for c in cs if (k, c) in kept) for k, cs in problem.home.items()}
+    return replace(problem, time_s=kept, home=home)
 
 
 def add_mapping_variables(m: pyo.ConcreteModel, problem: MappingProblem) -> None:

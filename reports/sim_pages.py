@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
+from matplotlib.table import Table
 
 from chipdse.core.solution import EXCESS_OVER_BEST, excess
 from chipdse.reports.style import LINE_H, PAGE, caption, fmt, label_points
@@ -287,6 +288,47 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
         plt.close(fig)
 
 
+CELL_PAD_PX = 3.0
+"""Room kept between a table cell's text and its border, pixels at the figure's dpi."""
+
+
+def fit_cells(fig: plt.Figure, table: Table, pad_px: float = CELL_PAD_PX) -> None:
+    """Wrap each cell's text at word boundaries to its cell's width and make each row tall enough for its lines.
+
+    Parameters
+    ----------
+    fig : matplotlib Figure
+        The table's figure (drawn once here to measure the text).
+    table : matplotlib Table
+        Cells with their final widths and font size.
+    pad_px : float
+        Room kept on each side of a text inside its cell, pixels.
+
+    Notes
+    -----
+    Widths are measured with ``Text.get_window_extent`` on the figure's renderer; a cell's text that is wider
+    than its cell is re-wrapped at the longest line length that fits (``textwrap`` breaks a word longer than that),
+    then every cell of the row gets the height its tallest text needs.
+    """
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    cells = table.get_celld()
+    grow: dict[int, float] = {}
+    for (row, _), cell in cells.items():
+        text, box = cell.get_text(), cell.get_window_extent(renderer)
+        room = box.width - 2 * pad_px
+        if text.get_window_extent(renderer).width > room:
+            flat = " ".join(text.get_text().split())
+            for n in range(len(flat) - 1, 0, -1):
+                text.set_text("\n".join(textwrap.wrap(flat, n)))
+                if text.get_window_extent(renderer).width <= room:
+                    break
+        need = (text.get_window_extent(renderer).height + 2 * pad_px) / box.height
+        grow[row] = max(grow.get(row, 1.0), need)
+    for (row, _), cell in cells.items():
+        cell.set_height(cell.get_height() * grow[row])
+
+
 def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: float | None = None) -> None:
     """B*'s layouts: placement objectives and their excess over ``best_eq2`` (the best exact placement's Eq. 2
     objective, byte-hops/s; :data:`EXCESS_OVER_BEST`), busiest links, then estimator and simulator at serving
@@ -314,6 +356,7 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: fl
     table.auto_set_font_size(False)
     table.set_fontsize(7)
     table.scale(1.0, 2.2)
+    fit_cells(fig, table)
     fig.suptitle(f"What the layout buys at serving time: B* ({b_star})", fontsize=11)
     caption(fig, "Eq. 2 = HYDRA's hop-weighted volume at the design's capacity; excess over best: how much more "
              f"than the best exact placement's ({EXCESS_OVER_BEST}). Busiest link = the largest directed "

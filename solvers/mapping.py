@@ -24,6 +24,8 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from dataclasses import replace
+from functools import partial
 
 from chipdse.core.solution import Solution
 from chipdse.formulations.mapping import (
@@ -36,6 +38,7 @@ from chipdse.formulations.mapping import (
     decode_mapping_milp,
     mapping_infeasibility,
     min_task_times,
+    restrict_to_home,
     stage_times,
 )
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
@@ -111,6 +114,11 @@ def lpt_greedy_mapping(problem: MappingProblem) -> dict[str, str]:
     e.g. attention-only blocks before the MLPs any chiplet can run; then longest first). Each task goes to the
     compatible chiplet minimizing its stage time after adding the task (ties in task and chiplet order).
 
+    A cross-phase problem (``problem.home`` set, :func:`formulations.mapping.joint_mapping`) gets two more steps:
+    LPT on the home chiplets only (the same-phase mapping), relieved (:func:`relieve_bottleneck`) first within
+    the home chiplets, then across both roles; and LPT on every compatible chiplet, relieved. The better is
+    kept, so the cross-phase mapping is never worse than the same-phase one LPT finds.
+
     Returns
     -------
     dict[str, str]
@@ -121,6 +129,16 @@ def lpt_greedy_mapping(problem: MappingProblem) -> dict[str, str]:
     Graham's LPT rule (1969), here for unrelated machines with eligibility; DESIGN.md item 3 ("greedy LPT
     by affinity"); least-flexible-first ordering for restricted assignment (Pinedo, Scheduling, Sec. 5.1).
     """
+    if problem.home is None:
+        return _lpt(problem)
+    home = restrict_to_home(problem)
+    start = relieve_bottleneck(problem, relieve_bottleneck(home, _lpt(home)))
+    plain = relieve_bottleneck(problem, _lpt(problem))
+    return min((start, plain), key=lambda d: max(stage_times(problem, d).values(), default=0.0))
+
+
+def _lpt(problem: MappingProblem) -> dict[str, str]:
+    """The better of plain and eligibility-first LPT (see :func:`lpt_greedy_mapping`)."""
     mins = min_task_times(problem)
     compat = {k: compatible_chiplets(problem, k) for k in mins}
     orders = (sorted(mins, key=lambda k: -mins[k]), sorted(mins, key=lambda k: (len(compat[k]), -mins[k])))
@@ -137,6 +155,45 @@ def lpt_greedy_mapping(problem: MappingProblem) -> dict[str, str]:
             best = (bottleneck, decision)
     decision = best[1] if best is not None else {}
     return {k: decision[k] for k in problem.tasks if k in decision}
+
+
+def relieve_bottleneck(problem: MappingProblem, decision: dict[str, str]) -> dict[str, str]:
+    """Move tasks off the busiest chiplet while a move shortens it without making another chiplet as busy.
+
+    Each step takes a chiplet with the largest stage time and moves the one task (to a compatible chiplet) that
+    minimizes ``max(t_src - t[k, src], t_dst + t[k, dst])``, provided that is below ``t_src``; it stops when no
+    such move exists (or after ``10 * n_tasks`` moves). Every move lowers the sorted stage-time vector
+    lexicographically, so the bottleneck never grows. On a cross-phase problem (:func:`formulations.mapping.
+    joint_mapping`) this is the elastic reassignment of HYDRA Sec. IV-C done once, at mapping time: work leaves a
+    saturated phase's chiplet for an idle one of the other role.
+
+    Parameters
+    ----------
+    problem : MappingProblem
+    decision : dict[str, str]
+        A feasible task -> chiplet mapping (left unchanged).
+
+    Returns
+    -------
+    dict[str, str]
+        The improved mapping, tasks in ``problem.tasks`` order.
+    """
+    out = dict(decision)
+    loads = stage_times(problem, out)
+    compat = {k: compatible_chiplets(problem, k) for k in out}
+    for _ in range(10 * len(problem.tasks)):
+        src = max(problem.chiplets, key=lambda c: loads[c])
+        moves = [(max(loads[src] - problem.time_s[k, src], loads[c] + problem.time_s[k, c]), k, c)
+                 for k in problem.tasks if out.get(k) == src for c in compat[k] if c != src]
+        if not moves:
+            break
+        after, k, dst = min(moves)
+        if after >= loads[src]:
+            break
+        loads[src] -= problem.time_s[k, src]
+        loads[dst] += problem.time_s[k, dst]
+        out[k] = dst
+    return {k: out[k] for k in problem.tasks if k in out}
 
 
 def round_robin_mapping(problem: MappingProblem) -> dict[str, str]:
@@ -219,7 +276,8 @@ def contiguous_dp_mapping(problem: MappingProblem) -> dict[str, str] | None:
     return {k: decision[k] for k in tasks}
 
 
-def _solve_milp(problem: MappingProblem, method: str, config: SolverConfig, t0: float) -> Solution:
+def _solve_milp(kind: ProblemKind, problem: MappingProblem, method: str, config: SolverConfig, t0: float
+                ) -> Solution:
     """Build (pairs slower than the LPT bottleneck left out), solve and decode the MILP; bound in seconds."""
     lpt = lpt_greedy_mapping(problem)
     m = build_mapping_milp(problem, upper_bound_s=check_mapping(problem, lpt)[0])
@@ -228,11 +286,12 @@ def _solve_milp(problem: MappingProblem, method: str, config: SolverConfig, t0: 
     unit = float(m.time_unit_s.value)
     decision = decode_mapping_milp(m) if res.has_solution else None
     bound = res.bound * unit if res.bound is not None else None
-    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, unit=unit,
+    return settle(kind, problem, method, decision, config, t0, reported=res, bound=bound, unit=unit,
                   build_s=build_s)
 
 
-def _solve_cpsat(problem: MappingProblem, method: str, config: SolverConfig, t0: float) -> Solution:
+def _solve_cpsat(kind: ProblemKind, problem: MappingProblem, method: str, config: SolverConfig, t0: float
+                 ) -> Solution:
     """Build (hinted with LPT, slower pairs left out), solve and decode the CP-SAT model; bound in seconds."""
     lpt = lpt_greedy_mapping(problem)
     built = build_mapping_cpsat(problem, hint=lpt, upper_bound_s=check_mapping(problem, lpt)[0])
@@ -240,20 +299,41 @@ def _solve_cpsat(problem: MappingProblem, method: str, config: SolverConfig, t0:
     res, solver = solve_cpsat(built.model, config)
     decision = decode_mapping_cpsat(built, solver) if res.has_solution else None
     bound = built.bound_s(res.bound) if res.bound is not None else None
-    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, start=lpt,
+    return settle(kind, problem, method, decision, config, t0, reported=res, bound=bound, start=lpt,
                   resolution=len(problem.tasks) * built.resolution_s, build_s=build_s,
                   extra={"resolution_s": built.resolution_s})
 
 
-SOLVERS = Methods(KIND, {
-    "milp-highs": _solve_milp, "cpsat": _solve_cpsat,
-    "brute-force": enumeration_runner(KIND, brute_force_mapping, "assignments"),
-    "lpt-greedy": heuristic_runner(KIND, lpt_greedy_mapping),
-    "round-robin": heuristic_runner(KIND, round_robin_mapping),
-    "contiguous-dp": heuristic_runner(KIND, contiguous_dp_mapping, stuck="no split of the task chain into contiguous "
-                                      "runs in chiplet order is compatible"),
-}, infeasibility=mapping_infeasibility)
+def _methods(kind: ProblemKind) -> Methods:
+    """Every mapping method, settled as ``kind`` (the same methods serve the same-phase and cross-phase problems)."""
+    return Methods(kind, {
+        "milp-highs": partial(_solve_milp, kind), "cpsat": partial(_solve_cpsat, kind),
+        "brute-force": enumeration_runner(kind, brute_force_mapping, "assignments"),
+        "lpt-greedy": heuristic_runner(kind, lpt_greedy_mapping),
+        "round-robin": heuristic_runner(kind, round_robin_mapping),
+        "contiguous-dp": heuristic_runner(kind, contiguous_dp_mapping, stuck="no split of the task chain into "
+                                          "contiguous runs in chiplet order is compatible"),
+    }, infeasibility=mapping_infeasibility)
+
+
+SOLVERS = _methods(KIND)
 """Every mapping method behind :func:`solve_mapping`."""
 
 MAPPING_METHODS = SOLVERS.names
 """Method names accepted by :func:`solve_mapping`."""
+
+CROSS_PHASE_KIND = replace(KIND, name="mapping-cross-phase")
+"""The cross-phase mapping (:func:`solvers.problems.joint_mapping_problem`): same checker, its own name."""
+
+CROSS_PHASE_SOLVERS = _methods(CROSS_PHASE_KIND)
+"""Every mapping method behind :func:`solve_cross_phase_mapping`."""
+
+
+def solve_cross_phase_mapping(problem: MappingProblem, method: str = "milp-highs",
+                              config: SolverConfig | None = None) -> Solution:
+    """Map both phases' blocks onto one capacity per chiplet (a :func:`formulations.mapping.joint_mapping`
+    problem) with ``method``; as :func:`solve_mapping`, with ``problem="mapping-cross-phase"``. The objective is
+    the busiest chiplet's work per unit of the joint problem (seconds per request for
+    :func:`solvers.problems.joint_mapping_problem`); :func:`formulations.mapping.split_joint_decision` gives the
+    per-phase mappings."""
+    return CROSS_PHASE_SOLVERS.solve(problem, method, config)

@@ -38,7 +38,7 @@ from chipdse.evaluators.snake_pu import decode_step_s, nmp_template, schedule_op
 from chipdse.formulations.expert_split import ExpertSplitProblem
 from chipdse.formulations.hbm_packing import HbmPackingProblem, PackBlock
 from chipdse.formulations.hbm_partition import HbmPartitionProblem
-from chipdse.formulations.mapping import MappingProblem
+from chipdse.formulations.mapping import MappingProblem, PhasePart, joint_mapping
 from chipdse.formulations.placement import PlacementProblem
 from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.formulations.snake_shapes import ShapeSetProblem
@@ -208,10 +208,21 @@ def finalist_placement(sc: LoadedScenario, point: str = "b-star") -> tuple[Place
 
 def finalist_mapping(sc: LoadedScenario, point: str = "b-star") -> tuple[MappingProblem, str]:
     """The finalist's decode mapping on its ring-enumeration placement (HYDRA Eqs. 3-5), and its label."""
+    row, spec, cells = finalist_layout(sc, point)
+    return mapping_problem(sc, spec, cells, "decode", spec.batch), row["label"]
+
+
+def finalist_layout(sc: LoadedScenario, point: str) -> tuple[dict, PointSpec, dict[int, str]]:
+    """Return the finalist's screen row, point spec and ``hbm-enum`` placement decision (cell -> chiplet type).
+
+    Raises
+    ------
+    InfeasibleDesignError, ValueError
+        As :func:`finalist`.
+    """
     row, spec = finalist(sc, point)
     placement = placement_problem(sc, spec, float(row["capacity_rps"]))
-    layout = solve_placement(placement, "hbm-enum", SolverConfig.of(sc.spec))
-    return mapping_problem(sc, spec, layout.decision, "decode", spec.batch), row["label"]
+    return row, spec, solve_placement(placement, "hbm-enum", SolverConfig.of(sc.spec)).decision
 
 
 def mean_hops_to_groups(sc: LoadedScenario, decision: dict[int, str]) -> dict[int, dict[str, float]]:
@@ -232,7 +243,7 @@ def mean_hops_to_groups(sc: LoadedScenario, decision: dict[int, str]) -> dict[in
 
 
 def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, str], phase: str,
-                    batch: int, transfer_wait: float = 0.0) -> MappingProblem:
+                    batch: int, transfer_wait: float = 0.0, cross_phase: bool = False) -> MappingProblem:
     """Return the bottleneck-mapping instance of one phase on a placed design (HYDRA Eqs. 3-5).
 
     Chiplets are the placed chiplets of the phase's types (ids ``"Md@12"`` = type at cell); a block runs on
@@ -240,7 +251,9 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
     hops the mean distance from the chiplet to its block's HBM group. Prefill: one mean-length request;
     decode: one iteration at ``batch``. ``transfer_wait`` (>= 0) adds queueing on the shared ports and links
     as a multiple of the block's transfer time V / B_HBM + hops * V / B_NoI
-    (``evaluators.estimator.transfer_wait``); the default 0 is HYDRA's uncontended Eq. 3.
+    (``evaluators.estimator.transfer_wait``); the default 0 is HYDRA's uncontended Eq. 3. ``cross_phase``
+    also lists the other phase role's chiplets, each at its own caps (the cost tables of
+    ``evaluators.sim_build``: a decode chiplet prefills at its own compute); chiplets stay in cell order.
     """
     t = block_table(sc.model)
     ln = sc.lengths
@@ -256,7 +269,7 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
     for cell in sorted(hops):
         ty = decision[cell]
         ctype = sc.library.by_name(ty)
-        if ctype.phase != phase:
+        if ctype.phase != phase and not cross_phase:
             continue
         cid = f"{ty}@{cell}"
         chiplets.append(cid)
@@ -272,6 +285,46 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
             times[(name, cid)] = float(t_k[0])
     return MappingProblem(tasks=tuple(t.names), chiplets=tuple(chiplets), time_s=times,
                           name=f"{sc.spec.name}-{phase}-mapping")
+
+
+def joint_mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, str], batch: int,
+                          transfer_wait: float = 0.0, cross_phase: bool = True) -> MappingProblem:
+    """Return both phases' blocks on a placed design as one mapping with one stage time per chiplet.
+
+    Task ``"prefill:<block>"`` takes its :func:`mapping_problem` time for one mean-length request; task
+    ``"decode:<block>"`` its time for one iteration at ``batch`` times ``mean_decode / batch`` (the iterations
+    a request's decode is a ``1 / batch`` share of). A chiplet's stage time is thus its seconds of work per
+    request over both phases, and ``1 / bottleneck`` the requests per second the mapped design sustains
+    (``mean_decode / bottleneck`` output tokens per second), HYDRA Eqs. 3-5 with both phases on one capacity.
+
+    Parameters
+    ----------
+    sc, point, decision, batch, transfer_wait
+        As :func:`mapping_problem`.
+    cross_phase : bool
+        Let a block of either phase run on any family-compatible chiplet of either role at that chiplet's own
+        rate (HYDRA Sec. IV-C; the c_p,D / c_d,P terms of Eqs. 6-7); ``False`` keeps each phase on its own
+        role's chiplets (the separate per-phase mappings, scaled to seconds per request).
+
+    Returns
+    -------
+    MappingProblem
+        See :func:`formulations.mapping.joint_mapping`; ``home`` is each task's own-role chiplets;
+        :func:`formulations.mapping.split_joint_decision` turns a decision into the per-phase mappings.
+    """
+    role = {f"{ty}@{cell}": sc.library.by_name(ty).phase for cell, ty in decision.items() if not ty.startswith("hbm:")}
+    weights = {"prefill": 1.0, "decode": sc.lengths.mean_decode / batch}
+    parts = []
+    for phase, weight in weights.items():
+        mp = mapping_problem(sc, point, decision, phase, batch, transfer_wait, cross_phase=True)
+        parts.append(PhasePart(phase, mp, weight, tuple(c for c in mp.chiplets if role[c] == phase)))
+    return joint_mapping(parts, cross_phase, name=f"{sc.spec.name}-{'cross' if cross_phase else 'same'}-phase-mapping")
+
+
+def finalist_joint_mapping(sc: LoadedScenario, point: str = "b-star") -> tuple[MappingProblem, str]:
+    """The finalist's cross-phase mapping (:func:`joint_mapping_problem`) on its ring-enumeration placement."""
+    row, spec, cells = finalist_layout(sc, point)
+    return joint_mapping_problem(sc, spec, cells, spec.batch), row["label"]
 
 
 # --- SNAKE and NOVA instances (scenario specs are duck-typed: the loaders sit in chipdse.studies) -----------------

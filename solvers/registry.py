@@ -19,6 +19,7 @@ from chipdse.solvers.problems import (
     area_split_problem,
     finalist_hbm_packing,
     finalist_hbm_partition,
+    finalist_joint_mapping,
     finalist_mapping,
     finalist_placement,
     nova_expert_split_problem,
@@ -119,6 +120,11 @@ PROBLEMS: dict[str, ProblemRecord] = {r.name: r for r in (
         "mapping", "decode blocks onto the placed chiplets, least bottleneck stage time (HYDRA Eqs. 3-5)",
         "hydra", None, finalist_mapping, *_MAPPING, _without(mapping.MAPPING_METHODS, "brute-force"), mapping.KIND,
         lambda p, m, c, seed, hint: mapping.solve_mapping(p, m, c)),
+    ProblemRecord(
+        "mapping-cross-phase", "prefill and decode blocks onto every placed chiplet of either role, one capacity "
+        "per chiplet, least work per request on the busiest chiplet (HYDRA Eqs. 3-5 with Sec. IV-C's cross-phase "
+        "tasks)", "hydra", None, finalist_joint_mapping, *_MAPPING, _without(mapping.MAPPING_METHODS, "brute-force"),
+        mapping.CROSS_PHASE_KIND, lambda p, m, c, seed, hint: mapping.solve_cross_phase_mapping(p, m, c)),
     ProblemRecord(
         "expert-split", "one MoE layer's experts onto NOVA's two tiers, least makespan (NOVA Sec. VI-E; the "
         "scenario's first MoE model at its largest batch, uniform routing)",

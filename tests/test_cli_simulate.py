@@ -124,11 +124,50 @@ def test_cli_simulate_refuses_a_run_that_finishes_no_request(tmp_path: Path, arg
 
     result = CliRunner().invoke(app, ["simulate", str(_small_scenario(tmp_path)), *args, "--json"])
     assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
+    lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: the simulation finished no request")
     for w in words:
         assert w in lines[0]
-    assert "{" not in result.output
+    err = _one_json_object(result.stdout)  # --json: the error, and no metrics, on stdout
+    assert err["error"] == lines[0].removeprefix("error: ") and err["field"] == "--duration"
+    assert "throughput_tps" not in err
+
+
+def _one_json_object(stdout: str) -> dict:
+    """The only thing on stdout: one JSON object on one line."""
+    lines = stdout.splitlines()
+    assert len(lines) == 1, stdout
+    obj = json.loads(lines[0])
+    assert isinstance(obj, dict) and set(obj) == {"error", "file", "field"}
+    return obj
+
+
+def test_cli_simulate_json_prints_every_error_as_one_json_object(tmp_path: Path, capsys: pytest.CaptureFixture
+                                                                 ) -> None:
+    """simulate --json: a malformed scenario, a missing file, clashing options and an unparsable option value are
+    each one JSON object on stdout naming the file and field it came from, exit 2."""
+    from typer.testing import CliRunner
+
+    from chipdse.cli import app, invoke
+
+    good = _small_scenario(tmp_path)
+    spec = yaml.safe_load(good.read_text())
+    spec["design_space"]["hbm_min"] = "many"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(spec))
+    missing = tmp_path / "missing.yaml"
+    cases = [([str(bad)], str(bad), "design_space.hbm_min", "many"),
+             ([str(missing)], str(missing), None, "missing.yaml"),
+             ([str(good), "--point", "3", "--best"], None, "--point", "--best")]
+    for args, file, field, word in cases:
+        result = CliRunner().invoke(app, ["simulate", *args, "--json"])
+        assert result.exit_code == 2, result.output
+        err = _one_json_object(result.stdout)
+        assert (err["file"], err["field"]) == (file, field) and word in err["error"]
+        assert "Traceback" not in result.output
+    assert invoke(["simulate", str(good), "--duration", "soon", "--json"]) == 2  # a usage error Typer finds
+    err = _one_json_object(capsys.readouterr().out)
+    assert err["field"] == "--duration" and "soon" in err["error"]
 
 
 def test_library_flags_an_empty_run_instead_of_raising(small: LoadedScenario) -> None:
@@ -140,3 +179,12 @@ def test_library_flags_an_empty_run_instead_of_raising(small: LoadedScenario) ->
 def test_best_run_is_not_empty_and_static_never_crosses_phases(best_run: dict) -> None:
     assert not best_run["empty"]
     assert best_run["cross_phase"]["jobs"] == {"prefill_on_decode": 0, "decode_on_prefill": 0}
+
+
+def test_best_run_at_the_workload_rate_is_not_flagged_overloaded(best_run: dict) -> None:
+    """B* is stable at the workload's rate by the estimator; a 20 s window whose requests are mostly still decoding
+    is a fill-up, not an overload (the old rule, a fifth of the arrivals in the system, flagged it)."""
+    assert best_run["requests_in_system"] > max(10, 0.2 * best_run["requests_arrived"])
+    assert not best_run["overloaded"]
+    grew = best_run["backlog_growth"]
+    assert (grew["from_s"], grew["to_s"]) == (DURATION_S / 2, DURATION_S) and grew["requests"] <= grew["threshold"]

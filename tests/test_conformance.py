@@ -19,7 +19,7 @@ from chipdse.core.solution import SolutionStatus
 from chipdse.formulations.expert_split import TIER1, TIER2, ExpertSplitProblem
 from chipdse.formulations.hbm_packing import HbmPackingProblem, PackBlock
 from chipdse.formulations.hbm_partition import HbmPartitionProblem
-from chipdse.formulations.mapping import MappingProblem
+from chipdse.formulations.mapping import MappingProblem, PhasePart, joint_mapping
 from chipdse.formulations.placement import PlacementProblem, grid_ring_cells
 from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.formulations.snake_shapes import ShapeSetProblem
@@ -52,6 +52,16 @@ def _mapping() -> MappingProblem:
              ("k1", "c2"): 2.5, ("k2", "c0"): 4.0, ("k2", "c1"): 1.0, ("k2", "c2"): 2.0, ("k3", "c0"): 1.5,
              ("k3", "c1"): 2.0, ("k3", "c2"): 1.0, ("k4", "c1"): 2.5, ("k4", "c2"): 3.0}
     return MappingProblem(("k0", "k1", "k2", "k3", "k4"), ("c0", "c1", "c2"), times, name="tiny-mapping")
+
+
+def _joint_mapping() -> MappingProblem:
+    """Two prefill tasks (home c0) and two decode tasks (home c1, c2; weight 3) that may cross to the other role."""
+    pre = MappingProblem(("a", "b"), ("c0", "c1", "c2"), {("a", "c0"): 3.0, ("a", "c1"): 4.0, ("b", "c0"): 2.0,
+                                                         ("b", "c2"): 2.5})
+    dec = MappingProblem(("a", "b"), ("c0", "c1", "c2"), {("a", "c0"): 0.5, ("a", "c1"): 0.4, ("a", "c2"): 0.6,
+                                                         ("b", "c1"): 0.3, ("b", "c2"): 0.2})
+    return joint_mapping([PhasePart("prefill", pre, 1.0, ("c0",)), PhasePart("decode", dec, 3.0, ("c1", "c2"))],
+                         name="tiny-cross-phase")
 
 
 def _mappings(p: MappingProblem) -> Iterator[dict[str, str]]:
@@ -116,6 +126,7 @@ TINY: dict[str, tuple[Callable[[], Any], Callable[[Any], Iterator[Any]]]] = {
     "placement": (_placement, _placements),
     "placement-max-link": (_placement, _placements),
     "mapping": (_mapping, _mappings),
+    "mapping-cross-phase": (_joint_mapping, _mappings),
     "hbm-partition": (_partition, _partitions),
     "hbm-packing": (_packing, _packings),
     "expert-split": (_experts, _splits),

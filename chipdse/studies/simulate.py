@@ -19,6 +19,7 @@ from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, batcher_
 from chipdse.evaluators.selection import pick_b_star
 from chipdse.evaluators.sim_build import build_sim_config, workload_arrival
 from chipdse.evaluators.sim_config import MAX_ARRIVALS
+from chipdse.evaluators.sim_results import backlog_growth
 from chipdse.evaluators.simulator import simulate
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
@@ -118,11 +119,13 @@ def run_simulation(
         JSON-able: ``point`` (id and label), ``policies``, ``throughput_tps``, ``ttft_s`` / ``tbt_s`` /
         ``e2e_s`` (mean, p50, p99, count; ``None`` without samples), ``utilization`` (chiplets with a
         per-chiplet map, links and HBM ports: mean and max), ``preemptions``, ``requests_arrived``,
-        ``requests_finished``, ``requests_in_system``, ``overloaded`` (:func:`overloaded`: the latency
-        statistics then cover only the requests served so far), ``output_tokens``, ``empty``
-        (``SimResult.empty``: no request finished; the metrics then describe none), ``cross_phase`` (``jobs`` and
-        ``busy_s`` of prefill jobs on decode chiplets and the reverse), ``events``, ``wall_s`` (simulator
-        wall time; the only entry that differs between runs with the same inputs).
+        ``requests_finished``, ``requests_in_system``, ``overloaded`` (the backlog of requests waiting for a first
+        token grew beyond what the arrival noise and a forming batch explain,
+        :func:`chipdse.evaluators.sim_results.backlog_growth`; the latency statistics then cover only the
+        requests served so far), ``backlog_growth`` (its ``requests``, ``threshold``, ``from_s``, ``to_s``),
+        ``output_tokens``, ``empty`` (``SimResult.empty``: no request finished; the metrics then describe none),
+        ``cross_phase`` (``jobs`` and ``busy_s`` of prefill jobs on decode chiplets and the reverse), ``events``,
+        ``wall_s`` (simulator wall time; the only entry that differs between runs with the same inputs).
 
     Raises
     ------
@@ -167,6 +170,7 @@ def run_simulation(
     cfg = build_sim_config(sc, spec, place.decision, maps["prefill"], maps["decode"], batcher=batcher_cfg,
                            scheduler=sched_cfg, arrival=arrival, duration_s=duration_s, seed=seed)
     res = simulate(cfg, sc.lengths)
+    backlog = backlog_growth(res.requests, res.duration_s, res.warmup_s, allowance=spec.batch - 1)
 
     return {
         "scenario": sc.spec.name,
@@ -196,7 +200,9 @@ def run_simulation(
         "requests_arrived": int(res.arrived),
         "requests_finished": int(res.finished),
         "requests_in_system": int(res.in_system),
-        "overloaded": overloaded(res.arrived, res.in_system),
+        "overloaded": backlog.overloaded,
+        "backlog_growth": {"requests": backlog.growth, "threshold": backlog.threshold,
+                           "from_s": backlog.start_s, "to_s": backlog.end_s},
         "output_tokens": int(res.output_tokens),
         "empty": bool(res.empty),
         "cross_phase": {"jobs": {k: int(v) for k, v in res.cross_phase_jobs.items()},
@@ -244,12 +250,6 @@ def check_arrivals(sc: LoadedScenario, duration_s: float | None, rate_rps: float
     raise SpecError(source, field, f"rate x duration at most {MAX_ARRIVALS:,} arrivals per run (simulator memory), "
                     f"got {rate:g} req/s ({rate_from}) x {dur:g} s ({dur_from}) = {rate * dur:,.0f}; shorten the "
                     "window or lower the rate")
-
-
-def overloaded(arrived: int, in_system: int) -> bool:
-    """Whether the backlog grew: more than 10 requests and a fifth of the arrivals still in the system at the end
-    (the offered rate exceeds what the design serves; TTFT / E2E then describe only the requests served)."""
-    return in_system > max(10, 0.2 * arrived)
 
 
 def pid_is_best(point: str | int) -> bool:
