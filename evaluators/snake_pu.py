@@ -170,47 +170,39 @@ def memory_s(dims: tuple[int, int, int], units: int, t: NmpTemplate) -> float:
 
 
 def _unit_time(dims: tuple[int, int, int], design: Design, dataflows: tuple[str, ...], units: int,
-               op: GemmOp, t: NmpTemplate) -> tuple[float, int, int, str]:
+               op: GemmOp, t: NmpTemplate, out_elems: float) -> tuple[float, int, int, str]:
     """Best (time_s, rows, cols, dataflow) of one unit's GEMM (a core, or a PU for the MAC tree) over the design's
     shapes and ``dataflows``: the larger of its compute time and its DRAM streaming time at 1 / ``units`` of the
-    stack (roofline of one unit), plus the exposed part of the element-wise stage after it (:func:`nonlinear_s`)."""
+    stack (roofline of one unit), plus the exposed part of the element-wise stage after it.
+
+    The stage does ``op.nonlinear`` vector operations on each of the unit's ``out_elems`` output elements at
+    ``t.vector_ops_per_cycle`` per core and cycle. Linear-nonlinear overlap (SNAKE Sec. 5b, Fig. 9): under OS an
+    output tile is final when it leaves the array, so the stage overlaps the next folds and only the last fold's
+    share (1 / folds) is exposed; under IS an output is final only after the temporal accumulation (and the
+    partial-sum all-reduce of the IS modes), so the whole stage follows the GEMM. The MAC tree reduces one output
+    block at a time, like OS."""
     m, k, n = dims
     mem = memory_s(dims, units, t)
+    lanes = t.vector_ops_per_cycle * (t.cores_per_pu if design.kind == "mac_tree" else 1)
+    vec = op.nonlinear * out_elems / (lanes * design.freq_hz)
     if design.kind == "mac_tree":
         blocks = _ceil(m, design.lanes) * _ceil(n, design.lanes)
-        exposed = nonlinear_s(op, "os", blocks, t, design.freq_hz)
-        return max(mac_tree_cycles(m, k, n, design.lanes) / design.freq_hz, mem) + exposed, 0, 0, "-"
+        return max(mac_tree_cycles(m, k, n, design.lanes) / design.freq_hz, mem) + vec / blocks, 0, 0, "-"
     rc = np.asarray(design.shapes, dtype=np.int64).reshape(-1, 1, 2)
     flows = np.asarray(dataflows).reshape(1, -1)
     cycle_fn = pipelined_cycles_array if design.pipelined else compute_cycles_array
     comp = cycle_fn(m, k, n, rc[..., 0], rc[..., 1], flows) / design.freq_hz
     folds = fold_count_array(m, k, n, rc[..., 0], rc[..., 1], flows)
-    vec = nonlinear_s(op, "is", 1, t, design.freq_hz)
     exposed = np.where(flows == "os", vec / folds, vec)
     total = np.maximum(comp, mem) + exposed
     i, j = np.unravel_index(int(np.argmin(total)), total.shape)
     return float(total[i, j]), int(rc[i, 0, 0]), int(rc[i, 0, 1]), str(flows[0, j])
 
 
-def nonlinear_s(op: GemmOp, dataflow: str, folds: int, t: NmpTemplate, freq_hz: float) -> float:
-    """Exposed time of the element-wise stage after ``op`` (SiLU, softmax, norm), s (SNAKE Sec. 5b, Fig. 9).
-
-    The stage does ``op.nonlinear`` vector operations per output element of the device's ``m x n`` output, on every
-    core's vector unit at once (``t.vector_ops_per_cycle`` each, at ``freq_hz``). Under OS an output tile is final
-    when it leaves the array, so the stage overlaps the next tiles and only the last of ``folds`` tiles is exposed;
-    under IS an output is final only after the temporal accumulation (and the partial-sum all-reduce of the IS
-    modes), so the whole stage follows the GEMM. Returns ``vector time / folds`` (OS) or the vector time (IS).
-    """
-    if op.nonlinear <= 0:
-        return 0.0
-    vec = op.m * op.n * op.nonlinear / (t.cores * t.vector_ops_per_cycle * freq_hz)
-    return vec / max(1, folds) if dataflow == "os" else vec
-
-
 def _array_time(dims: tuple[int, int, int], design: Design, dataflows: tuple[str, ...], t: NmpTemplate
                 ) -> tuple[float, int, int, str]:
     """:func:`_unit_time` of a core GEMM with no element-wise stage (kept for the area-split problem builder)."""
-    return _unit_time(dims, design, dataflows, t.cores, GemmOp("gemm", *dims, 1), t)
+    return _unit_time(dims, design, dataflows, t.cores, GemmOp("gemm", *dims, 1), t, 0.0)
 
 
 def _core_splits(op: GemmOp, mode: str, t: NmpTemplate) -> list[tuple[int, int, int]]:
@@ -268,13 +260,14 @@ def grouped_plan(op: GemmOp, design: Design, t: NmpTemplate) -> OpSchedule:
     full = (op.m, op.k, op.n)
     comm = collective_s("allreduce", min(p, g), op.combine_rows * op.n * e, t) if op.combine_rows else 0.0
     if design.kind == "mac_tree":
-        sec, r, cc, flow = _unit_time(full, design, ("os",), p, op, t)
+        sec, r, cc, flow = _unit_time(full, design, ("os",), p, op, t, op.m * op.n)
         return OpSchedule(op, GROUPED, r, cc, flow, _ceil(g, p) * sec / g, comm / g)
     best: tuple[float, int, int, str] | None = None
     for flow in design.dataflows:
         split = (op.m, op.k, _ceil(op.n, c)) if flow == "os" else (op.m, _ceil(op.k, c), op.n)
         for rounds, dims in ((_ceil(g, t.cores), full), (_ceil(g, p), split)):
-            sec, r, cc, fl = _unit_time(dims, design, (flow,), t.cores, op, t)
+            sec, r, cc, fl = _unit_time(dims, design, (flow,), t.cores, op, t,
+                                        op.m * op.n / c if dims is split else op.m * op.n)
             if best is None or rounds * sec < best[0]:
                 best = (rounds * sec, r, cc, fl)
     assert best is not None, "a systolic design has at least one dataflow"
@@ -315,11 +308,11 @@ def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tup
         return grouped_plan(op, design, t)
     if design.kind == "mac_tree":  # one L x L x L tree per PU (SNAKE Sec. 6.2: 16x16x16 vs 4 x 64x64 per PU)
         _, _, comm = mode_plan(op, "OS-S", t)
-        sec, *_ = _unit_time((op.m, op.k, _ceil(op.n, t.pus)), design, ("os",), t.pus, op, t)
+        sec, *_ = _unit_time((op.m, op.k, _ceil(op.n, t.pus)), design, ("os",), t.pus, op, t, op.m * op.n / t.pus)
         best = OpSchedule(op, "OS-S", 0, 0, "-", sec, comm)
     elif not design.reconfigurable:  # fixed arrays: the template's own split, dataflow chosen per operator
         dims, _, comm = mode_plan(op, "OS-S", t)
-        sec, r, c, flow = _unit_time(dims, design, design.dataflows, t.cores, op, t)
+        sec, r, c, flow = _unit_time(dims, design, design.dataflows, t.cores, op, t, op.m * op.n / t.cores)
         best = OpSchedule(op, "OS-S", r, c, flow, sec, comm)
     else:
         if isinstance(modes, str) or not modes:
@@ -329,7 +322,7 @@ def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tup
         for mode in modes:
             _, flow, comm = mode_plan(op, mode, t)
             for dims in _core_splits(op, mode, t):
-                sec, r, c, _ = _unit_time(dims, design, (flow,), t.cores, op, t)
+                sec, r, c, _ = _unit_time(dims, design, (flow,), t.cores, op, t, op.m * op.n / t.cores)
                 cands.append(OpSchedule(op, mode, r, c, flow, sec, comm))
         best = min(cands, key=lambda x: x.time_s)
     if grouped and op.group > 1:
