@@ -34,6 +34,7 @@ SNAKE Sec. 5 (partition modes, Fig. 8 chain / mesh), Sec. 6.1.2 (Stratum-like te
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -181,10 +182,17 @@ def _unit_time(dims: tuple[int, int, int], design: Design, dataflows: tuple[str,
     share (1 / folds) is exposed; under IS an output is final only after the temporal accumulation (and the
     partial-sum all-reduce of the IS modes), so the whole stage follows the GEMM. The MAC tree reduces one output
     block at a time, like OS."""
-    m, k, n = dims
-    mem = memory_s(dims, units, t)
     lanes = t.vector_ops_per_cycle * (t.cores_per_pu if design.kind == "mac_tree" else 1)
-    vec = op.nonlinear * out_elems / (lanes * design.freq_hz)
+    return _unit_time_cached(tuple(int(x) for x in dims), design, tuple(dataflows), memory_s(dims, units, t),
+                             op.nonlinear * out_elems / (lanes * design.freq_hz))
+
+
+@functools.lru_cache(maxsize=65536)
+def _unit_time_cached(dims: tuple[int, int, int], design: Design, dataflows: tuple[str, ...], mem: float, vec: float
+                      ) -> tuple[float, int, int, str]:
+    """:func:`_unit_time` given the unit's DRAM time ``mem`` and element-wise stage time ``vec``, s (cached: the link
+    sweep, the fixed-mode variants and the serving tables time the same GEMMs again)."""
+    m, k, n = dims
     if design.kind == "mac_tree":
         blocks = _ceil(m, design.lanes) * _ceil(n, design.lanes)
         return max(mac_tree_cycles(m, k, n, design.lanes) / design.freq_hz, mem) + vec / blocks, 0, 0, "-"
@@ -334,12 +342,13 @@ def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tup
 
 def schedule(ops: list[GemmOp], design: Design, t: NmpTemplate = STRATUM, modes: tuple[str, ...] = MODES,
              grouped: bool = True) -> pd.DataFrame:
-    """One row per operator: name, m, k, n, count, mode, rows, cols, dataflow, compute_s, comm_s, time_s
-    (one execution) and total_s (``count`` executions); ``grouped`` as in :func:`schedule_op`."""
+    """One row per operator: name, m, k, n, count, group, head_parallel, mode, rows, cols, dataflow, compute_s,
+    comm_s, time_s (one execution) and total_s (``count`` executions); ``grouped`` as in :func:`schedule_op`."""
     rows = []
     for op in ops:
         s = schedule_op(op, design, t, modes, grouped)
-        rows.append({"op": op.name, "m": op.m, "k": op.k, "n": op.n, "count": op.count, "mode": s.mode,
+        rows.append({"op": op.name, "m": op.m, "k": op.k, "n": op.n, "count": op.count, "group": op.group,
+                     "head_parallel": op.head_parallel, "mode": s.mode,
                      "rows": s.rows, "cols": s.cols, "dataflow": s.dataflow, "compute_s": s.compute_s,
                      "comm_s": s.comm_s, "time_s": s.time_s, "total_s": s.time_s * op.count})
     return pd.DataFrame(rows)

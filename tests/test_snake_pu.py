@@ -202,7 +202,7 @@ def test_explore_on_the_bundled_snake_scenario_writes_the_report(tmp_path: Path)
     assert res.exit_code == 0, res.output
     assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 7  # serving, glossary
     man = json.loads((out / "manifest.json").read_text())
-    assert set(man["summary"]["average_speedups"]) == {"mac_tree", "sa48x48", "sa8x288"}
+    assert set(man["summary"]["average_speedups"]) == {"mac_tree", "sa48x48", "sa8x288", "gpu"}
     assert all(v > 0 for v in man["summary"]["average_speedups"].values()) and len(man["details"]["models"]) == 5
     methods = {r["method"]: r["decode_time_s"] for r in man["details"]["shape_set"]}
     assert methods["milp-highs"] == pytest.approx(methods["enumeration"], rel=1e-6)
