@@ -388,12 +388,9 @@ def pipelined_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str
 
     Parameters
     ----------
-    m, k, n : int
-        GEMM dimensions of ``C[m x n] = A[m x k] B[k x n]``, elements.
-    rows, cols : int
-        Array height and width, PEs.
-    dataflow : str
-        ``"os"``, ``"ws"`` or ``"is"``.
+    m, k, n, rows, cols, dataflow
+        As in :func:`compute_cycles`: GEMM dimensions (elements), array height and width (PEs), ``"os"`` /
+        ``"ws"`` / ``"is"``.
 
     Returns
     -------

@@ -25,30 +25,30 @@ _GPU = ("the GPU's sustained share of its peak FLOPs and HBM bandwidth in decode
         "and states none; serving.gpu_efficiency)")
 _SERVE = "the offered request rates (the paper's x-axis is normalized and unlabelled) and " + _LINK
 
+_GROUPED = _LINK + "; here the per-operator scheduler may also run the experts as a grouped GEMM, a fixed mode not"
+_SPEEDUP = "Sec. 6.3, Fig. 12"
+
+
+def _range(key: str, what: str, lo: float, hi: float, source: str, cause: str) -> tuple[Claim, Claim]:
+    """The two claims of a range the paper states ("lo-hi x"): ``<key>_min`` (lowest) and ``<key>_max`` (highest)."""
+    return (Claim(f"{key}_min", f"{what}, lowest", lo, "x", source, cause),
+            Claim(f"{key}_max", f"{what}, highest", hi, "x", source, cause))
+
+
 SNAKE_CLAIMS: tuple[Claim, ...] = (
-    Claim("speedup_mac_tree", "decode speedup over the MAC tree, mean over the five models", 2.90, "x",
-          "Sec. 6.3, Fig. 12", _LINK),
-    Claim("speedup_sa48x48", "decode speedup over the fixed 48x48 array, mean", 2.33, "x", "Sec. 6.3, Fig. 12",
+    Claim("speedup_mac_tree", "decode speedup over the MAC tree, mean over the five models", 2.90, "x", _SPEEDUP,
           _LINK),
-    Claim("speedup_sa8x288", "decode speedup over the fixed 8x288 array, mean", 3.00, "x", "Sec. 6.3, Fig. 12",
-          _LINK),
-    Claim("speedup_gpu", "decode speedup over the H100 GPU, mean", 11.47, "x", "Sec. 6.3, Fig. 12", _GPU),
+    Claim("speedup_sa48x48", "decode speedup over the fixed 48x48 array, mean", 2.33, "x", _SPEEDUP, _LINK),
+    Claim("speedup_sa8x288", "decode speedup over the fixed 8x288 array, mean", 3.00, "x", _SPEEDUP, _LINK),
+    Claim("speedup_gpu", "decode speedup over the H100 GPU, mean", 11.47, "x", _SPEEDUP, _GPU),
     Claim("is_s_share_llama", "share of LLaMA3-70B operators choosing IS-S", 0.597, "share", "Sec. 6.5, Fig. 13a",
           _LINK + "; the array's stationary-tile load and the partial-sum all-reduce of IS"),
-    Claim("llama_fixed_min", "LLaMA3-70B best fixed mode: slowdown, lowest", 1.04, "x", "Sec. 6.5, Fig. 13b", _LINK),
-    Claim("llama_fixed_max", "LLaMA3-70B best fixed mode: slowdown, highest", 1.56, "x", "Sec. 6.5, Fig. 13b", _LINK),
-    Claim("qwen3_fixed_min", "Qwen3-30B-A3B best fixed mode: slowdown, lowest", 1.18, "x", "Sec. 6.5, Fig. 13b",
-          _LINK + "; here the per-operator scheduler may also run the experts as a grouped GEMM, a fixed mode not"),
-    Claim("qwen3_fixed_max", "Qwen3-30B-A3B best fixed mode: slowdown, highest", 6.43, "x", "Sec. 6.5, Fig. 13b",
-          _LINK + "; here the per-operator scheduler may also run the experts as a grouped GEMM, a fixed mode not"),
+    *_range("llama_fixed", "LLaMA3-70B best fixed mode: slowdown", 1.04, 1.56, "Sec. 6.5, Fig. 13b", _LINK),
+    *_range("qwen3_fixed", "Qwen3-30B-A3B best fixed mode: slowdown", 1.18, 6.43, "Sec. 6.5, Fig. 13b", _GROUPED),
     Claim("sa48_beats_sa8x288", "48x48 serves faster (E2E) than 8x288: share of (model, rate) points", 1.0, "share",
           "Sec. 6.4, Fig. 10 ('consistently better')", _SERVE),
-    Claim("e2e_mac_tree_min", "serving E2E of the MAC tree over SNAKE's, lowest", 1.1, "x", "Sec. 6.4, Fig. 10",
-          _SERVE),
-    Claim("e2e_mac_tree_max", "serving E2E of the MAC tree over SNAKE's, highest", 2.3, "x", "Sec. 6.4, Fig. 10",
-          _SERVE),
-    Claim("e2e_gpu_min", "serving E2E of the GPU over SNAKE's, lowest", 1.5, "x", "Sec. 6.4, Fig. 10", _GPU),
-    Claim("e2e_gpu_max", "serving E2E of the GPU over SNAKE's, highest", 3.0, "x", "Sec. 6.4, Fig. 10", _GPU),
+    *_range("e2e_mac_tree", "serving E2E of the MAC tree over SNAKE's", 1.1, 2.3, "Sec. 6.4, Fig. 10", _SERVE),
+    *_range("e2e_gpu", "serving E2E of the GPU over SNAKE's", 1.5, 3.0, "Sec. 6.4, Fig. 10", _GPU),
 )
 """Every SNAKE number the claims page compares (issue 16's table and Secs. 6.3-6.5)."""
 
