@@ -13,16 +13,20 @@ mode         split across PUs      dataflow in the core   collectives
 ``IS-ST``    k / 4, n / 4 (4x4)    IS, cores split k      the same two collectives
 ===========  ====================  =====================  =============================================
 
-Time of one execution = the larger of the compute time (:func:`evaluators.systolic.compute_cycles_array`, the
-best logical shape of the design for the mode's dataflow, over the clock) and the time to stream the core's
-operands once at its share of the stack's DRAM bandwidth (double-buffered refill hidden behind compute), plus the
-collectives
-(ring algorithm along a chain of ``p`` PUs: all-gather ``(p - 1) (a + V / p / B)``, all-reduce twice that, with
-``V`` bytes in all, per-hop latency ``a`` and link bandwidth ``B``).
+Time of one execution = the larger of the compute time (the best logical shape of the design for the mode's
+dataflow, over the clock; :func:`evaluators.systolic.pipelined_cycles_array` for SNAKE, whose Weight-Load / Feed /
+Drain sub-stages overlap consecutive folds (Sec. 4.2.4), :func:`evaluators.systolic.compute_cycles_array` for the
+fixed arrays) and the time to stream the core's operands once at its share of the stack's DRAM bandwidth
+(double-buffered refill hidden behind compute), plus the exposed part of the element-wise stage after the operator
+(overlapped under OS, not under IS; Sec. 5b, Fig. 9), plus the collectives (ring algorithm along a chain of ``p``
+PUs: all-gather ``(p - 1) (a + V / p / B)``, all-reduce twice that, with ``V`` bytes in all, per-hop latency ``a``
+and link bandwidth ``B``).
 
-SNAKE picks the fastest (mode, shape) per operator; the fixed-mode variants use one mode for every operator
-(SNAKE Fig. 13b). The baselines (fixed 48x48 and 8x288 arrays, the MAC tree) run as the Stratum-like template
-does: ``n`` split over all cores, an all-gather of C, and (for arrays) the better of OS and IS per operator.
+SNAKE picks the fastest (mode, shape, split of the PU's cores) per operator; the fixed-mode variants use one mode for
+every operator (SNAKE Fig. 13b). The baselines (fixed 48x48 and 8x288 arrays, the MAC tree) run as the Stratum-like
+template does: ``n`` split over all cores, an all-gather of C, and (for arrays) the better of OS and IS per operator.
+Every design may run the experts of an MoE layer as a grouped GEMM (whole experts concurrently on different cores
+or PUs, :func:`grouped_plan`), and runs the attention products QK^T / PV head-parallel (Sec. 5b).
 The MAC tree is one 16x16x16 tree per PU, the largest that fits the PU's 2.35 mm^2 next to the vector core
 (SNAKE Sec. 6.2: "MAC-Tree ... 16x16x16, SA baselines 4x48x48, ours 4x64x64" per PU).
 
