@@ -74,6 +74,18 @@ class GemmOp:
         GEMM dimensions, elements (``m`` = tokens through the operator on this device).
     count : int
         Executions per decode step (layers times experts evaluated).
+    group : int
+        Independent executions of one layer that may run at the same time on different PUs (the active experts of
+        an MoE layer; the (request, KV head) pairs of an attention product); 1 for a plain weight GEMM.
+    combine_rows : int
+        Rows (tokens) of the output a grouped execution sums across PUs afterwards (the batch for
+        ``expert_down``: each token's top-k expert outputs are added); 0 when nothing is combined.
+    nonlinear : float
+        Vector-core operations per output element of the element-wise stage that follows (SiLU and the gate
+        product, softmax, norm and residual; SNAKE Fig. 9); 0 for none.
+    head_parallel : bool
+        An attention product (``qk``, ``pv``): runs head-parallel, one (request, KV head) per PU or core
+        (SNAKE Sec. 5b, after Stratum), never split over the PUs.
     """
 
     name: str
@@ -81,6 +93,10 @@ class GemmOp:
     k: int
     n: int
     count: int
+    group: int = 1
+    combine_rows: int = 0
+    nonlinear: float = 0.0
+    head_parallel: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,6 +143,10 @@ class Design:
     reconfigurable : bool
         SNAKE-style: shape, dataflow and multi-PU mode chosen per operator (``evaluators.snake_pu``); fixed
         designs run the template's own split.
+    pipelined : bool
+        Weight-Load / Feed / Drain sub-stages overlap consecutive folds
+        (:func:`evaluators.systolic.pipelined_cycles_array`, SNAKE Sec. 4.2.4); else every fold fills and drains
+        (SCALE-Sim's count, :func:`evaluators.systolic.compute_cycles_array`).
     """
 
     name: str
@@ -136,9 +156,10 @@ class Design:
     dataflows: tuple[str, ...] = SNAKE_DATAFLOWS
     lanes: int = 16
     reconfigurable: bool = False
+    pipelined: bool = False
 
 
-SNAKE = Design("snake", "systolic", SNAKE_FREQ_HZ, SNAKE_SHAPES, SNAKE_DATAFLOWS, reconfigurable=True)
+SNAKE = Design("snake", "systolic", SNAKE_FREQ_HZ, SNAKE_SHAPES, SNAKE_DATAFLOWS, reconfigurable=True, pipelined=True)
 SA_48X48 = Design("sa48x48", "systolic", BASELINE_FREQ_HZ, ((48, 48),), SNAKE_DATAFLOWS)
 SA_8X288 = Design("sa8x288", "systolic", BASELINE_FREQ_HZ, ((8, 288),), SNAKE_DATAFLOWS)
 MAC_TREE = Design("mac_tree", "mac_tree", BASELINE_FREQ_HZ, lanes=16)
@@ -206,15 +227,97 @@ def _split(card: dict, key: str, value: int, tp: int) -> int:
     return value // tp
 
 
-def _ffn_ops(prefix: str, m: int, hidden: int, inter_tp: int, gated: bool, count: int) -> list[GemmOp]:
+#: Vector-core operations per output element of the element-wise stage after each operator (SNAKE Fig. 9), counted
+#: from the stage's arithmetic: SiLU (exp, add, divide, multiply) and the gate product on half of the up-gate outputs
+#: (5 / 2), ReLU (1), RMSNorm and residual after a projection back to the hidden size (square, sum, scale, add: 4),
+#: RoPE on the query / key part of QKV (about 2 per output), softmax of scores and of the router (max, exp, sum,
+#: divide: 4), the weighted sum of expert outputs (multiply, add: 2).
+NONLINEAR_OPS = {"up_gate": 2.5, "up": 1.0, "down": 4.0, "attn_out": 4.0, "qkv": 2.0, "q_b": 2.0, "kv_b": 2.0,
+                 "router": 4.0, "qk": 4.0, "expert_down": 2.0, "lm_head": 4.0}
+
+
+def _nonlinear(name: str) -> float:
+    """Vector operations per output element after operator ``name`` (:data:`NONLINEAR_OPS`, by suffix)."""
+    if name in NONLINEAR_OPS:
+        return NONLINEAR_OPS[name]
+    return next((v for key, v in NONLINEAR_OPS.items() if name.endswith("_" + key)), 0.0)
+
+
+def _op(name: str, m: int, k: int, n: int, count: int, **kw: object) -> GemmOp:
+    return GemmOp(name, m, k, n, count, nonlinear=_nonlinear(name), **kw)  # type: ignore[arg-type]
+
+
+def _ffn_ops(prefix: str, m: int, hidden: int, inter_tp: int, gated: bool, count: int, group: int = 1,
+             combine_rows: int = 0) -> list[GemmOp]:
     up_n = 2 * inter_tp if gated else inter_tp
     return [
-        GemmOp(f"{prefix}_up_gate" if gated else f"{prefix}_up", m, hidden, up_n, count),
-        GemmOp(f"{prefix}_down", m, inter_tp, hidden, count),
+        _op(f"{prefix}_up_gate" if gated else f"{prefix}_up", m, hidden, up_n, count, group=group),
+        _op(f"{prefix}_down", m, inter_tp, hidden, count, group=group, combine_rows=combine_rows),
     ]
 
 
-def decode_gemms(card: dict, batch: int, tp: int = DEFAULT_TP, lm_head: bool = False) -> list[GemmOp]:
+def attention_ops(card: dict, batch: int, context: int, tp: int = DEFAULT_TP) -> list[GemmOp]:
+    """Return the attention score and context products ``QK^T`` and ``PV`` of one decode step on one device.
+
+    Parameters
+    ----------
+    card : dict
+        Model card with ``attention`` or ``mla`` mixers.
+    batch : int
+        Decode batch, requests.
+    context : int
+        Tokens in each request's KV cache (SNAKE Fig. 13: 4K, 8K, 16K).
+    tp : int
+        Tensor-parallel degree: each device holds ``h_q / TP`` query heads and ``max(1, h_kv / TP)`` KV heads.
+
+    Returns
+    -------
+    list of GemmOp
+        Per (request, KV head) pair, with ``g = h_q / h_kv`` query heads sharing that KV head (GQA):
+        ``qk`` ``(g, d, L)`` and ``pv`` ``(g, L, d)``, ``count`` = layers x batch x KV heads per device,
+        ``group`` = batch x KV heads per device, ``head_parallel``. MLA runs weight-absorbed over its latent cache
+        (the cache :func:`evaluators.snake_serving.kv_bytes_per_token` streams): all ``h / TP`` heads share one
+        latent, ``qk`` ``(h / TP, r_kv + d_rope, L)``, ``pv`` ``(h / TP, L, r_kv)``. Empty when ``context`` is 0.
+
+    Raises
+    ------
+    SnakeError
+        A bad batch, context or head field.
+
+    References
+    ----------
+    SNAKE Sec. 5b (head-level parallelism for QK and AV, as Stratum), Fig. 13 (4K / 8K / 16K inputs).
+    """
+    b = _positive_int("batch", batch)
+    if isinstance(context, bool) or not isinstance(context, int | np.integer) or context < 0:
+        msg = f"context must be a non-negative integer; got {context!r}"
+        raise SnakeError(msg)
+    if context == 0:
+        return []
+    tp = _positive_int("tp", tp)
+    ops: list[GemmOp] = []
+    counts = card.get("layer_counts") or {}
+    for key, layers in counts.items():
+        if key == "mixer:attention":
+            hq, hkv, d = (_field(card, f) for f in ("num_attention_heads", "num_key_value_heads", "head_dim"))
+            kv_dev = max(1, hkv // tp)
+            g = max(1, -(-hq // tp) // kv_dev)
+            qk_k, pv_n = d, d
+        elif key == "mixer:mla":
+            h = _field(card, "num_attention_heads")
+            rkv, rope = _field(card, "kv_lora_rank"), _field(card, "qk_rope_head_dim")
+            kv_dev, g = 1, max(1, h // tp)
+            qk_k, pv_n = rkv + rope, rkv
+        else:
+            continue
+        pairs = b * kv_dev
+        ops.append(_op("qk", g, qk_k, int(context), layers * pairs, group=pairs, head_parallel=True))
+        ops.append(_op("pv", g, int(context), pv_n, layers * pairs, group=pairs, head_parallel=True))
+    return ops
+
+
+def decode_gemms(card: dict, batch: int, tp: int = DEFAULT_TP, lm_head: bool = False, context: int = 0
+                 ) -> list[GemmOp]:
     """Return the weight GEMMs of one decode step on one device of a ``TP``-way tensor-parallel model.
 
     Parameters
@@ -228,6 +331,8 @@ def decode_gemms(card: dict, batch: int, tp: int = DEFAULT_TP, lm_head: bool = F
         Tensor-parallel degree; heads, intermediate sizes and the vocabulary are split by it.
     lm_head : bool
         Append the LM head ``(batch, hidden, vocab / tp)``.
+    context : int
+        KV-cache tokens per request; above 0 the attention products of :func:`attention_ops` are appended.
 
     Returns
     -------
@@ -241,16 +346,16 @@ def decode_gemms(card: dict, batch: int, tp: int = DEFAULT_TP, lm_head: bool = F
         * dense FFN: ``ffn_up_gate`` ``(B, H, 2 I / TP)`` (``I / TP`` if not gated), ``ffn_down`` ``(B, I / TP, H)``;
         * MoE: ``router`` ``(B, H, E)``, shared experts as a dense FFN of ``I_s * n_shared``, and per expert
           ``expert_up_gate`` / ``expert_down`` with ``m = ceil(B k / e)`` over ``e = min(E, B k)`` experts
-          (uniform routing: ``B k / E`` expected tokens per expert; experts keep TP, SNAKE Sec. 6.1.1).
+          (uniform routing: ``B k / E`` expected tokens per expert; experts keep TP, SNAKE Sec. 6.1.1), with
+          ``group = e`` (the layer's experts are independent GEMMs) and ``combine_rows = B`` on ``expert_down``;
+        * with ``context > 0``: ``qk`` and ``pv`` (:func:`attention_ops`).
+
+        Every operator carries the vector work of the element-wise stage after it (:data:`NONLINEAR_OPS`).
 
     Raises
     ------
     SnakeError
         On a missing or non-divisible field, or an unsupported mixer / FFN type (e.g. Mamba).
-
-    Notes
-    -----
-    Attention score and context products (``QK^T``, ``PV``) depend on the context length and are left out.
 
     References
     ----------
@@ -265,18 +370,18 @@ def decode_gemms(card: dict, batch: int, tp: int = DEFAULT_TP, lm_head: bool = F
         kind, _, what = key.partition(":")
         if kind == "mixer" and what == "attention":
             hq, hkv, d = (_field(card, f) for f in ("num_attention_heads", "num_key_value_heads", "head_dim"))
-            ops.append(GemmOp("qkv", b, hidden, _split(card, "qkv width", (hq + 2 * hkv) * d, tp), layers))
-            ops.append(GemmOp("attn_out", b, _split(card, "attention width", hq * d, tp), hidden, layers))
+            ops.append(_op("qkv", b, hidden, _split(card, "qkv width", (hq + 2 * hkv) * d, tp), layers))
+            ops.append(_op("attn_out", b, _split(card, "attention width", hq * d, tp), hidden, layers))
         elif kind == "mixer" and what == "mla":
             h = _field(card, "num_attention_heads")
             rq, rkv = _field(card, "q_lora_rank"), _field(card, "kv_lora_rank")
             nope, rope, dv = (_field(card, f) for f in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
             ops += [
-                GemmOp("q_a", b, hidden, rq, layers),
-                GemmOp("q_b", b, rq, _split(card, "q_b width", h * (nope + rope), tp), layers),
-                GemmOp("kv_a", b, hidden, rkv + rope, layers),
-                GemmOp("kv_b", b, rkv, _split(card, "kv_b width", h * (nope + dv), tp), layers),
-                GemmOp("attn_out", b, _split(card, "attention width", h * dv, tp), hidden, layers),
+                _op("q_a", b, hidden, rq, layers),
+                _op("q_b", b, rq, _split(card, "q_b width", h * (nope + rope), tp), layers),
+                _op("kv_a", b, hidden, rkv + rope, layers),
+                _op("kv_b", b, rkv, _split(card, "kv_b width", h * (nope + dv), tp), layers),
+                _op("attn_out", b, _split(card, "attention width", h * dv, tp), hidden, layers),
             ]
         elif kind == "ffn" and what == "mlp":
             inter = _split(card, "intermediate_size", _field(card, "intermediate_size"), tp)
@@ -284,7 +389,7 @@ def decode_gemms(card: dict, batch: int, tp: int = DEFAULT_TP, lm_head: bool = F
         elif kind == "ffn" and what == "moe":
             n_exp, top_k = _field(card, "num_experts"), _field(card, "num_experts_per_tok")
             inter = _split(card, "moe_intermediate_size", _field(card, "moe_intermediate_size"), tp)
-            ops.append(GemmOp("router", b, hidden, n_exp, layers))
+            ops.append(_op("router", b, hidden, n_exp, layers))
             n_shared = card.get("num_shared_experts") or 0
             if n_shared:
                 shared = n_shared * _field(card, "shared_expert_intermediate_size")
@@ -298,13 +403,14 @@ def decode_gemms(card: dict, batch: int, tp: int = DEFAULT_TP, lm_head: bool = F
                 )
             active = min(n_exp, b * top_k)
             m_exp = math.ceil(b * top_k / active)
-            ops += _ffn_ops("expert", m_exp, hidden, inter, bool(card.get("mlp_gated")), layers * active)
+            ops += _ffn_ops("expert", m_exp, hidden, inter, bool(card.get("mlp_gated")), layers * active, group=active,
+                            combine_rows=b)
         else:
             msg = f"model card {card.get('name', '?')!r}: layer type {key!r} is not supported by the SNAKE evaluator"
             raise SnakeError(msg)
     if lm_head:
-        ops.append(GemmOp("lm_head", b, hidden, math.ceil(_field(card, "vocab_size") / tp), 1))
-    return ops
+        ops.append(_op("lm_head", b, hidden, math.ceil(_field(card, "vocab_size") / tp), 1))
+    return ops + attention_ops(card, b, context, tp)
 
 
 def best_shape(
@@ -475,6 +581,7 @@ __all__ = [
     "GemmOp",
     "ShapeChoice",
     "SnakeError",
+    "attention_ops",
     "best_shape",
     "decode_gemms",
     "decode_latency_s",

@@ -13,16 +13,20 @@ mode         split across PUs      dataflow in the core   collectives
 ``IS-ST``    k / 4, n / 4 (4x4)    IS, cores split k      the same two collectives
 ===========  ====================  =====================  =============================================
 
-Time of one execution = the larger of the compute time (:func:`evaluators.systolic.compute_cycles_array`, the
-best logical shape of the design for the mode's dataflow, over the clock) and the time to stream the core's
-operands once at its share of the stack's DRAM bandwidth (double-buffered refill hidden behind compute), plus the
-collectives
-(ring algorithm along a chain of ``p`` PUs: all-gather ``(p - 1) (a + V / p / B)``, all-reduce twice that, with
-``V`` bytes in all, per-hop latency ``a`` and link bandwidth ``B``).
+Time of one execution = the larger of the compute time (the best logical shape of the design for the mode's
+dataflow, over the clock; :func:`evaluators.systolic.pipelined_cycles_array` for SNAKE, whose Weight-Load / Feed /
+Drain sub-stages overlap consecutive folds (Sec. 4.2.4), :func:`evaluators.systolic.compute_cycles_array` for the
+fixed arrays) and the time to stream the core's operands once at its share of the stack's DRAM bandwidth
+(double-buffered refill hidden behind compute), plus the exposed part of the element-wise stage after the operator
+(overlapped under OS, not under IS; Sec. 5b, Fig. 9), plus the collectives (ring algorithm along a chain of ``p``
+PUs: all-gather ``(p - 1) (a + V / p / B)``, all-reduce twice that, with ``V`` bytes in all, per-hop latency ``a``
+and link bandwidth ``B``).
 
-SNAKE picks the fastest (mode, shape) per operator; the fixed-mode variants use one mode for every operator
-(SNAKE Fig. 13b). The baselines (fixed 48x48 and 8x288 arrays, the MAC tree) run as the Stratum-like template
-does: ``n`` split over all cores, an all-gather of C, and (for arrays) the better of OS and IS per operator.
+SNAKE picks the fastest (mode, shape, split of the PU's cores) per operator; the fixed-mode variants use one mode for
+every operator (SNAKE Fig. 13b). The baselines (fixed 48x48 and 8x288 arrays, the MAC tree) run as the Stratum-like
+template does: ``n`` split over all cores, an all-gather of C, and (for arrays) the better of OS and IS per operator.
+Every design may run the experts of an MoE layer as a grouped GEMM (whole experts concurrently on different cores
+or PUs, :func:`grouped_plan`), and runs the attention products QK^T / PV head-parallel (Sec. 5b).
 The MAC tree is one 16x16x16 tree per PU, the largest that fits the PU's 2.35 mm^2 next to the vector core
 (SNAKE Sec. 6.2: "MAC-Tree ... 16x16x16, SA baselines 4x48x48, ours 4x64x64" per PU).
 
@@ -34,6 +38,7 @@ SNAKE Sec. 5 (partition modes, Fig. 8 chain / mesh), Sec. 6.1.2 (Stratum-like te
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +46,7 @@ import pandas as pd
 
 from chipdse.core.specs import TemplateSpec
 from chipdse.evaluators.snake import MAC_TREE, SA_8X288, SA_48X48, SNAKE, Design, GemmOp, SnakeError, mac_tree_cycles
-from chipdse.evaluators.systolic import compute_cycles_array
+from chipdse.evaluators.systolic import compute_cycles_array, fold_count_array, pipelined_cycles_array
 
 MODES: tuple[str, ...] = ("IS-S", "IS-ST", "OS-S", "OS-ST")
 """SNAKE's four multi-PU partition modes (Sec. 5a)."""
@@ -68,6 +73,9 @@ class NmpTemplate:
         FP16 operands: 2.
     mesh_side : int
         Side of the 4 x 4 mesh view used by the ST modes.
+    vector_ops_per_cycle : int
+        FP16 operations per cycle of one core's vector unit (assumption: 64, one lane per column of the 64-wide
+        physical array whose output buffer the vector core shares; the paper gives none).
     """
 
     name: str
@@ -79,9 +87,10 @@ class NmpTemplate:
     link_latency_s: float
     bytes_per_element: int
     mesh_side: int
+    vector_ops_per_cycle: int = 64
 
     def __post_init__(self) -> None:
-        for field in ("pus", "cores_per_pu", "mesh_side", "bytes_per_element"):
+        for field in ("pus", "cores_per_pu", "mesh_side", "bytes_per_element", "vector_ops_per_cycle"):
             if not (isinstance(getattr(self, field), int) and getattr(self, field) >= 1):
                 msg = f"template {self.name!r}: {field} must be a positive integer, got {getattr(self, field)!r}"
                 raise SnakeError(msg)
@@ -165,22 +174,65 @@ def memory_s(dims: tuple[int, int, int], units: int, t: NmpTemplate) -> float:
     return (m * k + k * n + m * n) * t.bytes_per_element / (t.dram_TBps * 1e12 / units)
 
 
-def _array_time(dims: tuple[int, int, int], design: Design, dataflows: tuple[str, ...], t: NmpTemplate
-                ) -> tuple[float, int, int, str]:
-    """Best (time_s, rows, cols, dataflow) of a core GEMM over the design's shapes: the larger of its compute time
-    and its DRAM streaming time (roofline of one core)."""
+def _unit_time(dims: tuple[int, int, int], design: Design, dataflows: tuple[str, ...], units: int,
+               op: GemmOp, t: NmpTemplate, out_elems: float) -> tuple[float, int, int, str]:
+    """Best (time_s, rows, cols, dataflow) of one unit's GEMM (a core, or a PU for the MAC tree) over the design's
+    shapes and ``dataflows``: the larger of its compute time and its DRAM streaming time at 1 / ``units`` of the
+    stack (roofline of one unit), plus the exposed part of the element-wise stage after it.
+
+    The stage does ``op.nonlinear`` vector operations on each of the unit's ``out_elems`` output elements at
+    ``t.vector_ops_per_cycle`` per core and cycle. Linear-nonlinear overlap (SNAKE Sec. 5b, Fig. 9): under OS an
+    output tile is final when it leaves the array, so the stage overlaps the next folds and only the last fold's
+    share (1 / folds) is exposed; under IS an output is final only after the temporal accumulation (and the
+    partial-sum all-reduce of the IS modes), so the whole stage follows the GEMM. The MAC tree reduces one output
+    block at a time, like OS."""
+    lanes = t.vector_ops_per_cycle * (t.cores_per_pu if design.kind == "mac_tree" else 1)
+    return _unit_time_cached(tuple(int(x) for x in dims), design, tuple(dataflows), memory_s(dims, units, t),
+                             op.nonlinear * out_elems / (lanes * design.freq_hz))
+
+
+@functools.lru_cache(maxsize=65536)
+def _unit_time_cached(dims: tuple[int, int, int], design: Design, dataflows: tuple[str, ...], mem: float, vec: float
+                      ) -> tuple[float, int, int, str]:
+    """:func:`_unit_time` given the unit's DRAM time ``mem`` and element-wise stage time ``vec``, s (cached: the link
+    sweep, the fixed-mode variants and the serving tables time the same GEMMs again)."""
     m, k, n = dims
+    if design.kind == "mac_tree":
+        blocks = _ceil(m, design.lanes) * _ceil(n, design.lanes)
+        return max(mac_tree_cycles(m, k, n, design.lanes) / design.freq_hz, mem) + vec / blocks, 0, 0, "-"
     rc = np.asarray(design.shapes, dtype=np.int64).reshape(-1, 1, 2)
     flows = np.asarray(dataflows).reshape(1, -1)
-    comp = compute_cycles_array(m, k, n, rc[..., 0], rc[..., 1], flows)
-    i, j = np.unravel_index(int(np.argmin(comp)), comp.shape)
-    sec = max(int(comp[i, j]) / design.freq_hz, memory_s(dims, t.cores, t))
-    return sec, int(rc[i, 0, 0]), int(rc[i, 0, 1]), str(flows[0, j])
+    cycle_fn = pipelined_cycles_array if design.pipelined else compute_cycles_array
+    comp = cycle_fn(m, k, n, rc[..., 0], rc[..., 1], flows) / design.freq_hz
+    folds = fold_count_array(m, k, n, rc[..., 0], rc[..., 1], flows)
+    exposed = np.where(flows == "os", vec / folds, vec)
+    total = np.maximum(comp, mem) + exposed
+    i, j = np.unravel_index(int(np.argmin(total)), total.shape)
+    return float(total[i, j]), int(rc[i, 0, 0]), int(rc[i, 0, 1]), str(flows[0, j])
+
+
+def _array_time(dims: tuple[int, int, int], design: Design, dataflows: tuple[str, ...], t: NmpTemplate
+                ) -> tuple[float, int, int, str]:
+    """:func:`_unit_time` of a core GEMM with no element-wise stage (kept for the area-split problem builder)."""
+    return _unit_time(dims, design, dataflows, t.cores, GemmOp("gemm", *dims, 1), t, 0.0)
+
+
+def _core_splits(op: GemmOp, mode: str, t: NmpTemplate) -> list[tuple[int, int, int]]:
+    """Per-core GEMMs of ``mode`` on a reconfigurable design: the PU's share ``(m, k_pu, n_pu)`` split over its
+    cores along ``n`` or along ``k``. :func:`mode_plan`'s split (the spatial dimension: ``n`` under OS, ``k`` under
+    IS) comes first; the other keeps every core on the PU's stationary slice (IS) or adds the cores' partial sums in
+    the PU's shared output buffer (OS)."""
+    p, s, c = t.pus, t.mesh_side, t.cores_per_pu
+    k_pu, n_pu = {"OS-S": (op.k, _ceil(op.n, p)), "IS-S": (_ceil(op.k, p), op.n)}.get(
+        mode, (_ceil(op.k, s), _ceil(op.n, s)))
+    first, _, _ = mode_plan(op, mode, t)
+    other = (op.m, k_pu, _ceil(n_pu, c)) if first[2] != _ceil(n_pu, c) else (op.m, _ceil(k_pu, c), n_pu)
+    return [first, other]
 
 
 @dataclass(frozen=True)
 class OpSchedule:
-    """The chosen execution of one decode operator."""
+    """The chosen execution of one decode operator (one execution: one GEMM, or 1 / ``group`` of a grouped layer)."""
 
     op: GemmOp
     mode: str
@@ -196,73 +248,127 @@ class OpSchedule:
         return self.compute_s + self.comm_s
 
 
-def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tuple[str, ...] = MODES) -> OpSchedule:
+GROUPED = "grouped"
+"""The mode of an operator whose ``group`` independent GEMMs run concurrently, whole, one per PU or core (MoE
+experts as a grouped GEMM; attention heads head-parallel)."""
+
+
+def grouped_plan(op: GemmOp, design: Design, t: NmpTemplate) -> OpSchedule:
+    """One execution of ``op`` when its layer's ``op.group`` GEMMs run concurrently on different PUs (grouped GEMM).
+
+    Two placements are timed and the faster kept: one GEMM per core (``ceil(group / cores)`` rounds of the whole
+    ``(m, k, n)`` on one core at 1 / cores of the DRAM bandwidth) and one GEMM per PU split over its cores
+    (``ceil(group / PUs)`` rounds; ``n`` split under OS, ``k`` under IS). The MAC tree (one per PU) runs one whole
+    GEMM per PU. Afterwards, when ``op.combine_rows`` > 0, the partial outputs (``combine_rows x n``) are summed by a
+    ring all-reduce over the ``min(PUs, group)`` PUs that hold them. Per execution: ``(rounds x unit time +
+    all-reduce) / group``.
+
+    Returns
+    -------
+    OpSchedule
+        Mode :data:`GROUPED`; ``compute_s`` and ``comm_s`` per execution (``count`` executions make the step).
+    """
+    g, p, c, e = op.group, t.pus, t.cores_per_pu, t.bytes_per_element
+    full = (op.m, op.k, op.n)
+    comm = collective_s("allreduce", min(p, g), op.combine_rows * op.n * e, t) if op.combine_rows else 0.0
+    if design.kind == "mac_tree":
+        sec, r, cc, flow = _unit_time(full, design, ("os",), p, op, t, op.m * op.n)
+        return OpSchedule(op, GROUPED, r, cc, flow, _ceil(g, p) * sec / g, comm / g)
+    best: tuple[float, int, int, str] | None = None
+    for flow in design.dataflows:
+        split = (op.m, op.k, _ceil(op.n, c)) if flow == "os" else (op.m, _ceil(op.k, c), op.n)
+        for rounds, dims in ((_ceil(g, t.cores), full), (_ceil(g, p), split)):
+            sec, r, cc, fl = _unit_time(dims, design, (flow,), t.cores, op, t,
+                                        op.m * op.n / c if dims is split else op.m * op.n)
+            if best is None or rounds * sec < best[0]:
+                best = (rounds * sec, r, cc, fl)
+    assert best is not None, "a systolic design has at least one dataflow"
+    return OpSchedule(op, GROUPED, best[1], best[2], best[3], best[0] / g, comm / g)
+
+
+def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tuple[str, ...] = MODES,
+                grouped: bool = True) -> OpSchedule:
     """Fastest execution of ``op`` on ``design`` over ``modes`` (SNAKE) or the baseline organization.
 
     Parameters
     ----------
     op : GemmOp
     design : Design
-        A reconfigurable design such as ``SNAKE`` (logical shapes, per-operator mode) or a fixed one
-        (``SA_48X48``, ``SA_8X288``, ``MAC_TREE``), which always runs the Stratum-like organization (``OS-S`` split,
-        best of OS / IS for arrays).
+        A reconfigurable design such as ``SNAKE`` (logical shapes, per-operator mode, the PU's cores splitting
+        either dimension, pipelined folds) or a fixed one (``SA_48X48``, ``SA_8X288``, ``MAC_TREE``), which always
+        runs the Stratum-like organization (``OS-S`` split, best of OS / IS for arrays).
     t : NmpTemplate
     modes : tuple of str
         Modes SNAKE may choose from (one mode = a fixed-mode variant).
+    grouped : bool
+        Let the scheduler run an operator with ``group > 1`` (MoE experts) as a grouped GEMM
+        (:func:`grouped_plan`) when that is faster than every mode; a scheduling choice, so every design has it.
 
     Returns
     -------
     OpSchedule
-        The minimizer of compute + stall + collectives; ties go to the first mode and shape.
+        The minimizer of compute + stall + exposed element-wise stage + collectives; ties go to the first mode and
+        shape. Attention products (``head_parallel``) always run head-parallel (:func:`grouped_plan`), on every
+        design.
+
+    Raises
+    ------
+    SnakeError
+        ``modes`` given as a string or empty.
     """
+    if op.head_parallel:
+        return grouped_plan(op, design, t)
     if design.kind == "mac_tree":  # one L x L x L tree per PU (SNAKE Sec. 6.2: 16x16x16 vs 4 x 64x64 per PU)
         _, _, comm = mode_plan(op, "OS-S", t)
-        dims = (op.m, op.k, _ceil(op.n, t.pus))
-        sec = max(mac_tree_cycles(*dims, design.lanes) / design.freq_hz, memory_s(dims, t.pus, t))
-        return OpSchedule(op, "OS-S", 0, 0, "-", sec, comm)
-    if not design.reconfigurable:  # fixed arrays: the template's own split, dataflow chosen per operator
+        sec, *_ = _unit_time((op.m, op.k, _ceil(op.n, t.pus)), design, ("os",), t.pus, op, t, op.m * op.n / t.pus)
+        best = OpSchedule(op, "OS-S", 0, 0, "-", sec, comm)
+    elif not design.reconfigurable:  # fixed arrays: the template's own split, dataflow chosen per operator
         dims, _, comm = mode_plan(op, "OS-S", t)
-        sec, r, c, flow = _array_time(dims, design, design.dataflows, t)
-        return OpSchedule(op, "OS-S", r, c, flow, sec, comm)
-    if isinstance(modes, str):
-        msg = f"modes must be a tuple of mode names, e.g. ({modes!r},), got the string {modes!r}"
-        raise SnakeError(msg)
-    best: OpSchedule | None = None
-    for mode in modes:
-        dims, flow, comm = mode_plan(op, mode, t)
-        sec, r, c, _ = _array_time(dims, design, (flow,), t)
-        cand = OpSchedule(op, mode, r, c, flow, sec, comm)
-        if best is None or cand.time_s < best.time_s:
+        sec, r, c, flow = _unit_time(dims, design, design.dataflows, t.cores, op, t, op.m * op.n / t.cores)
+        best = OpSchedule(op, "OS-S", r, c, flow, sec, comm)
+    else:
+        if isinstance(modes, str) or not modes:
+            msg = f"modes must be a non-empty tuple of mode names, e.g. ('OS-S',), got {modes!r}"
+            raise SnakeError(msg)
+        cands = []
+        for mode in modes:
+            _, flow, comm = mode_plan(op, mode, t)
+            for dims in _core_splits(op, mode, t):
+                sec, r, c, _ = _unit_time(dims, design, (flow,), t.cores, op, t, op.m * op.n / t.cores)
+                cands.append(OpSchedule(op, mode, r, c, flow, sec, comm))
+        best = min(cands, key=lambda x: x.time_s)
+    if grouped and op.group > 1:
+        cand = grouped_plan(op, design, t)
+        if cand.time_s < best.time_s:
             best = cand
-    if best is None:
-        msg = "schedule_op needs at least one mode"
-        raise SnakeError(msg)
     return best
 
 
-def schedule(ops: list[GemmOp], design: Design, t: NmpTemplate = STRATUM, modes: tuple[str, ...] = MODES
-             ) -> pd.DataFrame:
-    """One row per operator: name, m, k, n, count, mode, rows, cols, dataflow, compute_s, comm_s, time_s
-    (one execution) and total_s (``count`` executions)."""
+def schedule(ops: list[GemmOp], design: Design, t: NmpTemplate = STRATUM, modes: tuple[str, ...] = MODES,
+             grouped: bool = True) -> pd.DataFrame:
+    """One row per operator: name, m, k, n, count, group, head_parallel, mode, rows, cols, dataflow, compute_s,
+    comm_s, time_s (one execution) and total_s (``count`` executions); ``grouped`` as in :func:`schedule_op`."""
     rows = []
     for op in ops:
-        s = schedule_op(op, design, t, modes)
-        rows.append({"op": op.name, "m": op.m, "k": op.k, "n": op.n, "count": op.count, "mode": s.mode,
+        s = schedule_op(op, design, t, modes, grouped)
+        rows.append({"op": op.name, "m": op.m, "k": op.k, "n": op.n, "count": op.count, "group": op.group,
+                     "head_parallel": op.head_parallel, "mode": s.mode,
                      "rows": s.rows, "cols": s.cols, "dataflow": s.dataflow, "compute_s": s.compute_s,
                      "comm_s": s.comm_s, "time_s": s.time_s, "total_s": s.time_s * op.count})
     return pd.DataFrame(rows)
 
 
-def decode_step_s(ops: list[GemmOp], design: Design, t: NmpTemplate = STRATUM, modes: tuple[str, ...] = MODES
-                  ) -> float:
-    """Latency of the decode step's weight GEMMs on one device, s (operators run one after another)."""
-    return float(sum(schedule_op(op, design, t, modes).time_s * op.count for op in ops))
+def decode_step_s(ops: list[GemmOp], design: Design, t: NmpTemplate = STRATUM, modes: tuple[str, ...] = MODES,
+                  grouped: bool = True) -> float:
+    """Latency of the decode step's GEMMs on one device, s (operators run one after another)."""
+    return float(sum(schedule_op(op, design, t, modes, grouped).time_s * op.count for op in ops))
 
 
 def fixed_mode_slowdowns(ops: list[GemmOp], t: NmpTemplate = STRATUM) -> dict[str, float]:
-    """Decode latency with one mode for every operator over the per-operator schedule's (SNAKE Fig. 13b)."""
+    """Decode latency with one mode for every weight operator (no grouped experts) over the per-operator
+    schedule's (SNAKE Fig. 13b); attention products stay head-parallel in both."""
     flexible = decode_step_s(ops, SNAKE, t)
-    return {mode: decode_step_s(ops, SNAKE, t, (mode,)) / flexible for mode in MODES}
+    return {mode: decode_step_s(ops, SNAKE, t, (mode,), grouped=False) / flexible for mode in MODES}
 
 
 BASELINE_DESIGNS: tuple[Design, ...] = (MAC_TREE, SA_48X48, SA_8X288)

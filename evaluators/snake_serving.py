@@ -3,13 +3,17 @@
 Requests arrive as a Poisson process. Each is prefilled on the GPU (one FIFO server; compute-bound roofline of
 the prompt's GEMMs and causal attention), then joins the NMP's continuous decode batch (at most ``max_batch``
 requests, new ones admitted at iteration boundaries). An iteration with ``b`` running requests takes
-``step_s[b]``: the weight GEMMs of one decode step at batch ``b`` on the design (:mod:`evaluators.snake_pu`) plus
-streaming every running request's KV cache at the stack's DRAM bandwidth. Every running request gets one token
-per iteration; TBT is the iteration time, E2E the time from arrival to the last token.
+``step_s[b]``: the weight GEMMs and the head-parallel attention products (streaming every running request's KV
+cache) of one decode step at batch ``b`` on the design (:mod:`evaluators.snake_pu`). Every running request gets one
+token per iteration; TBT is the iteration time, E2E the time from arrival to the last token.
+
+The GPU decode baseline (:func:`gpu_step_s`) runs the same operators on an H100 as a roofline at a stated share of
+its published peaks.
 
 References
 ----------
-SNAKE Sec. 6.4 (E2E under full serving, TBT under decode stress, 8K input / 1K output, GPU prefill).
+SNAKE Sec. 6.4 (E2E under full serving, TBT under decode stress, 8K input / 1K output, GPU prefill), Sec. 6.3
+(11.47x over GPU decode); NVIDIA H100 Tensor Core GPU datasheet (SXM5: 989 TFLOPS dense BF16, 3.35 TB/s HBM3).
 """
 
 from __future__ import annotations
@@ -20,9 +24,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from chipdse.core.models import attention_flops_per_context_token, causal_attention_flops, kv_cache_bytes_per_token
-from chipdse.evaluators.nova_system import H100_FLOPS
-from chipdse.evaluators.snake import Design, SnakeError, decode_gemms
+from chipdse.evaluators.snake import Design, GemmOp, SnakeError, decode_gemms
 from chipdse.evaluators.snake_pu import NmpTemplate, decode_step_s
+
+H100_FLOPS = 989e12
+"""NVIDIA H100 SXM5 dense BF16 Tensor Core peak, FLOP/s (H100 datasheet: 989 TFLOPS without sparsity)."""
+H100_HBM_Bps = 3.35e12
+"""NVIDIA H100 SXM5 80 GB HBM3 bandwidth, bytes/s (H100 datasheet: 3.35 TB/s)."""
+GPU = "gpu"
+"""The name of the H100 decode baseline in speedup and serving tables."""
 
 
 def kv_bytes_per_token(card: dict, tp: int) -> float:
@@ -35,13 +45,49 @@ def kv_bytes_per_token(card: dict, tp: int) -> float:
     return float(layers * kv_cache_bytes_per_token(max(1, kv // tp), hd, 2))
 
 
-def step_table_s(card: dict, design: Design, template: NmpTemplate, max_batch: int, context: float,
-                 tp: int = 8) -> np.ndarray:
-    """``step[b]`` for b = 0..max_batch: one decode iteration of ``b`` requests at ``context`` tokens, s."""
-    kv = kv_bytes_per_token(card, tp) * context / (template.dram_TBps * 1e12)
+def gpu_step_s(ops: list[GemmOp], efficiency: float) -> float:
+    """One decode step of ``ops`` on one H100 (TP shard), s: each operator the larger of its FLOPs at
+    ``efficiency`` x 989 TFLOPS and its bytes (``(m k + k n + m n)`` BF16 elements: weights or KV cache, inputs,
+    outputs) at ``efficiency`` x 3.35 TB/s, summed over ``count`` executions.
+
+    Parameters
+    ----------
+    ops : list of GemmOp
+        The decode operators (:func:`evaluators.snake.decode_gemms`, with attention products for a context).
+    efficiency : float
+        Sustained share of the H100's peak FLOPs and HBM bandwidth, in (0, 1] (an assumption: the paper runs
+        Duplex's GPU model and states none).
+
+    Returns
+    -------
+    float
+        Seconds. No kernel-launch gaps and no NVLink all-reduce (the NMP side models no inter-device traffic either).
+
+    Raises
+    ------
+    SnakeError
+        An efficiency outside (0, 1].
+    """
+    if not 0 < efficiency <= 1:
+        msg = f"efficiency must be in (0, 1], got {efficiency!r}"
+        raise SnakeError(msg)
+    return float(sum(o.count * max(2.0 * o.m * o.k * o.n / (H100_FLOPS * efficiency),
+                                   (o.m * o.k + o.k * o.n + o.m * o.n) * 2.0 / (H100_HBM_Bps * efficiency))
+                     for o in ops))
+
+
+def step_table_s(card: dict, design: Design | str, template: NmpTemplate, max_batch: int, context: float,
+                 tp: int = 8, gpu_efficiency: float = 0.7) -> np.ndarray:
+    """``step[b]`` for b = 0..max_batch: one decode iteration of ``b`` requests at ``context`` tokens, s.
+
+    ``design`` is an NMP design (:func:`evaluators.snake_pu.decode_step_s`) or :data:`GPU` (:func:`gpu_step_s` at
+    ``gpu_efficiency``); the attention products stream ``round(context)`` tokens of KV cache per request.
+    """
     out = np.zeros(max_batch + 1)
+    ctx = round(context)
     for b in range(1, max_batch + 1):
-        out[b] = decode_step_s(decode_gemms(card, b, tp), design, template) + b * kv
+        ops = decode_gemms(card, b, tp, context=ctx)
+        out[b] = gpu_step_s(ops, gpu_efficiency) if design == GPU else decode_step_s(ops, design, template)
     return out
 
 

@@ -340,3 +340,128 @@ def stall_cycles(
     code = _check_dataflow(dataflow)
     dims = [_check_positive_int(name, v) for name, v in zip(_DIM_NAMES, (m, k, n, rows, cols), strict=True)]
     return int(stall_cycles_array(*dims, DATAFLOWS[code], bandwidth_bytes_per_cycle, bytes_per_element))
+
+
+def pipelined_cycles_array(
+    m: ArrayLike, k: ArrayLike, n: ArrayLike, rows: ArrayLike, cols: ArrayLike, dataflow: str | ArrayLike
+) -> np.ndarray:
+    """Return compute cycles with pipelined Weight-Load / Feed / Drain sub-stages (SNAKE Sec. 4.2.4), vectorized.
+
+    Parameters
+    ----------
+    m, k, n, rows, cols, dataflow : array_like
+        As in :func:`compute_cycles_array` (GEMM dimensions and array shape in elements / PEs).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 cycles ``fill + T + (F - 1) max(T, R) + drain - 1`` with ``F`` folds of ``T`` streamed rows on an
+        ``R x C`` array: ``fill`` = ``R - 1`` operand skew under OS, ``R`` (stationary-tile load) ``+ R - 1`` under
+        WS / IS; ``drain`` = ``C - 1``; the ``- 1`` is SCALE-Sim's zero-based last cycle, as in
+        :func:`compute_cycles`. Once ``T >= R`` the ``k`` folds take ``fill + k T + drain - 1``.
+
+    Raises
+    ------
+    SystolicError
+        As :func:`compute_cycles_array`.
+
+    Notes
+    -----
+    SNAKE's decoder splits each matrix instruction into Weight Load, Feed First / Second and Drain sub-stages that
+    overlap consecutive tiles (Sec. 4.2.4, after RASA): the next fold's stationary tile loads (WS / IS) or the
+    current fold's output tile drains out of its ``R`` rows (OS) while a fold streams its ``T`` rows, so only the
+    first fill and the last drain are exposed and a fold holds the array for ``max(T, R)`` cycles. With one fold
+    the count equals :func:`compute_cycles` (SCALE-Sim v3) exactly; with ``F`` folds it is never above it.
+
+    References
+    ----------
+    SNAKE Sec. 4.2.4; RASA (Jeong et al., 2021) pipelining; SCALE-Sim v3 ``systolic_compute_{os,ws,is}.py``.
+    """
+    folds, per_fold, (mm, kk, nn, r, c, code) = _fold_plan_array(m, k, n, rows, cols, dataflow)
+    t = np.choose(code, (kk, mm, nn))
+    fill = np.where(code == 0, r - 1, 2 * r - 1)
+    return fill + t + (folds - 1) * np.maximum(t, r) + (c - 1) - 1
+
+
+def pipelined_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
+    """Return :func:`pipelined_cycles_array` for one GEMM (SNAKE Sec. 4.2.4 pipelined sub-stages).
+
+    Parameters
+    ----------
+    m, k, n, rows, cols, dataflow
+        As in :func:`compute_cycles`: GEMM dimensions (elements), array height and width (PEs), ``"os"`` /
+        ``"ws"`` / ``"is"``.
+
+    Returns
+    -------
+    int
+        Cycles ``fill + T + (F - 1) max(T, R) + drain - 1`` (see :func:`pipelined_cycles_array`).
+
+    Raises
+    ------
+    SystolicError
+        On a non-positive or non-integer dimension or an unknown dataflow.
+
+    Examples
+    --------
+    >>> pipelined_cycles(8, 1024, 1024, 8, 512, "os")  # 2 folds: 7 + 1024 + 1024 + 511 - 1
+    2565
+    """
+    code = _check_dataflow(dataflow)
+    dims = [_check_positive_int(name, v) for name, v in zip(_DIM_NAMES, (m, k, n, rows, cols), strict=True)]
+    return int(pipelined_cycles_array(*dims, DATAFLOWS[code]))
+
+
+def fold_count_array(
+    m: ArrayLike, k: ArrayLike, n: ArrayLike, rows: ArrayLike, cols: ArrayLike, dataflow: str | ArrayLike
+) -> np.ndarray:
+    """Return the number of folds ``ceil(Sr / R) ceil(Sc / C)`` of GEMMs on arrays (the module table's ``Sr, Sc``).
+
+    Parameters and errors as :func:`compute_cycles_array`; returns int64 folds with the broadcast shape.
+    """
+    return _fold_plan_array(m, k, n, rows, cols, dataflow)[0]
+
+
+def buffer_demand_bytes(rows: int, cols: int, dataflow: str, latency_cycles: float, bytes_per_element: float = 2
+                        ) -> tuple[float, float]:
+    """Return the (weight-side, activation-side) buffer bytes an array needs for stall-free streaming (SNAKE Fig. 14b).
+
+    Parameters
+    ----------
+    rows, cols : int
+        Logical array shape ``R x C``, PEs.
+    dataflow : str
+        ``"os"`` (weights enter along the ``C`` columns, inputs along the ``R`` rows, outputs stay) or ``"is"``
+        (weights enter along the ``R`` rows, outputs leave along the ``C`` columns, inputs stay).
+    latency_cycles : float
+        DRAM access latency a refill request sees, array cycles (> 0).
+    bytes_per_element : float
+        Element size, bytes (2 for FP16).
+
+    Returns
+    -------
+    (float, float)
+        Bytes of the weight buffer and of the activation-side buffer (inputs under OS, outputs under IS, as the
+        paper defines it): each stream is double-buffered over the latency, ``2 x rate x latency x bytes``, by
+        Little's law, with ``rate`` = the elements per cycle that stream enters or leaves the array.
+
+    Raises
+    ------
+    SystolicError
+        A bad shape, a dataflow other than OS / IS, or a non-positive latency or element size.
+
+    References
+    ----------
+    SNAKE Sec. 6.6, Fig. 14b (weight vs activation-side buffer per shape; the stationary operand needs little).
+    """
+    code = _check_dataflow(dataflow)
+    r, c = _check_positive_int("rows", rows), _check_positive_int("cols", cols)
+    if code == 1:
+        msg = "buffer_demand_bytes models the OS and IS dataflows SNAKE uses; got 'ws'"
+        raise SystolicError(msg)
+    if not (latency_cycles > 0 and bytes_per_element > 0):
+        msg = f"latency_cycles and bytes_per_element must be positive; got {latency_cycles!r}, {bytes_per_element!r}"
+        raise SystolicError(msg)
+    weight_rate, act_rate = (c, r) if code == 0 else (r, c)
+    scale = 2.0 * latency_cycles * bytes_per_element
+    return weight_rate * scale, act_rate * scale

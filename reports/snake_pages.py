@@ -1,5 +1,6 @@
-"""The SNAKE report: decode speedups, multi-PU modes (Fig. 13), shape choice vs batch (Fig. 14a), and the exact
-shape-set and area-split choices next to enumeration; written by :func:`chipdse.reports.files.write_report`."""
+"""The SNAKE report: decode speedups, multi-PU modes (Fig. 13), shape choice vs batch (Fig. 14a), per-shape buffer
+demand (Fig. 14b), the inter-PU link-bandwidth sweep, the exact shape-set and area-split choices next to enumeration,
+serving (Fig. 10) and SNAKE's claims against this run; written by :func:`chipdse.reports.files.write_report`."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.core.solution import PROVEN_GAP  # noqa: E402
-from chipdse.evaluators.snake_pu import MODES  # noqa: E402
+from chipdse.evaluators.snake_pu import GROUPED, MODES  # noqa: E402
+from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
+from chipdse.studies.claims import claim_rows  # noqa: E402
 from chipdse.studies.snake import PAPER_SPEEDUPS, SnakeStudy, average_speedups, mode_distribution  # noqa: E402
+from chipdse.studies.snake_claims import SNAKE_CLAIMS, context_line, measure, summary_rows  # noqa: E402
 
-BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288"}
+BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288",
+                   "gpu": "H100 GPU"}
 
 CSV = ("speedups.csv", "speedups")
 """The report's CSV: its file name and the result's table (SNAKE's decode speedup per baseline, model and batch)."""
@@ -28,10 +33,11 @@ def columns(s: SnakeStudy) -> dict[str, tuple[str, str]]:
     return {
         "model": ("-", "model card key"),
         "batch": ("requests", "decode batch"),
+        "context": ("tokens", "KV-cache tokens per request (the attention products stream them)"),
         "baseline": ("-", "the design SNAKE is compared with: " + "; ".join(f"{k} = {v}"
                                                                           for k, v in BASELINE_LABELS.items())),
         "speedup": ("x", "decode speedup of SNAKE: baseline decode-step latency / SNAKE's"),
-        "snake_step_s": ("s", "SNAKE's decode-step latency (the weight GEMMs of one step at this batch)"),
+        "snake_step_s": ("s", "SNAKE's decode-step latency (the weight GEMMs and attention products of one step)"),
     }
 
 
@@ -50,16 +56,18 @@ def _speedup_page(pdf: PdfPages, s: SnakeStudy) -> None:
     ax.grid(True, axis="y", alpha=0.3)
     avg = average_speedups(s.speedups)
     fig.suptitle("Decode speedup over the baselines (SNAKE Sec. 6.3), mean over batches "
-                 f"{', '.join(map(str, s.spec.batches))}", fontsize=11)
+                 f"{', '.join(map(str, s.spec.batches))} and contexts {', '.join(f'{c:,}' for c in s.spec.contexts)}",
+                 fontsize=11)
     t = s.spec.template
     caption(fig, "Average over models: " + "; ".join(
         f"{BASELINE_LABELS.get(b, b)} {v:.2f}x (paper {PAPER_SPEEDUPS.get(b, float('nan')):.2f}x)"
         for b, v in avg.items()) + f". Same {t.pus} PUs x {t.cores_per_pu} cores for every design (the paper's "
         f"area-normalized comparison at {t.pu_area_mm2:g} mm^2 per PU); SNAKE at 800 MHz with per-operator logical "
-        "shape, dataflow and multi-PU mode; fixed arrays at 1 GHz with the better of OS / IS and the template's "
-        f"n-split; every operator is the larger of compute and DRAM streaming at {t.dram_TBps:g} TB/s, plus its "
-        f"collectives on the 1x{t.pus} chain / {t.mesh_side}x{t.mesh_side} mesh ({t.link_GBps:g} GB/s links).",
-        y=0.03)
+        "shape, dataflow and multi-PU mode and pipelined folds; fixed arrays at 1 GHz with the better of OS / IS and "
+        "the template's n-split; every design may run MoE experts as a grouped GEMM and runs QK^T / PV "
+        f"head-parallel; every operator is the larger of compute and DRAM streaming at {t.dram_TBps:g} TB/s, plus "
+        f"its exposed element-wise stage and collectives ({t.link_GBps:g} GB/s links). GPU: H100 roofline at "
+        f"{s.spec.serving.gpu_efficiency:g} of 989 TFLOPS and 3.35 TB/s.", y=0.03)
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -70,7 +78,7 @@ def _mode_page(pdf: PdfPages, s: SnakeStudy) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=PAGE)
     fig.subplots_adjust(bottom=0.22, top=0.88, wspace=0.3)
     left = np.zeros(len(dist))
-    for mode in MODES:
+    for mode in (*MODES, GROUPED):
         ax1.barh(dist.index, dist[mode], left=left, label=mode)
         for y, (lv, v) in enumerate(zip(left, dist[mode], strict=True)):
             if v > 0.04:
@@ -79,15 +87,15 @@ def _mode_page(pdf: PdfPages, s: SnakeStudy) -> None:
     ax1.set_xlabel("share of operators (all batches)")
     ax1.set_title("(a) multi-PU mode chosen per operator", fontsize=10)
     ax1.set_ylim(-0.6, len(dist) - 0.4 + 0.5)
-    ax1.legend(fontsize=8, loc="upper center", ncol=4, bbox_to_anchor=(0.5, -0.12))
+    ax1.legend(fontsize=8, loc="upper center", ncol=5, bbox_to_anchor=(0.5, -0.12))
     for model, g in s.slowdowns.groupby("model"):
-        piv = g.pivot_table(index="batch", columns="mode", values="slowdown")
+        piv = g.pivot_table(index="batch", columns="mode", values="slowdown", aggfunc="max")
         for mode in MODES:
             ax2.plot(piv.index, piv[mode], marker="o", label=f"{model} {mode}")
     ax2.set_xscale("log", base=2)
     ax2.set_xticks(list(s.spec.batches), [str(b) for b in s.spec.batches])
     ax2.set_xlabel("batch")
-    ax2.set_ylabel("slowdown of one fixed mode vs per-operator choice")
+    ax2.set_ylabel("slowdown of one fixed mode vs per-operator choice (worst context)")
     ax2.set_title("(b) fixed-mode slowdown", fontsize=10)
     ax2.legend(fontsize=6, ncol=2)
     ax2.grid(True, alpha=0.3)
@@ -97,8 +105,9 @@ def _mode_page(pdf: PdfPages, s: SnakeStudy) -> None:
         f"{r['model']}: {r['mode']} {r['min']:.2f}x-{r['max']:.2f}x" for r in best.to_dict("records"))
         + " (paper: LLaMA3-70B OS-ST 1.04x-1.56x, Qwen3-30B-A3B 1.18x-6.43x). Paper's mode shares (Fig. 13a), "
         "IS-S / IS-ST / OS-S / OS-ST: LLaMA3-70B 59.7 / 12.5 / 25.0 / 2.8%, Qwen3-30B-A3B 27.8 / 33.3 / 20.8 / "
-        "18.1%. The per-operator choice is the minimum over the four modes, so it is never slower than any fixed "
-        "mode.")
+        "18.1%. Shares over weight operators x batches x contexts; grouped = MoE experts run whole and concurrently "
+        "on different PUs (a fixed mode may not), QK^T / PV (head-parallel) left out. The per-operator choice is the "
+        "minimum over the modes, so it is never slower than any fixed mode.")
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -124,6 +133,74 @@ def _shape_page(pdf: PdfPages, s: SnakeStudy) -> None:
             "follow the batch.", y=0.03)
     pdf.savefig(fig)
     plt.close(fig)
+
+
+def _buffer_page(pdf: PdfPages, s: SnakeStudy) -> None:
+    b = s.buffers
+    share_cols = [c for c in b.columns if c.startswith("share_")]
+    rows = [[r["shape"], fmt(r["os_weight_kib"], spec=".0f"), fmt(r["os_activation_kib"], spec=".0f"),
+             fmt(r["is_weight_kib"], spec=".0f"), fmt(r["is_activation_kib"], spec=".0f"),
+             *(f"{100 * r[c]:.0f}%" for c in share_cols)] for r in b.to_dict("records")]
+    latency = s.spec.area_split.dram_latency_ns
+    table_page(pdf, "Buffer demand per logical shape (SNAKE Fig. 14b)",
+               f"Minimum weight-side and activation-side buffer for stall-free streaming: each stream double-buffered "
+               f"over the DRAM latency ({latency:g} ns = {latency * 0.8:.0f} cycles at 800 MHz, area_split."
+               "dram_latency_ns, an assumption), FP16, by Little's law (evaluators/systolic.buffer_demand_bytes). "
+               "Under OS the weights enter along the long side and the inputs along the short one (activation side "
+               "= inputs); under IS the shape is transposed (512x8), weights enter along the rows and the outputs "
+               "leave along the columns (activation side = outputs). As in the paper, narrower, less elongated "
+               "shapes need less weight buffer and more activation-side buffer. Share = the mode models' decode time "
+               "on that shape (all batches and contexts).",
+               [("Buffer KiB per core", ["shape", "OS weight", "OS activation", "IS weight", "IS activation",
+                                          *(f"share {c[6:]}" for c in share_cols)], rows)])
+
+
+def _link_page(pdf: PdfPages, s: SnakeStudy) -> None:
+    sw = s.link_sweep["speedups"]
+    links = sorted(sw["link_GBps"].unique())
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=PAGE)
+    fig.subplots_adjust(bottom=0.25, top=0.88, wspace=0.3)
+    avg = {x: average_speedups(sw[sw["link_GBps"] == x]) for x in links}
+    for b in BASELINE_LABELS:
+        if b in avg[links[0]]:
+            ax1.plot(links, [avg[x][b] for x in links], marker="o", label=BASELINE_LABELS[b])
+            ax1.axhline(PAPER_SPEEDUPS[b], ls=":", lw=0.8, c=ax1.lines[-1].get_color())
+    ax1.axvline(s.spec.template.link_GBps, c="k", lw=0.6, ls="--")
+    ax1.set_xscale("log")
+    ax1.set_xticks(links, [f"{x:g}" for x in links])
+    ax1.minorticks_off()
+    ax1.set_xlabel("inter-PU link bandwidth, GB/s")
+    ax1.set_ylabel("mean decode speedup of SNAKE (dotted: paper)")
+    ax1.legend(fontsize=7)
+    ax1.grid(True, alpha=0.3)
+    md = s.link_sweep["modes"]
+    for model in s.spec.mode_models:
+        shares = [mode_distribution(md[(md["link_GBps"] == x) & (md["model"] == model)]) for x in links]
+        for mode in (*MODES, GROUPED):
+            ys = [float(d[mode].iloc[0]) if len(d) else 0.0 for d in shares]
+            if max(ys) > 0:
+                ax2.plot(links, ys, marker=".", label=f"{model.split('-')[0]} {mode}")
+    ax2.set_xscale("log")
+    ax2.set_xticks(links, [f"{x:g}" for x in links])
+    ax2.minorticks_off()
+    ax2.set_xlabel("inter-PU link bandwidth, GB/s")
+    ax2.set_ylabel("share of weight operators per mode")
+    ax2.legend(fontsize=6, ncol=2)
+    ax2.grid(True, alpha=0.3)
+    fig.suptitle("Inter-PU link bandwidth (not given by the paper): its effect on speedups and mode choice",
+                 fontsize=11)
+    caption(fig, f"The scenario's template assumes {s.spec.template.link_GBps:g} GB/s per link (dashed line); "
+            f"the sweep ({', '.join(f'{x:g}' for x in links)} GB/s) reruns every model, batch and context. Faster "
+            "links shrink the collectives, which SNAKE's mode choice trades against compute; the fixed designs' "
+            "all-gather shrinks too, so the speedups move with the link speed (the claims page names where the "
+            "paper's numbers fall). Dotted lines: the paper's average speedups.", y=0.03)
+    pdf.savefig(fig)
+    plt.close(fig)
+
+
+def _claims(s: SnakeStudy) -> tuple[list[Any], dict[str, Any]]:
+    measured, notes = measure(s)
+    return claim_rows(measured, notes, claims=SNAKE_CLAIMS), measured
 
 
 def _hardware_page(pdf: PdfPages, s: SnakeStudy) -> None:
@@ -184,7 +261,7 @@ def _serving_page(pdf: PdfPages, s: SnakeStudy) -> None:
     d = s.serving
     models = list(dict.fromkeys(d["model"]))
     fig, axes = plt.subplots(2, len(models), figsize=PAGE, squeeze=False)
-    fig.subplots_adjust(bottom=0.2, top=0.88, hspace=0.35, wspace=0.25)
+    fig.subplots_adjust(bottom=0.2, top=0.88, hspace=0.35, wspace=0.3)
     for j, m in enumerate(models):
         g = d[d["model"] == m]
         ours = g[g["design"] == "snake"].set_index("rate_fraction")
@@ -193,21 +270,26 @@ def _serving_page(pdf: PdfPages, s: SnakeStudy) -> None:
             for name, h in g.groupby("design", sort=False):
                 h = h.set_index("rate_fraction")
                 ax.plot(h.index, h[col] / ours[col], marker="o", label=BASELINE_LABELS.get(name, "SNAKE"))
-            ax.set_title(f"{m}: {label}", fontsize=9)
-            ax.set_xlabel("request rate / SNAKE's capacity", fontsize=8)
-            ax.set_ylabel(f"{label} / SNAKE's", fontsize=8)
+            ax.set_title(f"{m}: {label}", fontsize=8)
+            ax.set_xlabel("rate / capacity" if i else "", fontsize=7)
+            ax.set_ylabel(f"{label} / SNAKE's" if j == 0 else "", fontsize=8)
+            ax.tick_params(labelsize=7)
             ax.grid(True, alpha=0.3)
     axes[0][0].legend(fontsize=7)
     sv = s.spec.serving
     base = "; ".join(f"{m}: SNAKE E2E {r['e2e_s']:.2f} s, TBT {1e3 * r['tbt_s']:.2f} ms, prefill {r['prefill_s']:.3f} s"
                      for m in models for r in [d[(d["model"] == m) & (d["design"] == "snake")].iloc[0]])
     fig.suptitle(f"Serving latency vs request rate, {sv.l_in} in / {sv.l_out} out (SNAKE Fig. 10)", fontsize=11)
-    caption(fig, f"Event simulation: Poisson arrivals, {sv.requests} requests per point, GPU prefill (H100 at "
+    cut = "; ".join(f"{m} serves {int(g['l_in'].iloc[0])} in / {int(g['l_out'].iloc[0])} out (its context)"
+                    for m, g in d.groupby("model", sort=False) if int(g["l_in"].iloc[0]) != sv.l_in)
+    caption(fig, "x-axis: request rate over SNAKE's capacity (the lower of prefill and decode). Event simulation: "
+            f"Poisson arrivals, {sv.requests} requests per point, GPU prefill (H100 at "
             f"{100 * sv.gpu_efficiency:.0f}% of 989 TFLOPS, one FIFO server), continuous decode on the NMP (at most "
-            f"{sv.max_batch} requests; each iteration = the design's decode GEMMs at that batch + streaming the KV "
-            f"cache). Latencies are normalized to SNAKE's at the same rate, as in the paper. At the lowest rate: "
-            f"{base}. A baseline whose capacity is below the offered rate queues, so its latency grows with the "
-            "number of requests simulated.", y=0.02)
+            f"{sv.max_batch} requests; each iteration = the design's decode GEMMs and attention products at that "
+            "batch, streaming the KV cache; the GPU decodes on its own roofline). Latencies are normalized to "
+            f"SNAKE's at the same rate, as in the paper. At the lowest rate: {base}. {cut + '. ' if cut else ''}"
+            "A baseline whose capacity is below the offered rate queues, so its latency grows with the number of "
+            "requests simulated.", y=0.02)
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -226,6 +308,10 @@ def details(s: SnakeStudy) -> dict[str, Any]:
         "area_split": [{"method": x.method, "decision": x.decision, "latency_s": x.objective,
                         "status": x.status.value} for x in s.area_split],
         "serving": s.serving.to_dict("records"),
+        "buffers": s.buffers.round(3).to_dict("records"),
+        "link_sweep": {str(x): average_speedups(g) for x, g in s.link_sweep["speedups"].groupby("link_GBps")}
+        if s.link_sweep else {},
+        "claims": summary_rows(measure(s)[0]),
     }
 
 
@@ -234,9 +320,13 @@ def draw(pdf: PdfPages, s: SnakeStudy) -> None:
     _speedup_page(pdf, s)
     _mode_page(pdf, s)
     _shape_page(pdf, s)
+    _buffer_page(pdf, s)
+    if s.link_sweep:
+        _link_page(pdf, s)
     _hardware_page(pdf, s)
     if not s.serving.empty:
         _serving_page(pdf, s)
+    claims_page(pdf, _claims(s)[0], context_line(s), paper="SNAKE")
     glossary_pages(pdf, [
         "## Terms",
         "    PU: one processing unit of the NMP (cores of systolic arrays next to a DRAM stack); SNAKE reshapes each "

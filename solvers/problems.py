@@ -358,7 +358,7 @@ def area_split_problem(spec: Any) -> AreaSplitProblem:
         t = dataclasses.replace(base, dram_TBps=rate * base.cores / 1e12)
         for i, c in enumerate(a.cols):
             design = Design(f"{a.rows}x{c}", "systolic", SNAKE.freq_hz, ((a.rows, c), (c, a.rows)), SNAKE.dataflows,
-                            reconfigurable=True)
+                            reconfigurable=True, pipelined=SNAKE.pipelined)
             lat[i, j] = decode_step_s(ops, design, t)
     return AreaSplitProblem(tuple((a.rows, c) for c in a.cols), np.array([a.rows * c * a.pe_area_mm2 for c in a.cols]),
                             tuple(a.buffer_kb), np.array([kb * a.sram_mm2_per_kb for kb in a.buffer_kb]), budget, lat,

@@ -16,8 +16,19 @@ from typer.testing import CliRunner
 
 from chipdse.cli import app
 from chipdse.core.paths import instances_dir
-from chipdse.evaluators.snake import MAC_TREE, SNAKE, GemmOp, decode_gemms, load_card
-from chipdse.evaluators.snake_pu import MODES, STRATUM, collective_s, mode_plan, schedule_op
+from chipdse.evaluators.snake import MAC_TREE, PAPER_MODELS, SNAKE, Design, GemmOp, decode_gemms, load_card
+from chipdse.evaluators.snake_pu import (
+    GROUPED,
+    MODES,
+    STRATUM,
+    NmpTemplate,
+    collective_s,
+    decode_step_s,
+    design_speedups,
+    grouped_plan,
+    mode_plan,
+    schedule_op,
+)
 from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.formulations.snake_shapes import AREA_TOL_MM2, ShapeSetProblem
 from chipdse.solvers.snake_hw import solve_area_split, solve_shape_set
@@ -58,6 +69,56 @@ def test_mac_tree_is_one_16_cubed_tree_per_pu_by_hand() -> None:
     compute = 14340 / 1e9
     memory = (8 * 8192 + 8192 * 448 + 8 * 448) * 2 / (24e12 / 16)
     assert s.compute_s == pytest.approx(max(compute, memory), rel=1e-12)
+
+
+def test_grouped_expert_gemm_by_hand() -> None:
+    """Qwen3-30B-A3B, batch 8: 64 experts of (m, k, n) = (1, 2048, 192), one per core (64 cores, one round).
+
+    One expert on one core, OS (Sr = m = 1, Sc = n = 192, T = k = 2048), pipelined: 8x512 takes 7 + 2048 + 511 - 1 =
+    2565 cycles; the best is 16x256: 15 + 2048 + 255 - 1 = 2317 cycles (32x128 needs 2 folds:
+    31 + 2 x 2048 + 127 - 1 = 4253; IS on 512x8 needs 4 folds of T = 192 < R = 512: 1023 + 192 + 3 x 512 + 7 - 1 =
+    2757). At 800 MHz that is 2.896 us, above the core's DRAM time (1 x 2048 + 2048 x 192 + 192) x 2 B at 24 TB/s /
+    64 = 2.109 us. The layer takes one round, so one execution is 2.896 us / 64. The down projection then sums
+    the 8 tokens' outputs (8 x 2048 x 2 B) by a ring all-reduce over the 16 PUs: 2 x 15 x (20 ns + 32768 / 16 /
+    64 GB/s), shared by the 64 experts.
+    """
+    up = GemmOp("expert_up_gate", 1, 2048, 192, 48 * 64, group=64)
+    s = grouped_plan(up, SNAKE, STRATUM)
+    assert (s.mode, s.rows, s.cols, s.dataflow) == (GROUPED, 16, 256, "os")
+    assert s.compute_s == pytest.approx(2317 / 800e6 / 64, rel=1e-12) and s.comm_s == 0.0
+    # 100 experts: two rounds of one expert per core (the PU-split alternative is slower: 4 x 1221 cycles > 2 x 2317)
+    assert grouped_plan(GemmOp("e", 1, 2048, 192, 100, group=100), SNAKE, STRATUM).compute_s == pytest.approx(
+        2 * 2317 / 800e6 / 100, rel=1e-12)
+    down = GemmOp("expert_down", 1, 96, 2048, 48 * 64, group=64, combine_rows=8)
+    assert grouped_plan(down, SNAKE, STRATUM).comm_s == pytest.approx(2 * 15 * (20e-9 + 32768 / 16 / 64e9) / 64)
+    # the scheduler takes the grouped GEMM: faster than splitting each expert over all PUs in any mode
+    assert schedule_op(up, SNAKE).mode == GROUPED
+    assert schedule_op(up, SNAKE).time_s < schedule_op(up, SNAKE, grouped=False).time_s
+
+
+def test_qk_and_pv_cycles_at_4k_context_by_hand() -> None:
+    """LLaMA-3-70B, batch 2, context 4096 on one core with one 8x512 OS array, pipelined, memory not binding.
+
+    At TP = 8 a device holds 8 query heads and 1 KV head: g = 8 heads share each KV head, so per (request, KV head)
+    QK^T is (8, 128, 4096) and PV is (8, 4096, 128). QK^T: Sr = 8, Sc = 4096 -> 8 folds of T = 128:
+    7 + 128 + 7 x 128 + 511 - 1 = 1541 cycles. PV: Sc = 128 -> 1 fold of T = 4096: 7 + 4096 + 511 - 1 = 4613.
+    The two requests run one after the other on the single core, in each of the 80 layers.
+    """
+    ops = [o for o in decode_gemms(load_card("llama-3-70b"), 2, context=4096) if o.head_parallel]
+    assert [(o.name, o.m, o.k, o.n, o.count, o.group) for o in ops] == [
+        ("qk", 8, 128, 4096, 160, 2), ("pv", 8, 4096, 128, 160, 2)]
+    one = NmpTemplate("one-core", 1, 1, 1e6, 2.35, 64.0, 0.0, 2, 1, vector_ops_per_cycle=10**12)
+    design = Design("os8x512", "systolic", 800e6, ((8, 512),), ("os",), reconfigurable=True, pipelined=True)
+    assert decode_step_s(ops, design, one) == pytest.approx(80 * 2 * (1541 + 4613) / 800e6, rel=1e-6)
+
+
+@pytest.mark.parametrize("model", PAPER_MODELS)
+def test_snake_beats_the_mac_tree_on_every_table1_model(model: str) -> None:
+    """Issue 16: SNAKE is faster than the MAC tree (one 16x16x16 tree per PU) on every Table 1 model, dense and
+    MoE, at batch 8 and 64 with an 8K context."""
+    card = load_card(model)
+    for b in (8, 64):
+        assert design_speedups(decode_gemms(card, b, context=8192))["mac_tree"] > 1.0, (model, b)
 
 
 def test_logical_shape_follows_the_batch_for_the_large_ffn() -> None:
@@ -139,9 +200,10 @@ def test_explore_on_the_bundled_snake_scenario_writes_the_report(tmp_path: Path)
     res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "snake-stratum.yaml"),
                                    "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 7  # serving, glossary
+    # speedups, modes, shapes, buffers, link sweep, 2 hardware, serving, 2 claims, glossary
+    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 11
     man = json.loads((out / "manifest.json").read_text())
-    assert set(man["summary"]["average_speedups"]) == {"mac_tree", "sa48x48", "sa8x288"}
+    assert set(man["summary"]["average_speedups"]) == {"mac_tree", "sa48x48", "sa8x288", "gpu"}
     assert all(v > 0 for v in man["summary"]["average_speedups"].values()) and len(man["details"]["models"]) == 5
     methods = {r["method"]: r["decode_time_s"] for r in man["details"]["shape_set"]}
     assert methods["milp-highs"] == pytest.approx(methods["enumeration"], rel=1e-6)

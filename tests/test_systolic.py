@@ -12,8 +12,11 @@ import pytest
 from chipdse.core.errors import ChipdseError
 from chipdse.evaluators.systolic import (
     SystolicError,
+    buffer_demand_bytes,
     compute_cycles,
     compute_cycles_array,
+    pipelined_cycles,
+    pipelined_cycles_array,
     stall_cycles,
     stall_cycles_array,
 )
@@ -58,6 +61,68 @@ def test_vectorized_matches_scalesim_and_scalar() -> None:
     got = compute_cycles_array(cols["m"], cols["k"], cols["n"], cols["rows"], cols["cols"], cols["dataflow"])
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, [c["compute_cycles"] for c in CASES])
+
+
+# --- pipelined Weight-Load / Feed / Drain sub-stages (SNAKE Sec. 4.2.4) ----------------------------------------
+
+
+def test_pipelined_is_three_folds_by_hand() -> None:
+    """IS on 8x16, m = 8, k = 24, n = 20: folds ceil(24 / 8) ceil(8 / 16) = 3 of T = n = 20 streamed rows.
+
+    Fill = weight load 8 + skew 7 = 15 once, steady 3 x 20 (T >= R: each next load hides behind the stream),
+    drain 16 - 1 = 15 once, minus SCALE-Sim's one: 15 + 60 + 15 - 1 = 89. Without pipelining every fold pays
+    2 x 8 + 16 + 20 - 2 = 50: 3 x 50 - 1 = 149.
+    """
+    assert pipelined_cycles(8, 24, 20, 8, 16, "is") == 89
+    assert compute_cycles(8, 24, 20, 8, 16, "is") == 149
+
+
+def test_pipelined_os_short_stream_waits_for_the_drain_by_hand() -> None:
+    """OS on 16x4, m = 32, k = 5, n = 4: 2 folds of T = k = 5 < R = 16 rows of outputs to drain.
+
+    Fill = skew 15, first fold 5, the second fold waits for the first tile's 16-row drain: 16, last drain 3:
+    15 + 5 + 16 + 3 - 1 = 38 (unpipelined 2 x (5 + 16 + 4 - 2) - 1 = 45).
+    """
+    assert pipelined_cycles(32, 5, 4, 16, 4, "os") == 38
+    assert compute_cycles(32, 5, 4, 16, 4, "os") == 45
+
+
+def test_pipelined_against_scalesim_folds() -> None:
+    """Every recorded SCALE-Sim case: the first fold costs SCALE-Sim's per-fold rows (demand rows / folds), each
+    further fold max(T, R) cycles, so one-fold cases equal SCALE-Sim exactly and none is slower."""
+    for c in CASES:
+        m, k, n, r, cols, flow = (c[x] for x in ("m", "k", "n", "rows", "cols", "dataflow"))
+        sr, sc, t = {"os": (m, n, k), "ws": (k, n, m), "is": (k, m, n)}[flow]
+        folds = -(-sr // r) * -(-sc // cols)
+        per_fold = c["demand_rows"] // folds
+        got = pipelined_cycles(m, k, n, r, cols, flow)
+        assert got == per_fold + (folds - 1) * max(t, r) - 1, c
+        assert got <= c["compute_cycles"]
+        if folds == 1:
+            assert got == c["compute_cycles"]
+
+
+def test_pipelined_array_matches_scalar_and_never_exceeds_scalesim_count() -> None:
+    """Random GEMMs on SNAKE's shapes: the vectorized and scalar counts agree and stay <= compute_cycles."""
+    rng = np.random.default_rng(3)
+    m, k, n = (rng.integers(1, 3000, 200) for _ in range(3))
+    shapes = np.array([(8, 512), (16, 256), (64, 64), (512, 8)])[rng.integers(0, 4, 200)]
+    flows = np.array(["os", "is", "ws"])[rng.integers(0, 3, 200)]
+    got = pipelined_cycles_array(m, k, n, shapes[:, 0], shapes[:, 1], flows)
+    assert np.all(got <= compute_cycles_array(m, k, n, shapes[:, 0], shapes[:, 1], flows))
+    assert [pipelined_cycles(*map(int, x[:5]), str(x[5])) for x in zip(m, k, n, shapes[:, 0], shapes[:, 1], flows,
+                                                                      strict=True)][:20] == got[:20].tolist()
+
+
+def test_buffer_demand_by_hand() -> None:
+    """SNAKE Fig. 14b trend: 8x512 under OS streams 512 weights and 8 inputs per cycle; at 160 cycles of latency
+    double-buffered FP16 that is 2 x 512 x 160 x 2 = 327,680 and 2 x 8 x 160 x 2 = 5,120 bytes; 64x64 needs
+    40,960 on both sides. Under IS the weight stream enters along the rows and outputs leave along the columns."""
+    assert buffer_demand_bytes(8, 512, "os", 160) == (327_680.0, 5_120.0)
+    assert buffer_demand_bytes(64, 64, "os", 160) == (40_960.0, 40_960.0)
+    assert buffer_demand_bytes(512, 8, "is", 160) == (327_680.0, 5_120.0)
+    with pytest.raises(SystolicError, match="ws"):
+        buffer_demand_bytes(8, 512, "ws", 160)
 
 
 # --- hand-worked cases -----------------------------------------------------------------------------------------

@@ -540,7 +540,8 @@ class ServingSpec(_Spec):
                                                                        max_length=MAX_LIST, json_schema_extra=UNIQUE,
                                                                        description="Arrival rates "
                                                 "as fractions of SNAKE's capacity (prefill or decode, the lower).")
-    gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS (assumption).")
+    gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS (prefill) "
+                                  "and of its peak FLOPs and 3.35 TB/s (the GPU decode baseline) (assumption).")
     seed: Seed = 0
 
 
@@ -570,6 +571,13 @@ class SnakeScenario(_StudyLimits):
     shape_set: ShapeSetSpec = ShapeSetSpec()
     area_split: AreaSplitSpec = AreaSplitSpec()
     serving: ServingSpec = ServingSpec()
+    contexts: list[Tokens] = Field([4096, 8192, 16384], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                   description="KV-cache tokens per request of the decode steps (SNAKE Fig. 13: 4K, "
+                                   "8K, 16K inputs), each 1..10,000,000.")
+    link_sweep_GBps: list[Annotated[float, Field(gt=0, le=100_000)]] = Field(
+        [16.0, 32.0, 64.0, 160.0, 320.0, 640.0], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
+        description="Inter-PU link bandwidths the link page sweeps, GB/s, each at most 100,000 (the paper states "
+        "none).")
 
     def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """A mode model that is not among ``models`` (the mode pages reuse the speedup runs of ``models``)."""

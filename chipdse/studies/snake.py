@@ -1,5 +1,7 @@
-"""The SNAKE study behind ``chipdse explore`` on a ``kind: snake`` scenario: decode speedups against the baselines,
-multi-PU mode choice, fixed-mode slowdowns, shape choice vs batch, and the two exact hardware choices.
+"""The SNAKE study behind ``chipdse explore`` on a ``kind: snake`` scenario: decode speedups against the baselines
+(MAC tree, fixed 48x48 and 8x288 arrays, H100 GPU) at every model, batch and context, multi-PU mode choice,
+fixed-mode slowdowns, shape choice vs batch, per-shape buffer demand, the inter-PU link-bandwidth sweep, serving,
+and the two exact hardware choices.
 
 The scenario (``instances/scenarios/snake-stratum.yaml``) names the NMP template (SNAKE Sec. 6.1.2), the Table 1
 models and batches, and the area assumptions of the shape-set and area-split formulations; every number there
@@ -19,25 +21,30 @@ from chipdse.core.errors import SpecError
 from chipdse.core.scenario import AnyScenario, StudyScenario
 from chipdse.core.solution import Solution
 from chipdse.core.specs import SnakeScenario
-from chipdse.evaluators.snake import SNAKE, SnakeError, decode_gemms, load_card
+from chipdse.evaluators.snake import SNAKE, SNAKE_FREQ_HZ, SNAKE_SHAPES, SnakeError, decode_gemms, load_card
 from chipdse.evaluators.snake_pu import (
     BASELINE_DESIGNS,
+    GROUPED,
     MODES,
+    NmpTemplate,
     decode_step_s,
-    design_speedups,
     fixed_mode_slowdowns,
     nmp_template,
     schedule,
 )
-from chipdse.evaluators.snake_serving import prefill_s, simulate, step_table_s
+from chipdse.evaluators.snake_serving import GPU, gpu_step_s, prefill_s, simulate, step_table_s
+from chipdse.evaluators.systolic import buffer_demand_bytes
 from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import area_split_problem, shape_set_problem
 from chipdse.solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
 from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
 
-PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00}
+PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00, GPU: 11.47}
 """SNAKE Sec. 6.3: average decode speedup of SNAKE over each baseline across the five models."""
+
+BASELINES: tuple[str, ...] = (*(d.name for d in BASELINE_DESIGNS), GPU)
+"""Every baseline of the speedup table: the three NMP compute substrates and the H100 decode baseline."""
 
 
 KIND = "snake"
@@ -71,12 +78,12 @@ def check(sc: AnyScenario) -> StudyScenario:
 
 
 def _check_serving_lengths(sc: StudyScenario, spec: SnakeScenario) -> None:
-    """``serving.l_in`` / ``l_out`` each within every served model's context (its card's
-    ``max_position_embeddings``), and the serving simulation within :data:`MAX_SERVING_DECODE_TOKENS`."""
+    """``serving.l_in`` / ``l_out`` each within every mode model's context (its card's ``max_position_embeddings``;
+    a served model with a shorter context serves lengths cut to it, :func:`served_lengths`), and the serving
+    simulation within :data:`MAX_SERVING_DECODE_TOKENS`."""
     sv = spec.serving
-    served = "serving.models" if sv.models else "mode_models"
     for where, m in spec.card_refs():
-        if not where.startswith(served + "["):
+        if not where.startswith("mode_models["):
             continue
         context = load_card(sc.named_files.get(where, m)).get("max_position_embeddings")
         for name, value in (("l_in", sv.l_in), ("l_out", sv.l_out)):
@@ -105,7 +112,13 @@ def label(sc: StudyScenario) -> str:
 
 @dataclass
 class SnakeStudy:
-    """Every table of the SNAKE report, with the scenario, solver settings and stage timings (wall and CPU, s)."""
+    """Every table of the SNAKE report, with the scenario, solver settings and stage timings (wall and CPU, s).
+
+    ``speedups`` (model, batch, context, baseline, speedup, snake_step_s), ``modes`` (one row per operator of the
+    mode models), ``slowdowns`` (fixed mode over per-operator choice), ``shapes`` (share of decode time per logical
+    shape), ``buffers`` (per-shape buffer demand, SNAKE Fig. 14b), ``link_sweep`` (``speedups`` / ``modes`` /
+    ``slowdowns`` again at every ``link_sweep_GBps``, with a ``link_GBps`` column) and ``serving``.
+    """
 
     scenario: StudyScenario
     solver: SolverConfig
@@ -118,6 +131,8 @@ class SnakeStudy:
     area_grid: pd.DataFrame = field(default_factory=pd.DataFrame)
     area_problem: AreaSplitProblem | None = None
     serving: pd.DataFrame = field(default_factory=pd.DataFrame)
+    buffers: pd.DataFrame = field(default_factory=pd.DataFrame)
+    link_sweep: dict[str, pd.DataFrame] = field(default_factory=dict)
     timings_s: dict[str, float] = field(default_factory=dict)
     cpu_s: dict[str, float] = field(default_factory=dict)
 
@@ -133,8 +148,72 @@ class SnakeStudy:
         return out + [solve_record(sol) for sol in self.area_split]
 
 
+def decode_tables(spec: SnakeScenario, t: NmpTemplate) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Decode speedups, per-operator schedules and fixed-mode slowdowns of every model, batch and context on ``t``.
+
+    Returns
+    -------
+    (speedups, modes, slowdowns) : tuple of pandas.DataFrame
+        ``speedups``: model, batch, context, baseline (:data:`BASELINES`), speedup (baseline step / SNAKE's),
+        snake_step_s. ``modes`` (mode models only): model, batch, context, the columns of
+        :func:`chipdse.evaluators.snake_pu.schedule` and ``shape`` (short x long side). ``slowdowns``: model, batch,
+        context, mode, slowdown (SNAKE Fig. 13b).
+    """
+    sp, modes, slow = [], [], []
+    for m in spec.models:
+        card = load_card(m)
+        for b in spec.batches:
+            for ctx in spec.contexts:
+                ops = decode_gemms(card, b, spec.tp, context=ctx)
+                ours = decode_step_s(ops, SNAKE, t)
+                key = {"model": m, "batch": b, "context": ctx}
+                times = {d.name: decode_step_s(ops, d, t) for d in BASELINE_DESIGNS}
+                times[GPU] = gpu_step_s(ops, spec.serving.gpu_efficiency)
+                sp += [{**key, "baseline": d, "speedup": x / ours, "snake_step_s": ours} for d, x in times.items()]
+                if m in spec.mode_models:
+                    for r in schedule(ops, SNAKE, t).to_dict("records"):
+                        modes.append({**key, **r, "shape": f"{min(r['rows'], r['cols'])}x{max(r['rows'], r['cols'])}"})
+                    slow += [{**key, "mode": mode, "slowdown": x} for mode, x in fixed_mode_slowdowns(ops, t).items()]
+    return pd.DataFrame(sp), pd.DataFrame(modes), pd.DataFrame(slow)
+
+
+def link_sweep(spec: SnakeScenario, t: NmpTemplate) -> dict[str, pd.DataFrame]:
+    """:func:`decode_tables` at every ``spec.link_sweep_GBps`` (the inter-PU link bandwidth, which the paper does not
+    give), each table with a ``link_GBps`` column; keys ``speedups``, ``modes``, ``slowdowns``."""
+    parts: dict[str, list[pd.DataFrame]] = {"speedups": [], "modes": [], "slowdowns": []}
+    for link in spec.link_sweep_GBps:
+        tables = decode_tables(spec, dataclasses.replace(t, link_GBps=float(link)))
+        for name, tab in zip(parts, tables, strict=True):
+            parts[name].append(tab.assign(link_GBps=float(link)))
+    return {name: pd.concat(tabs, ignore_index=True) for name, tabs in parts.items()}
+
+
+def buffer_table(spec: SnakeScenario, shapes: pd.DataFrame) -> pd.DataFrame:
+    """Weight-side and activation-side buffer demand of every logical shape (SNAKE Fig. 14b), KiB, with the share
+    of the mode models' decode time each shape takes.
+
+    OS runs a shape with the batch on its short side as rows (8x512: 512 weights enter per cycle), IS with it as
+    columns (512x8: 512 weights enter along the rows); :func:`evaluators.systolic.buffer_demand_bytes` at the area
+    split's DRAM latency (``area_split.dram_latency_ns``) in SNAKE cycles (800 MHz), FP16.
+    """
+    latency = spec.area_split.dram_latency_ns * 1e-9 * SNAKE_FREQ_HZ
+    share = (shapes.groupby(["model", "shape"])["total_s"].sum() / shapes.groupby("model")["total_s"].sum()
+             if not shapes.empty else pd.Series(dtype=float))
+    rows = []
+    for r, c in sorted({(min(a, b), max(a, b)) for a, b in SNAKE_SHAPES}):
+        label = f"{r}x{c}"
+        row: dict[str, Any] = {"shape": label}
+        for flow, (rr, cc) in (("os", (r, c)), ("is", (c, r))):
+            w, a = buffer_demand_bytes(rr, cc, flow, latency, 2)
+            row |= {f"{flow}_weight_kib": w / 1024, f"{flow}_activation_kib": a / 1024}
+        for m in spec.mode_models:
+            row[f"share_{m}"] = float(share.get((m, label), 0.0))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress = no_progress) -> SnakeStudy:
-    """Compute every table of the SNAKE report (SNAKE Secs. 6.3, 6.5, 6.6, Figs. 4a and 10).
+    """Compute every table of the SNAKE report (SNAKE Secs. 6.3-6.6, Figs. 4a, 10, 12-14).
 
     Parameters
     ----------
@@ -161,27 +240,17 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     assert isinstance(spec, SnakeScenario)
     t = nmp_template(spec.template)
     stages = Stages()
-    sp, modes, slow, shapes = [], [], [], []
+    shapes = pd.DataFrame()
     progress("SNAKE: decode speedups and modes", 0.0)
     with stages.stage("decode_s"):
-        for m in spec.models:
-            card = load_card(m)
-            for b in spec.batches:
-                ops = decode_gemms(card, b, spec.tp)
-                ours = decode_step_s(ops, SNAKE, t)
-                for d, x in design_speedups(ops, t).items():
-                    sp.append({"model": m, "batch": b, "baseline": d, "speedup": x, "snake_step_s": ours})
-                if m in spec.mode_models:
-                    sched = schedule(ops, SNAKE, t)
-                    for r in sched.to_dict("records"):
-                        modes.append({"model": m, "batch": b, **r, "shape": f"{min(r['rows'], r['cols'])}x"
-                                      f"{max(r['rows'], r['cols'])}"})
-                    for mode, x in fixed_mode_slowdowns(ops, t).items():
-                        slow.append({"model": m, "batch": b, "mode": mode, "slowdown": x})
-    md = pd.DataFrame(modes)
-    if not md.empty:
-        shapes = md.groupby(["model", "batch", "shape"], as_index=False)["total_s"].sum()
-        shapes["share"] = shapes["total_s"] / shapes.groupby(["model", "batch"])["total_s"].transform("sum")
+        sp, md, slow = decode_tables(spec, t)
+        if not md.empty:
+            shapes = md.groupby(["model", "batch", "shape"], as_index=False)["total_s"].sum()
+            shapes["share"] = shapes["total_s"] / shapes.groupby(["model", "batch"])["total_s"].transform("sum")
+        buffers = buffer_table(spec, shapes)
+    progress(f"SNAKE: link bandwidth sweep ({len(spec.link_sweep_GBps)} values)", 0.0)
+    with stages.stage("link_sweep_s"):
+        sweep = link_sweep(spec, t)
     cfg = SolverConfig.of(spec, settings.work_limit, settings.time_limit_s,
                           **({} if settings.seed is None else {"seed": settings.seed}))
     shape_rows = []
@@ -204,10 +273,8 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     progress("SNAKE: serving simulation", 0.0)
     with stages.stage("serving_s"):
         serving = serving_table(spec)
-    return SnakeStudy(sc, cfg, pd.DataFrame(sp), md, pd.DataFrame(slow), pd.DataFrame(shapes), shape_rows, area, grid,
-                      ap, serving, stages.wall_s, stages.cpu_s)
-
-
+    return SnakeStudy(sc, cfg, sp, md, slow, shapes, shape_rows, area, grid, ap, serving, buffers, sweep,
+                      stages.wall_s, stages.cpu_s)
 def summary(s: SnakeStudy) -> dict[str, Any]:
     """Headline numbers: SNAKE's average decode speedup over each baseline, next to the paper's (Sec. 6.3)."""
     return {"average_speedups": average_speedups(s.speedups), "paper_speedups": PAPER_SPEEDUPS}
@@ -218,31 +285,51 @@ def headline(s: SnakeStudy) -> list[str]:
     return [f"SNAKE vs {b}: {v:.2f}x average decode speedup" for b, v in average_speedups(s.speedups).items()]
 
 
+def served_lengths(card: dict, l_in: int, l_out: int) -> tuple[int, int]:
+    """The (prompt, output) lengths a model serves: unchanged when each fits the card's ``max_position_embeddings``
+    (as :func:`check` asks of the mode models) or the card states none; otherwise cut to fit it together, the output
+    to at most half, e.g. OPT-66B's 2,048 positions serve 1,024 + 1,024 of an 8K + 1K setting."""
+    context = card.get("max_position_embeddings")
+    if not isinstance(context, int) or (l_in <= context and l_out <= context):
+        return l_in, l_out
+    out = min(l_out, max(1, context // 2))
+    return max(1, context - out), out
+
+
 def serving_table(spec: SnakeScenario) -> pd.DataFrame:
-    """Mean E2E and TBT per model, design and arrival rate (SNAKE Fig. 10), by event simulation."""
+    """Mean E2E and TBT per model, design (SNAKE, the three NMP baselines, the H100) and arrival rate (SNAKE
+    Fig. 10), by event simulation; the rate is a fraction of SNAKE's capacity (the lower of prefill and decode)."""
     sv, t = spec.serving, nmp_template(spec.template)
     rows = []
     for m in sv.models or spec.mode_models:
         card = load_card(m)
-        pre = prefill_s(card, sv.l_in, spec.tp, sv.gpu_efficiency)
-        tables = {d.name: step_table_s(card, d, t, sv.max_batch, sv.l_in + sv.l_out / 2, spec.tp)
-                  for d in (SNAKE, *BASELINE_DESIGNS)}
-        capacity = min(1.0 / pre, sv.max_batch / (sv.l_out * tables[SNAKE.name][sv.max_batch]))
+        l_in, l_out = served_lengths(card, sv.l_in, sv.l_out)
+        pre = prefill_s(card, l_in, spec.tp, sv.gpu_efficiency)
+        tables = {getattr(d, "name", d): step_table_s(card, d, t, sv.max_batch, l_in + l_out / 2, spec.tp,
+                                                      sv.gpu_efficiency)
+                  for d in (SNAKE, *BASELINE_DESIGNS, GPU)}
+        capacity = min(1.0 / pre, sv.max_batch / (l_out * tables[SNAKE.name][sv.max_batch]))
         for f in sv.rate_fractions:
             for name, tab in tables.items():
-                r = simulate(tab, pre, f * capacity, sv.l_out, sv.requests, sv.seed)
-                rows.append({"model": m, "rate_fraction": f, "rate_rps": f * capacity, "design": name,
-                             "e2e_s": r.e2e_s, "tbt_s": r.tbt_s, "prefill_s": pre})
+                r = simulate(tab, pre, f * capacity, l_out, sv.requests, sv.seed)
+                rows.append({"model": m, "l_in": l_in, "l_out": l_out, "rate_fraction": f, "rate_rps": f * capacity,
+                             "design": name, "e2e_s": r.e2e_s, "tbt_s": r.tbt_s, "prefill_s": pre})
     return pd.DataFrame(rows)
 
 
 def mode_distribution(modes: pd.DataFrame) -> pd.DataFrame:
-    """Share of operators choosing each mode, per model (SNAKE Fig. 13a), over operators x batches."""
-    counts = modes.groupby(["model", "mode"]).size().unstack(fill_value=0).reindex(columns=list(MODES), fill_value=0)
+    """Share of weight operators choosing each mode, per model (SNAKE Fig. 13a), over operators x batches x
+    contexts; the four modes and ``grouped`` (MoE experts as a grouped GEMM). Attention products (head-parallel, as
+    the paper schedules them apart) are left out."""
+    if "head_parallel" in modes.columns:
+        modes = modes[~modes["head_parallel"].astype(bool)]
+    counts = modes.groupby(["model", "mode"]).size().unstack(fill_value=0).reindex(columns=[*MODES, GROUPED],
+                                                                                   fill_value=0)
     return counts.div(counts.sum(axis=1), axis=0)
 
 
 def average_speedups(speedups: pd.DataFrame) -> dict[str, float]:
-    """Mean speedup over SNAKE per baseline across models and batches (SNAKE Sec. 6.3 averages over models)."""
+    """Mean speedup over SNAKE per baseline across models, batches and contexts (SNAKE Sec. 6.3 averages over
+    models): the mean per model, then over models."""
     per_model = speedups.groupby(["baseline", "model"])["speedup"].mean()
-    return {b: float(per_model[b].mean()) for b in (d.name for d in BASELINE_DESIGNS)}
+    return {b: float(per_model[b].mean()) for b in BASELINES if b in per_model.index.get_level_values(0)}

@@ -1,0 +1,178 @@
+"""SNAKE's claims against this run: one row per number the SNAKE paper reports that the SNAKE study computes.
+
+:data:`SNAKE_CLAIMS` lists the paper's decode speedups (Sec. 6.3), multi-PU mode numbers (Sec. 6.5, Fig. 13) and
+serving ranges (Sec. 6.4, Fig. 10), each with where the paper states it and the parameter the paper does not give
+that the number depends on. :func:`measure` derives this run's values from a :class:`chipdse.studies.snake.SnakeStudy`
+and, for every row, a measured note: the range the row takes over the swept parameter (the inter-PU link bandwidth,
+``link_sweep_GBps``; the GPU's sustained efficiency) and where the paper's value falls in it.
+:func:`chipdse.studies.claims.claim_rows` with ``claims=SNAKE_CLAIMS`` turns them into the table the report page and
+``benchmarks/bench_snake_claims.py`` print.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from chipdse.evaluators.snake_serving import GPU
+from chipdse.studies.claims import Claim
+from chipdse.studies.snake import SnakeStudy, average_speedups, mode_distribution
+
+_LINK = "the inter-PU link bandwidth (the paper gives none; template.link_GBps is an assumption)"
+_GPU = ("the GPU's sustained share of its peak FLOPs and HBM bandwidth in decode (the paper runs Duplex's GPU model "
+        "and states none; serving.gpu_efficiency)")
+_SERVE = "the offered request rates (the paper's x-axis is normalized and unlabelled) and " + _LINK
+
+_GROUPED = _LINK + "; here the per-operator scheduler may also run the experts as a grouped GEMM, a fixed mode not"
+_SPEEDUP = "Sec. 6.3, Fig. 12"
+
+
+def _range(key: str, what: str, lo: float, hi: float, source: str, cause: str) -> tuple[Claim, Claim]:
+    """The two claims of a range the paper states ("lo-hi x"): ``<key>_min`` (lowest) and ``<key>_max`` (highest)."""
+    return (Claim(f"{key}_min", f"{what}, lowest", lo, "x", source, cause),
+            Claim(f"{key}_max", f"{what}, highest", hi, "x", source, cause))
+
+
+SNAKE_CLAIMS: tuple[Claim, ...] = (
+    Claim("speedup_mac_tree", "decode speedup over the MAC tree, mean over the five models", 2.90, "x", _SPEEDUP,
+          _LINK),
+    Claim("speedup_sa48x48", "decode speedup over the fixed 48x48 array, mean", 2.33, "x", _SPEEDUP, _LINK),
+    Claim("speedup_sa8x288", "decode speedup over the fixed 8x288 array, mean", 3.00, "x", _SPEEDUP, _LINK),
+    Claim("speedup_gpu", "decode speedup over the H100 GPU, mean", 11.47, "x", _SPEEDUP, _GPU),
+    Claim("is_s_share_llama", "share of LLaMA3-70B operators choosing IS-S", 0.597, "share", "Sec. 6.5, Fig. 13a",
+          _LINK + "; the array's stationary-tile load and the partial-sum all-reduce of IS"),
+    *_range("llama_fixed", "LLaMA3-70B best fixed mode: slowdown", 1.04, 1.56, "Sec. 6.5, Fig. 13b", _LINK),
+    *_range("qwen3_fixed", "Qwen3-30B-A3B best fixed mode: slowdown", 1.18, 6.43, "Sec. 6.5, Fig. 13b", _GROUPED),
+    Claim("sa48_beats_sa8x288", "48x48 serves faster (E2E) than 8x288: share of (model, rate) points", 1.0, "share",
+          "Sec. 6.4, Fig. 10 ('consistently better')", _SERVE),
+    *_range("e2e_mac_tree", "serving E2E of the MAC tree over SNAKE's", 1.1, 2.3, "Sec. 6.4, Fig. 10", _SERVE),
+    *_range("e2e_gpu", "serving E2E of the GPU over SNAKE's", 1.5, 3.0, "Sec. 6.4, Fig. 10", _GPU),
+)
+"""Every SNAKE number the claims page compares (issue 16's table and Secs. 6.3-6.5)."""
+
+GPU_EFFICIENCY_SWEEP: tuple[float, ...] = (0.2, 0.3, 0.5, 0.7, 0.9)
+"""GPU decode efficiencies the note of the GPU row reports (the GPU step scales as 1 / efficiency)."""
+
+
+def where_paper_falls(xs: list[float], ys: list[float], paper: float, unit: str = "GB/s") -> str:
+    """Where ``paper`` lies on the measured curve ``ys(xs)``: "the paper's value falls at about X unit" (linear
+    interpolation between the first bracketing pair of sweep points), or "outside it" when no pair brackets it."""
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys, strict=True), zip(xs[1:], ys[1:], strict=True), strict=False):
+        if (y0 - paper) * (y1 - paper) <= 0 and y0 != y1:
+            x = x0 + (paper - y0) * (x1 - x0) / (y1 - y0)
+            return f"the paper's value falls at about {x:.3g} {unit}"
+        if y0 == paper:
+            return f"the paper's value falls at {x0:.3g} {unit}"
+    return "the paper's value lies outside it"
+
+
+def _sweep_note(what: str, xs: list[float], ys: list[float], paper: float, fmt: str, unit: str = "GB/s") -> str:
+    lo, hi = min(ys), max(ys)
+    return (f"{what} swept {min(xs):g}-{max(xs):g} {unit} gives {lo:{fmt}}-{hi:{fmt}}; "
+            f"{where_paper_falls(xs, ys, paper, unit)}")
+
+
+def _best_fixed(slowdowns: pd.DataFrame, model: str) -> tuple[str, float, float] | None:
+    """The fixed mode with the lowest worst-case slowdown for ``model``, with its (lowest, highest) slowdown."""
+    g = slowdowns[slowdowns["model"] == model]
+    if g.empty:
+        return None
+    agg = g.groupby("mode")["slowdown"].agg(["min", "max"])
+    mode = str(agg["max"].idxmin())
+    return mode, float(agg.loc[mode, "min"]), float(agg.loc[mode, "max"])
+
+
+def _decode_measures(speedups: pd.DataFrame, modes: pd.DataFrame, slowdowns: pd.DataFrame
+                     ) -> dict[str, float | None]:
+    """The decode rows (speedups, IS-S share, best fixed modes) of one set of decode tables."""
+    out: dict[str, float | None] = {f"speedup_{b}": v for b, v in average_speedups(speedups).items()}
+    if not modes.empty:
+        dist = mode_distribution(modes)
+        if "llama-3-70b" in dist.index:
+            out["is_s_share_llama"] = float(dist.loc["llama-3-70b", "IS-S"])
+    for model, key in (("llama-3-70b", "llama"), ("qwen3-30b-a3b", "qwen3")):
+        best = _best_fixed(slowdowns, model) if not slowdowns.empty else None
+        if best is not None:
+            out[f"{key}_fixed_min"], out[f"{key}_fixed_max"] = best[1], best[2]
+    return out
+
+
+def _serving_measures(serving: pd.DataFrame) -> dict[str, float | None]:
+    """Serving rows: E2E of each baseline over SNAKE's at the same model and rate (min, max), and the share of
+    points where the 48x48 array's E2E is below the 8x288's."""
+    if serving.empty:
+        return {}
+    piv = serving.pivot_table(index=["model", "rate_fraction"], columns="design", values="e2e_s")
+    out: dict[str, float | None] = {}
+    for name, key in (("mac_tree", "e2e_mac_tree"), (GPU, "e2e_gpu")):
+        if name in piv.columns:
+            ratio = (piv[name] / piv["snake"]).to_numpy(dtype=float)
+            out[f"{key}_min"], out[f"{key}_max"] = float(ratio.min()), float(ratio.max())
+    if {"sa48x48", "sa8x288"} <= set(piv.columns):
+        out["sa48_beats_sa8x288"] = float(np.mean(piv["sa48x48"] < piv["sa8x288"]))
+    return out
+
+
+def measure(study: SnakeStudy) -> tuple[dict[str, float | None], dict[str, str]]:
+    """This run's SNAKE numbers, keyed like :data:`SNAKE_CLAIMS`, and a measured note per row.
+
+    Parameters
+    ----------
+    study : SnakeStudy
+        A finished SNAKE study (:func:`chipdse.studies.snake.run`): its speedups, mode schedules, fixed-mode
+        slowdowns, serving table and link-bandwidth sweep.
+
+    Returns
+    -------
+    (measured, notes) : tuple of dict
+        Claim key -> value in the claim's unit (speedups averaged per model over batches and contexts, then over
+        models, as the report; shares over operators x batches x contexts; serving ratios at the same model and
+        rate). Notes: for the decode rows the range over the link sweep and the link bandwidth at which the
+        paper's value would be met; for the GPU rows the same over :data:`GPU_EFFICIENCY_SWEEP`; for the serving
+        rows the models and rates simulated.
+    """
+    measured = _decode_measures(study.speedups, study.modes, study.slowdowns) | _serving_measures(study.serving)
+    notes: dict[str, str] = {}
+    sweep = study.link_sweep
+    paper = {c.key: c.paper for c in SNAKE_CLAIMS}
+    if sweep:
+        links = sorted(float(x) for x in sweep["speedups"]["link_GBps"].unique())
+        per_link = [_decode_measures(*(sweep[k][sweep[k]["link_GBps"] == x] for k in ("speedups", "modes",
+                                                                                      "slowdowns"))) for x in links]
+        for key in measured:
+            ys = [p.get(key) for p in per_link]
+            if key == "speedup_gpu" or key.startswith(("e2e_", "sa48")) or any(y is None for y in ys):
+                continue
+            fmt = ".1%" if key == "is_s_share_llama" else ".2f"
+            notes[key] = _sweep_note("link bandwidth", links, [float(y) for y in ys], paper[key], fmt)  # type: ignore[arg-type]
+    gpu = measured.get("speedup_gpu")
+    if gpu is not None:
+        eff = study.spec.serving.gpu_efficiency
+        ys = [gpu * eff / e for e in GPU_EFFICIENCY_SWEEP]
+        notes["speedup_gpu"] = (f"at GPU efficiency {eff:g}; " + _sweep_note(
+            "efficiency", list(GPU_EFFICIENCY_SWEEP), ys, paper["speedup_gpu"], ".2f", "of peak"))
+    if not study.serving.empty:
+        sv = study.serving
+        rates = ", ".join(f"{r:g}" for r in sorted(sv["rate_fraction"].unique()))
+        served = (f"{sv['model'].nunique()} models x rates {rates} of SNAKE's capacity, "
+                  f"{study.spec.serving.requests} requests each")
+        notes |= {k: served for k in measured if k.startswith(("e2e_", "sa48"))}
+    return measured, notes
+
+
+def context_line(study: SnakeStudy) -> str:
+    """One line naming the run and what its claims rows average over."""
+    spec = study.spec
+    t = spec.template
+    contexts = ", ".join(f"{c:,}" for c in spec.contexts)
+    links = ", ".join(f"{x:g}" for x in spec.link_sweep_GBps)
+    return (f"Run: {spec.name}: {len(spec.models)} models x batches {', '.join(map(str, spec.batches))} x contexts "
+            f"{contexts}; {t.pus} PUs x {t.cores_per_pu} cores, {t.dram_TBps:g} TB/s, links {t.link_GBps:g} GB/s "
+            f"(swept {links}); GPU efficiency {spec.serving.gpu_efficiency:g}.")
+
+
+def summary_rows(measured: dict[str, Any]) -> dict[str, Any]:
+    """The measured values rounded for the manifest (4 significant digits), None kept."""
+    return {k: (None if v is None else float(f"{v:.4g}")) for k, v in measured.items()}
