@@ -225,7 +225,8 @@ class GpuEfficiency:
     gemm : float
         Dense projections, routers, shared experts, LM head and prefill (0.7).
     attention : float
-        The GQA core over the KV cache: a decode attention kernel over short per-request KV rows (0.5).
+        The GQA core over the KV cache: a decode attention kernel with few KV heads per layer (2 in Nemotron3), so
+        few thread blocks per request (0.4).
     expert : float
         Routed experts: many small GEMMs of a few tokens each (0.7: still streaming-bound, at the dense rate).
     ssm : float
@@ -238,7 +239,7 @@ class GpuEfficiency:
     """
 
     gemm: float = 0.7
-    attention: float = 0.5
+    attention: float = 0.4
     expert: float = 0.7
     ssm: float = 0.1
 

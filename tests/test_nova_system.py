@@ -88,14 +88,14 @@ def test_bad_runs_and_pure_ssm_capacity() -> None:
 
 def test_decode_step_of_a_one_layer_model_by_hand() -> None:
     # one GQA layer (32 q heads, 8 KV heads, head dim 128) with 1e9 GPU-side parameters, no LM head; the GPU
-    # sustains 70% of its peak and bandwidth on GEMMs and 50% on attention (the stated defaults)
+    # sustains 70% of its peak and bandwidth on GEMMs and 40% on attention (the stated defaults)
     m = NovaModel("toy", "toy", 1e9, {"other": 10**9}, (LayerWork(10**9, attention=(32, 8, 128)),), 0)
     batch, ctx = 8, 4096
     gpu_bw = 5 * 2.048e12
     proj = max(2e9 * batch / (989e12 * 0.7), 2e9 / (gpu_bw * 0.7))
     flops, nbytes = 4 * 32 * 128 * ctx * batch, 2 * 8 * 128 * 2 * ctx * batch
     gpu = decode_step_s(m, GPU, batch, ctx)
-    assert gpu["step_s"] == pytest.approx(proj + max(flops / (989e12 * 0.5), nbytes / (gpu_bw * 0.5)), rel=1e-12)
+    assert gpu["step_s"] == pytest.approx(proj + max(flops / (989e12 * 0.4), nbytes / (gpu_bw * 0.4)), rel=1e-12)
     # Duplex runs the GQA core on each cube's base-die (64 TFLOPS, 4 TB/s) on a fifth of the work, plus one sync
     intensity = flops / nbytes  # 2 g / b = 8 for 4:1 grouping in BF16
     duplex = decode_step_s(m, DUPLEX, batch, ctx)
@@ -108,11 +108,15 @@ def test_explore_on_the_bundled_nova_scenario_writes_the_report(tmp_path: Path) 
     res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml"),
                                    "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 7  # 3, one per routing, glossary
+    # throughput, E2E, ablation, routing policies, capacity, one expert-split page per routing, claims, glossary
+    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) >= 10
     man = json.loads((out / "manifest.json").read_text())
     assert all(abs(r["params"] / r["published"] - 1) < 0.01 for r in man["details"]["model_sizes"])  # Table II
     sm = man["summary"]
     assert sm["nova_vs_gpu_throughput_x"] > 1 and 0 < sm["nova_vs_gpu_e2e_reduction"] < 1
+    claims = man["details"]["claims"]
+    assert claims["ablation_nova_best"] == 1.0 and claims["density_x"] == pytest.approx(2.09)
+    assert claims["pimba_vs_gpu_min"] >= 1.0 and claims["gain_grows_with_length"] == 1.0
     table = man["details"]["expert_split"]
     exact = [r for r in table if r["method"] in ("milp-highs", "cpsat", "brute-force")]
     assert all(abs(r["gap"]) < 1e-6 for r in exact)

@@ -600,7 +600,7 @@ class NovaSystemSpec(_Spec):
 
     gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS and of its "
                                   "HBM bandwidth on dense GEMMs (projections, LM head, prefill).")
-    gpu_attention_efficiency: float = Field(0.5, gt=0, le=1, description="The same share for the GQA core on the "
+    gpu_attention_efficiency: float = Field(0.4, gt=0, le=1, description="The same share for the GQA core on the "
                                             "GPU.")
     gpu_expert_efficiency: float = Field(0.7, gt=0, le=1, description="The same share for routed experts on the GPU "
                                          "(small GEMMs of a few tokens each).")
