@@ -6,7 +6,9 @@ import json
 import math
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -32,9 +34,14 @@ from chipdse.evaluators.nova_system import (
     fits,
     longest_context,
     moe_mode_times_s,
+    prefill_s,
     routed_tokens,
+    serve,
+    serving_output_lengths,
 )
 from chipdse.solvers.config import SolverConfig
+from chipdse.studies import nova_claims
+from chipdse.studies.claims import NOT_RUN, claim_rows
 from chipdse.studies.nova import solve_expert_splits
 
 
@@ -229,3 +236,72 @@ def test_ablation_ranks_nova_first_and_in_die_pim_beats_the_gpu() -> None:
     step = {d.name: decode_step_s(m, d, 32, 4096 + 512, expert_splits=splits)["step_s"] for d in designs}
     assert min((d.name for d in ABLATION), key=step.get) == "NOVA"
     assert step["PIMBA"] < step["GPU"] and step["AttAcc"] <= step["GPU"]
+
+
+def test_nova_claims_measure_the_runs_they_are_fed() -> None:
+    """A hand-made runs table (one hybrid model, two batches, two lengths): every ratio is the quotient of the
+    numbers typed in, and the claims table shows the rows off by more than 25% with their reasons."""
+    base = {"GPU": (10.0, 100.0, 100.0, 50.0, 2.0, 4.0, 3.0), "NOVA": (2.0, 30.0, 450.0, 15.0, 0.5, 0.5, 0.5),
+            "PIMBA": (5.0, 60.0, 200.0, 30.0, 1.5, 1.0, 3.0), "AttAcc": (9.0, 90.0, 110.0, 45.0, 1.0, 4.0, 3.0),
+            "Duplex": (6.0, 70.0, 150.0, 40.0, 1.0, 4.0, 1.0)}
+    rows = []
+    for batch in (32, 64):
+        for l_in in (2048, 4096):
+            for design, (step, e2e_s, dec, serve_e2e, gqa, ssm, moe) in base.items():
+                grow = 1.1 if design == "NOVA" and batch == 64 else 1.0  # NOVA's served gain grows with batch
+                rows.append({"model": "hybrid-moe", "batch": batch, "l_in": l_in, "l_out": l_in // 4, "design": design,
+                             "fits": True, "step_s": step, "e2e_s": e2e_s, "serve_decode_tps": dec * grow,
+                             "serve_throughput_tps": dec / 2, "serve_e2e_s": serve_e2e, "gqa_s": gqa, "ssm_s": ssm,
+                             "moe_s": moe})
+    study = SimpleNamespace(runs=pd.DataFrame(rows), ablation=pd.DataFrame(), routing_runs=pd.DataFrame(),
+                            capacity=pd.DataFrame([{"design": "GPU", "capacity_GB": 180.0},
+                                                   {"design": "NOVA", "capacity_GB": 376.2}]))
+    m, notes = nova_claims.measure(study)
+    assert m["throughput_x"] == pytest.approx((4.5 + 4.95) / 2)  # served decoding: 450 / 100 and 495 / 100
+    assert m["throughput_decode_x"] == pytest.approx(10 / 2)
+    assert m["e2e_change"] == pytest.approx(-70.0) and m["e2e_change_static"] == pytest.approx(-70.0)
+    assert m["pimba_vs_gpu_hybrid"] == pytest.approx(2.0) and m["attacc_vs_gpu_min"] == pytest.approx(1.1)
+    assert m["gqa_vs_pimba"] == pytest.approx(3.0) and m["ssm_vs_pimba"] == pytest.approx(2.0)
+    assert m["gqa_vs_attacc"] == pytest.approx(2.0) and m["moe_vs_duplex"] == pytest.approx(2.0)
+    assert m["gain_grows_with_batch"] == 1.0 and m["gain_grows_with_length"] == 0.0  # equal gains do not grow
+    assert m["qwen_throughput_x"] is None and m["density_x"] == pytest.approx(2.09)
+    assert "60% of its decode step" in notes["pimba_vs_gpu_hybrid"]  # PIMBA's experts: 3 of its 5 s
+    rows = {r.key: r for r in claim_rows(m, notes, claims=nova_claims.NOVA_CLAIMS)}
+    assert rows["throughput_x"].off is False and rows["ssm_vs_pimba"].off and "swept" in rows["ssm_vs_pimba"].note
+    assert rows["qwen_throughput_x"].note == NOT_RUN
+
+
+def test_continuous_batching_by_hand() -> None:
+    """Two slots, two requests of outputs L/2 and 3L/2 (mean L), a model whose decode step streams 1e9 weights
+    (bandwidth-bound at any batch here, so one step takes c = 2e9 / (5 x 2.048e12 x 0.7) s): both are prefilled
+    together (p), the first finishes after L/2 steps, the second after 3L/2. Makespan p + 3L/2 c, decoding
+    throughput 2L / (3L/2 c), mean E2E p + L c."""
+    m = NovaModel("toy", "toy", 1e9, {"other": 10**9, "routed_experts": 0}, (LayerWork(10**9),), 0)
+    l_in, l_out = 512, 100
+    c = 2e9 / (5 * 2.048e12 * 0.7)
+    assert decode_step_s(m, GPU, 1, 0)["step_s"] == pytest.approx(c) == decode_step_s(m, GPU, 2, 0)["step_s"]
+    p = prefill_s(m, 2, l_in)
+    r = serve(m, GPU, 2, l_in, l_out, 2)
+    assert serving_output_lengths(2, l_out) == [50, 150]
+    assert r["serve_makespan_s"] == pytest.approx(p + 150 * c, rel=1e-12)
+    assert r["serve_decode_tps"] == pytest.approx(200 / (150 * c), rel=1e-12)
+    assert r["serve_e2e_s"] == pytest.approx(p + 100 * c, rel=1e-12)
+    # one slot: the second request waits for the first, and its prefill stalls nothing else
+    r1 = serve(m, GPU, 1, l_in, l_out, 2)
+    p1 = prefill_s(m, 1, l_in)
+    assert r1["serve_makespan_s"] == pytest.approx(2 * p1 + 200 * c, rel=1e-12)
+    assert r1["serve_e2e_s"] == pytest.approx(p1 + 100 * c, rel=1e-12)
+
+
+def test_in_die_pim_rooflines_by_hand() -> None:
+    """AttAcc / PIMBA in-die PIM per cube: 9 x 2.048 TB/s of bank-level bandwidth (AttAcc's power-constrained
+    bank-level scale) at 1 FLOP/B; PIMBA's state update on SPUs shared by two banks runs at half of it. A Mamba-2
+    layer (d_inner 1024, state 128) at batch 1: 5 x 1024 x 128 FLOPs over five cubes at 1.25 Op/B; PIMBA reaches
+    min(9.216, 1.25 x 9.216) = 9.216 TFLOPS per cube, NOVA's Tier-1 min(32, 1.25 x 16) = 20."""
+    internal = 9 * 2048 * 8e9 / 8
+    assert PIMBA.in_die_Bps == pytest.approx(internal) and PIMBA.in_die_flops == pytest.approx(internal)
+    model = NovaModel("toy", "toy", 0.0, {"ssm": 0}, (LayerWork(gpu_params=0, ssm=(1024, 128)),))
+    flops = 5 * 1024 * 128 / 5
+    pimba = decode_step_s(model, PIMBA, 1, 0)
+    assert pimba["nmp_s"] == pytest.approx(flops / (internal / 2), rel=1e-12)
+    assert decode_step_s(model, NOVA, 1, 0)["nmp_s"] == pytest.approx(flops / 20e12, rel=1e-12)
