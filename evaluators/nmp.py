@@ -392,7 +392,7 @@ def single_tier_expert_times_s(flops: ArrayLike, intensity: ArrayLike,
     Raises
     ------
     SpecError
-        As :func:`mode_times_s`.
+        Negative or non-finite FLOPs or intensities, or work at zero intensity (from :func:`mode_times_s`).
 
     Notes
     -----

@@ -54,7 +54,7 @@ import functools
 import math
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -245,9 +245,9 @@ class GpuEfficiency:
 
     def __post_init__(self) -> None:
         """Reject an efficiency outside (0, 1]."""
-        for name in ("gemm", "attention", "expert", "ssm"):
-            if not 0 < getattr(self, name) <= 1:
-                raise SpecError("GpuEfficiency", name, f"a share in (0, 1], got {getattr(self, name)!r}")
+        bad = [(f.name, getattr(self, f.name)) for f in fields(self) if not 0 < getattr(self, f.name) <= 1]
+        if bad:
+            raise SpecError("GpuEfficiency", bad[0][0], f"a share in (0, 1], got {bad[0][1]!r}")
 
 
 OP_CLASS = {"gqa": "attention", "ssm": "ssm", "moe": "expert"}

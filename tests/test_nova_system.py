@@ -28,6 +28,8 @@ from chipdse.evaluators.nova_system import (
     PIMBA,
     SYSTEM,
     ExpertSplitCase,
+    GpuEfficiency,
+    NovaDesign,
     decode_step_s,
     e2e,
     expert_split_cases,
@@ -305,3 +307,16 @@ def test_in_die_pim_rooflines_by_hand() -> None:
     pimba = decode_step_s(model, PIMBA, 1, 0)
     assert pimba["nmp_s"] == pytest.approx(flops / (internal / 2), rel=1e-12)
     assert decode_step_s(model, NOVA, 1, 0)["nmp_s"] == pytest.approx(flops / 20e12, rel=1e-12)
+
+
+def test_bad_system_inputs_rejected() -> None:
+    with pytest.raises(SpecError, match="ssm"):
+        GpuEfficiency(ssm=0.0)
+    with pytest.raises(SpecError, match="nmp"):
+        NovaDesign("x", nmp="cloud")
+    with pytest.raises(SpecError, match="ssm_share"):
+        NovaDesign("x", nmp="in-die", ssm_share=1.5)
+    with pytest.raises(SpecError, match="routing"):
+        routed_tokens(32, 128, 6, "zipf")
+    with pytest.raises(SpecError, match="serving"):
+        serving_output_lengths(0, 100)
