@@ -107,10 +107,14 @@ def _e2e_page(pdf: PdfPages, s: NovaStudy) -> None:
         cells = [m, str(b), f"{li}/{lo}"]
         for name in NAMES:
             r = g[g["design"] == name].iloc[0]
-            cells.append("OoM" if not r["fits"] else f"{r['step_s'] * 1e3:.2f} / {r['e2e_s']:.1f}")
+            served = r.get("serve_e2e_s")
+            tail = "" if served is None or not np.isfinite(served) else f" / {served:.1f}"
+            cells.append("OoM" if not r["fits"] else f"{r['step_s'] * 1e3:.2f} / {r['e2e_s']:.1f}{tail}")
         rows.append(cells)
     table_page(pdf, "Decode step and E2E latency (NOVA Fig. 11b)", "Each cell: decode step at the mean context, ms "
-               "/ E2E latency of the batch (GPU prefill + L_out steps), s. OoM: does not fit in memory.",
+               "/ E2E latency of one static batch (GPU prefill + L_out steps), s / mean E2E latency of a request in "
+               "the served stream (continuous batching, 2x batch requests), s (NOVA exact is not served: it would "
+               "need an exact split per batch size of the stream). OoM: does not fit in memory.",
                [("per model, batch and L_in / L_out", ["model", "batch", "L_in/L_out", *NAMES], rows)])
 
 
