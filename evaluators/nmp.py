@@ -362,3 +362,47 @@ def mean_tokens_per_expert(batch: int, top_k: int, n_experts: int) -> float:
         msg = f"batch >= 0 and 1 <= top_k <= n_experts, got batch={batch}, top_k={top_k}, n_experts={n_experts}"
         raise SpecError(SOURCE, "moe", msg)
     return batch * top_k / n_experts
+
+
+NOVA_DENSITY = 2.09
+"""Memory density of NOVA's cube over a conventional 6F^2 cube at iso-area, as the paper states it: the 4F^2 VCT cell
+(6/4 = 1.5x) times the peri-over-cell overlap (chip area to about 72%, 1.39x), "2.09x (1.5 x 1.39)" (NOVA Sec.
+IV-A)."""
+
+
+def single_tier_expert_times_s(flops: ArrayLike, intensity: ArrayLike,
+                               tiers: NovaTiers = NOVA_TIERS) -> tuple[float, float]:
+    """Return an MoE layer's time with every expert on Tier-1 alone, and on Tier-2 alone, seconds.
+
+    Parameters
+    ----------
+    flops : array_like, shape (experts,)
+        Each expert's work ``F_e``, FLOP, ``>= 0`` (0 for an expert without routed tokens).
+    intensity : array_like, shape (experts,)
+        Each expert's Op/B ``I_e`` (``= n_e`` in BF16, :func:`moe_expert_intensity`), ``> 0`` where ``F_e > 0``.
+    tiers : NovaTiers
+        Tier parameters.
+
+    Returns
+    -------
+    (float, float)
+        ``sum_e F_e / T_1(I_e)`` (Tier-1 at its full rate: Tier-2 idle, no pCH interleaving) and
+        ``sum_e F_e / T_2(I_e)``; experts run back to back on the one tier.
+
+    Raises
+    ------
+    SpecError
+        Negative or non-finite FLOPs or intensities, or work at zero intensity (from :func:`mode_times_s`).
+
+    Notes
+    -----
+    With the split of :mod:`formulations.expert_split` (both tiers, Tier-1 halved) these are NOVA's three modes
+    applied to a whole MoE layer (Sec. V-B): below 4 Op/B an expert is faster on the full-rate Tier-1 than on
+    either tier of a split, so a layer of cold experts runs Tier-1 only.
+
+    References
+    ----------
+    NOVA Sec. V-B (three modes, Fig. 8(c)), Sec. VI-E (``T_k(I)``, ``T_1'``).
+    """
+    times = mode_times_s(flops, intensity, tiers)
+    return float(np.sum(times[..., 0])), float(np.sum(times[..., 1]))

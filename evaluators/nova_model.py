@@ -43,6 +43,8 @@ class LayerWork:
         (experts, top-k, parameters per expert) of the routed experts.
     parallel : bool
         Attention and SSM run side by side on the same input (Falcon-H1).
+    conv_state : int
+        Elements of the Mamba-2 causal-conv state per request, ``(d_inner + 2 G N)(K - 1)`` (0 without SSM).
     """
 
     gpu_params: int
@@ -50,6 +52,7 @@ class LayerWork:
     ssm: tuple[int, int] | None = None
     moe: tuple[int, int, int] | None = None
     parallel: bool = False
+    conv_state: int = 0
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,9 @@ class NovaModel:
         return float(sum(kv_cache_bytes_per_token(a[1], a[2], BYTES) for a in (w.attention for w in self.layers) if a))
 
     def state_bytes_per_request(self) -> float:
-        """SSM state bytes per request (d_inner x d_state per Mamba-2 layer; the small conv state is neglected)."""
-        return float(sum(s[0] * s[1] * BYTES for s in (w.ssm for w in self.layers) if s))
+        """Recurrent state bytes per request: per Mamba-2 layer the SSM state (``d_inner x d_state``) and the
+        causal-conv state (``(d_inner + 2 G N)(K - 1)``, about 3% of it), in BF16 (NOVA Sec. V-A, Fig. 8(b))."""
+        return float(sum((w.ssm[0] * w.ssm[1] + w.conv_state) * BYTES for w in self.layers if w.ssm))
 
 
 def _get(card: dict, key: str) -> int:
@@ -97,12 +101,13 @@ def _get(card: dict, key: str) -> int:
     return int(value)
 
 
-def _mamba2(card: dict) -> tuple[int, tuple[int, int], int]:
-    """(mixer parameters, (d_inner, d_state), in/out projection parameters) of one Mamba-2 mixer."""
+def _mamba2(card: dict) -> tuple[int, tuple[int, int], int, int]:
+    """(mixer parameters, (d_inner, d_state), in/out projection parameters, conv-state elements per request) of one
+    Mamba-2 mixer."""
     h, d_in, g, n, nh, k = (_get(card, f) for f in ("hidden_size", "ssm_d_inner", "ssm_n_groups", "ssm_state_size",
                                                     "mamba_num_heads", "ssm_conv_kernel"))
     mixer, proj = mamba2_params(h, d_in, g, n, nh, k)
-    return mixer, (d_in, n), proj
+    return mixer, (d_in, n), proj, (d_in + 2 * g * n) * (k - 1)
 
 
 def _gqa(card: dict) -> tuple[int, tuple[int, int, int]]:
@@ -131,13 +136,13 @@ def build_nova_model(card: dict, key: str) -> NovaModel:
     params = dict.fromkeys(("attention", "ssm", "routed_experts", "other", "embedding_head", "mtp"), 0)
     layers = []
     for i, (mixer, ffn) in enumerate(zip(card["layer_mixer"], card["layer_ffn"], strict=True)):
-        gpu, att, ssm, moe = 0, None, None, None
+        gpu, att, ssm, moe, conv = 0, None, None, None, 0
         if mixer in ("attention", "attention||mamba2"):
             p, att = _gqa(card)
             params["attention"] += p + h
             gpu += p
         if mixer in ("mamba2", "attention||mamba2"):
-            p, ssm, proj = _mamba2(card)
+            p, ssm, proj, conv = _mamba2(card)
             params["ssm"] += p + (h if mixer == "mamba2" else 0)
             gpu += proj
         if mixer not in ("attention", "mamba2", "attention||mamba2", "none"):
@@ -153,7 +158,7 @@ def build_nova_model(card: dict, key: str) -> NovaModel:
             gpu += other
         elif ffn != "none":
             raise SpecError(str(card.get("name", key)), f"layer_ffn[{i}]", f"mlp, moe or none, got {ffn!r}")
-        layers.append(LayerWork(gpu, att, ssm, moe, parallel=mixer == "attention||mamba2"))
+        layers.append(LayerWork(gpu, att, ssm, moe, parallel=mixer == "attention||mamba2", conv_state=conv))
     vocab = _get(card, "vocab_size")
     head = 0 if card.get("tie_word_embeddings") else vocab * h
     params["embedding_head"] = vocab * h + head + h

@@ -1,5 +1,6 @@
-"""The NOVA report: throughput and E2E latency against the baselines (Fig. 11), capacity (Fig. 15) and the expert
-split (Fig. 16); written by :func:`chipdse.reports.files.write_report`."""
+"""The NOVA report: throughput and E2E latency against the baselines (Fig. 11), the NMP-tier ablation (Fig. 14),
+the split policies under three routings and the expert split (Fig. 16), capacity (Fig. 15) and NOVA's claims
+against this run; written by :func:`chipdse.reports.files.write_report`."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.core.solution import EXCESS_OVER_BEST  # noqa: E402
-from chipdse.evaluators.nova_system import DESIGNS  # noqa: E402
+from chipdse.evaluators.nova_system import ABLATION, DESIGNS  # noqa: E402
+from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
-from chipdse.studies.nova import PAPER, NovaStudy, summary  # noqa: E402
+from chipdse.studies import nova_claims  # noqa: E402
+from chipdse.studies.claims import claim_rows  # noqa: E402
+from chipdse.studies.nova import PAPER, NovaStudy, pair_ratios, summary  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
 
@@ -49,6 +53,11 @@ def columns(s: NovaStudy) -> dict[str, tuple[str, str]]:
         "throughput_tps": ("tokens/s", "decode throughput: batch / step_s"),
         "prefill_s": ("s", "GPU prefill of the batch"),
         "e2e_s": ("s", "end-to-end latency of the batch: prefill_s + l_out x step_s"),
+        "serve_throughput_tps": ("tokens/s", "served stream (continuous batching, 2x batch requests, outputs "
+                                 "L_out/2-3L_out/2): output tokens / makespan, prefill included (empty: not served)"),
+        "serve_decode_tps": ("tokens/s", "served stream: output tokens / time in decode steps (NOVA Fig. 11a)"),
+        "serve_e2e_s": ("s", "served stream: mean admission-to-last-token latency per request"),
+        "serve_makespan_s": ("s", "served stream: time to serve every request"),
     }
 
 
@@ -80,12 +89,14 @@ def _throughput_page(pdf: PdfPages, s: NovaStudy) -> None:
     fig.suptitle(f"Decode throughput at L_in/L_out = {l_in}/{l_out} (NOVA Fig. 11a)", fontsize=11)
     tx, red = sm["nova_vs_gpu_throughput_x"], sm["nova_vs_gpu_e2e_reduction"]
     exact = sm["per_design"].get("NOVA exact", {})
-    caption(fig, f"NOVA (its static 1:9 expert split) over the GPU, mean over the {sm['runs_compared']} run(s) where "
-            f"the GPU fits: {fmt(tx, spec='.2f')}x throughput, {fmt(None if red is None else 100 * red, spec='.1f')}% "
-            f"lower E2E latency (paper: {PAPER['throughput_x']}x, {100 * PAPER['e2e_reduction']:.1f}%); with the "
-            f"exact expert split: {fmt(exact.get('throughput_x'), spec='.2f')}x. OoM: weights, KV cache and SSM state "
-            "exceed the cubes (five 36 GB HBM4 cubes per H100; NOVA's 2x-density cubes hold twice that). Every "
-            "supported decode operator is offloaded (one synchronization each); the rest runs on the GPU.", y=0.03)
+    caption(fig, f"NOVA (MoE layer: Tier-1 only, Tier-2 only or its static 1:9 split, whichever is fastest) over the "
+            f"GPU, mean over the {sm['runs_compared']} run(s) where the GPU fits, served with continuous batching: "
+            f"{fmt(tx, spec='.2f')}x decoding throughput, {fmt(None if red is None else 100 * red, spec='.1f')}% "
+            f"lower E2E latency (paper: {PAPER['throughput_x']}x, {100 * PAPER['e2e_reduction']:.1f}%); one static "
+            f"batch's decode step: {fmt(sm['nova_vs_gpu_decode_x'], spec='.2f')}x, with the exact expert split "
+            f"{fmt(exact.get('throughput_x'), spec='.2f')}x. Bars: one static batch. OoM: weights, KV cache and SSM "
+            "state exceed the cubes (five 36 GB HBM4 cubes per H100; NOVA's 2.09x-density cubes hold 75 GB). Expert "
+            f"routing: {s.spec.system.routing}.", y=0.03)
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -96,11 +107,69 @@ def _e2e_page(pdf: PdfPages, s: NovaStudy) -> None:
         cells = [m, str(b), f"{li}/{lo}"]
         for name in NAMES:
             r = g[g["design"] == name].iloc[0]
-            cells.append("OoM" if not r["fits"] else f"{r['step_s'] * 1e3:.2f} / {r['e2e_s']:.1f}")
+            served = r.get("serve_e2e_s")
+            tail = "" if served is None or not np.isfinite(served) else f" / {served:.1f}"
+            cells.append("OoM" if not r["fits"] else f"{r['step_s'] * 1e3:.2f} / {r['e2e_s']:.1f}{tail}")
         rows.append(cells)
     table_page(pdf, "Decode step and E2E latency (NOVA Fig. 11b)", "Each cell: decode step at the mean context, ms "
-               "/ E2E latency of the batch (GPU prefill + L_out steps), s. OoM: does not fit in memory.",
+               "/ E2E latency of one static batch (GPU prefill + L_out steps), s / mean E2E latency of a request in "
+               "the served stream (continuous batching, 2x batch requests), s (NOVA exact is not served: it would "
+               "need an exact split per batch size of the stream). OoM: does not fit in memory.",
                [("per model, batch and L_in / L_out", ["model", "batch", "L_in/L_out", *NAMES], rows)])
+
+
+def _ablation_page(pdf: PdfPages, s: NovaStudy) -> None:
+    """NOVA Fig. 14: each NMP variant's decode throughput over the GPU, per model and batch (mean over lengths)."""
+    if s.ablation.empty:
+        return
+    names = [d.name for d in ABLATION]
+    ratios = {n: pair_ratios(s.ablation, n).groupby(["model", "batch"])["throughput_x"].mean() for n in names}
+    index = list(dict.fromkeys(zip(s.ablation["model"], s.ablation["batch"], strict=True)))
+    rows = []
+    for m, b in index:
+        cells = [fmt(ratios[n].get((m, b)), spec=".2f") for n in names]
+        best = max(names, key=lambda n: ratios[n].get((m, b), -1.0))
+        rows.append([SHORT.get(m, m), str(b), *cells, best])
+    table_page(pdf, "NMP-tier ablation (NOVA Fig. 14)", "Decode throughput of one static batch over the GPU's, mean "
+               "over L_in/L_out. In-die only: PIMBA-configured in-die PIM runs GQA, SSM and MoE; peri-die only: NOVA's "
+               "Tier-1 runs all three; base-die only: Tier-2 (4096 TSVs) runs GQA and MoE, SSM on the GPU; in-die + "
+               "base-die: SSM in-die, GQA / MoE in the three modes over the in-die and base-die tiers (conventional "
+               "HBM4 cube); NOVA. Paper on Nemotron3-Nano: peri-die only 4.25x vs in-die only 2.2x, NOVA 1.7x over "
+               "in-die + base-die (3.0x on Qwen3). NOVA's MoE layer takes the fastest of Tier-1 only, Tier-2 only and "
+               "the split, so it is never slower than peri-die only (which runs MoE on the full-rate Tier-1).",
+               [("throughput over the GPU", ["model", "batch", *names, "fastest"], rows)])
+
+
+def _routing_page(pdf: PdfPages, s: NovaStudy) -> None:
+    """NOVA's split policies under three routings (Fig. 16 on whole models)."""
+    r = s.routing_runs
+    if r.empty:
+        return
+    policies = ["NOVA", "NOVA k*", "NOVA exact"]
+    rows = []
+    for (m, b, routing), g in r.groupby(["model", "batch", "routing"], sort=False):
+        by = g.set_index("design")
+        moe = [fmt(by.loc[p, "moe_s"] * 1e6, spec=".0f") if p in by.index else "-" for p in policies]
+        gain = [fmt(by.loc[p, "throughput_x"], spec=".2f") if p in by.index else "-" for p in policies]
+        ratio = by.loc["NOVA", "moe_s"] / by.loc["NOVA k*", "moe_s"] if {"NOVA", "NOVA k*"} <= set(by.index) else None
+        rows.append([SHORT.get(m, m), str(b), routing, *moe, fmt(ratio, spec=".2f"), *gain])
+    l_in, l_out = int(r["l_in"].iloc[0]), int(r["l_out"].iloc[0])
+    table_page(pdf, "Expert split policies under three routings (NOVA Sec. VI-E, Fig. 16)", "Per MoE model and batch "
+               f"at L_in/L_out = {l_in}/{l_out}: the MoE layers' time per decode step (every MoE layer, with its "
+               "synchronization) under the static 1:9 split (NOVA), NOVA's k* split and the exact split, each layer "
+               "in its fastest mode (Tier-1 only, Tier-2 only or the split), and the decode gain over the GPU. "
+               "Skewed: the hottest 10% of experts get 5x the tokens (Fig. 4(b), the default of every other page); "
+               "uniform: tokens dealt evenly; concentrated: 90% of them on 5% of the experts. Paper: k* matches 1:9 "
+               "at its design point and gains up to 2.1x as routing deviates.",
+               [("MoE time per step, us, and decode gain over the GPU",
+                 ["model", "batch", "routing", "1:9 us", "k* us", "exact us", "1:9 / k*", "1:9 x", "k* x", "exact x"],
+                 rows)])
+
+
+def _claims_page(pdf: PdfPages, s: NovaStudy) -> None:
+    measured, notes = nova_claims.measure(s)
+    claims_page(pdf, claim_rows(measured, notes, claims=nova_claims.NOVA_CLAIMS), nova_claims.context(s),
+                paper="NOVA")
 
 
 def _capacity_page(pdf: PdfPages, s: NovaStudy) -> None:
@@ -143,27 +212,33 @@ def _expert_pages(pdf: PdfPages, s: NovaStudy) -> None:
 
 
 def details(s: NovaStudy) -> dict[str, Any]:
-    """The manifest's NOVA part: settings, models, model sizes, capacity, the Fig. 16 table and the expert split
-    each two-tier decode step used (with any fallback's note)."""
+    """The manifest's NOVA part: settings, models, model sizes, capacity, the Fig. 16 table, the expert split
+    each two-tier decode step used (with any fallback's note), the Fig. 14 ablation, the routing variants and the
+    claims this run measured."""
     splits = [{k: v for k, v in r.items() if k != "solution"} for r in s.system_splits]
+    measured, _ = nova_claims.measure(s)
     return {"settings": s.spec.model_dump(mode="json"), "models": s.spec.models, "model_sizes": s.model_sizes,
             "longest_context": s.capacity.to_dict("records"), "expert_split": s.experts.to_dict("records"),
-            "system_expert_splits": splits}
+            "system_expert_splits": splits, "ablation": s.ablation.to_dict("records"),
+            "routing_runs": s.routing_runs.to_dict("records"), "claims": nova_claims.summary_rows(measured)}
 
 
 def draw(pdf: PdfPages, s: NovaStudy) -> None:
     """Draw every page of the NOVA report into ``pdf``."""
     _throughput_page(pdf, s)
     _e2e_page(pdf, s)
+    _ablation_page(pdf, s)
+    _routing_page(pdf, s)
     _capacity_page(pdf, s)
     _expert_pages(pdf, s)
+    _claims_page(pdf, s)
     glossary_pages(pdf, [
         "## Terms",
         "    Designs: " + "; ".join(f"{d.name}: offloads {', '.join(sorted(d.offload)) or 'nothing'}"
                                    + ("" if d.nmp == "none" else f" to {d.nmp} NMP")
                                    + ("" if d.density == 1.0 else f", {d.density:g}x-density cubes")
-                                   + (f", expert split {d.expert_split}" if d.nmp == "two-tier" else "")
-                                   for d in DESIGNS) + ".",
+                                   + (f", expert split {d.expert_split}" if d.two_tier else "")
+                                   for d in (*DESIGNS, *ABLATION[:-1])) + ".",
         "    Offloaded operators: gqa = grouped-query attention, ssm = Mamba/SSM layers, moe = MoE experts.",
         "    OoM: weights, KV cache and SSM state do not fit the memory. E2E: prefill + L_out decode steps of a "
         "batch. L_in / L_out: prompt / output tokens per request.",

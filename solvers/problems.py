@@ -382,9 +382,9 @@ def nova_expert_split_problem(spec: Any, model: str | None = None, batch: int | 
     -------
     (ExpertSplitProblem, str)
         The first MoE layer's experts, each with its share ``W_e / cubes`` of the weights (bytes; every cube holds
-        a slice of every expert) and ``batch * top_k`` tokens dealt round-robin (``evaluators.nova_system.
-        routed_tokens``), on the scenario's tiers; and a label. The context length does not enter: routed tokens
-        depend on the batch alone.
+        a slice of every expert) and ``batch * top_k`` tokens routed as the scenario's ``system.routing`` says
+        (``evaluators.nova_system.routed_tokens``), on the scenario's tiers; and a label. The context length does
+        not enter: routed tokens depend on the batch alone.
 
     Raises
     ------
@@ -404,7 +404,7 @@ def nova_expert_split_problem(spec: Any, model: str | None = None, batch: int | 
         system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
         b = batch if batch is not None else max(spec.batches)
         experts, top_k, per_expert = layer.moe
-        tokens = routed_tokens(b, experts, top_k)
+        tokens = routed_tokens(b, experts, top_k, system.routing)
         share = per_expert * NOVA_BYTES / system.all_cubes
         label = f"{key}, batch {b}: {experts} experts, top-{top_k}"
         return ExpertSplitProblem(tuple(share for _ in tokens), tokens, system.tiers, name=label), label

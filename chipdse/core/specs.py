@@ -606,17 +606,30 @@ class SnakeScenario(_StudyLimits):
 class NovaSystemSpec(_Spec):
     """System assumptions (NOVA Sec. VI-A fixes the hardware; these are what it leaves open)."""
 
-    gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS.")
+    gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS and of its "
+                                  "HBM bandwidth on dense GEMMs (projections, LM head, prefill).")
+    gpu_attention_efficiency: float = Field(0.4, gt=0, le=1, description="The same share for the GQA core on the "
+                                            "GPU.")
+    gpu_expert_efficiency: float = Field(0.7, gt=0, le=1, description="The same share for routed experts on the GPU "
+                                         "(small GEMMs of a few tokens each).")
+    gpu_ssm_efficiency: float = Field(0.1, gt=0, le=1, description="The same share for the SSM state update on the "
+                                      "GPU (NOVA Sec. VI-C: 'extremely low utilization').")
+    routing: Literal["skewed", "uniform", "concentrated"] = Field("skewed", description=(
+        "Expert routing of the decode steps: skewed (NOVA Fig. 4(b): the hottest 10% of experts get 5x the tokens), "
+        "uniform or concentrated (90% of tokens on 5% of experts)."))
     sync_us: float = Field(2.0, ge=0, le=1e6, description="One GPU <-> NMP synchronization with its hand-off, us "
                            "(at most 1e6).")
     allreduce_us: float = Field(5.0, ge=0, le=1e6, description=(
         "Tensor-parallel all-reduce per layer with several GPUs, us (at most 1e6); used only for models given "
         "more than one GPU in gpus."))
-    in_die_TFLOPS: PositiveFloat = Field(4.0, le=1e4, description=(
-        "AttAcc / PIMBA in-die compute per cube (16 GEMV units per bank against Tier-1's 128: 32 / 8 TFLOPS; at "
-        "most 1e4)."))
-    in_die_TBps: PositiveFloat = Field(2.0, le=1e4, description=(
-        "Their bank-level read bandwidth per cube (256-bit reads against Tier-1's 2 Kb: 16 / 8 TB/s; at most 1e4)."))
+    in_die_TFLOPS: PositiveFloat = Field(18.432, le=1e4, description=(
+        "AttAcc / PIMBA in-die compute per cube: 1 FLOP per byte of bank-level bandwidth (AttAcc's opb = 1; at most "
+        "1e4)."))
+    in_die_TBps: PositiveFloat = Field(18.432, le=1e4, description=(
+        "Their bank-level internal bandwidth per cube: 9x the cube's 2.048 TB/s interface (AttAcc's power-"
+        "constrained bank-level scale; at most 1e4)."))
+    serving_requests: int = Field(0, ge=0, le=100_000, description=(
+        "Requests of the continuous-batching stream served per run (0: twice the batch)."))
 
 
 class ExpertTableSpec(_Spec):

@@ -25,16 +25,24 @@ from chipdse.core.models import read_card
 from chipdse.core.scenario import AnyScenario, StudyScenario
 from chipdse.core.solution import Solution
 from chipdse.core.specs import NovaScenario
-from chipdse.evaluators.nova_model import load_nova_model
+from chipdse.evaluators.nova_model import NovaModel, load_nova_model
 from chipdse.evaluators.nova_system import (
+    ABLATION,
     DESIGNS,
+    GPU,
+    NOVA,
+    NOVA_EXACT,
+    NOVA_KSTAR,
+    ROUTINGS,
     ExpertSplitCase,
     NovaDesign,
+    NovaSystem,
     e2e,
     expert_split_cases,
     longest_context,
     memory_bytes,
     scenario_system,
+    serve,
 )
 from chipdse.formulations.expert_split import ExpertSplitProblem
 from chipdse.solvers.config import SolverConfig, limit_reason
@@ -152,7 +160,9 @@ class NovaStudy:
     """Every table of the NOVA report, with the scenario, solver settings and stage timings (wall and CPU, s).
 
     ``system_splits`` lists each expert split the two-tier designs' decode steps used (:class:`SplitOutcome`
-    per model, batch and design); ``model_sizes`` each model's parameters next to the published total.
+    per model, batch and design); ``model_sizes`` each model's parameters next to the published total;
+    ``ablation`` the Fig. 14 variants' runs (as ``runs``, static batch); ``routing_runs`` NOVA's split policies
+    under each expert routing (Fig. 16 on whole models).
     """
 
     scenario: StudyScenario
@@ -164,6 +174,8 @@ class NovaStudy:
     expert_solutions: list[dict[str, Any]] = field(default_factory=list)
     system_splits: list[dict[str, Any]] = field(default_factory=list)
     model_sizes: list[dict[str, Any]] = field(default_factory=list)
+    ablation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    routing_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
     timings_s: dict[str, float] = field(default_factory=dict)
     cpu_s: dict[str, float] = field(default_factory=dict)
 
@@ -181,9 +193,21 @@ class NovaStudy:
                       for r in self.expert_solutions]
 
 
-def _designs(spec: NovaScenario) -> list[NovaDesign]:
+def _designs(spec: NovaScenario, designs: tuple[NovaDesign, ...] = DESIGNS) -> list[NovaDesign]:
     s = spec.system
-    return [replace(d, in_die_flops=s.in_die_TFLOPS * 1e12, in_die_Bps=s.in_die_TBps * 1e12) for d in DESIGNS]
+    return [replace(d, in_die_flops=s.in_die_TFLOPS * 1e12, in_die_Bps=s.in_die_TBps * 1e12) for d in designs]
+
+
+SERVED = ("GPU", "AttAcc", "PIMBA", "Duplex", "NOVA", "NOVA k*")
+"""Designs served with continuous batching (the exact split would need a MILP per batch size of the stream)."""
+
+
+def _splits_for(model: NovaModel, designs: list[NovaDesign], batches: list[int], system: NovaSystem,
+                config: SolverConfig, solved: dict[ExpertSplitCase, SplitOutcome]) -> dict[ExpertSplitCase, float]:
+    """The makespan of every expert split ``designs`` need at ``batches``, solving the ones not in ``solved``."""
+    cases = [c for d in designs for b in batches for c in expert_split_cases(model, d, b, system)]
+    solved.update(solve_expert_splits([c for c in dict.fromkeys(cases) if c not in solved], config))
+    return {c: solved[c].makespan_s for c in cases}
 
 
 def _config(spec: NovaScenario, settings: Settings) -> SolverConfig:
@@ -214,10 +238,12 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     assert isinstance(spec, NovaScenario)
     cfg = _config(spec, settings)
     designs = _designs(spec)
+    served = [d for d in designs if d.name in SERVED]
     stages = Stages()
-    runs, cap, mem, split_rows = [], [], [], []
+    runs, cap, mem, split_rows, abl = [], [], [], [], []
     solved: dict[ExpertSplitCase, SplitOutcome] = {}
-    progress(f"NOVA: decode, E2E and capacity (expert splits: {cfg.limits_text()} each)", 0.0)
+    step_lines: dict[tuple[str, str], dict[int, tuple[float, float]]] = {}
+    progress(f"NOVA: decode, serving, E2E and capacity (expert splits: {cfg.limits_text()} each)", 0.0)
     with stages.stage("systems_s"):
         for key in spec.models:
             model = load_nova_model(key)
@@ -233,9 +259,14 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
                         split_rows.append({"model": key, "batch": b, "design": d.name, "experts": len(c.tokens),
                                            "requested": c.method, "used": o.method, "makespan_s": o.makespan_s,
                                            "note": o.note, "solution": o.solution})
+                stream = _splits_for(model, served, list(range(1, b + 1)), system, cfg, solved)
+                requests = spec.system.serving_requests or 2 * b
+                lines = {d.name: step_lines.setdefault((key, d.name), {}) for d in served}
                 for l_in, l_out in spec.lengths:
                     for d in designs:
                         r = e2e(model, d, b, l_in, l_out, system, splits)
+                        if d.name in SERVED:
+                            r |= serve(model, d, b, l_in, l_out, requests, system, stream, lines[d.name])
                         runs.append({"model": key, "gpus": system.gpus, "batch": b, "l_in": l_in, "l_out": l_out,
                                      "design": d.name, **r})
                 for d in designs:
@@ -247,6 +278,10 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
                 for kind, v in memory_bytes(model, b, l_in + l_out).items():
                     mem.append({"model": key, "batch": b, "context": l_in + l_out, "kind": kind,
                                 "GB": v / 1e9, "MB_per_pseudo_channel": v / per_pch / 1e6})
+    progress("NOVA: ablation and routing variants", 0.0)
+    with stages.stage("ablation_s"):
+        abl = ablation_runs(spec, cfg, solved)
+        routing = routing_runs(spec, cfg, solved)
     progress("NOVA: expert-split table", 0.0)
     with stages.stage("expert_split_s"):
         experts, expert_sols = expert_table(spec, cfg)
@@ -255,7 +290,54 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     if runs and not any(r["fits"] for r in runs):
         raise SpecError(str(sc.path), "lengths", nothing_fits(spec, cap))
     return NovaStudy(sc, cfg, pd.DataFrame(runs), pd.DataFrame(cap), pd.DataFrame(mem), experts, expert_sols,
-                     split_rows, sizes, stages.wall_s, stages.cpu_s)
+                     split_rows, sizes, abl, routing, stages.wall_s, stages.cpu_s)
+
+
+def ablation_runs(spec: NovaScenario, config: SolverConfig,
+                  solved: dict[ExpertSplitCase, SplitOutcome] | None = None) -> pd.DataFrame:
+    """NOVA Fig. 14: the GPU and the five NMP variants (:data:`chipdse.evaluators.nova_system.ABLATION`) on every
+    model, batch and length of ``spec`` (static batch, :func:`chipdse.evaluators.nova_system.e2e`); columns as
+    :attr:`NovaStudy.runs`."""
+    solved = {} if solved is None else solved
+    designs = _designs(spec, (GPU, *ABLATION))
+    rows = []
+    for key in spec.models:
+        model = load_nova_model(key)
+        system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
+        splits = _splits_for(model, designs, list(spec.batches), system, config, solved)
+        for b in spec.batches:
+            for l_in, l_out in spec.lengths:
+                for d in designs:
+                    rows.append({"model": key, "gpus": system.gpus, "batch": b, "l_in": l_in, "l_out": l_out,
+                                 "design": d.name, **e2e(model, d, b, l_in, l_out, system, splits)})
+    return pd.DataFrame(rows)
+
+
+def routing_runs(spec: NovaScenario, config: SolverConfig,
+                 solved: dict[ExpertSplitCase, SplitOutcome] | None = None) -> pd.DataFrame:
+    """NOVA's three split policies (static 1:9, k*, exact) and the GPU under each expert routing (skewed, uniform,
+    concentrated) on every MoE model and batch at the middle length: decode step and NOVA's gain over the GPU
+    (NOVA Sec. VI-E "Data Assignment Policy", Fig. 16 on whole models)."""
+    solved = {} if solved is None else solved
+    designs = _designs(spec, (GPU, NOVA, NOVA_KSTAR, NOVA_EXACT))
+    l_in, l_out = spec.lengths[len(spec.lengths) // 2]
+    rows = []
+    for key in spec.models:
+        model = load_nova_model(key)
+        if not any(w.moe for w in model.layers):
+            continue
+        for routing in ROUTINGS:
+            system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1), routing=routing)
+            splits = _splits_for(model, designs, list(spec.batches), system, config, solved)
+            for b in spec.batches:
+                out = {d.name: e2e(model, d, b, l_in, l_out, system, splits) for d in designs}
+                gpu = out["GPU"]
+                for name, r in out.items():
+                    rows.append({"model": key, "routing": routing, "batch": b, "l_in": l_in, "l_out": l_out,
+                                 "design": name, "fits": r["fits"], "step_s": r["step_s"], "moe_s": r.get("moe_s"),
+                                 "throughput_x": gpu["step_s"] / r["step_s"] if gpu["fits"] and r["fits"]
+                                 else np.nan})
+    return pd.DataFrame(rows)
 
 
 def nothing_fits(spec: NovaScenario, capacity: list[dict[str, Any]]) -> str:
@@ -301,16 +383,68 @@ def expert_table(spec: NovaScenario, config: SolverConfig) -> tuple[pd.DataFrame
     return pd.DataFrame(rows), sols_out
 
 
+KEYS = ["model", "batch", "l_in", "l_out"]
+"""The columns that name one run of a design (its workload)."""
+
+
+def pair_ratios(runs: pd.DataFrame, design: str, base: str = "GPU") -> pd.DataFrame:
+    """Per workload where both fit: ``design`` against ``base``.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        :attr:`NovaStudy.runs` or :attr:`NovaStudy.ablation` (``KEYS``, ``design``, ``fits``, ``step_s``, ``e2e_s``,
+        the operator times ``gqa_s`` / ``ssm_s`` / ``moe_s`` and, when served, ``serve_throughput_tps`` /
+        ``serve_e2e_s``).
+    design, base : str
+        Design names.
+
+    Returns
+    -------
+    DataFrame
+        ``KEYS`` and ``throughput_x`` (decode step of ``base`` over ``design``'s: the decode-only gain),
+        ``e2e_reduction`` (static batch, 1 - E2E ratio), ``serve_decode_x`` (decoding throughput of the served
+        stream), ``serve_throughput_x`` (with prefill) and ``serve_e2e_reduction`` (continuous batching; NaN when
+        not served) and ``gqa_x`` / ``ssm_x`` / ``moe_x`` (operator time of
+        ``base`` over ``design``'s, with synchronizations; NaN where an operator is absent).
+    """
+    cols = [*KEYS, "throughput_x", "e2e_reduction", "serve_decode_x", "serve_throughput_x", "serve_e2e_reduction",
+            "gqa_x", "ssm_x", "moe_x"]
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    both = runs[runs["design"] == design].merge(runs[runs["design"] == base], on=KEYS, suffixes=("", "_b"))
+    both = both.set_index(KEYS)
+    both = both[both["fits"].astype(bool) & both["fits_b"].astype(bool)]
+
+    def ratio(x: str, y: str) -> pd.Series:
+        if x not in both or y not in both:
+            return pd.Series(np.nan, index=both.index)
+        num, den = both[x].astype(float), both[y].astype(float)
+        return (num / den.where(den > 0)).where(num > 0)
+
+    out = pd.DataFrame({"throughput_x": ratio("step_s_b", "step_s"), "e2e_reduction": 1 - ratio("e2e_s", "e2e_s_b"),
+                        "serve_decode_x": ratio("serve_decode_tps", "serve_decode_tps_b"),
+                        "serve_throughput_x": ratio("serve_throughput_tps", "serve_throughput_tps_b"),
+                        "serve_e2e_reduction": 1 - ratio("serve_e2e_s", "serve_e2e_s_b"),
+                        **{f"{op}_x": ratio(f"{op}_s_b", f"{op}_s") for op in ("gqa", "ssm", "moe")}})
+    return out.reset_index()[cols]
+
+
 def summary(s: NovaStudy) -> dict[str, Any]:
-    """Headline numbers: NOVA's mean throughput gain and E2E reduction over the GPU where both fit, per design
-    and per model, next to the paper's (NOVA Sec. VI-B); and how many decode-step expert splits fell back."""
+    """Headline numbers: NOVA's mean throughput gain and E2E reduction over the GPU where both fit, served with
+    continuous batching and decode-only, per design and per model, next to the paper's (NOVA Sec. VI-C); and how
+    many decode-step expert splits fell back."""
     r = ratios_vs_gpu(s.runs)
-    nova = r[r["design"] == "NOVA"]
-    return {"nova_vs_gpu_throughput_x": float(nova["throughput_x"].mean()) if len(nova) else None,
-            "nova_vs_gpu_e2e_reduction": float(nova["e2e_reduction"].mean()) if len(nova) else None,
-            "per_design": r.groupby("design")[["throughput_x", "e2e_reduction"]].mean().round(4).to_dict("index"),
-            "per_model_nova": nova.groupby("model")[["throughput_x", "e2e_reduction"]].mean().round(4)
-            .to_dict("index"), "runs_compared": len(nova), "paper": PAPER,
+    nova = pair_ratios(s.runs, "NOVA")
+    cols = ["throughput_x", "e2e_reduction", "serve_decode_x", "serve_throughput_x", "serve_e2e_reduction"]
+    return {"nova_vs_gpu_throughput_x": float(nova["serve_decode_x"].mean()) if len(nova) else None,
+            "nova_vs_gpu_served_x": float(nova["serve_throughput_x"].mean()) if len(nova) else None,
+            "nova_vs_gpu_e2e_reduction": float(nova["serve_e2e_reduction"].mean()) if len(nova) else None,
+            "nova_vs_gpu_decode_x": float(nova["throughput_x"].mean()) if len(nova) else None,
+            "nova_vs_gpu_static_e2e_reduction": float(nova["e2e_reduction"].mean()) if len(nova) else None,
+            "per_design": r.groupby("design")[cols].mean().round(4).to_dict("index"),
+            "per_model_nova": nova.groupby("model")[cols].mean().round(4).to_dict("index"),
+            "runs_compared": len(nova), "paper": PAPER,
             "expert_split_fallbacks": sum(1 for x in s.system_splits if x["note"])}
 
 
@@ -319,24 +453,19 @@ def headline(s: NovaStudy) -> list[str]:
     sm = summary(s)
     lines = []
     if sm["nova_vs_gpu_throughput_x"] is not None:
-        lines.append(f"NOVA vs GPU over {sm['runs_compared']} runs: {sm['nova_vs_gpu_throughput_x']:.2f}x "
-                     f"throughput, {100 * sm['nova_vs_gpu_e2e_reduction']:.1f}% lower E2E latency")
+        lines.append(f"NOVA vs GPU over {sm['runs_compared']} runs, served with continuous batching: "
+                     f"{sm['nova_vs_gpu_throughput_x']:.2f}x decoding throughput ({sm['nova_vs_gpu_served_x']:.2f}x "
+                     f"with prefill), {100 * sm['nova_vs_gpu_e2e_reduction']:.1f}% lower E2E latency (static batch "
+                     f"decode step: {sm['nova_vs_gpu_decode_x']:.2f}x; paper {PAPER['throughput_x']}x, "
+                     f"{100 * PAPER['e2e_reduction']:.1f}%)")
     notes = sorted({x["note"] for x in s.system_splits if x["note"]})
     return lines + [f"expert split: {n}" for n in notes]
 
 
 def ratios_vs_gpu(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per run where the GPU fits: each design's throughput over the GPU's and its E2E reduction."""
-    columns = ["model", "batch", "l_in", "l_out", "design", "throughput_x", "e2e_reduction"]
-    if runs.empty:
-        return pd.DataFrame(columns=columns)
-    gpu = runs[runs["design"] == "GPU"].set_index(["model", "batch", "l_in", "l_out"])
-    out = []
-    for r in runs[runs["design"] != "GPU"].to_dict("records"):
-        g = gpu.loc[(r["model"], r["batch"], r["l_in"], r["l_out"])]
-        if not (g["fits"] and r["fits"]):
-            continue
-        out.append({**{k: r[k] for k in ("model", "batch", "l_in", "l_out", "design")},
-                    "throughput_x": r["throughput_tps"] / g["throughput_tps"],
-                    "e2e_reduction": 1 - r["e2e_s"] / g["e2e_s"]})
-    return pd.DataFrame(out, columns=columns)
+    """Per run where the GPU fits: each other design against the GPU (:func:`pair_ratios` columns and ``design``)."""
+    designs = [d for d in dict.fromkeys(runs["design"]) if d != "GPU"] if not runs.empty else []
+    frames = [pair_ratios(runs, d).assign(design=d) for d in designs]
+    if not frames:
+        return pd.DataFrame(columns=[*pair_ratios(runs, "GPU").columns, "design"])
+    return pd.concat(frames, ignore_index=True)
