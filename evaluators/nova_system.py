@@ -65,6 +65,7 @@ from chipdse.core.models import (
     kv_cache_bytes_per_token,
 )
 from chipdse.core.specs import NovaScenario
+from chipdse.evaluators.gpu import H100_FLOPS
 from chipdse.evaluators.nmp import (
     NOVA_DENSITY,
     NOVA_TIERS,
@@ -83,9 +84,6 @@ from chipdse.evaluators.nmp import (
 from chipdse.evaluators.nova_model import BYTES, NovaModel
 
 OPS = ("gqa", "ssm", "moe")
-
-H100_FLOPS = 989e12
-"""NVIDIA H100 SXM dense BF16 peak, FLOP/s (the GPU of NOVA Sec. VI-A and of SNAKE Sec. 6.4's GPU prefill)."""
 
 HBM4_EXTERNAL_BPS = 2048 * 8e9 / 8
 """One conventional HBM4 cube's interface: 2048 data pins x 8 Gb/s = 2.048 TB/s (NOVA Sec. VI-A, Table III)."""

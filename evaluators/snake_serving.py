@@ -24,13 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from chipdse.core.models import attention_flops_per_context_token, causal_attention_flops, kv_cache_bytes_per_token
+from chipdse.evaluators.gpu import H100_FLOPS, H100_HBM_Bps
 from chipdse.evaluators.snake import Design, GemmOp, SnakeError, decode_gemms
 from chipdse.evaluators.snake_pu import NmpTemplate, decode_step_s
 
-H100_FLOPS = 989e12
-"""NVIDIA H100 SXM5 dense BF16 Tensor Core peak, FLOP/s (H100 datasheet: 989 TFLOPS without sparsity)."""
-H100_HBM_Bps = 3.35e12
-"""NVIDIA H100 SXM5 80 GB HBM3 bandwidth, bytes/s (H100 datasheet: 3.35 TB/s)."""
 GPU = "gpu"
 """The name of the H100 decode baseline in speedup and serving tables."""
 
