@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy.linalg import null_space
 
 from chipdse.core.design_space import DesignPoints, PointSpec, enumerate_points
+from chipdse.core.grid import xy_route
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.markov import (
@@ -246,3 +247,33 @@ def test_mape_by_hand() -> None:
     m = fidelity_metrics(table)
     assert m["mape_throughput"] == pytest.approx((0.1 + 0.1 + 0.5) / 3)
     assert m["mape_ttft"] == pytest.approx((0.5 + 0.0) / 2)
+
+
+@pytest.mark.parametrize("label_idx", [0, 1, 2])
+def test_busiest_link_share_equals_xy_routes_of_hydra_greedy_placement(label_idx: int) -> None:
+    """The share of the HBM bytes on the busiest NoI link, from the stripes' XY routes (one stripe per stack,
+    bytes split evenly) in ``solvers`` hydra-greedy's placement, summed link by link."""
+    screen = Screen(SC)
+    screen.hop_order, screen.hbm_layout = "count", "greedy"
+    pts = _sample(3, 11)
+    df = screen.score(pts)
+    row = df.iloc[label_idx]
+    point = PointSpec.from_row(row.to_dict(), SC.compute_types())
+    placement = hydra_greedy_placement(placement_problem(SC, point, float(row["capacity_rps"])))
+    stacks = np.array([[int(row["hbm_attention"]), int(row["hbm_mamba"])]])
+    counts = pts.counts[label_idx:label_idx + 1]
+    batch = np.array([int(row["batch_eff"])])
+    w = screen.hop_weights(pts.types, counts, stacks, batch)[0]
+    cells = [tuple(c for c, t in placement.items() if t == f"hbm:{g}") for g in ("attention", "mamba")]
+    load: dict[tuple[int, int], float] = {}
+    for ti, ty in enumerate(pts.types):
+        mine = [c for c, t in placement.items() if t == ty]
+        for c in mine:
+            for g, hbm in enumerate(cells):
+                for h in hbm:
+                    for hop in xy_route(5, h, c):
+                        load[hop] = load.get(hop, 0.0) + w[ti, g] / len(mine) / len(hbm)
+    sub = DesignPoints(pts.types, counts, pts.n_hbm[label_idx:label_idx + 1], pts.d2d_GBps[label_idx:label_idx + 1],
+                       batch)
+    share = screen.geometry(sub, stacks, batch)[1][0]
+    assert share == pytest.approx(max(load.values()) / w.sum(), rel=1e-9)
