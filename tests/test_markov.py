@@ -174,9 +174,11 @@ def test_ring_hbm_cells_by_hand() -> None:
 
 
 @pytest.mark.parametrize("label_idx", [0, 1, 2])
-def test_hops_equal_hydra_greedy_placement(label_idx: int) -> None:
+def test_hops_and_link_share_equal_hydra_greedy_placement(label_idx: int) -> None:
     """The construction's HYDRA-greedy variant (most numerous type first, groups from ring position 0) against
-    ``solvers`` hydra-greedy on real design points: same cells per type, same hops."""
+    ``solvers`` hydra-greedy on real design points: same cells per type, same hops, and the same share of the HBM
+    bytes on the busiest NoI link, summed link by link over the stripes' XY routes (one stripe per stack, bytes
+    split evenly)."""
     screen = Screen(SC)
     screen.hop_order, screen.hbm_layout = "count", "greedy"
     pts = _sample(3, 11)
@@ -192,11 +194,18 @@ def test_hops_equal_hydra_greedy_placement(label_idx: int) -> None:
     dist = mean_group_distance(5, 5, [cells["attention"], cells["mamba"]])
     sub = DesignPoints(pts.types, counts, pts.n_hbm[label_idx:label_idx + 1], pts.d2d_GBps[label_idx:label_idx + 1],
                        batch)
-    est = screen.type_hops(sub, stacks, batch)[0]
+    est, share = screen.geometry(sub, stacks, batch)
+    load: dict[tuple[int, int], float] = {}
     for ti, ty in enumerate(pts.types):
         mine = [c for c, t in placement.items() if t == ty]
         real = np.mean([w[ti] @ dist[:, c] for c in mine]) / w[ti].sum()
-        assert est[ti] == pytest.approx(real, abs=1e-9)
+        assert est[0, ti] == pytest.approx(real, abs=1e-9)
+        for c in mine:
+            for g, hbm in enumerate((cells["attention"], cells["mamba"])):
+                for h in hbm:
+                    for hop in xy_route(5, h, c):
+                        load[hop] = load.get(hop, 0.0) + w[ti, g] / len(mine) / len(hbm)
+    assert share[0] == pytest.approx(max(load.values()) / w.sum(), rel=1e-9)
 
 
 # --- monotonicity -----------------------------------------------------------------------------------------------
@@ -248,32 +257,3 @@ def test_mape_by_hand() -> None:
     assert m["mape_throughput"] == pytest.approx((0.1 + 0.1 + 0.5) / 3)
     assert m["mape_ttft"] == pytest.approx((0.5 + 0.0) / 2)
 
-
-@pytest.mark.parametrize("label_idx", [0, 1, 2])
-def test_busiest_link_share_equals_xy_routes_of_hydra_greedy_placement(label_idx: int) -> None:
-    """The share of the HBM bytes on the busiest NoI link, from the stripes' XY routes (one stripe per stack,
-    bytes split evenly) in ``solvers`` hydra-greedy's placement, summed link by link."""
-    screen = Screen(SC)
-    screen.hop_order, screen.hbm_layout = "count", "greedy"
-    pts = _sample(3, 11)
-    df = screen.score(pts)
-    row = df.iloc[label_idx]
-    point = PointSpec.from_row(row.to_dict(), SC.compute_types())
-    placement = hydra_greedy_placement(placement_problem(SC, point, float(row["capacity_rps"])))
-    stacks = np.array([[int(row["hbm_attention"]), int(row["hbm_mamba"])]])
-    counts = pts.counts[label_idx:label_idx + 1]
-    batch = np.array([int(row["batch_eff"])])
-    w = screen.hop_weights(pts.types, counts, stacks, batch)[0]
-    cells = [tuple(c for c, t in placement.items() if t == f"hbm:{g}") for g in ("attention", "mamba")]
-    load: dict[tuple[int, int], float] = {}
-    for ti, ty in enumerate(pts.types):
-        mine = [c for c, t in placement.items() if t == ty]
-        for c in mine:
-            for g, hbm in enumerate(cells):
-                for h in hbm:
-                    for hop in xy_route(5, h, c):
-                        load[hop] = load.get(hop, 0.0) + w[ti, g] / len(mine) / len(hbm)
-    sub = DesignPoints(pts.types, counts, pts.n_hbm[label_idx:label_idx + 1], pts.d2d_GBps[label_idx:label_idx + 1],
-                       batch)
-    share = screen.geometry(sub, stacks, batch)[1][0]
-    assert share == pytest.approx(max(load.values()) / w.sum(), rel=1e-9)
