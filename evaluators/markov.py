@@ -330,9 +330,9 @@ def clark_expected_max(mean_x: np.ndarray, var_x: np.ndarray, mean_y: np.ndarray
     C. E. Clark, "The greatest of a finite set of random variables", Operations Research 9(2), 1961, Eqs. 2-5.
     """
     mx, my = np.asarray(mean_x, dtype=float), np.asarray(mean_y, dtype=float)
-    theta = np.sqrt(np.maximum(np.asarray(var_x) + np.asarray(var_y) - 2 * np.asarray(cov_xy), 0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = (mx - my) / theta
-    alpha = np.nan_to_num(alpha)  # theta = 0: replaced below
-    out = mx * ndtr(alpha) + my * ndtr(-alpha) + theta * np.exp(-0.5 * alpha**2) / np.sqrt(2 * np.pi)
-    return np.where(theta > 0, out, np.maximum(mx, my))
+    with np.errstate(all="ignore"):  # infinite stage times (unservable states) give max(E X, E Y) = inf below
+        theta = np.sqrt(np.maximum(np.asarray(var_x) + np.asarray(var_y) - 2 * np.asarray(cov_xy), 0.0))
+        # |alpha| > 40: Phi is 0 or 1 and phi 0 in double precision
+        alpha = np.clip(np.nan_to_num((mx - my) / theta), -40.0, 40.0)
+        out = mx * ndtr(alpha) + my * ndtr(-alpha) + theta * np.exp(-0.5 * alpha**2) / np.sqrt(2 * np.pi)
+    return np.where((theta > 0) & np.isfinite(out), out, np.maximum(mx, my))
