@@ -329,9 +329,23 @@ class Screen:
         return self.geometry(pts, stacks, batch)[0]
 
     def geometry(self, pts: DesignPoints, stacks: np.ndarray, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(:meth:`type_hops`, share of the HBM bytes crossing the busiest NoI link) at every point, shapes (n, T)
-        and (n,) (:func:`chipdse.evaluators.markov_hops.placement_geometry`; share 0 with the fixed hop model,
-        which has no placement)."""
+        """Mean hops per type and the share of the HBM bytes crossing the busiest NoI link, at every point.
+
+        Parameters
+        ----------
+        pts : DesignPoints
+        stacks : numpy.ndarray, shape (n, 2), int
+            Stacks per HBM group (attention, mamba).
+        batch : numpy.ndarray, shape (n,), int
+            Effective decode batch (sets the traffic weights, :meth:`hop_weights`).
+
+        Returns
+        -------
+        (hops, share) : tuple of numpy.ndarray, shapes (n, T) and (n,)
+            :meth:`type_hops` and the busiest link's share of a request's HBM bytes
+            (:func:`chipdse.evaluators.markov_hops.placement_geometry`, one construction per class); share 0 with
+            the fixed hop model, which has no placement.
+        """
         n, n_types = pts.counts.shape
         if self.hop_model == "fixed":
             return np.full((n, n_types), float(self.fixed_hops)), np.zeros(n)
