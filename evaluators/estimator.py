@@ -331,13 +331,8 @@ class Screen:
     def geometry(self, pts: DesignPoints, stacks: np.ndarray, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mean hops per type and the share of the HBM bytes crossing the busiest NoI link, at every point.
 
-        Parameters
-        ----------
-        pts : DesignPoints
-        stacks : numpy.ndarray, shape (n, 2), int
-            Stacks per HBM group (attention, mamba).
-        batch : numpy.ndarray, shape (n,), int
-            Effective decode batch (sets the traffic weights, :meth:`hop_weights`).
+        ``pts``, ``stacks`` (n, 2) and ``batch`` (n,) as in :meth:`type_hops`; the batch sets the traffic weights
+        (:meth:`hop_weights`).
 
         Returns
         -------
