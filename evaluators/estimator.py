@@ -11,7 +11,14 @@ For each design point (composition, HBM count, D2D bandwidth, max batch):
    stages' sum W is one micro-batch's trip through the pipeline.
 3. Decode pipelining as the simulator runs it: one micro-batch of at most b requests per decode stage (S
    slots), all resident requests in memory, so n_conc = min(S b, r) requests decode at once (static
-   batching: whole batches, floor(r / b) of them) and each gets a token every max(W_d, active slots x T_bn).
+   batching: whole batches, floor(r / b) of them). The slots circulate through the stages, each a FIFO server
+   with deterministic service: a closed cyclic network whose round (the time between two tokens of a request)
+   is max(slowest micro-batch's trip, bottleneck stage's work on all of them)
+   (:func:`chipdse.evaluators.markov.deterministic_cycle_s`): max(W_d, active slots x T_bn) with equal
+   micro-batches (dynamic batching); static batches shrink as their requests finish, so the slots carry unequal
+   micro-batches and the round is the mean of that max over their independent ages (Clark's formula on the
+   moments of the largest and the total active count). Transfers wait at the busiest of the HBM ports and the
+   NoI links (M/D/1, :func:`transfer_wait`), the capacity and the waits solved as one fixed point.
    Throughput (Eq. 8 with pi concentrated on the full-load state) = sustainable output tokens/s,
    min(1 / t_p, decode rate) x E[L_d]. A point whose capacity is at or below the offered load lambda is
    reported **unstable** (TTFT = NaN), never as a number.
@@ -48,8 +55,15 @@ from chipdse.evaluators.latency import (
     task_time_s,
     touched_fraction,
 )
-from chipdse.evaluators.markov import finite_source_throughput, fluid_bracket_occupancy
-from chipdse.evaluators.markov_hops import placement_hops
+from chipdse.evaluators.markov import (
+    active_count_pmf,
+    clark_expected_max,
+    deterministic_cycle_s,
+    finite_source_throughput,
+    fluid_bracket_occupancy,
+    max_and_sum_moments,
+)
+from chipdse.evaluators.markov_hops import placement_geometry
 
 
 @dataclass(frozen=True)
@@ -156,57 +170,18 @@ def _choice(field: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def transfer_wait(hbm_utilization: np.ndarray) -> np.ndarray:
+def transfer_wait(utilization: np.ndarray) -> np.ndarray:
     """Mean queueing delay of a transfer on the shared HBM ports and NoI links, in units of its own transfer
-    time: the M/D/1 wait rho / (2 (1 - rho)) at the ports' utilization rho (capped at 0.95).
+    time: the M/D/1 wait rho / (2 (1 - rho)) at the busiest transfer resource's utilization rho (capped at 0.95).
 
-    The simulator holds a stage's chiplet while its stripes wait for busy ports and links; without this term
-    the estimator overrates HBM- and NoI-heavy designs (on the default scenario's top designs the simulator
-    ran at 0.65 of the uncontended capacity, and at 1.02 with 1000x faster ports and links).
+    ``Screen`` takes rho as the larger of the ports' mean utilization and the busiest NoI link's (the stripes of
+    every stage cross both, store-and-forward, :mod:`chipdse.evaluators.sim_noi`). The simulator holds a stage's
+    chiplet while its stripes wait for busy ports and links; without this term the estimator overrates HBM- and
+    NoI-heavy designs (on the default scenario's top designs the simulator ran at 0.65 of the uncontended
+    capacity, and at 1.02 with 1000x faster ports and links).
     """
-    rho = np.clip(np.asarray(hbm_utilization, dtype=float), 0.0, 0.95)
+    rho = np.clip(np.asarray(utilization, dtype=float), 0.0, 0.95)
     return mg1_wait_s(rho, 1.0, 1.0)  # deterministic service of unit length: E[S^2] = E[S]^2 = 1
-
-
-def closed_pipeline_cycle_s(sum_s: np.ndarray, bottleneck_s: np.ndarray, jobs: np.ndarray,
-                            stages: np.ndarray) -> np.ndarray:
-    """Mean time for one of ``jobs`` circulating micro-batches to pass a cyclic pipeline of ``stages`` stages once, s.
-
-    Each decode slot sends its micro-batch through all stages, then again (a closed cyclic queueing network with
-    N = ``jobs`` customers and K = ``stages`` stations). Mean value analysis of K balanced stations of mean
-    service s = ``sum_s`` / K with exponential service gives the cycle R(N) = (N + K - 1) s exactly: a micro-batch
-    finds on average (N - 1) / K others at each station it enters. The bottleneck bound N t_bn holds when the
-    stages are unbalanced. Measured on the default scenario's best static-batching design (batch 64, 14 slots
-    circulating through 14 stages): the simulator's chiplets were 45-60% busy at saturation (MVA: 14 / 27 = 52%)
-    and an iteration took 0.135 s, 2.7x its uncontended 0.05 s (MVA 1.9x; the port waits come on top). At batch 2
-    (8 slots, 8 stages) it took 1.3x (MVA 1.9x): micro-batches of equal size queue less than exponential service
-    does, so this overstates the wait of small static batches.
-
-    Parameters
-    ----------
-    sum_s : numpy.ndarray, shape (n,)
-        Sum of the stage times of one micro-batch W (uncontended), s.
-    bottleneck_s : numpy.ndarray, shape (n,)
-        The slowest stage's time t_bn, s.
-    jobs : numpy.ndarray, shape (n,)
-        Micro-batches circulating at once N (>= 1).
-    stages : numpy.ndarray, shape (n,)
-        Pipeline stages K (>= 1).
-
-    Returns
-    -------
-    numpy.ndarray, shape (n,)
-        ``max(W (N + K - 1) / K, N t_bn)``, s (``W`` for a lone micro-batch).
-
-    References
-    ----------
-    Reiser and Lavenberg, "Mean-value analysis of closed multichain queuing networks", J. ACM 27(2), 1980
-    (the arrival theorem: a customer arriving at a station sees the network with N - 1 customers); Lazowska et
-    al., Quantitative System Performance (1984), Sec. 7.4 (balanced networks).
-    """
-    n = np.maximum(np.asarray(jobs, dtype=float), 1.0)
-    k = np.maximum(np.asarray(stages, dtype=float), 1.0)
-    return np.maximum(sum_s * (n + k - 1.0) / k, n * bottleneck_s)
 
 
 def mg1_wait_s(lam: float | np.ndarray, mean_service_s: float | np.ndarray,
@@ -264,10 +239,11 @@ def erlang_c_wait(lam: float | np.ndarray, mu: np.ndarray, servers: np.ndarray) 
 
 
 CONTENTION_ITERATIONS = 6
-"""Bisection steps on the ports' utilization for the capacity / transfer-wait fixed point (resolution 0.95 / 2^6
-= 0.015 of utilization). The fixed point is unique: capacity falls as the waits grow and the waits grow with the
-capacity. Plain iteration from zero wait (4 steps before) oscillates, so a design with fewer hops could score
-lower than the same design with more."""
+"""Regula falsi (Illinois) steps on the busiest transfer resource's utilization for the capacity / transfer-wait
+fixed point. The fixed point is unique: capacity falls as the waits grow and the waits grow with the capacity.
+Plain iteration from zero wait oscillates (a design with fewer hops could score lower than the same design with
+more); bisection needs 9 steps to resolve the utilization to 0.002 (at 0.015, six steps, a faster HBM could score
+up to 2.6% lower where the busiest NoI link sets the waits)."""
 
 
 class Screen:
@@ -317,6 +293,7 @@ class Screen:
         # the exact placement the pipeline simulates puts the heaviest traffic nearest the stacks and the two groups
         # on opposite edges (measured against hbm-enum in benchmarks/bench_fidelity.py)
         self.hop_order, self.hbm_layout = "volume", "opposite"
+        self._active_pmf: dict[int, np.ndarray] = {}  # batch -> active_count_pmf (the sample is fixed)
 
     def _type_for(self, family: str, phase: str, types: list[str]) -> int | None:
         for i, name in enumerate(types):
@@ -349,9 +326,24 @@ class Screen:
         batch : numpy.ndarray, shape (n,), int
             Effective decode batch.
         """
+        return self.geometry(pts, stacks, batch)[0]
+
+    def geometry(self, pts: DesignPoints, stacks: np.ndarray, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean hops per type and the share of the HBM bytes crossing the busiest NoI link, at every point.
+
+        ``pts``, ``stacks`` (n, 2) and ``batch`` (n,) as in :meth:`type_hops`; the batch sets the traffic weights
+        (:meth:`hop_weights`).
+
+        Returns
+        -------
+        (hops, share) : tuple of numpy.ndarray, shapes (n, T) and (n,)
+            :meth:`type_hops` and the busiest link's share of a request's HBM bytes
+            (:func:`chipdse.evaluators.markov_hops.placement_geometry`, one construction per class); share 0 with
+            the fixed hop model, which has no placement.
+        """
         n, n_types = pts.counts.shape
         if self.hop_model == "fixed":
-            return np.full((n, n_types), float(self.fixed_hops))
+            return np.full((n, n_types), float(self.fixed_hops)), np.zeros(n)
         key = np.concatenate([pts.counts, stacks, np.asarray(batch)[:, None]], axis=1).astype(np.int64)
         dims = key.max(axis=0) + 1
         if float(np.prod(dims.astype(float))) < 2.0**62:  # one integer per row: much faster than unique(axis=0)
@@ -362,9 +354,10 @@ class Screen:
         counts, cls_stacks, cls_batch = uniq[:, :n_types], uniq[:, n_types:n_types + 2], uniq[:, -1]
         weights = self.hop_weights(pts.types, counts, cls_stacks, cls_batch)
         pkg = self.sc.package
-        hops = placement_hops(pkg.rows, pkg.cols, pkg.ring_cells(), tuple(pts.types), counts, cls_stacks, weights,
-                              self.hop_order, self.hbm_layout)
-        return hops[np.asarray(inv).ravel()]
+        hops, share = placement_geometry(pkg.rows, pkg.cols, pkg.ring_cells(), tuple(pts.types), counts, cls_stacks,
+                                         weights, self.hop_order, self.hbm_layout)
+        inv = np.asarray(inv).ravel()
+        return hops[inv], share[inv]
 
     def hop_weights(self, types: list[str], counts: np.ndarray, stacks: np.ndarray, batch: np.ndarray
                     ) -> np.ndarray:
@@ -487,9 +480,9 @@ class Screen:
         feasible = r_mem >= 1
         b_eff = np.maximum(1, np.minimum(pts.max_batch, r_mem))
         d2d = pts.d2d_GBps.astype(float)
-        ctx = {"pts": pts, "d2d": d2d, "stacks": stacks, "caps": self._caps(pts.types, d2d),
-               "hops": self.type_hops(pts, stacks, b_eff), "b_eff": b_eff, "r_mem": np.maximum(r_mem, 1),
-               "feasible": feasible}
+        hops, link_share = self.geometry(pts, stacks, b_eff)
+        ctx = {"pts": pts, "d2d": d2d, "stacks": stacks, "caps": self._caps(pts.types, d2d), "hops": hops,
+               "link_share": link_share, "b_eff": b_eff, "r_mem": np.maximum(r_mem, 1), "feasible": feasible}
         is_pre = np.array([self.sc.library.by_name(x).phase == "prefill" for x in pts.types])
         counts = pts.counts.astype(float)
         pinned = self._state(counts * is_pre, counts * ~is_pre, ctx)
@@ -553,6 +546,9 @@ class Screen:
             """Mean per iteration over a batch's life of a quantity affine in the active requests (shape (n,))."""
             return at_one + shrink * (at_k - at_one) / e_max
 
+        slots = n_conc / k
+        act = self.active_moments(k, slots) if static else {}
+
         # HBM bytes per request from each group (G, n): its prefill, and its share of the decode iterations
         dec_k, dec_1 = _bytes_at(self.dec, k, "g"), _bytes_at(self.dec, ones, "g")
         group_bytes = self.pre["gbytes0"][:, None] + (e_max * dec_1 + shrink * (dec_k - dec_1)) / k
@@ -561,29 +557,54 @@ class Screen:
         def times(wait: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             t_p, w_p, _ = self._phase_time(self.pre, ones, pre_alloc, pts.types, d2d, stacks, caps, hops, wait)
             t_bn, w_d, _ = self._phase_time(self.dec, k, dec_alloc, pts.types, d2d, stacks, caps, hops, wait)
-            if not static:
-                return t_p, w_p, np.maximum(w_d, np.minimum(n_conc, s_d) * t_bn)
+            if not static:  # equal micro-batches (the slots are refilled): the exact max(W, N t_bn)
+                return t_p, w_p, deterministic_cycle_s(w_d, t_bn, np.minimum(n_conc, s_d))
             t_bn1, w_d1, _ = self._phase_time(self.dec, ones, dec_alloc, pts.types, d2d, stacks, caps, hops, wait)
-            return t_p, w_p, closed_pipeline_cycle_s(batch_mean(w_d1, w_d), batch_mean(t_bn1, t_bn),
-                                                     n_conc / k, s_d)
+            # the slots' micro-batches differ (each batch shrinks as its requests finish): a round of the
+            # deterministic cyclic network lasts max(slowest micro-batch's trip W(M), bottleneck stage's work on
+            # all of them sum_i t_bn(A_i)), both affine in the active counts; its mean over the independent
+            # batch ages by Clark's formula
+            slope_w = (w_d - w_d1) / np.maximum(k - 1.0, 1.0)
+            slope_t = (t_bn - t_bn1) / np.maximum(k - 1.0, 1.0)
+            return t_p, w_p, clark_expected_max(
+                w_d1 + (act["mean_max"] - 1.0) * slope_w, slope_w**2 * act["var_max"],
+                slots * t_bn1 + (act["mean_sum"] - slots) * slope_t, slope_t**2 * act["var_sum"],
+                slope_w * slope_t * act["cov"])
 
         port_bps = group_bytes_per_s.sum(axis=0)  # 0 where no split holds the weights (infeasible points)
-        bytes_per_req = np.divide(group_bytes.sum(axis=0), port_bps, out=np.zeros(n), where=port_bps > 0)
+        # seconds per request of the busiest transfer resource: the ports on average, or the busiest NoI link
+        bytes_per_req = np.maximum(
+            np.divide(group_bytes.sum(axis=0), port_bps, out=np.zeros(n), where=port_bps > 0),
+            ctx["link_share"] * group_bytes.sum(axis=0) / (d2d * 1e9))
 
         def waits(rps: np.ndarray) -> np.ndarray:
             """Transfer wait at the HBM ports' mean utilization over all stacks (:func:`transfer_wait`)."""
             return transfer_wait(rps * bytes_per_req)
 
         feasible, b_eff = ctx["feasible"], ctx["b_eff"]
-        # utilization rho* with rho* = capacity(wait(rho*)) * bytes / bandwidth, by bisection on [0, 0.95]
+        def excess(x: np.ndarray) -> np.ndarray:
+            """Utilization the capacity at the waits of utilization x implies, minus x (decreasing in x)."""
+            t_p, w_p, iter_s = times(transfer_wait(x))
+            return self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible, coupled=False)[
+                "capacity_rps"] * bytes_per_req - x
+
+        # utilization rho* with rho* = capacity(wait(rho*)) * busiest seconds per request, on [0, 0.95]: the
+        # Illinois variant of regula falsi keeps the root bracketed and converges superlinearly
         lo, hi = np.zeros(n), np.full(n, 0.95)
+        g_lo, g_hi = excess(lo), excess(hi)
+        saturated = g_hi >= 0
+        g_lo = np.maximum(g_lo, 0.0)
+        g_hi = np.where(saturated, -1.0, g_hi)
+        side = np.zeros(n)
+        x = hi
         for _ in range(CONTENTION_ITERATIONS):
-            mid = (lo + hi) / 2
-            t_p, w_p, iter_s = times(transfer_wait(mid))
-            rho = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible, coupled=False)[
-                "capacity_rps"] * bytes_per_req
-            lo, hi = np.where(rho > mid, mid, lo), np.where(rho > mid, hi, mid)
-        t_p, w_p, iter_s = times(transfer_wait(hi))
+            x = np.where(saturated, hi, (lo * g_hi - hi * g_lo) / np.minimum(g_hi - g_lo, -1e-300))
+            g = excess(x)
+            up = g > 0
+            lo, g_lo = np.where(up, x, lo), np.where(up, g, np.where(side < 0, g_lo / 2, g_lo))
+            hi, g_hi = np.where(up, hi, x), np.where(up, np.where(side > 0, g_hi / 2, g_hi), np.minimum(g, -0.0))
+            side = np.where(up, 1.0, -1.0)
+        t_p, w_p, iter_s = times(transfer_wait(np.where(saturated, 0.95, x)))
         m = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible)
         t_p_l, w_p_l, iter_l = times(waits(np.minimum(self.lam, m["capacity_rps"])))
         m["ttft_s"] = np.where(m["stable"], self.serving_metrics(t_p_l, w_p_l, iter_l, n_conc, b_eff,
@@ -762,6 +783,34 @@ class Screen:
         ttft = np.where(stable, (bf - 1) / (2 * lam) + wait + (bf - 1) * t_p + latency_p, np.nan)
         return {"prefill_rps": prefill_rps, "decode_rps": decode_rps, "capacity_rps": capacity,
                 "stable": stable, "ttft_s": ttft}
+
+    def active_moments(self, b: np.ndarray, slots: np.ndarray) -> dict[str, np.ndarray]:
+        """Moments of the largest and the total micro-batch over ``slots`` static batches of ``b`` requests at
+        independent points of their lives (:func:`chipdse.evaluators.markov.active_count_pmf`, then
+        :func:`chipdse.evaluators.markov.max_and_sum_moments`), requests.
+
+        Parameters
+        ----------
+        b, slots : numpy.ndarray, shape (n,)
+            Batch size (integer-valued) and decode slots (>= 1) per point.
+
+        Returns
+        -------
+        dict of numpy.ndarray, shape (n,)
+            ``mean_max``, ``var_max``, ``mean_sum``, ``var_sum``, ``cov`` (of the max and the sum).
+        """
+        b = np.asarray(b, dtype=float)
+        slots = np.asarray(slots, dtype=float)
+        out = {key: np.empty(len(b)) for key in ("mean_max", "var_max", "mean_sum", "var_sum", "cov")}
+        for ub in np.unique(b):
+            sel = b == ub
+            pmf = self._active_pmf.get(int(ub))
+            if pmf is None:
+                pmf = self._active_pmf[int(ub)] = active_count_pmf(self.sc.lengths.decode_tokens, int(ub))
+            m = max_and_sum_moments(pmf, slots[sel])
+            for key, v in m.items():
+                out[key][sel] = v
+        return out
 
     def expected_max_decode(self, b: np.ndarray) -> np.ndarray:
         """E[max of b output lengths drawn from the workload's sample], tokens (exact for the empirical CDF).

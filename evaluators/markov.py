@@ -11,6 +11,8 @@ s (the occupancies pi_s), and throughput is sum_s pi_s G_d(s) (Eq. 8).
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import ndtr
+from scipy.stats import binom
 
 
 def allocation_counts(n_prefill_opt: np.ndarray, n_decode_opt: np.ndarray, s: np.ndarray
@@ -176,3 +178,161 @@ def finite_source_throughput(sources: np.ndarray, think_s: np.ndarray, service_s
     t_lo = tput(lo)
     t_hi = np.where(hi > lo, tput(hi), t_lo)
     return t_lo + (m - lo) * (t_hi - t_lo)
+
+
+def deterministic_cycle_s(slowest_traversal_s: np.ndarray, bottleneck_s: np.ndarray, jobs: np.ndarray
+                          ) -> np.ndarray:
+    """Round time of a closed cyclic pipeline of single FIFO servers with deterministic service, s.
+
+    ``jobs`` micro-batches circulate through the stages in a fixed order (each stage is one chiplet serving its
+    FIFO queue, as the simulator's static task scheduling runs them); a round is the time for every micro-batch to
+    pass all stages once, i.e. the time between two tokens of one request. The round time of such a network is
+    the largest mean weight of a circuit of its event graph (max-plus algebra): a micro-batch's own trip through
+    all stages (one round) and a stage serving every micro-batch once (one round) are the two elementary circuits,
+    and every other circuit mixes the two, so its mean weight lies between them. With equal micro-batches this is
+    the exact ``max(W, N t_bn)`` (``W`` the sum of the stage times, ``t_bn`` the slowest stage); with unequal ones
+    the slowest micro-batch's trip sets the first term and the bottleneck stage's total work the second.
+
+    Parameters
+    ----------
+    slowest_traversal_s : numpy.ndarray, shape (n,)
+        Sum of the stage times of the slowest micro-batch, s.
+    bottleneck_s : numpy.ndarray, shape (n,)
+        Mean time of the slowest stage per micro-batch, s.
+    jobs : numpy.ndarray, shape (n,)
+        Micro-batches circulating N (values below 1 count as 1).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
+        ``max(slowest_traversal_s, N bottleneck_s)``, s.
+
+    References
+    ----------
+    Baccelli, Cohen, Olsder and Quadrat, Synchronization and Linearity (1992), Thm. 3.23 (the cycle time of a
+    timed event graph is its maximum circuit mean); Dallery and Towsley, "Symmetry property of the throughput in
+    closed tandem queueing networks with finite buffers", Oper. Res. Lett. 10 (1991) (deterministic tandem lines).
+    """
+    n = np.maximum(np.asarray(jobs, dtype=float), 1.0)
+    return np.maximum(np.asarray(slowest_traversal_s, dtype=float), n * np.asarray(bottleneck_s, dtype=float))
+
+
+def active_count_pmf(lengths: np.ndarray, batch: int) -> np.ndarray:
+    """Distribution of the requests still decoding at a random iteration of a static batch.
+
+    A static batch of ``batch`` requests with i.i.d. output lengths L (drawn from the empirical ``lengths``)
+    runs max L decode iterations; iteration j (j = 0, 1, ...) carries A_j = #{i : L_i > j} ~ Binomial(b,
+    P(L > j)) requests (finished ones cannot be replaced). An iteration picked uniformly over many batches
+    (renewal-reward) has P(A = m) = sum_j P(A_j = m) / sum_j P(A_j >= 1) for m = 1..b; the denominator is
+    E[max L]. Its mean is b E[L] / E[max L].
+
+    Parameters
+    ----------
+    lengths : numpy.ndarray, shape (s,)
+        Output lengths of the workload sample, tokens (>= 1).
+    batch : int
+        Requests per batch b >= 1.
+
+    Returns
+    -------
+    numpy.ndarray, shape (b + 1,)
+        P(A = m), m = 0..b (``[0] = 0``), summing to 1.
+
+    Raises
+    ------
+    ValueError
+        An empty sample or a batch below 1.
+    """
+    vals, cnt = np.unique(np.asarray(lengths, dtype=float), return_counts=True)
+    if len(vals) == 0 or batch < 1:
+        msg = f"active_count_pmf needs lengths and batch >= 1, got {len(vals)} lengths and batch {batch}"
+        raise ValueError(msg)
+    alive = 1.0 - np.concatenate([[0.0], np.cumsum(cnt)[:-1] / cnt.sum()])  # P(L > j) for j in [v_{i-1}, v_i)
+    steps = np.diff(np.concatenate([[0.0], vals]))  # iterations j with that survival probability
+    pmf = steps @ binom.pmf(np.arange(batch + 1)[None, :], batch, alive[:, None])
+    pmf[0] = 0.0
+    return pmf / pmf.sum()
+
+
+def expected_max_of_iid(pmf: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """E[max of n i.i.d. draws] of a distribution on 0..b, vectorized over n.
+
+    Parameters
+    ----------
+    pmf : numpy.ndarray, shape (b + 1,)
+        P(X = m), m = 0..b.
+    n : numpy.ndarray, shape (k,)
+        Draws (>= 1; fractional n interpolates the CDF power F^n).
+
+    Returns
+    -------
+    numpy.ndarray, shape (k,)
+        ``sum_{m=0}^{b-1} (1 - F(m)^n)`` with F the CDF.
+    """
+    cdf = np.clip(np.cumsum(np.asarray(pmf, dtype=float))[:-1], 0.0, 1.0)
+    n = np.maximum(np.asarray(n, dtype=float), 1.0)
+    return (1.0 - cdf[None, :] ** n[:, None]).sum(axis=1)
+
+
+def max_and_sum_moments(pmf: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
+    """Moments of the max M and the sum S of n i.i.d. draws A_1..A_n of a distribution on 0..b, vectorized over n.
+
+    Parameters
+    ----------
+    pmf : numpy.ndarray, shape (b + 1,)
+        P(A = m), m = 0..b.
+    n : numpy.ndarray, shape (k,)
+        Draws (>= 1; fractional n interpolates the CDF powers).
+
+    Returns
+    -------
+    dict of numpy.ndarray, shape (k,)
+        ``mean_max`` E[M], ``var_max`` Var M, ``mean_sum`` E[S] = n E[A], ``var_sum`` Var S = n Var A and
+        ``cov`` Cov(M, S) = n Cov(M, A_1), from E[M A_1] = sum_a P(A = a) a E[max(a, M')] with M' the max of the
+        other n - 1 draws (E[max(a, M')] = a + sum_{m >= a} (1 - F(m)^(n-1))).
+    """
+    p = np.asarray(pmf, dtype=float)
+    vals = np.arange(len(p), dtype=float)
+    n = np.maximum(np.asarray(n, dtype=float), 1.0)[:, None]
+    cdf = np.clip(np.cumsum(p), 0.0, 1.0)[None, :]
+    tail_n = 1.0 - cdf[:, :-1] ** n  # P(M > m), m = 0..b-1
+    mean_max = tail_n.sum(axis=1)
+    # E[M^2] = sum_m (2 m + 1) P(M > m)
+    mean_max2 = (tail_n * (2 * vals[:-1] + 1)[None, :]).sum(axis=1)
+    mean_a = float(p @ vals)
+    var_a = float(p @ vals**2) - mean_a**2
+    tail_rest = 1.0 - cdf[:, :-1] ** (n - 1.0)  # P(M' > m)
+    # sum_{m >= a} P(M' > m) for every a: reversed cumulative sums, shape (k, b + 1)
+    above = np.concatenate([np.cumsum(tail_rest[:, ::-1], axis=1)[:, ::-1], np.zeros((len(n), 1))], axis=1)
+    e_ma = ((vals + above) * (p * vals)[None, :]).sum(axis=1)
+    nn = n[:, 0]
+    return {"mean_max": mean_max, "var_max": np.maximum(mean_max2 - mean_max**2, 0.0), "mean_sum": nn * mean_a,
+            "var_sum": nn * var_a, "cov": nn * (e_ma - mean_max * mean_a)}
+
+
+def clark_expected_max(mean_x: np.ndarray, var_x: np.ndarray, mean_y: np.ndarray, var_y: np.ndarray,
+                       cov_xy: np.ndarray) -> np.ndarray:
+    """E[max(X, Y)] of two jointly normal variables (Clark 1961), vectorized.
+
+    ``theta^2 = Var X + Var Y - 2 Cov``, ``alpha = (E X - E Y) / theta``; ``E max = E X Phi(alpha) +
+    E Y Phi(-alpha) + theta phi(alpha)``; ``max(E X, E Y)`` where theta = 0.
+
+    Parameters
+    ----------
+    mean_x, var_x, mean_y, var_y, cov_xy : numpy.ndarray, shape (n,)
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
+
+    References
+    ----------
+    C. E. Clark, "The greatest of a finite set of random variables", Operations Research 9(2), 1961, Eqs. 2-5.
+    """
+    mx, my = np.asarray(mean_x, dtype=float), np.asarray(mean_y, dtype=float)
+    with np.errstate(all="ignore"):  # infinite stage times (unservable states) give max(E X, E Y) = inf below
+        theta = np.sqrt(np.maximum(np.asarray(var_x) + np.asarray(var_y) - 2 * np.asarray(cov_xy), 0.0))
+        # |alpha| > 40: Phi is 0 or 1 and phi 0 in double precision
+        alpha = np.clip(np.nan_to_num((mx - my) / theta), -40.0, 40.0)
+        out = mx * ndtr(alpha) + my * ndtr(-alpha) + theta * np.exp(-0.5 * alpha**2) / np.sqrt(2 * np.pi)
+    return np.where((theta > 0) & np.isfinite(out), out, np.maximum(mx, my))

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from chipdse.core.grid import xy_route
+
 
 def ring_hbm_cells(ring: tuple[int, ...], stacks: tuple[int, ...], layout: str = "greedy", rows: int = 0,
                    cols: int = 0) -> list[tuple[int, ...]]:
@@ -187,6 +189,85 @@ def placement_hops(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str
     for the k-th type in placement order, sort the free-cell mask by that type's cost (stable: ties go to the
     lowest cell) and keep the first n_t free cells.
     """
+    con = _construct(rows, cols, ring, names, counts, stacks, weights, order, hbm_layout)
+    return con["hops"][con["inv"]]
+
+
+def placement_geometry(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str, ...], counts: np.ndarray,
+                       stacks: np.ndarray, weights: np.ndarray, order: str = "count", hbm_layout: str = "greedy"
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Mean hops of every type (:func:`placement_hops`) and the share of the HBM traffic that crosses the busiest
+    NoI link in the construction's placement, per point (one construction for both).
+
+    Every chiplet of type t reads ``weights[t, g] / n_t`` bytes per request from group g, split evenly over the
+    group's stacks (one stripe per stack), each stripe along the XY route from its stack to the chiplet (columns
+    first, as ``chipdse.core.grid.xy_route`` and the simulator route it). The load of a directed link is the sum
+    of the stripes crossing it; the busiest link's load over all the bytes is the share returned. A link carries
+    its load at the D2D bandwidth, so ``share * bytes_per_request / B_NoI`` is the busiest link's time per request.
+
+    Parameters
+    ----------
+    rows, cols, ring, names, counts, stacks, weights, order, hbm_layout
+        As in :func:`placement_hops`.
+
+    Returns
+    -------
+    (hops, share) : tuple of numpy.ndarray, shapes (n, T) and (n,)
+        Hops as :func:`placement_hops`; share in [0, 1] (0 for a point without traffic).
+
+    Raises
+    ------
+    ValueError
+        When some point's chiplets and stacks do not fit the grid.
+    """
+    con = _construct(rows, cols, ring, names, counts, stacks, weights, order, hbm_layout)
+    n_cells = rows * cols
+    links: dict[tuple[int, int], int] = {}
+    for a in range(n_cells):
+        for b in range(n_cells):
+            for hop in xy_route(cols, a, b):
+                links.setdefault(hop, len(links))
+    n_groups = stacks.shape[1]
+    # per split: route[g, link, cell] = share of group g's bytes to `cell` that crosses `link`
+    route = np.zeros((len(con["hbm"]), n_groups, len(links), n_cells))
+    for k, hbm in enumerate(con["hbm"]):
+        for g, cells in enumerate(hbm):
+            for h in cells:
+                for cell in range(n_cells):
+                    for hop in xy_route(cols, h, cell):
+                        route[k, g, links[hop], cell] += 1.0 / len(cells)
+    c = con["counts"]
+    per_chiplet = np.divide(con["chosen"], c[:, :, None], out=np.zeros(con["chosen"].shape), where=c[:, :, None] > 0)
+    n_cls, n_types = c.shape
+    inv = con["inv"]
+    w = np.asarray(weights, dtype=float)
+    # candidate links per class: the three busiest under the class's mean weights; a point's busiest link is
+    # taken among them (points of one class differ only in how much each type moves, not where)
+    mean_w = np.stack([np.bincount(inv, weights=col, minlength=n_cls) for col in w.reshape(len(w), -1).T],
+                      axis=1).reshape(n_cls, n_types, n_groups)
+    cell_bytes = np.einsum("utc,utg->ugc", per_chiplet, mean_w)  # (classes, G, cells)
+    # q_cand[class, t, g, j]: bytes on candidate link j per unit of type t's traffic from group g
+    q_cand = np.zeros((n_cls, n_types, n_groups, 3))
+    for k in range(len(con["hbm"])):  # one HBM split at a time: its routes are shared by its classes
+        sel = np.flatnonzero(con["split_inv"] == k)
+        mean_load = np.einsum("ugc,glc->ul", cell_bytes[sel], route[k])
+        cand = np.argsort(-mean_load, axis=1, kind="stable")[:, :3]  # (classes of k, 3)
+        route_cand = route[k][:, cand, :]  # (G, classes of k, 3, cells)
+        q_cand[sel] = np.einsum("utc,gujc->utgj", per_chiplet[sel], route_cand)
+    load = np.einsum("ntg,ntgk->nk", w, q_cand[inv]).max(axis=1)
+    total = w.sum(axis=(1, 2))
+    out = np.divide(load, total, out=np.zeros(len(total)), where=total > 0)
+    return con["hops"][inv], out
+
+
+def _construct(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str, ...], counts: np.ndarray,
+               stacks: np.ndarray, weights: np.ndarray, order: str, hbm_layout: str) -> dict:
+    """The greedy construction once per distinct class (counts, stacks, placement order, normalized weights).
+
+    Returns ``inv`` (point -> class, shape (n,)), per class ``counts`` (U, T), ``chosen`` cells of each type
+    (U, T, cells), ``hops`` (U, T) and ``split_inv`` (class -> HBM split), and per split the stacks' cells
+    ``hbm``.
+    """
     n, n_types = counts.shape
     n_cells = rows * cols
     wsum = weights.sum(axis=2, keepdims=True)
@@ -203,8 +284,10 @@ def placement_hops(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str
     split_inv = np.asarray(split_inv).ravel()
     dist = np.zeros((len(splits), stacks.shape[1], n_cells))
     taken0 = np.zeros((len(splits), n_cells), dtype=bool)
+    hbm_by_split = []
     for k, split in enumerate(splits):
         hbm = ring_hbm_cells(ring, tuple(int(x) for x in split), hbm_layout, rows, cols)
+        hbm_by_split.append(hbm)
         dist[k] = mean_group_distance(rows, cols, hbm)
         for cells in hbm:
             taken0[k, list(cells)] = True
@@ -214,21 +297,24 @@ def placement_hops(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str
         msg = (f"{c[i].sum()} compute chiplets and {st[i].sum()} stacks do not fit a {rows} x {cols} grid")
         raise ValueError(msg)
     cost = np.einsum("utg,ugc->utc", w, dist[split_inv])  # (classes, T, cells)
-    order = np.argsort(cost, axis=2, kind="stable")
+    order_idx = np.argsort(cost, axis=2, kind="stable")
     taken = taken0[split_inv].copy()
     hops = np.zeros((len(uniq), n_types))
+    chosen_all = np.zeros((len(uniq), n_types, n_cells), dtype=bool)
     rows_idx = np.arange(len(uniq))
     for k in range(n_types):
         t = place_order[:, k]
-        o = order[rows_idx, t]  # (classes, cells), this type's cells cheapest first
+        o = order_idx[rows_idx, t]  # (classes, cells), this type's cells cheapest first
         free_sorted = ~np.take_along_axis(taken, o, axis=1)
         chosen_sorted = free_sorted & (np.cumsum(free_sorted, axis=1) <= c[rows_idx, t][:, None])
         chosen = np.zeros_like(taken)
         np.put_along_axis(chosen, o, chosen_sorted, axis=1)
         taken |= chosen
+        chosen_all[rows_idx, t] = chosen
         ct = cost[rows_idx, t]
         wt = w[rows_idx, t].sum(axis=1)
         n_t = c[rows_idx, t]
         with np.errstate(divide="ignore", invalid="ignore"):
             hops[rows_idx, t] = np.where((n_t > 0) & (wt > 0), (ct * chosen).sum(axis=1) / n_t / wt, 0.0)
-    return hops[np.asarray(inv).ravel()]
+    return {"inv": np.asarray(inv).ravel(), "counts": c, "chosen": chosen_all, "hops": hops,
+            "split_inv": split_inv, "hbm": hbm_by_split}

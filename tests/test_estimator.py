@@ -12,7 +12,6 @@ from chipdse.evaluators.estimator import (
     Screen,
     _balance_times,
     best_partition,
-    closed_pipeline_cycle_s,
     erlang_c_wait,
     memory_needs,
     mg1_wait_s,
@@ -108,26 +107,6 @@ def test_mg1_wait_is_the_mm1_and_md1_closed_forms() -> None:
     assert mg1_wait_s(5.0, 1 / mu, 1 / mu**2) == np.inf
     # transfer_wait is the M/D/1 wait in units of the service time: rho / (2 (1 - rho)), rho capped at 0.95
     np.testing.assert_allclose(transfer_wait(np.array([0.0, 0.5, 2.0])), [0.0, 0.5, 0.95 / 0.1])
-
-
-@pytest.mark.parametrize(("jobs", "stages"), [(1, 5), (3, 5), (14, 14), (20, 6)])
-def test_closed_pipeline_cycle_is_exact_mva_of_balanced_exponential_stations(jobs: int, stages: int) -> None:
-    """The cycle equals the mean value analysis recursion (Reiser and Lavenberg 1980) run station by station."""
-    s = 0.004
-    q = np.zeros(stages)
-    for n in range(1, jobs + 1):
-        r = s * (1.0 + q)  # arrival theorem: an arriving job sees the queues of the network with n - 1 jobs
-        x = n / r.sum()
-        q = x * r
-    got = closed_pipeline_cycle_s(np.array([stages * s]), np.array([s]), np.array([float(jobs)]),
-                                  np.array([float(stages)]))
-    assert got[0] == pytest.approx(r.sum(), rel=1e-12)
-
-
-def test_closed_pipeline_cycle_keeps_the_bottleneck_bound() -> None:
-    """An unbalanced pipeline is never faster than N jobs through its slowest stage."""
-    got = closed_pipeline_cycle_s(np.array([0.02]), np.array([0.015]), np.array([10.0]), np.array([4.0]))
-    assert got[0] == pytest.approx(10 * 0.015)
 
 
 def test_static_batch_work_is_max_iterations_plus_request_iterations() -> None:

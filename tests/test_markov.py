@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy.linalg import null_space
 
 from chipdse.core.design_space import DesignPoints, PointSpec, enumerate_points
+from chipdse.core.grid import xy_route
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.markov import (
@@ -173,9 +174,11 @@ def test_ring_hbm_cells_by_hand() -> None:
 
 
 @pytest.mark.parametrize("label_idx", [0, 1, 2])
-def test_hops_equal_hydra_greedy_placement(label_idx: int) -> None:
+def test_hops_and_link_share_equal_hydra_greedy_placement(label_idx: int) -> None:
     """The construction's HYDRA-greedy variant (most numerous type first, groups from ring position 0) against
-    ``solvers`` hydra-greedy on real design points: same cells per type, same hops."""
+    ``solvers`` hydra-greedy on real design points: same cells per type, same hops, and the same share of the HBM
+    bytes on the busiest NoI link, summed link by link over the stripes' XY routes (one stripe per stack, bytes
+    split evenly)."""
     screen = Screen(SC)
     screen.hop_order, screen.hbm_layout = "count", "greedy"
     pts = _sample(3, 11)
@@ -191,11 +194,18 @@ def test_hops_equal_hydra_greedy_placement(label_idx: int) -> None:
     dist = mean_group_distance(5, 5, [cells["attention"], cells["mamba"]])
     sub = DesignPoints(pts.types, counts, pts.n_hbm[label_idx:label_idx + 1], pts.d2d_GBps[label_idx:label_idx + 1],
                        batch)
-    est = screen.type_hops(sub, stacks, batch)[0]
+    est, share = screen.geometry(sub, stacks, batch)
+    load: dict[tuple[int, int], float] = {}
     for ti, ty in enumerate(pts.types):
         mine = [c for c, t in placement.items() if t == ty]
         real = np.mean([w[ti] @ dist[:, c] for c in mine]) / w[ti].sum()
-        assert est[ti] == pytest.approx(real, abs=1e-9)
+        assert est[0, ti] == pytest.approx(real, abs=1e-9)
+        for c in mine:
+            for g, hbm in enumerate((cells["attention"], cells["mamba"])):
+                for h in hbm:
+                    for hop in xy_route(5, h, c):
+                        load[hop] = load.get(hop, 0.0) + w[ti, g] / len(mine) / len(hbm)
+    assert share[0] == pytest.approx(max(load.values()) / w.sum(), rel=1e-9)
 
 
 # --- monotonicity -----------------------------------------------------------------------------------------------
@@ -246,3 +256,4 @@ def test_mape_by_hand() -> None:
     m = fidelity_metrics(table)
     assert m["mape_throughput"] == pytest.approx((0.1 + 0.1 + 0.5) / 3)
     assert m["mape_ttft"] == pytest.approx((0.5 + 0.0) / 2)
+
