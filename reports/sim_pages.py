@@ -210,18 +210,18 @@ def _ratio_axes(ax: plt.Axes, pol: pd.DataFrame, study: str, variants: tuple[str
 
 def _invalid_notes(d: pd.DataFrame, study: str) -> str:
     """The invalid workloads of one study's rows ``d`` (:func:`policy_rows`), each with its reference run's
-    finished count, then the single runs that finished no request on an otherwise valid workload."""
+    first-token count in its window, then the single runs that gave no first token on an otherwise valid workload."""
     keys = [k for k in WORKLOAD_KEYS if k in d]
     by_ref = d["invalid_reason"].astype(str).str.contains("<")  # the reference-run rule, not the run's own
     short = {k for k, g in d[by_ref].groupby(keys, sort=False)} if keys else set()
     parts = []
     for k, g in d[by_ref].groupby(keys, sort=False):
-        n = g["ref_finished"].iloc[0]
-        parts.append(f"{_label(k, keys)} ({REFERENCE[study]} finished {'no run' if math.isnan(n) else int(n)})")
+        n = g["ref_first_tokens"].iloc[0]
+        parts.append(f"{_label(k, keys)} ({REFERENCE[study]}: {'no run' if math.isnan(n) else int(n)} first tokens)")
     for _, r in d[~d["valid"] & ~by_ref].iterrows():
         k = tuple(r[c] for c in keys)
         if k not in short:
-            parts.append(f"{_label(k, keys)} {r['variant']} (finished no request)")
+            parts.append(f"{_label(k, keys)} {r['variant']} (no first token)")
     return "; ".join(parts)
 
 
@@ -277,8 +277,9 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
                       f"of the design's estimated capacity on each workload ({rates}). Averages: geometric means of "
                       "per-workload ratios over valid workloads (a ratio's mean that does not depend on the "
                       "reference). " + _summary_text(pol, name, variants) + ". Invalid (hatched, left out): a run "
-                      "that finished no request, or every run of a workload whose reference run finished fewer than "
-                      "simulation.min_finished requests" + (f": {notes}." if notes else "."))
+                      "with no first token in its measured window, or every run of a workload whose reference run "
+                      "gave fewer than simulation.min_first_tokens first tokens there"
+                      + (f": {notes}." if notes else "."))
         fig.subplots_adjust(bottom=top + 0.2, top=0.9, wspace=0.55, right=0.86, left=0.07)
         own = "model" in d and d["model"].nunique() > 1
         who = "each workload's own B* and M_T" if own else f"B* = {b_star} and M_T"

@@ -52,7 +52,7 @@ def test_page_lines_show_the_reason_only_for_rows_off_by_more_than_25_percent() 
 
 
 def _runs() -> pd.DataFrame:
-    """Two valid workloads and one whose static baseline finished nothing (left out of the ablation numbers)."""
+    """Two valid workloads and one whose static baseline gave no first token (left out of the ablation numbers)."""
     rows = []
     ablation = {"arxiv": {"baseline": (100, 2.0), "CP": (110, 2.0), "CP+ET": (120, 1.6), "CP+ET+DB": (150, 1.0)},
                 "chat": {"baseline": (200, 4.0), "CP": (300, 4.0), "CP+ET": (400, 3.0), "CP+ET+DB": (500, 1.5)},
@@ -60,13 +60,13 @@ def _runs() -> pd.DataFrame:
     for ds, variants in ablation.items():
         for v, (tp, tt) in variants.items():
             rows.append({"study": "ablation", "variant": v, "dataset": ds, "sim_throughput_tps": tp,
-                         "sim_ttft_s": tt, "finished": 0 if tp == 0 else 10})
+                         "sim_ttft_s": tt, "first_tokens": 0 if tp == 0 else 10})
     sched = {"arxiv": {"static": 100, "fcfs": 150, "work-stealing": 170, "elastic": 160},
              "chat": {"static": 200, "fcfs": 220, "work-stealing": 200, "elastic": 300}}
     for ds, variants in sched.items():
         for v, tp in variants.items():
             rows.append({"study": "scheduler", "variant": v, "dataset": ds, "sim_throughput_tps": tp,
-                         "sim_ttft_s": 1.0, "finished": 10})
+                         "sim_ttft_s": 1.0, "first_tokens": 10})
     return pd.DataFrame(rows)
 
 

@@ -233,11 +233,11 @@ target metric per design: TP/TTFT for B*, TP for M_T)."""
 def _workload_validity(pol: pd.DataFrame) -> pd.DataFrame:
     """``pol`` with ``valid`` set per workload: a workload (its :data:`~chipdse.studies.simstudy.WORKLOAD_KEYS`)
     counts only when every run of it is valid (the table's ``valid`` column), or, in a table without one, when
-    its ablation baseline finished a request."""
+    its ablation baseline gave a first token in its window."""
     if "valid" in pol.columns:
         bad = ~pol["valid"].astype(bool)
-    elif "finished" in pol.columns:
-        bad = (pol["study"] == "ablation") & (pol["variant"] == "baseline") & (pol["finished"] <= 0)
+    elif "first_tokens" in pol.columns:
+        bad = (pol["study"] == "ablation") & (pol["variant"] == "baseline") & (pol["first_tokens"] <= 0)
     else:
         bad = pd.Series(False, index=pol.index)
     keys = [k for k in WORKLOAD_KEYS if k in pol.columns]
@@ -300,7 +300,7 @@ def measure_policies(pol: pd.DataFrame) -> tuple[dict[str, float | None], dict[s
         Policy runs as the simulation stage returns them: ``study`` (``ablation``, ``scheduler``, ``placement``),
         ``variant`` (ablation: baseline, CP, CP+ET, CP+ET+DB; scheduler: static, fcfs, work-stealing, elastic;
         placement: round-robin, random, exact or CP), ``sim_throughput_tps``, ``sim_ttft_s``, workload columns, and
-        ``valid`` or ``finished`` where it has them.
+        ``valid`` or ``first_tokens`` where it has them.
 
     Returns
     -------
@@ -324,8 +324,8 @@ def measure_policies(pol: pd.DataFrame) -> tuple[dict[str, float | None], dict[s
         vals = r[column].dropna().to_numpy(dtype=float) if len(r) else np.array([])
         if len(vals):
             m[key] = float(SUMMARIES[how](vals))
-    used = (f"{n_ok} of {n_all} workloads valid (in the others a reference run finished fewer than "
-            "simulation.min_finished requests in its window, e.g. requests that outlive the window)")
+    used = (f"{n_ok} of {n_all} workloads valid (in the others a reference run gave fewer than "
+            "simulation.min_first_tokens first tokens in its measured window)")
     if "duration_s" in pol.columns:
         lo, hi = pol["duration_s"].min(), pol["duration_s"].max()
         used += ((f"; simulated windows {lo:.0f}-{hi:.0f} s" if hi > lo else f"; simulated window {lo:.0f} s")

@@ -121,7 +121,7 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
                        "+ simulation.spread)")
 
     layouts_df = layout_table(candidates, layout_served, results)
-    pol = policy_rows(results, st.min_finished)
+    pol = policy_rows(results, st.min_first_tokens)
     if len(pol):
         bad = pol[~pol["valid"]].drop_duplicates([k for k in ("model", "dataset", "role", "study") if k in pol])
         skipped += [f"{r.get('model', '')} {r['dataset']} {r.get('role', '')} {r['study']}: invalid, "
@@ -216,7 +216,7 @@ def protocol_jobs(sc: LoadedScenario, cfg: SolverConfig, serve: Any, screen_of: 
     return jobs
 
 
-def run_policy_jobs(jobs: list[SimJob], backend: Backend, min_finished: int, skipped: list[str]) -> pd.DataFrame:
+def run_policy_jobs(jobs: list[SimJob], backend: Backend, min_first_tokens: int, skipped: list[str]) -> pd.DataFrame:
     """Run policy jobs (simulator input errors appended to ``skipped``) and return :func:`policy_rows`' table."""
     results = []
     for res in run_jobs(_run_safe, [_SafeJob(j) for j in jobs], backend):
@@ -224,7 +224,7 @@ def run_policy_jobs(jobs: list[SimJob], backend: Backend, min_finished: int, ski
             skipped.append(res["error"])
         else:
             results.append(res)
-    return policy_rows(results, min_finished)
+    return policy_rows(results, min_first_tokens)
 
 
 @dataclass(frozen=True)
