@@ -162,7 +162,9 @@ STUDY_PAGES = (
      "1.17-1.73x (M_T, TP); over FCFS 1.04-1.30x; best in 6 of 8 against work stealing."),
     ("placement", tuple(v for v in PLACEMENT_VARIANTS if v != REFERENCE["placement"]),
      "HYDRA Fig. 10: placements over round-robin",
-     "Static scheduling and static batching; round-robin = the ablation's baseline, exact = its CP run; random = "
+     "Static scheduling and static batching, every layout at the study's own load (not the one below): B* at "
+     "simulation.load x the weakest layout's estimated capacity (all sustain it), M_T saturated at 2x the "
+     "strongest's (throughput = capacity); random = "
      "one uniformly random placement with round-robin mapping; hydra-greedy = the paper's two-step greedy with LPT "
      "mapping. HYDRA: CP over round-robin 1.29x TP/TTFT and 1.22x TP; over random 1.04-1.80x TP/TTFT, "
      "1.07-1.22x TP."),

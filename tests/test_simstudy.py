@@ -23,6 +23,7 @@ from chipdse.studies.simstudy import (
     first_tokens_in_window,
     geomean,
     mark_validity,
+    placement_rate_rps,
     policy_jobs,
     policy_rows,
     protocol_warmup_s,
@@ -156,6 +157,26 @@ def test_policy_jobs_windows_and_offered_load() -> None:
     sched = [j for j in jobs if j.tags["study"] == "scheduler"]
     assert all(j.batching == "static" and j.layout is sentinel["exact"] for j in sched)
     assert all(j.tags["role"] == "B*" and j.tags["load"] == 0.9 for j in jobs)
+
+
+def test_placement_study_runs_every_layout_at_its_own_load() -> None:
+    """B*: 0.9 x the weakest of capacities 2, 0.5, 1 req/s = 0.45 req/s; M_T: 2 x the strongest = 4 req/s. With its
+    own rate the placement study simulates round-robin and exact itself instead of copying the ablation's runs."""
+    assert placement_rate_rps("B*", 0.9, [2.0, 0.5, 1.0, 0.0]) == pytest.approx(0.45)
+    assert placement_rate_rps("M_T", 0.9, [2.0, 0.5, 1.0]) == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="positive layout capacity"):
+        placement_rate_rps("B*", 0.9, [0.0])
+    sentinel = {k: object() for k in ("exact", "round-robin", "random")}
+    jobs = policy_jobs(None, sentinel, 2.0, "ds", load=0.9, warmup_s=20.0, measure_s=100.0,  # type: ignore[arg-type]
+                       tags={"role": "B*"}, placement_rate=0.45)
+    place = [j for j in jobs if j.tags["study"] == "placement"]
+    assert [j.tags["variant"] for j in place] == ["round-robin", "random", "exact"]
+    assert {j.rate_rps for j in place} == {0.45} and {j.rate_rps for j in jobs if j not in place} == {1.8}
+    assert all(j.layout is sentinel[j.tags["variant"]] for j in place)
+    runs = [{**_run("a", "B*", "ablation", v, 1.0, 1.0, 20)} for v, *_ in ABLATION]
+    runs += [_run("a", "B*", "placement", v, 7.0, 1.0, 20) for v in ("round-robin", "random", "exact")]
+    t = policy_rows(runs, min_first_tokens=10)
+    assert (t[t["study"] == "placement"]["sim_throughput_tps"] == 7.0).all() and (t["study"] == "placement").sum() == 3
 
 
 def test_protocol_warmup_by_hand() -> None:

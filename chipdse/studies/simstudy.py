@@ -8,7 +8,10 @@
   scheduling, static batching), CP (communication-aware exact placement), CP+ET (+ elastic task scheduling) and
   CP+ET+DB (+ dynamic batching); the four task schedulers (Fig. 12: static, FCFS, work stealing, elastic) and the
   placements (Fig. 10: round-robin, random, HYDRA greedy, exact), both with static batching as in Sec. VI-B; on
-  B* and M_T and several datasets, each at ``load`` x the design's estimated capacity on that dataset. Every run
+  B* and M_T and several datasets, each at ``load`` x the design's estimated capacity on that dataset, except the
+  placement study (:func:`placement_rate_rps`): on B* every layout at ``load`` x the weakest compared layout's
+  estimated capacity (a load every layout sustains, so TP/TTFT compares latency at equal traffic), on M_T every
+  layout saturated (throughput = its capacity). Every run
   is ``warmup_s`` + ``measure_s`` long and measured after its warm-up (HYDRA simulates 100 s per configuration,
   Sec. VI-A). A run is *invalid* when no request got its first token in its measured window or its study's
   reference run (baseline, static, round-robin) gave fewer than ``min_first_tokens`` first tokens there (first
@@ -67,6 +70,10 @@ CP run and its elastic run is CP+ET (neither simulated twice)."""
 PLACEMENT_VARIANTS = ("round-robin", "random", "hydra-greedy", "exact")
 """Placements of the placement study (HYDRA Fig. 10 plus the paper's greedy), static scheduling and batching; the
 round-robin and exact runs are the ablation's baseline and CP runs."""
+
+PLACEMENT_OVERLOAD = 2.0
+"""The M_T placement runs are offered this many times the strongest compared layout's estimated capacity, so every
+layout runs saturated and its throughput is its own capacity (HYDRA Fig. 10(b) compares M_T's throughput)."""
 
 REFERENCE = {"ablation": "baseline", "scheduler": "static", "placement": "round-robin"}
 """The run each study normalizes to (HYDRA Figs. 9, 10, 12); its first-token count decides a workload's validity."""
@@ -273,9 +280,27 @@ def _mape(estimate: np.ndarray, reference: np.ndarray) -> float:
     return float(np.mean(np.abs(estimate[ok] - reference[ok]) / reference[ok])) if ok.any() else math.nan
 
 
+def placement_rate_rps(role: str, load: float, capacities_rps: list[float]) -> float:
+    """Offered rate of one design's placement study, req/s: ``load`` x the weakest layout's estimated capacity for
+    B* (TP/TTFT at a load every compared layout sustains), :data:`PLACEMENT_OVERLOAD` x the strongest's for M_T
+    (each layout saturated: its throughput is its capacity). ``capacities_rps``: the compared layouts' estimated
+    capacities, req/s (non-positive ones are ignored).
+
+    Raises
+    ------
+    ValueError
+        No positive capacity.
+    """
+    caps = [c for c in capacities_rps if c > 0]
+    if not caps:
+        msg = f"placement_rate_rps needs a positive layout capacity, got {capacities_rps!r}"
+        raise ValueError(msg)
+    return PLACEMENT_OVERLOAD * max(caps) if role == "M_T" else load * min(caps)
+
+
 def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: float, dataset: str, *,
                 load: float = 0.9, warmup_s: float = 0.0, measure_s: float = 60.0,
-                tags: dict[str, Any] | None = None) -> list[SimJob]:
+                tags: dict[str, Any] | None = None, placement_rate: float | None = None) -> list[SimJob]:
     """The ablation, scheduler and placement runs of one design on one dataset (``sc``'s workload).
 
     Parameters
@@ -295,26 +320,31 @@ def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: fl
         Warm-up and measured window of every run, s (the run is ``warmup_s + measure_s`` long).
     tags : dict, optional
         Extra tags of every run (e.g. ``{"role": "B*", "model": ...}``).
+    placement_rate : float, optional
+        Offered rate of every placement run, req/s (:func:`placement_rate_rps`); None: ``load`` x
+        ``capacity_rps`` like the other studies, sharing the ablation's round-robin and exact runs.
 
     Returns
     -------
     list of SimJob
-        4 ablation runs, the scheduler runs not in the ablation (FCFS, work stealing) and the placement runs not
-        in it (random, greedy); :func:`policy_rows` copies the shared runs into every study.
+        4 ablation runs, the scheduler runs not in the ablation (FCFS, work stealing) and the placement runs (not
+        those in the ablation when ``placement_rate`` is None or equals the ablation's rate); :func:`policy_rows`
+        copies the shared runs into every study.
     """
     rate, dur = load * capacity_rps, warmup_s + measure_s
     extra = {"dataset": dataset, "load": load, **(tags or {})}
+    own_rate = placement_rate is not None and placement_rate != rate
 
-    def job(study: str, variant: str, placement: str, sched: str, batching: str) -> SimJob:
-        return SimJob(sc, layouts[placement], rate, dur, warmup_s, batching, sched,
+    def job(study: str, variant: str, placement: str, sched: str, batching: str, at: float = rate) -> SimJob:
+        return SimJob(sc, layouts[placement], at, dur, warmup_s, batching, sched,
                       tags={"study": study, "variant": variant, "placement": placement, "scheduler": sched,
                             "batching": batching, **extra})
 
     jobs = [job("ablation", v, p, sched, b) for v, p, sched, b in ABLATION]
     jobs += [job("scheduler", s_, "exact", s_, SCHEDULER_BATCHING) for s_ in SCHEDULER_VARIANTS
              if ("scheduler", s_) not in _FROM_ABLATION]
-    jobs += [job("placement", p, p, "static", "static") for p in PLACEMENT_VARIANTS
-             if ("placement", p) not in _FROM_ABLATION and p in layouts]
+    jobs += [job("placement", p, p, "static", "static", placement_rate if own_rate else rate)
+             for p in PLACEMENT_VARIANTS if (own_rate or ("placement", p) not in _FROM_ABLATION) and p in layouts]
     return jobs
 
 
