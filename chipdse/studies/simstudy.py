@@ -132,6 +132,8 @@ class SimJob:
     batching: str = "dynamic"
     scheduler: str = "static"
     tags: dict[str, Any] = field(default_factory=dict)
+    scheduler_options: tuple[tuple[str, Any], ...] = ()
+    """(field, value) pairs replaced in the scheduler's default config, e.g. ``(("imbalance_threshold", 2.0),)``."""
 
     def run(self) -> dict[str, Any]:
         """Simulate and return tags + throughput_tps, TTFT mean / p99, E2E mean, utilizations, events, and
@@ -144,7 +146,9 @@ class SimJob:
             batcher = dataclasses.replace(batcher, timeout_s=self.sc.spec.simulation.static_batch_timeout_s)
         cfg = build_sim_config(self.sc, lay.point, lay.placement, lay.prefill_map, lay.decode_map,
                                batcher=batcher,
-                               scheduler=scheduler_config(self.scheduler), arrival_rate_rps=self.rate_rps,
+                               scheduler=dataclasses.replace(scheduler_config(self.scheduler),
+                                                             **dict(self.scheduler_options)),
+                               arrival_rate_rps=self.rate_rps,
                                duration_s=self.duration_s)
         cfg = dataclasses.replace(cfg, warmup_s=self.warmup_s)
         res = simulate(cfg, self.sc.lengths)
