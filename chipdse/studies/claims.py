@@ -45,6 +45,9 @@ class Claim:
     cause : str
         The reason chipdse's number can differ (a parameter or mechanism the paper does not give), shown when this
         run is off by more than :data:`TOLERANCE` and the caller gives no measured note.
+    swept : str
+        That parameter's range tried and the range of this number over it, with where the paper's value falls
+        (measured by ``benchmarks/bench_claims_sweeps.py``; "" when not swept); shown with ``cause``.
     """
 
     key: str
@@ -53,12 +56,13 @@ class Claim:
     unit: str
     source: str
     cause: str
+    swept: str = ""
 
 
 _WINDOW = ("window and warm-up (the paper simulates 100 s and states no warm-up) and the offered load (not given); "
            "see the run's protocol line")
-_STATIC = ("the static-batching baseline: the paper does not give its batch-formation timeout; chipdse waits for a "
-           "full batch")
+_STATIC = ("the static-batching baseline's batch-formation timeout (the paper gives none; here "
+           "simulation.static_batch_timeout_s, 0.1 s by default: TorchServe's default batch delay)")
 _T4 = ("the offered rate per model (the paper gives none; here a fixed share of each model's own B* capacity) and "
        "the rule for choosing a design for several models (not stated; here maximin)")
 
@@ -194,8 +198,8 @@ def claim_rows(measured: dict[str, float | None], notes: dict[str, str] | None =
     -------
     list of ClaimRow
         In ``claims`` order. ``ratio`` = this run / paper. ``off`` when |ratio - 1| > ``tolerance``; the note
-        is then the caller's note (if any) and the claim's cause; "not run in this scenario" when there is no value;
-        empty otherwise.
+        is then the caller's note (if any), the claim's cause and its sweep (``Claim.swept``); "not run in this
+        scenario" when there is no value; empty otherwise.
     """
     notes = notes or {}
     rows = []
@@ -206,7 +210,8 @@ def claim_rows(measured: dict[str, float | None], notes: dict[str, str] | None =
             continue
         ratio = float(v) / c.paper
         off = abs(ratio - 1.0) > tolerance
-        note = "; ".join(x for x in (notes.get(c.key), "parameters the paper does not give: " + c.cause) if x)
+        note = "; ".join(x for x in (notes.get(c.key), "parameters the paper does not give: " + c.cause,
+                                     c.swept and "range tried: " + c.swept) if x)
         rows.append(ClaimRow(c.key, c.claim, c.unit, c.source, c.paper, float(v), ratio, off, note if off else ""))
     return rows
 
