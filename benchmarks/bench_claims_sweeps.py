@@ -6,13 +6,16 @@ same code as the claims table (:func:`chipdse.studies.claims.measure_policies` o
 (Nemotron-H-4B), its own B* and M_T per dataset (:func:`chipdse.studies.simstage.workload_policy_jobs`, as the
 protocol), ``--measure-s`` (default 60 s) measured after the scenario's warm-up instead of 100 s.
 
-1. ``timeout``: static batching's batch-formation timeout (``simulation.static_batch_timeout_s``), 0.1-30 s and
-   3600 s (no partial batch within the window), ablation runs at the scenario's load on arXiv and BWB;
+1. ``timeout``: static batching's batch-formation timeout (``SimJob.static_batch_timeout_s``; the scenario's
+   ``simulation.static_batch_timeout_s``), 0.1-30 s and 3600 s (no partial batch within the window), ablation runs
+   at the scenario's load on arXiv and BWB;
 2. ``load``: offered load 50-120% of each design's estimated capacity, ablation and scheduler runs on arXiv;
 3. ``threshold``: the elastic scheduler's imbalance threshold 0-4 service times, CP+ET against CP on arXiv;
+   ``placement``: the placement study's B* load, 50-90% of the weakest compared layout's estimated capacity, and
+   the former rule (every layout at 90% of the exact layout's), on arXiv and Chat;
 4. ``table4``: Table IV's offered rate share 50% and 90% of each model's own B* capacity (the claims run uses
    70%), shorter windows (saturated runs 15-60 s measured, TTFT runs 30 s);
-5. ``recovery``: the recovery sub-space's max batch (8, 32; the claims run uses 16) at 12 HBM stacks, 512 GB/s.
+5. ``recovery``: the recovery sub-space's max batch 8 (the claims run uses 16) at 12 HBM stacks, 512 GB/s.
 
 Not part of the test run (about 10-20 minutes on 2 cores).
 
@@ -48,15 +51,18 @@ from chipdse.studies.recovery import recovery
 from chipdse.studies.simstage import run_policy_jobs, workload_policy_jobs
 from chipdse.studies.simstudy import SimJob
 
-TIMEOUTS_S = (0.1, 1.0, 3.0, 10.0, 30.0, 3600.0)
+TIMEOUTS_S = (0.1, 1.0, 10.0, 30.0, 3600.0)
 LOADS = (0.5, 0.7, 0.9, 1.2)
 THRESHOLDS = (0.0, 0.5, 1.0, 2.0, 4.0)
+PLACEMENT_LOADS = (0.5, 0.7, 0.9)
 TABLE4_LOADS = (0.5, 0.9)
-RECOVERY_BATCHES = (8, 32)
+RECOVERY_BATCHES = (8,)
 
 POLICY_KEYS = ("full_tp_mean", "full_tp_max", "full_ttft_change", "cp_tp_min", "cp_tp_max", "et_tp_min", "et_tp_max",
                "db_tp_mean", "db_ttft_change", "elastic_vs_static_tp_min", "elastic_vs_static_tp_max",
-               "elastic_vs_static_ratio_min", "elastic_vs_static_ratio_max", "elastic_beats_ws_share")
+               "elastic_vs_static_ratio_min", "elastic_vs_static_ratio_max", "elastic_beats_ws_share",
+               "cp_vs_random_ratio_min", "cp_vs_random_ratio_max", "cp_vs_random_tp_min", "cp_vs_random_tp_max",
+               "cp_vs_rr_ratio_mean", "cp_vs_rr_tp_mean")
 """The claims rows the policy sweeps report (keys of :data:`chipdse.studies.claims.CLAIMS`)."""
 
 
@@ -94,13 +100,32 @@ def at_load(job: SimJob, load: float) -> SimJob:
 def sweep_timeout(sc: LoadedScenario, a: argparse.Namespace, backend: Backend, skipped: list[str]) -> list[dict]:
     jobs = [j for ds in ("arxiv.yaml", "bwb.yaml") for j in base_jobs(sc, ds, a.measure_s, skipped)
             if j.tags["study"] == "ablation"]
-    return [{"timeout_s": t, **measure([dataclasses.replace(j, sc=with_simulation(j.sc, static_batch_timeout_s=t))
-                                        for j in jobs], backend, skipped)} for t in TIMEOUTS_S]
+    return [{"timeout_s": t, **measure([dataclasses.replace(j, static_batch_timeout_s=t) for j in jobs], backend,
+                                       skipped)} for t in TIMEOUTS_S]
 
 
 def sweep_load(sc: LoadedScenario, a: argparse.Namespace, backend: Backend, skipped: list[str]) -> list[dict]:
     jobs = [j for j in base_jobs(sc, "arxiv.yaml", a.measure_s, skipped) if j.tags["study"] != "placement"]
     return [{"load": x, **measure([at_load(j, x) for j in jobs], backend, skipped)} for x in LOADS]
+
+
+def sweep_placement(sc: LoadedScenario, a: argparse.Namespace, backend: Backend, skipped: list[str]) -> list[dict]:
+    """The placement study's B* load over the weakest layout's capacity (M_T runs saturated in every row), and the
+    former rule (90% of the exact layout's capacity for every layout, ``exact90``)."""
+    jobs = [j for ds in ("arxiv.yaml", "chat.yaml") for j in base_jobs(sc, ds, a.measure_s, skipped)]
+    ablation = [j for j in jobs if j.tags["study"] == "ablation"]
+    out = []
+    for x in PLACEMENT_LOADS:
+        run = ablation + [j if j.tags["role"] == "M_T" else dataclasses.replace(j, rate_rps=j.rate_rps * x / 0.9)
+                          for j in jobs if j.tags["study"] == "placement"]
+        m = measure(run, backend, skipped)
+        out.append({"placement_load": x, **{k: m[k] for k in POLICY_KEYS if k.startswith("cp_vs")}})
+    shared = {(j.tags["dataset"], j.tags["role"]): j.rate_rps for j in ablation}
+    old = ablation + [dataclasses.replace(j, rate_rps=shared[j.tags["dataset"], j.tags["role"]]) for j in jobs
+                      if j.tags["study"] == "placement" and j.tags["variant"] not in ("exact", "round-robin")]
+    m = measure(old, backend, skipped)
+    out.append({"placement_load": "exact90", **{k: m[k] for k in POLICY_KEYS if k.startswith("cp_vs")}})
+    return out
 
 
 def sweep_threshold(sc: LoadedScenario, a: argparse.Namespace, backend: Backend, skipped: list[str]) -> list[dict]:
@@ -145,14 +170,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--measure-s", type=float, default=60.0)
-    ap.add_argument("--only", action="append", choices=["timeout", "load", "threshold", "table4", "recovery"])
+    ap.add_argument("--only", action="append", choices=["timeout", "load", "threshold", "placement", "table4",
+                                                        "recovery"])
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     backend = Backend.processes(a.workers) if a.workers > 1 else Backend.in_process()
     sc = load_scenario()
-    which = a.only or ["timeout", "load", "threshold", "table4", "recovery"]
+    which = a.only or ["timeout", "load", "threshold", "placement", "table4", "recovery"]
     runs = {"timeout": lambda s: sweep_timeout(sc, a, backend, s), "load": lambda s: sweep_load(sc, a, backend, s),
-            "threshold": lambda s: sweep_threshold(sc, a, backend, s), "table4": lambda s: sweep_table4(backend, s),
+            "threshold": lambda s: sweep_threshold(sc, a, backend, s),
+            "placement": lambda s: sweep_placement(sc, a, backend, s), "table4": lambda s: sweep_table4(backend, s),
             "recovery": lambda s: sweep_recovery(backend, s)}
     t0, c0 = time.perf_counter(), _cpu_s()
     results: dict[str, list[dict]] = {}
@@ -162,8 +189,8 @@ def main() -> None:
         results[name] = rows = runs[name](skipped)
         print(f"## {name}: {time.perf_counter() - t1:.0f} s wall, {_cpu_s() - c1:.0f} s CPU")
         print(pd.DataFrame(rows).round(3).to_string(index=False))
-        keys = [k for k in rows[0] if k not in ("timeout_s", "load", "imbalance_threshold", "rate_share", "max_batch",
-                                               "valid_workloads")]
+        keys = [k for k in rows[0] if k not in ("timeout_s", "load", "imbalance_threshold", "placement_load",
+                                               "rate_share", "max_batch", "valid_workloads")]
         print("ranges: " + "; ".join(f"{k} {_span(rows, k)}" for k in keys))
         for s in dict.fromkeys(skipped):
             print(f"  skipped: {s}")

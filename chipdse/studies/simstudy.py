@@ -134,16 +134,20 @@ class SimJob:
     tags: dict[str, Any] = field(default_factory=dict)
     scheduler_options: tuple[tuple[str, Any], ...] = ()
     """(field, value) pairs replaced in the scheduler's default config, e.g. ``(("imbalance_threshold", 2.0),)``."""
+    static_batch_timeout_s: float = math.inf
+    """Static batching's batch-formation timeout, s (``math.inf``: full batches only, the estimator's static model,
+    kept by the fidelity, recovery and Table IV runs); :func:`policy_jobs` sets the scenario's
+    ``simulation.static_batch_timeout_s``."""
 
     def run(self) -> dict[str, Any]:
         """Simulate and return tags + throughput_tps, TTFT mean / p99, E2E mean, utilizations, events, and
         ``first_tokens`` (requests whose first token came inside the measured window [warm-up, duration]).
-        Static batching gets the scenario's ``simulation.static_batch_timeout_s``."""
+        Static batching gets ``static_batch_timeout_s``."""
 
         lay = self.layout
         batcher = batcher_config(self.batching, lay.point.batch)
         if isinstance(batcher, StaticBatcherConfig):
-            batcher = dataclasses.replace(batcher, timeout_s=self.sc.spec.simulation.static_batch_timeout_s)
+            batcher = dataclasses.replace(batcher, timeout_s=self.static_batch_timeout_s)
         cfg = build_sim_config(self.sc, lay.point, lay.placement, lay.prefill_map, lay.decode_map,
                                batcher=batcher,
                                scheduler=dataclasses.replace(scheduler_config(self.scheduler),
@@ -321,7 +325,8 @@ def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: fl
     load : float
         Offered load as a fraction of ``capacity_rps``.
     warmup_s, measure_s : float
-        Warm-up and measured window of every run, s (the run is ``warmup_s + measure_s`` long).
+        Warm-up and measured window of every run, s (the run is ``warmup_s + measure_s`` long). Static batching
+        forms batches with ``sc``'s ``simulation.static_batch_timeout_s``.
     tags : dict, optional
         Extra tags of every run (e.g. ``{"role": "B*", "model": ...}``).
     placement_rate : float, optional
@@ -338,11 +343,12 @@ def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: fl
     rate, dur = load * capacity_rps, warmup_s + measure_s
     extra = {"dataset": dataset, "load": load, **(tags or {})}
     own_rate = placement_rate is not None and placement_rate != rate
+    timeout_s = sc.spec.simulation.static_batch_timeout_s if sc is not None else math.inf
 
     def job(study: str, variant: str, placement: str, sched: str, batching: str, at: float = rate) -> SimJob:
         return SimJob(sc, layouts[placement], at, dur, warmup_s, batching, sched,
                       tags={"study": study, "variant": variant, "placement": placement, "scheduler": sched,
-                            "batching": batching, **extra})
+                            "batching": batching, **extra}, static_batch_timeout_s=timeout_s)
 
     jobs = [job("ablation", v, p, sched, b) for v, p, sched, b in ABLATION]
     jobs += [job("scheduler", s_, "exact", s_, SCHEDULER_BATCHING) for s_ in SCHEDULER_VARIANTS
