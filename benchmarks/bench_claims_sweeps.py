@@ -77,11 +77,17 @@ def with_simulation(sc: LoadedScenario, **fields: Any) -> LoadedScenario:
     return dataclasses.replace(sc, spec=sc.spec.model_copy(update={"simulation": sim}))
 
 
+_BASE: dict[str, list[SimJob]] = {}
+
+
 def base_jobs(sc: LoadedScenario, dataset: str, measure_s: float, skipped: list[str]) -> list[SimJob]:
-    """The protocol's policy runs of one dataset on its own B* and M_T, ``measure_s`` measured."""
-    scw = with_workload(with_simulation(sc, measure_s=measure_s), dataset)
-    cfg = SolverConfig.of(scw.spec, seed=scw.spec.seed)
-    return workload_policy_jobs(scw, cfg, serve_layout, Screen, skipped)
+    """The protocol's policy runs of one dataset on its own B* and M_T, ``measure_s`` measured (placed once per
+    dataset)."""
+    if dataset not in _BASE:
+        scw = with_workload(with_simulation(sc, measure_s=measure_s), dataset)
+        cfg = SolverConfig.of(scw.spec, seed=scw.spec.seed)
+        _BASE[dataset] = workload_policy_jobs(scw, cfg, serve_layout, Screen, skipped)
+    return _BASE[dataset]
 
 
 def measure(jobs: list[SimJob], backend: Backend, skipped: list[str]) -> dict[str, float | None]:
