@@ -120,7 +120,7 @@ def run_table_iv(backend: Backend) -> tuple[dict, dict, list[str]]:
     rates = ", ".join(f"{k} {v:.3g}" for k, v in sim.rates_rps.items())
     measured = measure_table_iv(sim.scores)
     notes = {k: f"simulated, each model at {sim.load:.0%} of its own B* design's simulated capacity ({rates} "
-                "req/s; only this share tried)" for k in measured}
+                "req/s; other shares: the range tried)" for k in measured}
     lines = [f"Table IV: {time.perf_counter() - t0:.0f} s wall, {_cpu_s() - c0:.0f} s CPU; rates {rates} req/s"]
     for obj in ("B*", "M_T"):
         lines += [f"  {obj} estimator:", *("    " + x for x in r.scores[obj].round(2).to_string().split("\n")),

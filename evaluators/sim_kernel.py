@@ -40,6 +40,8 @@ class EventKind(IntEnum):
     """An intermediate pipeline stage finished on a chiplet; the job moves on to the next stage."""
     ARRIVAL = 3
     """A request arrives in the request pool."""
+    BATCH_TIMEOUT = 4
+    """A waiting request's static-batch formation timeout ran out (after same-instant arrivals, which join)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ Arrival processes (:class:`ArrivalKind`)
     ``numpy.random.Generator`` they are given.
 Batchers (:class:`BatcherKind`)
     ``static``: fixed batches of ``max_batch`` requests, prefilled together and decoded until the longest
-    finishes, never refilled (HYDRA Sec. IV-B, Fig. 5 top). ``dynamic``: continuous batching with a max
+    finishes, never refilled (HYDRA Sec. IV-B, Fig. 5 top); a partial batch starts once its oldest request has
+    waited ``timeout_s``. ``dynamic``: continuous batching with a max
     batch and a token budget, requests joining and leaving between iterations (HYDRA Sec. IV-B).
 Task schedulers (:class:`SchedulerKind`)
     ``static`` (the mapping's preferred chiplet), ``fcfs`` (round-robin over compatible chiplets),
@@ -209,6 +210,8 @@ class StageJob:
 class AdmissionState(Protocol):
     """What a batcher may ask of the simulator when admitting."""
 
+    now_s: float
+    """Current simulated time, s."""
     n_admitted: int
     """Requests admitted and not yet finished or preempted."""
     demand_tokens: float
@@ -320,14 +323,28 @@ class StaticBatcherConfig:
     Attributes
     ----------
     max_batch : int
-        Requests per batch; a batch forms only when this many are waiting and a decode slot is free.
+        Requests per batch; a full batch forms when this many are waiting and a decode slot is free.
+    timeout_s : float
+        Batch-formation timeout, s: once the oldest waiting request has waited this long, the waiting requests
+        (fewer than ``max_batch``) start as a partial batch in the next free slot. ``math.inf`` (the default
+        here): no timeout, a batch waits until it is full. HYDRA gives no formation rule; the scenario's
+        ``simulation.static_batch_timeout_s`` sets it for the studies.
+
+    Raises
+    ------
+    SimulationError
+        ``max_batch`` below 1, or ``timeout_s`` negative or NaN.
     """
 
     max_batch: int
+    timeout_s: float = math.inf
     kind: BatcherKind = field(default=BatcherKind.STATIC, init=False)
 
     def __post_init__(self) -> None:
         _integer_at_least("StaticBatcherConfig.max_batch", self.max_batch, 1)
+        if not (isinstance(self.timeout_s, int | float) and self.timeout_s >= 0):
+            msg = f"StaticBatcherConfig.timeout_s must be a number >= 0 (math.inf: none), got {self.timeout_s!r}"
+            raise SimulationError(msg)
 
 
 @dataclass(frozen=True)
@@ -401,18 +418,21 @@ class StaticBatcher(Batcher):
     """Fixed batches: ``max_batch`` requests admitted together into a free slot, prefilled together and
     decoded until the longest finishes; finished requests are not replaced (HYDRA Fig. 5, top).
 
-    A batch forms only when ``max_batch`` requests wait (there is no batch time-out). If the whole batch does
-    not fit in memory and nothing else is admitted, the longest prefix that fits is admitted, so a lone
-    oversized batch cannot stall the system.
+    A batch forms when ``max_batch`` requests wait, or, with fewer waiting, when the oldest of them has waited
+    ``timeout_s`` (``StaticBatcherConfig.timeout_s``; the simulator wakes the batcher at each request's arrival +
+    timeout). If the whole batch does not fit in memory and nothing else is admitted, the longest prefix that
+    fits is admitted, so a lone oversized batch cannot stall the system.
     """
 
     def admit(self, pool: deque[SimRequest], state: AdmissionState) -> list[list[SimRequest]]:
-        """Return one group of ``max_batch`` requests per free slot while enough requests wait and fit."""
+        """Return one group of ``max_batch`` requests per free slot while enough requests wait and fit (fewer
+        when the pool head has waited ``timeout_s``)."""
         groups: list[list[SimRequest]] = []
         free = state.free_slots()
         b = self.max_batch
-        while free and len(pool) >= b:
-            batch = [pool[i] for i in range(b)]
+        timeout = getattr(self.config, "timeout_s", math.inf)
+        while free and pool and (len(pool) >= b or state.now_s >= pool[0].arrival_s + timeout):
+            batch = [pool[i] for i in range(min(b, len(pool)))]
             if not state.fits(batch + [r for g in groups for r in g]):
                 if groups or state.n_admitted > 0:
                     break

@@ -70,6 +70,7 @@ on the iteration order of a set.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 
@@ -194,7 +195,9 @@ class _Engine:
         self.tbt: list[float] = []
         self.kernel = Kernel({EventKind.ARRIVAL: self.on_arrival, EventKind.STAGE_DONE: self.on_stage_done,
                               EventKind.PREFILL_DONE: self.on_prefill_done,
-                              EventKind.ITERATION_DONE: self.on_iteration_done}, record=cfg.record_timeline)
+                              EventKind.ITERATION_DONE: self.on_iteration_done,
+                              EventKind.BATCH_TIMEOUT: self.on_batch_timeout}, record=cfg.record_timeline)
+        self.batch_timeout_s = float(getattr(cfg.batcher, "timeout_s", math.inf))
 
     def _check_footprints(self, sample: LengthSample) -> None:
         """Every simulated request must fit its largest context alone, or preemption could never end."""
@@ -602,7 +605,13 @@ class _Engine:
         out = self._admit()
         if i + 1 < len(self.arrivals):
             out.append(Event(float(self.arrivals[i + 1]), EventKind.ARRIVAL, i + 1))
+        if self.batch_timeout_s < math.inf:
+            out.append(Event(ev.time_s + self.batch_timeout_s, EventKind.BATCH_TIMEOUT, i))
         return out
+
+    def on_batch_timeout(self, ev: Event) -> list[Event]:
+        """A request's static-batch timeout ran out: admission may now start a partial batch."""
+        return self._admit()
 
     def on_stage_done(self, ev: Event) -> list[Event]:
         """An intermediate stage finished: free the chiplet, send the job to its next stage."""

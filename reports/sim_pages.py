@@ -163,7 +163,9 @@ STUDY_PAGES = (
      "1.17-1.73x (M_T, TP); over FCFS 1.04-1.30x; best in 6 of 8 against work stealing."),
     ("placement", tuple(v for v in PLACEMENT_VARIANTS if v != REFERENCE["placement"]),
      "HYDRA Fig. 10: placements over round-robin",
-     "Static scheduling and static batching; round-robin = the ablation's baseline, exact = its CP run; random = "
+     "Static scheduling and static batching, every layout at the study's own load (not the one below): B* at "
+     "simulation.load x the weakest layout's estimated capacity (all sustain it), M_T saturated at 2x the "
+     "strongest's (throughput = capacity); random = "
      "one uniformly random placement with round-robin mapping; hydra-greedy = the paper's two-step greedy with LPT "
      "mapping. HYDRA: CP over round-robin 1.29x TP/TTFT and 1.22x TP; over random 1.04-1.80x TP/TTFT, "
      "1.07-1.22x TP."),
@@ -211,18 +213,18 @@ def _ratio_axes(ax: plt.Axes, pol: pd.DataFrame, study: str, variants: tuple[str
 
 def _invalid_notes(d: pd.DataFrame, study: str) -> str:
     """The invalid workloads of one study's rows ``d`` (:func:`policy_rows`), each with its reference run's
-    finished count, then the single runs that finished no request on an otherwise valid workload."""
+    first-token count in its window, then the single runs that gave no first token on an otherwise valid workload."""
     keys = [k for k in WORKLOAD_KEYS if k in d]
     by_ref = d["invalid_reason"].astype(str).str.contains("<")  # the reference-run rule, not the run's own
     short = {k for k, g in d[by_ref].groupby(keys, sort=False)} if keys else set()
     parts = []
     for k, g in d[by_ref].groupby(keys, sort=False):
-        n = g["ref_finished"].iloc[0]
-        parts.append(f"{_label(k, keys)} ({REFERENCE[study]} finished {'no run' if math.isnan(n) else int(n)})")
+        n = g["ref_first_tokens"].iloc[0]
+        parts.append(f"{_label(k, keys)} ({REFERENCE[study]}: {'no run' if math.isnan(n) else int(n)} first tokens)")
     for _, r in d[~d["valid"] & ~by_ref].iterrows():
         k = tuple(r[c] for c in keys)
         if k not in short:
-            parts.append(f"{_label(k, keys)} {r['variant']} (finished no request)")
+            parts.append(f"{_label(k, keys)} {r['variant']} (no first token)")
     return "; ".join(parts)
 
 
@@ -278,8 +280,9 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
                       f"of the design's estimated capacity on each workload ({rates}). Averages: geometric means of "
                       "per-workload ratios over valid workloads (a ratio's mean that does not depend on the "
                       "reference). " + _summary_text(pol, name, variants) + ". Invalid (hatched, left out): a run "
-                      "that finished no request, or every run of a workload whose reference run finished fewer than "
-                      "simulation.min_finished requests" + (f": {notes}." if notes else "."))
+                      "with no first token in its measured window, or every run of a workload whose reference run "
+                      "gave fewer than simulation.min_first_tokens first tokens there"
+                      + (f": {notes}." if notes else "."))
         fig.subplots_adjust(bottom=top + 0.2, top=0.9, wspace=0.55, right=0.86, left=0.07)
         own = "model" in d and d["model"].nunique() > 1
         who = "each workload's own B* and M_T" if own else f"B* = {b_star} and M_T"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from chipdse.reports.claims_page import claims_lines
-from chipdse.studies.claims import CLAIMS, NOT_RUN, claim_rows, measure_policies, measure_table_iv
+from chipdse.studies.claims import CLAIMS, NOT_RUN, Claim, claim_rows, measure_policies, measure_table_iv
 
 PAPER = {c.key: c.paper for c in CLAIMS}
 
@@ -31,7 +31,8 @@ def test_ratio_flag_and_notes() -> None:
     assert rows["full_tp_mean"].ratio == pytest.approx(1.10)
     assert not rows["full_tp_mean"].off and rows["full_tp_mean"].note == ""
     assert rows["full_tp_max"].ratio == pytest.approx(2.0) and rows["full_tp_max"].off
-    cause = "parameters the paper does not give: " + next(c.cause for c in CLAIMS if c.key == "full_tp_max")
+    claim = next(c for c in CLAIMS if c.key == "full_tp_max")
+    cause = "parameters the paper does not give: " + claim.cause + (claim.swept and "; range tried: " + claim.swept)
     assert rows["full_tp_max"].note == cause
     assert rows["cosine"].off and rows["cosine"].note.startswith("measured: 3 points only; parameters the paper")
     assert rows["est_recovery"].this_run is None and rows["est_recovery"].note == NOT_RUN
@@ -39,6 +40,15 @@ def test_ratio_flag_and_notes() -> None:
     # a negative change: -21.85% against the paper's -43.7% is a ratio of one half
     half = {r.key: r for r in claim_rows({"full_ttft_change": -21.85})}["full_ttft_change"]
     assert half.ratio == pytest.approx(0.5) and half.off
+
+
+def test_a_swept_claim_names_its_range_only_when_off() -> None:
+    """A claim's sweep (range tried, range of the value, where the paper falls) follows its cause in the note."""
+    c = Claim("k", "a ratio", 2.0, "x", "Sec. X", "the load (not given)", "load 50-120%: 1.1-1.4x; paper above")
+    off, near = claim_rows({"k": 1.2}, claims=(c,))[0], claim_rows({"k": 1.9}, claims=(c,))[0]
+    assert off.off and off.note == ("parameters the paper does not give: the load (not given); range tried: load "
+                                    "50-120%: 1.1-1.4x; paper above")
+    assert not near.off and near.note == ""
 
 
 def test_page_lines_show_the_reason_only_for_rows_off_by_more_than_25_percent() -> None:
@@ -52,7 +62,7 @@ def test_page_lines_show_the_reason_only_for_rows_off_by_more_than_25_percent() 
 
 
 def _runs() -> pd.DataFrame:
-    """Two valid workloads and one whose static baseline finished nothing (left out of the ablation numbers)."""
+    """Two valid workloads and one whose static baseline gave no first token (left out of the ablation numbers)."""
     rows = []
     ablation = {"arxiv": {"baseline": (100, 2.0), "CP": (110, 2.0), "CP+ET": (120, 1.6), "CP+ET+DB": (150, 1.0)},
                 "chat": {"baseline": (200, 4.0), "CP": (300, 4.0), "CP+ET": (400, 3.0), "CP+ET+DB": (500, 1.5)},
@@ -60,13 +70,13 @@ def _runs() -> pd.DataFrame:
     for ds, variants in ablation.items():
         for v, (tp, tt) in variants.items():
             rows.append({"study": "ablation", "variant": v, "dataset": ds, "sim_throughput_tps": tp,
-                         "sim_ttft_s": tt, "finished": 0 if tp == 0 else 10})
+                         "sim_ttft_s": tt, "first_tokens": 0 if tp == 0 else 10})
     sched = {"arxiv": {"static": 100, "fcfs": 150, "work-stealing": 170, "elastic": 160},
              "chat": {"static": 200, "fcfs": 220, "work-stealing": 200, "elastic": 300}}
     for ds, variants in sched.items():
         for v, tp in variants.items():
             rows.append({"study": "scheduler", "variant": v, "dataset": ds, "sim_throughput_tps": tp,
-                         "sim_ttft_s": 1.0, "finished": 10})
+                         "sim_ttft_s": 1.0, "first_tokens": 10})
     return pd.DataFrame(rows)
 
 

@@ -8,7 +8,9 @@ import math
 import pandas as pd
 import pytest
 
+from chipdse.core.errors import SpecError
 from chipdse.core.scenario import load_scenario
+from chipdse.core.specs import SimulationSettings, parse_spec
 from chipdse.studies.protocol import policy_study
 from chipdse.studies.simstage import protocol_workloads
 from chipdse.studies.simstudy import ABLATION, REFERENCE, SimulationStudy, policy_summary
@@ -28,7 +30,7 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, 
     base |= {"library": str(inst / "chiplets" / "hydra.yaml"), "package": str(inst / "packages" / "hydra-5x5.yaml"),
              "workload": str(inst / "workloads" / "arxiv.yaml"), "name": "tiny-protocol", "work_limit": 0.5,
              "design_space": TINY,
-             "simulation": {"warmup_s": 2, "measure_s": 6, "min_finished": 3, "load": 0.9,
+             "simulation": {"warmup_s": 2, "measure_s": 6, "min_first_tokens": 3, "load": 0.9,
                             "datasets": ["arxiv.yaml", "chat.yaml"], "workers": 1}}
     path = tmp_path_factory.mktemp("protocol") / "tiny.yaml"
     path.write_text(yaml.safe_dump(base))
@@ -49,16 +51,21 @@ def test_every_study_runs_on_each_workloads_own_designs(tiny_study) -> None:
         assert {("ablation", v) for v, *_ in ABLATION} <= variants
         assert {("scheduler", v) for v in ("static", "fcfs", "work-stealing", "elastic")} <= variants
         assert {("placement", "round-robin"), ("placement", "exact")} <= variants
-        # one design and one offered load per workload and role; every run warm-up + measured window as set
-        assert g["label"].nunique() == 1 and g["rate_rps"].nunique() == 1 and g["rate_rps"].iloc[0] > 0
+        # one design per workload and role; one offered load for the ablation and scheduler studies, one for the
+        # placement study (B*: at most the others'; M_T: saturated, above); every run warm-up + measured window
+        assert g["label"].nunique() == 1
+        shared = g[g["study"] != "placement"]["rate_rps"]
+        place = g[g["study"] == "placement"]["rate_rps"]
+        assert shared.nunique() == 1 and place.nunique() == 1 and shared.iloc[0] > 0
+        assert (place.iloc[0] <= shared.iloc[0]) if role == "B*" else (place.iloc[0] > shared.iloc[0])
         assert set(g["duration_s"]) == {8.0} and set(g["warmup_s"]) == {2.0}
 
 
 def test_validity_follows_the_reference_runs_counts(tiny_study) -> None:
     table, _ = tiny_study
     for (_ds, _role, study), g in table.groupby(["dataset", "role", "study"]):
-        ref = g[g["variant"] == REFERENCE[study]]["finished"].iloc[0]
-        expect = (ref >= 3) & (g["finished"] > 0)
+        ref = g[g["variant"] == REFERENCE[study]]["first_tokens"].iloc[0]
+        expect = (ref >= 3) & (g["first_tokens"] > 0)
         assert (g["valid"] == expect).all()
 
 
@@ -80,3 +87,13 @@ def test_policy_pages_have_no_overlapping_text(tiny_study) -> None:
     policy_page(pages, SimulationStudy(pd.DataFrame(), {}, table, {}, skipped, 0.0), "B*", 0.9)
     assert len(pages.pages) == 3
     assert overlaps(pages) == []
+
+
+def test_the_old_validity_field_name_is_refused_with_the_new_one() -> None:
+    """``simulation.min_finished`` (finished requests) was renamed ``min_first_tokens`` (first tokens in the window)."""
+    with pytest.raises(SpecError, match="min_finished was renamed min_first_tokens"):
+        parse_spec(SimulationSettings, {"min_finished": 10}, "scenario.yaml")
+    s = parse_spec(SimulationSettings, {"min_first_tokens": 3, "static_batch_timeout_s": 2.5}, "scenario.yaml")
+    assert (s.min_first_tokens, s.static_batch_timeout_s) == (3, 2.5)
+    with pytest.raises(SpecError, match="static_batch_timeout_s"):
+        parse_spec(SimulationSettings, {"static_batch_timeout_s": -1}, "scenario.yaml")

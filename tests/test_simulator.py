@@ -213,6 +213,24 @@ def test_static_batching_waits_for_a_full_batch_and_never_refills() -> None:
     assert res.requests["finish_s"].tolist() == [1.5625, 1.0625]
 
 
+def test_static_batch_timeout_starts_a_partial_batch_at_arrival_plus_timeout() -> None:
+    """Static batches of 3 with a 0.5 s timeout; only A (t = 0) and B (t = 1/16) arrive. Worked by hand: A's
+    timer runs out at 0 + 0.5, the pair starts then as one prefill job (3 tokens x 0.125 = 0.375 s, first tokens at
+    0.875); one iteration at b = 2 (0.25 + 2 x 0.125 on D1, 0.125 on D2) until 1.5: A's 2nd token, B done; A alone
+    (0.375 + 0.125) until 2.0. B's timer (0.5625) finds the pool empty. Without the timeout nothing starts."""
+    sample = LengthSample(np.array([2, 1]), np.array([3, 2]), np.array([0.0, 0.0625]), "hand")
+    T = EventKind.BATCH_TIMEOUT  # noqa: N806
+    res = simulate(pipeline_config(batcher=StaticBatcherConfig(3, timeout_s=0.5), duration_s=2.5), sample)
+    assert res.timeline == ((0.0, A), (0.0625, A), (0.5, T), (0.5625, T), (0.875, P), (1.375, S), (1.5, IT),
+                            (1.875, S), (2.0, IT))
+    assert res.requests["admitted_s"].tolist() == [0.5, 0.5]
+    assert res.requests["first_token_s"].tolist() == [0.875, 0.875]
+    none = simulate(pipeline_config(batcher=StaticBatcherConfig(3), duration_s=2.5), sample)
+    assert none.timeline == ((0.0, A), (0.0625, A)) and none.output_tokens == 0
+    with pytest.raises(SimulationError, match="timeout_s"):
+        StaticBatcherConfig(3, timeout_s=-1.0)
+
+
 def test_prefill_chunks_pipeline_through_the_stages() -> None:
     """A 4-token prompt in chunks of 2 on two prefill stages of 0.125 s per token: chunk 1 leaves P1 at 0.25,
     both chiplets work until 0.5, chunk 2 leaves P2 at 0.75 = t_stage (1 + (stages - 1) / chunks), the estimator's

@@ -4,8 +4,10 @@ Layouts of the B* finalist as explore solved them (best exact placement + exact 
 round-robin + round-robin), plus the placement minimizing the busiest NoI link under XY routing
 (``solvers.link_load``'s ``layout-bnb``, started from the exact placement, LPT mapping: it bounds the busiest link
 where the max-link MILP stops at its start with a zero bound). For each: HYDRA Eq. 2's hop-weighted volume and its
-gap to the best proven bound, the busiest link's load, the estimator's re-score, and the event simulator at the
-same offered load and window as the scheduler study (dynamic batching, static scheduling).
+gap to the best proven bound, the busiest link's load, the estimator's re-score, and the event simulator (dynamic
+batching, static scheduling) with every layout at one offered load all of them sustain: ``simulation.load`` x the
+weakest layout's estimated capacity (at a share of the exact layout's, round-robin ran overloaded and its
+throughput and TTFT measured the window's length, not the layout).
 """
 
 from __future__ import annotations
@@ -67,8 +69,8 @@ def layout_candidates(sc: LoadedScenario, finalist: Any, cfg: SolverConfig) -> l
 
 def layout_jobs(sc: LoadedScenario, candidates: list[dict[str, Any]], rate_rps: float, duration_s: float
                 ) -> list[SimJob]:
-    """One simulation per layout: dynamic batching, static scheduling, ``rate_rps``, ``duration_s`` from empty
-    (the exact layout's run equals the scheduler study's static run on the same dataset)."""
+    """One simulation per layout: dynamic batching, static scheduling, ``rate_rps`` (req/s; explore offers
+    ``simulation.load`` x the weakest layout's estimated capacity), ``duration_s`` (s) from empty."""
     return [SimJob(sc, c["layout"], rate_rps, duration_s, 0.0, "dynamic", "static",
                    tags={"study": "layout", "variant": c["name"]}) for c in candidates]
 

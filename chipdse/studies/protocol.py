@@ -25,7 +25,7 @@ def policy_study(workloads: list[LoadedScenario], cfg: SolverConfig | None = Non
     ----------
     workloads : list of LoadedScenario
         One scenario per workload (model and dataset), e.g. :func:`protocol_workloads`; each one's
-        ``simulation`` settings (``warmup_s``, ``measure_s``, ``load``, ``min_finished``, ``roles``) and
+        ``simulation`` settings (``warmup_s``, ``measure_s``, ``load``, ``min_first_tokens``, ``roles``) and
         ``estimator`` settings (the B* / M_T pick: HYDRA picks under static batching) apply.
     cfg : SolverConfig, optional
         Placement and mapping limits; default: the first workload's (``SolverConfig.of``).
@@ -56,7 +56,7 @@ def policy_study(workloads: list[LoadedScenario], cfg: SolverConfig | None = Non
         if progress is not None:
             progress(f"B* and M_T of {scw.model.key} on {scw.workload.name}", 0.0)
         jobs += workload_policy_jobs(scw, cfg, serve_layout, Screen, skipped)
-    table = run_policy_jobs(jobs, backend or Backend.in_process(), workloads[0].spec.simulation.min_finished,
+    table = run_policy_jobs(jobs, backend or Backend.in_process(), workloads[0].spec.simulation.min_first_tokens,
                             skipped)
     return table, skipped
 

@@ -20,6 +20,7 @@ from chipdse.solvers.config import SolverConfig
 from chipdse.studies.layout_study import layout_candidates, layout_jobs, layout_table
 from chipdse.studies.parallel import Backend, run_jobs
 from chipdse.studies.simstudy import (
+    PLACEMENT_VARIANTS,
     Layout,
     SimJob,
     SimulationStudy,
@@ -28,6 +29,7 @@ from chipdse.studies.simstudy import (
     fidelity_table,
     finalist_layouts,
     make_layout,
+    placement_rate_rps,
     policy_datasets,
     policy_jobs,
     policy_rows,
@@ -93,19 +95,22 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
         lays |= {"random": rnd} if rnd is not None else {}
         for ds in policy_datasets(sc):
             scd = with_workload(sc, ds)
-            served = serve(screen_of(scd), scd, lays["exact"].point, lays["exact"].placement,
+            screen = screen_of(scd)
+            served = serve(screen, scd, lays["exact"].point, lays["exact"].placement,
                            lays["exact"].prefill_map, lays["exact"].decode_map)
             jobs += policy_jobs(scd, lays, served["capacity_rps"], scd.workload.name, load=st.load,
                                 warmup_s=_warmup_s(scd, lays["exact"].point.batch, served), measure_s=st.measure_s,
-                                tags={"role": role, "model": sc.model.key})
+                                tags={"role": role, "model": sc.model.key},
+                                placement_rate=_placement_rate(screen, scd, serve, lays, role, served))
             if f is b_star and scd.workload.name == sc.workload.name and not candidates:  # B*'s layouts, own data
                 progress("simulation: B*'s layouts (and the min max-link placement)", 0.0)
                 candidates = layout_candidates(sc, b_star, cfg)
-                screen = screen_of(scd)
                 layout_served = {c["name"]: serve(screen, scd, c["layout"].point, c["layout"].placement,
                                                   c["layout"].prefill_map, c["layout"].decode_map)
                                  for c in candidates}
-                jobs += layout_jobs(scd, candidates, st.load * served["capacity_rps"], st.duration_s)
+                weakest = min([v["capacity_rps"] for v in layout_served.values() if v["capacity_rps"] > 0]
+                              or [served["capacity_rps"]])
+                jobs += layout_jobs(scd, candidates, st.load * weakest, st.duration_s)
     progress(f"simulation: {len(jobs)} runs on {st.workers} worker(s)", 0.0)
     results: list[dict[str, Any]] = []
     safe = [_SafeJob(j) for j in jobs]
@@ -121,7 +126,7 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
                        "+ simulation.spread)")
 
     layouts_df = layout_table(candidates, layout_served, results)
-    pol = policy_rows(results, st.min_finished)
+    pol = policy_rows(results, st.min_first_tokens)
     if len(pol):
         bad = pol[~pol["valid"]].drop_duplicates([k for k in ("model", "dataset", "role", "study") if k in pol])
         skipped += [f"{r.get('model', '')} {r['dataset']} {r.get('role', '')} {r['study']}: invalid, "
@@ -134,6 +139,16 @@ def explore_simulations(sc: LoadedScenario, df: pd.DataFrame, finalists: list[An
             util[r["placement"]] = {"links": r["link_utilization"], "chiplets": r["chiplet_utilization"],
                                     "variant": r["variant"]}
     return SimulationStudy(fid, metrics, pol, util, skipped, time.perf_counter() - t0, layouts_df)
+
+
+def _placement_rate(screen: Any, scw: LoadedScenario, serve: Any, layouts: dict[str, Layout], role: str,
+                    exact_served: dict[str, float]) -> float:
+    """The placement study's offered rate on one workload, req/s (:func:`placement_rate_rps` over every compared
+    layout's estimator re-score; ``exact_served`` is the exact layout's, already computed)."""
+    caps = [exact_served["capacity_rps"]] + [
+        serve(screen, scw, lay.point, lay.placement, lay.prefill_map, lay.decode_map)["capacity_rps"]
+        for key, lay in layouts.items() if key != "exact" and key in PLACEMENT_VARIANTS]
+    return placement_rate_rps(role, scw.spec.simulation.load, caps)
 
 
 def _warmup_s(scw: LoadedScenario, batch: int, served: dict[str, float]) -> float:
@@ -198,10 +213,12 @@ def workload_policy_jobs(scw: LoadedScenario, cfg: SolverConfig, serve: Any, scr
                 "hydra-greedy": make_layout(scw, row, "hydra-greedy", cfg),
                 "random": random_layout(scw, exact.point, float(row["capacity_rps"]), cfg, cfg.seed)}
         served = serve(screen, scw, exact.point, exact.placement, exact.prefill_map, exact.decode_map)
-        jobs += policy_jobs(scw, {k: v for k, v in lays.items() if v is not None}, served["capacity_rps"],
+        placed = {k: v for k, v in lays.items() if v is not None}
+        jobs += policy_jobs(scw, placed, served["capacity_rps"],
                             scw.workload.name, load=st.load, warmup_s=_warmup_s(scw, exact.point.batch, served),
                             measure_s=st.measure_s,
-                            tags={"role": role, "model": scw.model.key, "label": row["label"]})
+                            tags={"role": role, "model": scw.model.key, "label": row["label"]},
+                            placement_rate=_placement_rate(screen, scw, serve, placed, role, served))
     return jobs
 
 
@@ -216,7 +233,7 @@ def protocol_jobs(sc: LoadedScenario, cfg: SolverConfig, serve: Any, screen_of: 
     return jobs
 
 
-def run_policy_jobs(jobs: list[SimJob], backend: Backend, min_finished: int, skipped: list[str]) -> pd.DataFrame:
+def run_policy_jobs(jobs: list[SimJob], backend: Backend, min_first_tokens: int, skipped: list[str]) -> pd.DataFrame:
     """Run policy jobs (simulator input errors appended to ``skipped``) and return :func:`policy_rows`' table."""
     results = []
     for res in run_jobs(_run_safe, [_SafeJob(j) for j in jobs], backend):
@@ -224,7 +241,7 @@ def run_policy_jobs(jobs: list[SimJob], backend: Backend, min_finished: int, ski
             skipped.append(res["error"])
         else:
             results.append(res)
-    return policy_rows(results, min_finished)
+    return policy_rows(results, min_first_tokens)
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,15 @@
   scheduling, static batching), CP (communication-aware exact placement), CP+ET (+ elastic task scheduling) and
   CP+ET+DB (+ dynamic batching); the four task schedulers (Fig. 12: static, FCFS, work stealing, elastic) and the
   placements (Fig. 10: round-robin, random, HYDRA greedy, exact), both with static batching as in Sec. VI-B; on
-  B* and M_T and several datasets, each at ``load`` x the design's estimated capacity on that dataset. Every run
+  B* and M_T and several datasets, each at ``load`` x the design's estimated capacity on that dataset, except the
+  placement study (:func:`placement_rate_rps`): on B* every layout at ``load`` x the weakest compared layout's
+  estimated capacity (a load every layout sustains, so TP/TTFT compares latency at equal traffic), on M_T every
+  layout saturated (throughput = its capacity). Every run
   is ``warmup_s`` + ``measure_s`` long and measured after its warm-up (HYDRA simulates 100 s per configuration,
-  Sec. VI-A). A run is *invalid* when it finished no request or its study's reference run (baseline, static,
-  round-robin) finished fewer than ``min_finished``; invalid runs are shown, counted and left out of averages.
+  Sec. VI-A). A run is *invalid* when no request got its first token in its measured window or its study's
+  reference run (baseline, static, round-robin) gave fewer than ``min_first_tokens`` first tokens there (first
+  tokens, not finished requests: BWB / LongWriter requests outlive the window); invalid runs are shown, counted and
+  left out of averages. Throughput stays output tokens / measured window.
 
 Every simulation is one :class:`SimJob` (plain data), so a sweep can hand them to any
 :class:`chipdse.studies.parallel.Backend`.
@@ -32,6 +37,7 @@ from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import LoadedScenario
 from chipdse.evaluators.policies import SCHEDULER_NAMES, batcher_config, scheduler_config
 from chipdse.evaluators.sim_build import build_sim_config
+from chipdse.evaluators.sim_policies import StaticBatcherConfig
 from chipdse.evaluators.simulator import simulate
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
@@ -65,8 +71,12 @@ PLACEMENT_VARIANTS = ("round-robin", "random", "hydra-greedy", "exact")
 """Placements of the placement study (HYDRA Fig. 10 plus the paper's greedy), static scheduling and batching; the
 round-robin and exact runs are the ablation's baseline and CP runs."""
 
+PLACEMENT_OVERLOAD = 2.0
+"""The M_T placement runs are offered this many times the strongest compared layout's estimated capacity, so every
+layout runs saturated and its throughput is its own capacity (HYDRA Fig. 10(b) compares M_T's throughput)."""
+
 REFERENCE = {"ablation": "baseline", "scheduler": "static", "placement": "round-robin"}
-"""The run each study normalizes to (HYDRA Figs. 9, 10, 12); its finished count decides a workload's validity."""
+"""The run each study normalizes to (HYDRA Figs. 9, 10, 12); its first-token count decides a workload's validity."""
 
 _FROM_ABLATION = {("scheduler", "static"): "CP", ("scheduler", "elastic"): "CP+ET",
                   ("placement", "round-robin"): "baseline", ("placement", "exact"): "CP"}
@@ -122,14 +132,27 @@ class SimJob:
     batching: str = "dynamic"
     scheduler: str = "static"
     tags: dict[str, Any] = field(default_factory=dict)
+    scheduler_options: tuple[tuple[str, Any], ...] = ()
+    """(field, value) pairs replaced in the scheduler's default config, e.g. ``(("imbalance_threshold", 2.0),)``."""
+    static_batch_timeout_s: float = math.inf
+    """Static batching's batch-formation timeout, s (``math.inf``: full batches only, the estimator's static model,
+    kept by the fidelity, recovery and Table IV runs); :func:`policy_jobs` sets the scenario's
+    ``simulation.static_batch_timeout_s``."""
 
     def run(self) -> dict[str, Any]:
-        """Simulate and return tags + throughput_tps, TTFT mean / p99, E2E mean, utilizations, events."""
+        """Simulate and return tags + throughput_tps, TTFT mean / p99, E2E mean, utilizations, events, and
+        ``first_tokens`` (requests whose first token came inside the measured window [warm-up, duration]).
+        Static batching gets ``static_batch_timeout_s``."""
 
         lay = self.layout
+        batcher = batcher_config(self.batching, lay.point.batch)
+        if isinstance(batcher, StaticBatcherConfig):
+            batcher = dataclasses.replace(batcher, timeout_s=self.static_batch_timeout_s)
         cfg = build_sim_config(self.sc, lay.point, lay.placement, lay.prefill_map, lay.decode_map,
-                               batcher=batcher_config(self.batching, lay.point.batch),
-                               scheduler=scheduler_config(self.scheduler), arrival_rate_rps=self.rate_rps,
+                               batcher=batcher,
+                               scheduler=dataclasses.replace(scheduler_config(self.scheduler),
+                                                             **dict(self.scheduler_options)),
+                               arrival_rate_rps=self.rate_rps,
                                duration_s=self.duration_s)
         cfg = dataclasses.replace(cfg, warmup_s=self.warmup_s)
         res = simulate(cfg, self.sc.lengths)
@@ -138,9 +161,20 @@ class SimJob:
                 "empty": bool(getattr(res, "empty", res.finished == 0)),
                 "sim_ttft_s": res.ttft.mean_s, "sim_ttft_p99_s": res.ttft.p99_s, "sim_e2e_s": res.e2e.mean_s,
                 "finished": res.finished, "arrived": res.arrived, "preemptions": res.preemptions,
+                "first_tokens": first_tokens_in_window(res.requests, self.warmup_s, self.duration_s),
                 "chiplet_utilization": dict(res.chiplet_utilization),
                 "link_utilization": dict(res.link_utilization), "events": res.n_events, "wall_s": res.wall_s,
                 "cross_phase": {"jobs": dict(res.cross_phase_jobs), "busy_s": dict(res.cross_phase_busy_s)}}
+
+
+def first_tokens_in_window(requests: pd.DataFrame, warmup_s: float, duration_s: float) -> int:
+    """Requests whose first token came inside the measured window ``[warmup_s, duration_s]`` (s).
+
+    ``requests`` is :attr:`SimResult.requests` (column ``first_token_s``, NaN before the first token). The count the
+    policy studies' validity rule uses (:func:`mark_validity`): unlike finished requests it also counts requests
+    that outlive the window (BWB, LongWriter: 270-1000 s each)."""
+    first = requests["first_token_s"].to_numpy(dtype=float)
+    return int(((first >= warmup_s) & (first <= duration_s)).sum())
 
 
 def run_job(job: SimJob) -> dict[str, Any]:
@@ -254,9 +288,27 @@ def _mape(estimate: np.ndarray, reference: np.ndarray) -> float:
     return float(np.mean(np.abs(estimate[ok] - reference[ok]) / reference[ok])) if ok.any() else math.nan
 
 
+def placement_rate_rps(role: str, load: float, capacities_rps: list[float]) -> float:
+    """Offered rate of one design's placement study, req/s: ``load`` x the weakest layout's estimated capacity for
+    B* (TP/TTFT at a load every compared layout sustains), :data:`PLACEMENT_OVERLOAD` x the strongest's for M_T
+    (each layout saturated: its throughput is its capacity). ``capacities_rps``: the compared layouts' estimated
+    capacities, req/s (non-positive ones are ignored).
+
+    Raises
+    ------
+    ValueError
+        No positive capacity.
+    """
+    caps = [c for c in capacities_rps if c > 0]
+    if not caps:
+        msg = f"placement_rate_rps needs a positive layout capacity, got {capacities_rps!r}"
+        raise ValueError(msg)
+    return PLACEMENT_OVERLOAD * max(caps) if role == "M_T" else load * min(caps)
+
+
 def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: float, dataset: str, *,
                 load: float = 0.9, warmup_s: float = 0.0, measure_s: float = 60.0,
-                tags: dict[str, Any] | None = None) -> list[SimJob]:
+                tags: dict[str, Any] | None = None, placement_rate: float | None = None) -> list[SimJob]:
     """The ablation, scheduler and placement runs of one design on one dataset (``sc``'s workload).
 
     Parameters
@@ -273,29 +325,36 @@ def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: fl
     load : float
         Offered load as a fraction of ``capacity_rps``.
     warmup_s, measure_s : float
-        Warm-up and measured window of every run, s (the run is ``warmup_s + measure_s`` long).
+        Warm-up and measured window of every run, s (the run is ``warmup_s + measure_s`` long). Static batching
+        forms batches with ``sc``'s ``simulation.static_batch_timeout_s``.
     tags : dict, optional
         Extra tags of every run (e.g. ``{"role": "B*", "model": ...}``).
+    placement_rate : float, optional
+        Offered rate of every placement run, req/s (:func:`placement_rate_rps`); None: ``load`` x
+        ``capacity_rps`` like the other studies, sharing the ablation's round-robin and exact runs.
 
     Returns
     -------
     list of SimJob
-        4 ablation runs, the scheduler runs not in the ablation (FCFS, work stealing) and the placement runs not
-        in it (random, greedy); :func:`policy_rows` copies the shared runs into every study.
+        4 ablation runs, the scheduler runs not in the ablation (FCFS, work stealing) and the placement runs (not
+        those in the ablation when ``placement_rate`` is None or equals the ablation's rate); :func:`policy_rows`
+        copies the shared runs into every study.
     """
     rate, dur = load * capacity_rps, warmup_s + measure_s
     extra = {"dataset": dataset, "load": load, **(tags or {})}
+    own_rate = placement_rate is not None and placement_rate != rate
+    timeout_s = sc.spec.simulation.static_batch_timeout_s if sc is not None else math.inf
 
-    def job(study: str, variant: str, placement: str, sched: str, batching: str) -> SimJob:
-        return SimJob(sc, layouts[placement], rate, dur, warmup_s, batching, sched,
+    def job(study: str, variant: str, placement: str, sched: str, batching: str, at: float = rate) -> SimJob:
+        return SimJob(sc, layouts[placement], at, dur, warmup_s, batching, sched,
                       tags={"study": study, "variant": variant, "placement": placement, "scheduler": sched,
-                            "batching": batching, **extra})
+                            "batching": batching, **extra}, static_batch_timeout_s=timeout_s)
 
     jobs = [job("ablation", v, p, sched, b) for v, p, sched, b in ABLATION]
     jobs += [job("scheduler", s_, "exact", s_, SCHEDULER_BATCHING) for s_ in SCHEDULER_VARIANTS
              if ("scheduler", s_) not in _FROM_ABLATION]
-    jobs += [job("placement", p, p, "static", "static") for p in PLACEMENT_VARIANTS
-             if ("placement", p) not in _FROM_ABLATION and p in layouts]
+    jobs += [job("placement", p, p, "static", "static", placement_rate if own_rate else rate)
+             for p in PLACEMENT_VARIANTS if (own_rate or ("placement", p) not in _FROM_ABLATION) and p in layouts]
     return jobs
 
 
@@ -361,7 +420,7 @@ WORKLOAD_KEYS = ("model", "dataset", "role")
 """Columns that name one workload and design of the policy table (those present are used)."""
 
 
-def policy_rows(results: list[dict[str, Any]], min_finished: int) -> pd.DataFrame:
+def policy_rows(results: list[dict[str, Any]], min_first_tokens: int) -> pd.DataFrame:
     """The policy table: one row per (workload, design, study, variant), validity marked.
 
     Parameters
@@ -369,46 +428,47 @@ def policy_rows(results: list[dict[str, Any]], min_finished: int) -> pd.DataFram
     results : list of dict
         :meth:`SimJob.run` outputs of :func:`policy_jobs` runs (others are ignored); nested dicts (utilizations)
         are dropped.
-    min_finished : int
-        Fewest requests the study's reference run (:data:`REFERENCE`) must finish for its rows to count.
+    min_first_tokens : int
+        Fewest requests of the study's reference run (:data:`REFERENCE`) that must get their first token in the
+        measured window for its rows to count.
 
     Returns
     -------
     pandas.DataFrame
-        The runs' tags and metrics, the shared runs copied into each study (:data:`_FROM_ABLATION`), and
-        ``ref_finished`` (the reference run's finished requests; NaN when it is missing), ``valid`` (bool) and
-        ``invalid_reason`` ("" when valid). A row is invalid when it finished no request (``empty``) or its
-        reference run finished fewer than ``min_finished``.
+        The runs' tags and metrics, the shared runs copied into each study (:data:`_FROM_ABLATION`; not where the
+        study ran that variant itself, e.g. the placement study at its own load), and ``ref_first_tokens`` (the
+        reference run's first tokens; NaN when it is missing), ``valid`` (bool) and ``invalid_reason`` ("" when
+        valid). A row is invalid when it gave no first token in its window or its reference run fewer than
+        ``min_first_tokens``.
     """
     flat = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in results
             if r.get("study") in ("ablation", "scheduler", "placement")]
+    own = {(r["study"], r["variant"], *(r.get(k) for k in WORKLOAD_KEYS)) for r in flat}
     for r in list(flat):
         if r["study"] == "ablation":
             flat += [{**r, "study": st, "variant": var} for (st, var), src in _FROM_ABLATION.items()
-                     if src == r["variant"]]
-    return mark_validity(pd.DataFrame(flat), min_finished)
+                     if src == r["variant"] and (st, var, *(r.get(k) for k in WORKLOAD_KEYS)) not in own]
+    return mark_validity(pd.DataFrame(flat), min_first_tokens)
 
 
-def mark_validity(table: pd.DataFrame, min_finished: int) -> pd.DataFrame:
-    """Add ``ref_finished``, ``valid`` and ``invalid_reason`` to a policy table (see :func:`policy_rows`).
+def mark_validity(table: pd.DataFrame, min_first_tokens: int) -> pd.DataFrame:
+    """Add ``ref_first_tokens``, ``valid`` and ``invalid_reason`` to a policy table (see :func:`policy_rows`).
 
-    ``table`` needs ``study``, ``variant``, ``finished`` and optionally ``empty`` and the :data:`WORKLOAD_KEYS`
-    columns; a copy is returned."""
+    ``table`` needs ``study``, ``variant``, ``first_tokens`` (requests whose first token came in the run's
+    measured window) and optionally the :data:`WORKLOAD_KEYS` columns; a copy is returned."""
     t = table.copy()
     if t.empty:
-        return t.assign(ref_finished=[], valid=[], invalid_reason=[])
-    if "empty" not in t:
-        t["empty"] = t["finished"] <= 0
+        return t.assign(ref_first_tokens=[], valid=[], invalid_reason=[])
     keys = [k for k in WORKLOAD_KEYS if k in t] + ["study"]
-    ref = t[t["variant"] == t["study"].map(REFERENCE)].groupby(keys)["finished"].first().rename("ref_finished")
-    t = t.join(ref, on=keys)
-    short = ~(t["ref_finished"] >= min_finished)  # NaN (no reference run) counts as short
-    empty = t["empty"].astype(bool)
+    ref = t[t["variant"] == t["study"].map(REFERENCE)].groupby(keys)["first_tokens"].first()
+    t = t.join(ref.rename("ref_first_tokens"), on=keys)
+    short = ~(t["ref_first_tokens"] >= min_first_tokens)  # NaN (no reference run) counts as short
+    empty = ~(t["first_tokens"] > 0)
     t["valid"] = ~short & ~empty
     t["invalid_reason"] = np.where(  # the workload's reason first: it covers every run of the workload
-        short, [f"{REFERENCE.get(s, '?')} finished {'no run' if math.isnan(f) else int(f)} < {min_finished} "
-                "requests" for s, f in zip(t["study"], t["ref_finished"], strict=True)],
-        np.where(empty, "finished no request", ""))
+        short, [f"{REFERENCE.get(s, '?')} gave {'no run' if math.isnan(f) else int(f)} < {min_first_tokens} first "
+                "tokens in its window" for s, f in zip(t["study"], t["ref_first_tokens"], strict=True)],
+        np.where(empty, "no first token in its window", ""))
     return t
 
 
