@@ -49,7 +49,7 @@ def main() -> None:
         w0, c0 = time.perf_counter(), time.process_time()
         table, context = run()
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        print(f"## {name.upper()} claims, {SCENARIOS[name].name}: {wall:.1f} s wall, {cpu:.1f} s CPU, "
+        print(f"### {name.upper()} claims, {SCENARIOS[name].name}: {wall:.1f} s wall, {cpu:.1f} s CPU, "
               f"load {os.getloadavg()[0]:.1f}\n")
         print(table)
         if context:
