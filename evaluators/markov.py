@@ -254,26 +254,6 @@ def active_count_pmf(lengths: np.ndarray, batch: int) -> np.ndarray:
     return pmf / pmf.sum()
 
 
-def expected_max_of_iid(pmf: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """E[max of n i.i.d. draws] of a distribution on 0..b, vectorized over n.
-
-    Parameters
-    ----------
-    pmf : numpy.ndarray, shape (b + 1,)
-        P(X = m), m = 0..b.
-    n : numpy.ndarray, shape (k,)
-        Draws (>= 1; fractional n interpolates the CDF power F^n).
-
-    Returns
-    -------
-    numpy.ndarray, shape (k,)
-        ``sum_{m=0}^{b-1} (1 - F(m)^n)`` with F the CDF.
-    """
-    cdf = np.clip(np.cumsum(np.asarray(pmf, dtype=float))[:-1], 0.0, 1.0)
-    n = np.maximum(np.asarray(n, dtype=float), 1.0)
-    return (1.0 - cdf[None, :] ** n[:, None]).sum(axis=1)
-
-
 def max_and_sum_moments(pmf: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
     """Moments of the max M and the sum S of n i.i.d. draws A_1..A_n of a distribution on 0..b, vectorized over n.
 

@@ -211,12 +211,6 @@ def _unit_time_cached(dims: tuple[int, int, int], design: Design, dataflows: tup
     return float(total[i, j]), int(rc[i, 0, 0]), int(rc[i, 0, 1]), str(flows[0, j])
 
 
-def _array_time(dims: tuple[int, int, int], design: Design, dataflows: tuple[str, ...], t: NmpTemplate
-                ) -> tuple[float, int, int, str]:
-    """:func:`_unit_time` of a core GEMM with no element-wise stage (kept for the area-split problem builder)."""
-    return _unit_time(dims, design, dataflows, t.cores, GemmOp("gemm", *dims, 1), t, 0.0)
-
-
 def _core_splits(op: GemmOp, mode: str, t: NmpTemplate) -> list[tuple[int, int, int]]:
     """Per-core GEMMs of ``mode`` on a reconfigurable design: the PU's share ``(m, k_pu, n_pu)`` split over its
     cores along ``n`` or along ``k``. :func:`mode_plan`'s split (the spatial dimension: ``n`` under OS, ``k`` under

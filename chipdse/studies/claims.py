@@ -63,6 +63,7 @@ _WINDOW = ("window and warm-up (the paper simulates 100 s and states no warm-up)
            "see the run's protocol line")
 _STATIC = ("the static-batching baseline's batch-formation timeout (the paper gives none; here "
            "simulation.static_batch_timeout_s, 0.1 s by default: TorchServe's default batch delay)")
+_RANDOM = "the random placement's seed (one draw), the placement study's load and " + _WINDOW
 _T4 = ("the offered rate per model (the paper gives none; here a fixed share of each model's own B* capacity) and "
        "the rule for choosing a design for several models (not stated; here maximin)")
 
@@ -100,13 +101,13 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("elastic_beats_ws_share", "elastic beats work stealing: share of cases", 0.75, "share",
           "Sec. VI-E, Fig. 12 ('six of the eight cases')", "work stealing's victim rule (not given); " + _WINDOW),
     Claim("cp_vs_random_ratio_min", "CP over random placement: B* TP/TTFT, lowest", 1.04, "x",
-          "Sec. VI-D, Fig. 10(a)", "the random placement's seed (one draw), the placement study's load and " + _WINDOW),
+          "Sec. VI-D, Fig. 10(a)", _RANDOM),
     Claim("cp_vs_random_ratio_max", "CP over random placement: B* TP/TTFT, highest", 1.80, "x",
-          "Sec. VI-D, Fig. 10(a)", "the random placement's seed (one draw), the placement study's load and " + _WINDOW),
+          "Sec. VI-D, Fig. 10(a)", _RANDOM),
     Claim("cp_vs_random_tp_min", "CP over random placement: M_T throughput, lowest", 1.07, "x",
-          "Sec. VI-D, Fig. 10(b)", "the random placement's seed (one draw), the placement study's load and " + _WINDOW),
+          "Sec. VI-D, Fig. 10(b)", _RANDOM),
     Claim("cp_vs_random_tp_max", "CP over random placement: M_T throughput, highest", 1.22, "x",
-          "Sec. VI-D, Fig. 10(b)", "the random placement's seed (one draw), the placement study's load and " + _WINDOW),
+          "Sec. VI-D, Fig. 10(b)", _RANDOM),
     Claim("cp_vs_rr_ratio_mean", "CP over round-robin placement: B* TP/TTFT, mean", 1.29, "x",
           "Sec. VI-D, Fig. 10(a)", "the NoI load of the design: " + _WINDOW),
     Claim("cp_vs_rr_tp_mean", "CP over round-robin placement: M_T throughput, mean", 1.22, "x",
@@ -263,11 +264,6 @@ def claim_rows(measured: dict[str, float | None], notes: dict[str, str] | None =
                                      c.swept and "range tried: " + c.swept) if x)
         rows.append(ClaimRow(c.key, c.claim, c.unit, c.source, c.paper, float(v), ratio, off, note if off else ""))
     return rows
-
-
-def rows_frame(rows: list[ClaimRow]) -> pd.DataFrame:
-    """The rows as a table (one column per :class:`ClaimRow` field)."""
-    return pd.DataFrame([r.__dict__ for r in rows])
 
 
 def render_text(rows: list[ClaimRow], paper: str = "HYDRA") -> str:
