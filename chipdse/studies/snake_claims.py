@@ -6,7 +6,7 @@ that the number depends on. :func:`measure` derives this run's values from a :cl
 and, for every row, a measured note: the range the row takes over the swept parameter (the inter-PU link bandwidth,
 ``link_sweep_GBps``; the GPU's sustained efficiency) and where the paper's value falls in it.
 :func:`chipdse.studies.claims.claim_rows` with ``claims=SNAKE_CLAIMS`` turns them into the table the report page and
-``benchmarks/bench_snake_claims.py`` print.
+``benchmarks/bench_nmp_claims.py --study snake`` print.
 """
 
 from __future__ import annotations
