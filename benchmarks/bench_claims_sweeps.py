@@ -60,7 +60,8 @@ RECOVERY_BATCHES = (8,)
 
 POLICY_KEYS = ("full_tp_mean", "full_tp_max", "full_ttft_change", "cp_tp_min", "cp_tp_max", "et_tp_min", "et_tp_max",
                "db_tp_mean", "db_ttft_change", "elastic_vs_static_tp_min", "elastic_vs_static_tp_max",
-               "elastic_vs_static_ratio_min", "elastic_vs_static_ratio_max", "elastic_beats_ws_share",
+               "elastic_vs_static_ratio_min", "elastic_vs_static_ratio_max", "elastic_vs_fcfs_min",
+               "elastic_vs_fcfs_max", "elastic_beats_ws_share",
                "cp_vs_random_ratio_min", "cp_vs_random_ratio_max", "cp_vs_random_tp_min", "cp_vs_random_tp_max",
                "cp_vs_rr_ratio_mean", "cp_vs_rr_tp_mean")
 """The claims rows the policy sweeps report (keys of :data:`chipdse.studies.claims.CLAIMS`)."""

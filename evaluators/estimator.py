@@ -18,7 +18,8 @@ For each design point (composition, HBM count, D2D bandwidth, max batch):
    micro-batches (dynamic batching); static batches shrink as their requests finish, so the slots carry unequal
    micro-batches and the round is the mean of that max over their independent ages (Clark's formula on the
    moments of the largest and the total active count). Transfers wait at the busiest of the HBM ports and the
-   NoI links (M/D/1, :func:`transfer_wait`), the capacity and the waits solved as one fixed point.
+   NoI links (M/D/1 at the load of the other sources, :func:`transfer_wait`), the capacity and the waits solved as
+   one fixed point.
    Throughput (Eq. 8 with pi concentrated on the full-load state) = sustainable output tokens/s,
    min(1 / t_p, decode rate) x E[L_d]. A point whose capacity is at or below the offered load lambda is
    reported **unstable** (TTFT = NaN), never as a number.
@@ -37,6 +38,7 @@ import pandas as pd
 from scipy.stats import poisson
 
 from chipdse.core.design_space import DesignPoints
+from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import LoadedScenario
 from chipdse.core.specs import BatcherKind
 from chipdse.evaluators.latency import (
@@ -170,17 +172,35 @@ def _choice(field: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def transfer_wait(utilization: np.ndarray) -> np.ndarray:
+def transfer_wait(utilization: np.ndarray, sources: np.ndarray | float | None = None) -> np.ndarray:
     """Mean queueing delay of a transfer on the shared HBM ports and NoI links, in units of its own transfer
-    time: the M/D/1 wait rho / (2 (1 - rho)) at the busiest transfer resource's utilization rho (capped at 0.95).
+    time: the M/D/1 wait rho' / (2 (1 - rho')) at the load rho' = rho (m - 1) / m the other m - 1 sources put on
+    the busiest transfer resource (rho capped at 0.95).
+
+    Args:
+        utilization: rho, the busiest resource's utilization, shape (n,) or scalar.
+        sources: m, the chiplets whose transfers compete there (shape (n,) or scalar; None: an open stream,
+            rho' = rho). A chiplet's own transfers never queue behind each other, so an arriving transfer sees
+            the queue of the other m - 1 sources (the arrival theorem of closed queueing networks: an arrival
+            sees the network with itself removed; Lazowska et al., Quantitative System Performance, Sec. 6.4).
+            One source waits for nothing. On the machine-repairman queue (m sources, deterministic transfers)
+            this is within 15% of the simulated wait where the open M/D/1 wait is up to 4x too high at m = 2
+            (tests/test_estimator.py).
+
+    Returns:
+        Wait per unit of transfer time, the inputs' broadcast shape.
 
     ``Screen`` takes rho as the larger of the ports' mean utilization and the busiest NoI link's (the stripes of
-    every stage cross both, store-and-forward, :mod:`chipdse.evaluators.sim_noi`). The simulator holds a stage's
-    chiplet while its stripes wait for busy ports and links; without this term the estimator overrates HBM- and
-    NoI-heavy designs (on the default scenario's top designs the simulator ran at 0.65 of the uncontended
-    capacity, and at 1.02 with 1000x faster ports and links).
+    every stage cross both, store-and-forward, :mod:`chipdse.evaluators.sim_noi`) and m as the decode chiplets of
+    the family streaming the busiest HBM group. The simulator holds a stage's chiplet while its stripes wait for
+    busy ports and links; without this term the estimator overrates HBM- and NoI-heavy designs (on the default
+    scenario's top designs the simulator ran at 0.65 of the uncontended capacity, and at 1.02 with 1000x faster
+    ports and links); with the open-stream wait it underrated designs with one or two decode chiplets of a family
+    by 1.3-1.8x (benchmarks/RESULTS.md, "Estimator fidelity: competing sources").
     """
     rho = np.clip(np.asarray(utilization, dtype=float), 0.0, 0.95)
+    if sources is not None:  # the load of the other m - 1 sources
+        rho = rho * (1.0 - 1.0 / np.maximum(np.asarray(sources, dtype=float), 1.0))
     return mg1_wait_s(rho, 1.0, 1.0)  # deterministic service of unit length: E[S^2] = E[S]^2 = 1
 
 
@@ -400,6 +420,11 @@ class Screen:
         has = np.asarray(stacks)[:, None, :] > 0
         return np.where(has, weights + weights[:, :, ::-1] * ~has[:, :, ::-1], 0.0)
 
+    def _family_mask(self, types: list[str], family: str) -> np.ndarray:
+        """Bool mask (shape (T,)) of the compute types of ``family`` (the HBM group of the same name holds its
+        weights and state)."""
+        return np.array([self.sc.library.by_name(x).family == family for x in types])
+
     def _phase_time(self, s: dict[str, np.ndarray], batch: np.ndarray, alloc: np.ndarray,
                     types: list[str], d2d: np.ndarray, stacks: np.ndarray,
                     caps_by_type: dict[str, ChipletCaps], hops: np.ndarray, wait: np.ndarray | float = 0.0
@@ -577,14 +602,25 @@ class Screen:
             np.divide(group_bytes.sum(axis=0), port_bps, out=np.zeros(n), where=port_bps > 0),
             ctx["link_share"] * group_bytes.sum(axis=0) / (d2d * 1e9))
 
+        # transfers of one chiplet never queue behind each other: the sources competing at the busiest HBM group's
+        # ports are the decode chiplets of the family that streams it
+        fam_dec = np.stack([(dec_alloc * self._family_mask(pts.types, fam)).sum(axis=1) for fam in GROUP_NAMES])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho_g = np.where(group_bytes_per_s > 0, group_bytes / group_bytes_per_s, 0.0)
+        sources = fam_dec[np.argmax(rho_g, axis=0), np.arange(n)]
+
+        def wait_at(x: np.ndarray) -> np.ndarray:
+            """Transfer wait at the busiest resource's utilization ``x`` with this point's sources."""
+            return transfer_wait(x, sources)
+
         def waits(rps: np.ndarray) -> np.ndarray:
-            """Transfer wait at the HBM ports' mean utilization over all stacks (:func:`transfer_wait`)."""
-            return transfer_wait(rps * bytes_per_req)
+            """Transfer wait at the busiest resource's utilization at ``rps`` requests/s (:func:`transfer_wait`)."""
+            return wait_at(rps * bytes_per_req)
 
         feasible, b_eff = ctx["feasible"], ctx["b_eff"]
         def excess(x: np.ndarray) -> np.ndarray:
             """Utilization the capacity at the waits of utilization x implies, minus x (decreasing in x)."""
-            t_p, w_p, iter_s = times(transfer_wait(x))
+            t_p, w_p, iter_s = times(wait_at(x))
             return self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible, coupled=False)[
                 "capacity_rps"] * bytes_per_req - x
 
@@ -604,7 +640,7 @@ class Screen:
             lo, g_lo = np.where(up, x, lo), np.where(up, g, np.where(side < 0, g_lo / 2, g_lo))
             hi, g_hi = np.where(up, hi, x), np.where(up, np.where(side > 0, g_hi / 2, g_hi), np.minimum(g, -0.0))
             side = np.where(up, 1.0, -1.0)
-        t_p, w_p, iter_s = times(transfer_wait(np.where(saturated, 0.95, x)))
+        t_p, w_p, iter_s = times(wait_at(np.where(saturated, 0.95, x)))
         m = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible)
         t_p_l, w_p_l, iter_l = times(waits(np.minimum(self.lam, m["capacity_rps"])))
         m["ttft_s"] = np.where(m["stable"], self.serving_metrics(t_p_l, w_p_l, iter_l, n_conc, b_eff,
