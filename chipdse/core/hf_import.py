@@ -25,9 +25,9 @@ from chipdse.core.errors import SpecError, shorten
 from chipdse.core.models import (
     CARD_DTYPES,
     MAX_CARD_DIM,
-    derived_layer_fields,
     build_descriptor,
     check_card,
+    derived_layer_fields,
     read_json_object,
 )
 
