@@ -8,7 +8,9 @@ Mistral, Qwen2, Qwen3 (dense and MoE), Phi-3 / Phi-4, Mixtral, DeepSeek-V2 / V3 
 gated attention + MoE), Nemotron-H (``hybrid_override_pattern``), Jamba, Zamba2, Mamba / Mamba-2 (Hugging Face and
 ``state-spaces`` formats) and Falcon-H1. Defaults for fields a config may omit are those of the family's
 ``transformers`` configuration class. Multi-token-prediction modules are not counted (vendors' totals exclude them:
-DeepSeek-V3 671B); the card records them under ``extra``.
+DeepSeek-V3 671B); the card records them under ``extra``. Sliding-window layers (Mistral, gpt-oss) are recorded
+under ``extra`` (``sliding_window``, ``layer_types``); the serving model caches every context token on them (an
+upper bound on their KV cache).
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class Config:
 def _attention(cfg: Config, qk_norm: bool = False, gate: bool = False) -> dict[str, Any]:
     h, nh = cfg.size("hidden_size"), cfg.size("num_attention_heads")
     kv = cfg.size("num_key_value_heads", nh)
-    hd = cfg.size("head_dim", h // nh if h % nh == 0 else None)
+    hd = cfg.size("head_dim", cfg.size("attention_head_dim", h // nh if h % nh == 0 else None))
     kind = "MHA" if kv == nh else ("MQA" if kv == 1 else "GQA")
     notes = [n for n, on in (("per-head q/k RMSNorm", qk_norm), ("sigmoid output gate", gate)) if on]
     return {"num_attention_heads": nh, "num_key_value_heads": kv, "head_dim": hd,
