@@ -113,7 +113,9 @@ def _moe(cfg: Config, experts_key: str, inter_key: str = "moe_intermediate_size"
 def _sparse_ffn(cfg: Config) -> Callable[[int], str]:
     """Qwen2/3-MoE and Qwen3-Next: MoE on layers not in ``mlp_only_layers`` with (i + 1) % decoder_sparse_step
     == 0, dense MLP elsewhere."""
-    step, dense = cfg.size("decoder_sparse_step", 1), set(cfg.get("mlp_only_layers", []))
+    step, dense = cfg.size("decoder_sparse_step", 1), cfg.get("mlp_only_layers", [])
+    if not isinstance(dense, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in dense):
+        raise SpecError(cfg.source, "mlp_only_layers", f"a list of layer indices, got {shorten(dense)}")
     return lambda i: "moe" if i not in dense and (i + 1) % step == 0 else "mlp"
 
 
