@@ -30,7 +30,8 @@ from rich.progress import (
 from rich.text import Text
 
 from chipdse.core.errors import ChipdseError
-from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty
+from chipdse.core.hf_import import card_json, card_key, import_config
+from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty, write_text_atomic
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario, load, load_scenario
 from chipdse.core.specs import MAX_SEED, MAX_TIME_LIMIT_S
@@ -781,6 +782,38 @@ def simulate(
                    f"{grew['from_s']:g} s to {grew['to_s']:g} s (a stable design explains at most "
                    f"{grew['threshold']:.0f}); {res['requests_in_system']:,} of {res['requests_arrived']:,} requests "
                    "are still in the system; the latency statistics cover only the requests served so far")
+
+
+model_app = typer.Typer(no_args_is_help=True, help="Model cards: import a Hugging Face config.json.")
+app.add_typer(model_app, name="model")
+
+
+@model_app.command("import")
+def model_import(
+    config: Annotated[Path, typer.Argument(metavar="CONFIG.json", help="A Hugging Face config.json (local file).")],
+    name: Annotated[str | None, typer.Option("--name", help="Card name (default: the config's _name_or_path or "
+                                             "the file name).")] = None,
+    published: Annotated[float | None, typer.Option(
+        "--published-params", metavar="P", parser=_finite(1.0, 1e15),
+        help="The vendor's published total parameter count (e.g. 7.3e9): prints the difference, and a warning "
+             "line above 5%.")] = None,
+    out_text: Annotated[str | None, typer.Option("--out", metavar="FILE", help="Card file to write (default: "
+                                                 "<name>.json in the current folder).")] = None,
+) -> None:
+    """Write a model card (instances/models schema) from a Hugging Face config.json and print its parameter
+    count; the card loads as ``model: FILE.json`` in any scenario."""
+    out: Path | None = None
+    try:
+        card, lines = import_config(config, name=name, published_params=published)
+        out = _path_option("--out", out_text) or Path(f"{card_key(card['name'])}.json")
+        write_text_atomic(out, card_json(card))
+    except ChipdseError as exc:
+        _fail(exc)
+    except OSError as exc:
+        _fail(_os_error_text(exc, [out] if out else []))
+    for line in lines:
+        typer.echo(line, err=line.startswith("warning:"))
+    typer.echo(f"wrote model card: {out}")
 
 
 def invoke(argv: list[str] | None = None) -> int:

@@ -50,8 +50,6 @@ def test_every_bundled_card_matches_its_published_total(key: str) -> None:
 
 
 SERVING_REFUSES = {
-    "deepseek-v2": r"layer_mixer\[0\].*'mla'",  # MLA
-    "falcon-h1-7b": r"layer_mixer\[0\].*'attention\|\|mamba2'",  # attention and Mamba-2 in parallel
     "nemotron3-super-120b-a12b": "multi-token-prediction",  # MTP module
 }
 

@@ -28,10 +28,23 @@ GROUP_NAMES: tuple[MemoryGroup, ...] = ("attention", "mamba")
 """The HBM groups, in the order of every per-group array (HYDRA Step 1: attention vs Mamba group)."""
 
 #: Mixers and FFNs this version builds; other cards load with a clear error.
-SUPPORTED_MIXERS = {"attention", "mamba", "mamba2", "mamba2+shared_attention", "none"}
+SUPPORTED_MIXERS = {"attention", "mla", "mamba", "mamba2", "attention||mamba2", "mamba2+shared_attention",
+                    "gated_deltanet", "none"}
 SUPPORTED_FFNS = {"mlp", "moe", "shared_mlp", "none"}
 SSM_KINDS = ("mamba1", "mamba2")
-"""Block kinds run on Mamba (SSM) chiplets: Mamba-1 (Jamba) and Mamba-2 mixers."""
+"""Block kinds run on Mamba (SSM) chiplets: Mamba-1 (Jamba) and Mamba-2 mixers (and the gated DeltaNet linear
+attention of Qwen3-Next, a recurrent fixed-size-state mixer built as a ``mamba2`` block)."""
+CARD_EXTRA_FLAGS = {
+    "attention_bias": "q, k, v and output projections carry biases (gpt-oss, Llama attention_bias)",
+    "qkv_bias": "q, k and v projections carry biases, the output projection none (Qwen2)",
+    "attention_sinks": "one learned sink logit per query head (gpt-oss)",
+    "attention_output_gate": "q_proj also emits a sigmoid output gate, doubling its width (Qwen3-Next)",
+    "mlp_bias": "dense MLP and expert projections carry biases (gpt-oss experts)",
+    "shared_expert_gate": "a Linear(H, 1) sigmoid gate on the shared expert (Qwen2-MoE, Qwen3-Next)",
+    "mamba_dt_bc_norms": "Mamba-1 dt / B / C inner RMSNorms (Jamba; default true, false for plain Mamba)",
+}
+"""Parameter-count switches a card may set under ``extra`` (true / false), each with what it adds; every
+bundled card leaves them unset (their counts are unchanged)."""
 
 MAX_CARD_DIM = 2**24
 """Largest size a card may give (a width, head count, expert count or vocabulary): 16,777,216, far above any
@@ -235,6 +248,46 @@ def kv_cache_bytes_per_token(kv_heads: int, head_dim: int, bytes_per_element: fl
     return 2.0 * kv_heads * head_dim * bytes_per_element
 
 
+def mla_kv_cache_bytes_per_token(kv_lora_rank: int, qk_rope_head_dim: int, bytes_per_element: float) -> float:
+    """Return the KV-cache bytes one context token holds in one MLA layer: ``(r_kv + d_rope) b``.
+
+    Multi-head latent attention caches one compressed latent of ``kv_lora_rank`` (``r_kv``) values and one
+    decoupled RoPE key of ``qk_rope_head_dim`` (``d_rope``) values per token, shared by all heads, at
+    ``bytes_per_element`` (``b``) bytes each; returns bytes (float). E.g. DeepSeek-V2/V3: (512 + 64) x 2 = 1152 B.
+
+    References
+    ----------
+    DeepSeek-V2 (arXiv:2405.04434) Sec. 2.1.2 and Table 1: KV cache per token ``(d_c + d_h^R) l`` elements.
+    """
+    return float((kv_lora_rank + qk_rope_head_dim) * bytes_per_element)
+
+
+def mla_attention_flops_per_context_token(heads: int, kv_lora_rank: int, qk_rope_head_dim: int) -> float:
+    """Return the attention-core FLOPs of one query token per context token in an MLA layer (weight-absorbed).
+
+    With the up-projections absorbed into the query and output projections (DeepSeek-V2 Sec. 2.1.3), each of the
+    ``heads`` query heads scores against the cached ``kv_lora_rank + qk_rope_head_dim`` values (``2 (r_kv +
+    d_rope)`` FLOPs) and reads back the ``kv_lora_rank`` latent (``2 r_kv``): ``2 h (2 r_kv + d_rope)`` FLOPs.
+    """
+    return 2.0 * heads * (2 * kv_lora_rank + qk_rope_head_dim)
+
+
+def mla_params(hidden: int, heads: int, q_lora_rank: int | None, kv_lora_rank: int, qk_nope_head_dim: int,
+               qk_rope_head_dim: int, v_head_dim: int) -> tuple[int, int]:
+    """Return (all weights, projection weights) of one MLA mixer, block norm excluded.
+
+    Query: ``H r_q + r_q + r_q h (d_nope + d_rope)`` (low-rank with its RMSNorm) or ``H h (d_nope + d_rope)``
+    when ``q_lora_rank`` is None (DeepSeek-V2-Lite); key/value: ``H (r_kv + d_rope) + r_kv + r_kv h (d_nope +
+    d_v)``; output ``h d_v H``. Sizes are the card's MLA fields (``kv_lora_rank`` r_kv, ...), H = ``hidden``.
+    References: DeepSeek-V2 (arXiv:2405.04434) Sec. 2.1 and the deepseek-v2 card's ``computed_params_formula``.
+    """
+    qk = qk_nope_head_dim + qk_rope_head_dim
+    q = hidden * q_lora_rank + q_lora_rank * heads * qk if q_lora_rank else hidden * heads * qk
+    kv = hidden * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank * heads * (qk_nope_head_dim + v_head_dim)
+    projections = q + kv + heads * v_head_dim * hidden
+    return projections + (q_lora_rank or 0) + kv_lora_rank, projections
+
+
 def gqa_projection_params(hidden: int, heads: int, kv_heads: int, head_dim: int, in_width: int | None = None) -> int:
     """Return the weights of a GQA block's Q, K, V and output projections: ``w h d + 2 w h_kv d + h d H``.
 
@@ -265,7 +318,8 @@ def moe_params(card: dict[str, Any], hidden: int, experts: int, intermediate: in
 
     An expert has ``(2 or 3) d_e I`` weights (3 when ``mlp_gated``) with ``d_e`` the card's ``moe_latent_size``
     when it has one (LatentMoE, with ``2 H d_e`` projections in and out) and H otherwise; shared experts
-    ``m_s (2 or 3) H I_s``; the router ``E H`` plus ``E`` biases when its scoring has a bias.
+    ``m_s (2 or 3) H I_s``; the router ``E H`` plus ``E`` biases when its scoring has a bias; with the card's
+    ``extra`` switches (:data:`CARD_EXTRA_FLAGS`) expert biases ``(1 or 2) I + d_e`` and a shared-expert gate H.
     References: the cards' ``computed_params_formula`` (``instances/models/SOURCE.md``).
     """
     mats = 3 if card.get("mlp_gated") else 2
@@ -273,8 +327,11 @@ def moe_params(card: dict[str, Any], hidden: int, experts: int, intermediate: in
     n_shared = card.get("num_shared_experts") or 0
     shared_inter = int(card.get("shared_expert_intermediate_size") or intermediate)
     router_bias = experts if "bias" in str(card.get("moe_router_scoring", "")) else 0
-    return (mats * (latent or hidden) * intermediate, n_shared * mats * hidden * shared_inter,
-            experts * hidden + router_bias, 2 * hidden * latent)
+    extra = card.get("extra") or {}
+    expert_bias = (mats - 1) * intermediate + (latent or hidden) if extra.get("mlp_bias") else 0
+    gate = hidden if extra.get("shared_expert_gate") and n_shared else 0
+    return (mats * (latent or hidden) * intermediate + expert_bias, n_shared * mats * hidden * shared_inter,
+            experts * hidden + router_bias + gate, 2 * hidden * latent)
 
 
 def _get(card: dict[str, Any], key: str, source: str) -> Any:
@@ -285,17 +342,22 @@ def _get(card: dict[str, Any], key: str, source: str) -> Any:
 
 
 def _attention_block(card: dict[str, Any], layer: int, group: MemoryGroup, dt: int, src: str,
-                     in_width: int | None = None, stored: bool = True) -> Block:
+                     in_width: int | None = None, stored: bool = True, norm: bool = True) -> Block:
     """GQA block; ``in_width``: width of its input when not the hidden size (Zamba2's shared block reads
-    concat[h, embedding], 2H wide); ``stored=False``: a re-use of weight-shared weights."""
+    concat[h, embedding], 2H wide); ``stored=False``: a re-use of weight-shared weights; biases, sinks and an
+    output gate where the card's ``extra`` sets them (:data:`CARD_EXTRA_FLAGS`); ``norm``: the block's pre-norm."""
     h = _get(card, "hidden_size", src)
     nh = _get(card, "num_attention_heads", src)
     kv = _get(card, "num_key_value_heads", src)
     hd = card.get("head_dim") or h // nh
     w = in_width or h
-    matmul = gqa_projection_params(h, nh, kv, hd, w)
+    extra = card.get("extra") or {}
+    gate = nh * hd * w if extra.get("attention_output_gate") else 0
+    matmul = gqa_projection_params(h, nh, kv, hd, w) + gate
     qk_norm = 2 * hd if "q/k RMSNorm" in str(card.get("attention_type", "")) else 0
-    params = matmul + qk_norm + w
+    bias = (nh + 2 * kv) * hd if extra.get("attention_bias") or extra.get("qkv_bias") else 0
+    bias += h if extra.get("attention_bias") else 0
+    params = matmul + qk_norm + bias + (nh if extra.get("attention_sinks") else 0) + (w if norm else 0)
     return Block(
         name=f"L{layer:02d}.attention", kind="attention", layer=layer, params=params if stored else 0,
         active_params=params, group=group, matmul_flops_per_token=2.0 * matmul,
@@ -307,14 +369,16 @@ def _attention_block(card: dict[str, Any], layer: int, group: MemoryGroup, dt: i
 
 def _mamba1_block(card: dict[str, Any], layer: int, dt: int, src: str) -> Block:
     """Mamba-1 mixer (Jamba): in_proj H->2E, depthwise conv K, x_proj E->(R+2N), dt_proj R->E, A (E x N), D,
-    out_proj E->H, Jamba's dt/B/C RMSNorms (R + 2N), block norm H."""
+    out_proj E->H, Jamba's dt/B/C RMSNorms (R + 2N; none when the card's ``extra.mamba_dt_bc_norms`` is false,
+    plain Mamba), block norm H."""
     h = _get(card, "hidden_size", src)
     e = _get(card, "ssm_d_inner", src)
     n = _get(card, "ssm_state_size", src)
     k = _get(card, "ssm_conv_kernel", src)
     r = _get(card, "mamba_dt_rank", src)
     in_proj, x_proj, dt_proj, out_proj = h * 2 * e, e * (r + 2 * n), r * e, e * h
-    params = in_proj + e * k + e + x_proj + dt_proj + e + e * n + e + out_proj + r + 2 * n + h
+    inner_norms = r + 2 * n if (card.get("extra") or {}).get("mamba_dt_bc_norms", True) else 0
+    params = in_proj + e * k + e + x_proj + dt_proj + e + e * n + e + out_proj + inner_norms + h
     # per token: selective scan over E x N state elements (discretize, update, read-out: ~5 ops each), the
     # causal conv (2k ops per channel) and gating / softplus (~5 per channel)
     vector = 5.0 * e * n + 2.0 * k * e + 5.0 * e
@@ -326,7 +390,9 @@ def _mamba1_block(card: dict[str, Any], layer: int, dt: int, src: str) -> Block:
     )
 
 
-def _mamba2_block(card: dict[str, Any], layer: int, dt: int, src: str) -> Block:
+def _mamba2_block(card: dict[str, Any], layer: int, dt: int, src: str, norm: bool = True) -> Block:
+    """Mamba-2 mixer (:func:`mamba2_params`) with its pre-norm (``norm=False``: Falcon-H1's Mamba-2 half, which
+    shares the attention half's input norm)."""
     h = _get(card, "hidden_size", src)
     d_in = _get(card, "ssm_d_inner", src)
     g = _get(card, "ssm_n_groups", src)
@@ -335,7 +401,7 @@ def _mamba2_block(card: dict[str, Any], layer: int, dt: int, src: str) -> Block:
     k = _get(card, "ssm_conv_kernel", src)
     conv_dim = d_in + 2 * g * n
     mixer, projections = mamba2_params(h, d_in, g, n, nh, k)
-    params = mixer + h
+    params = mixer + (h if norm else 0)
     # per token: state update h = exp(dt*A) h + dt*B x (3 ops/element) and read-out y = C h (2 ops/element)
     # over nh * head_dim * N state elements, the causal conv (2k ops per channel) and the gated norm (~5/elt).
     vector = 5.0 * d_in * n + 2.0 * k * conv_dim + 5.0 * d_in
@@ -347,13 +413,64 @@ def _mamba2_block(card: dict[str, Any], layer: int, dt: int, src: str) -> Block:
     )
 
 
+def _mla_block(card: dict[str, Any], layer: int, dt: int, src: str) -> Block:
+    """MLA mixer (DeepSeek-V2/V3, Kimi-K2): projections of :func:`mla_params`, block norm H; KV cache = the latent
+    plus the RoPE key (:func:`mla_kv_cache_bytes_per_token`), attention core weight-absorbed."""
+    h = _get(card, "hidden_size", src)
+    nh = _get(card, "num_attention_heads", src)
+    r_kv, rope = _get(card, "kv_lora_rank", src), _get(card, "qk_rope_head_dim", src)
+    params, projections = mla_params(h, nh, card.get("q_lora_rank"), r_kv, _get(card, "qk_nope_head_dim", src),
+                                     rope, _get(card, "v_head_dim", src))
+    return Block(
+        name=f"L{layer:02d}.mla", kind="attention", layer=layer, params=params + h, active_params=params + h,
+        group="attention", matmul_flops_per_token=2.0 * projections,
+        attn_flops_per_token_per_ctx=mla_attention_flops_per_context_token(nh, r_kv, rope),
+        kv_bytes_per_token=mla_kv_cache_bytes_per_token(r_kv, rope, dt),
+    )
+
+
+def _extra_size(card: dict[str, Any], key: str, src: str) -> int:
+    value = (card.get("extra") or {}).get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CARD_DIM:
+        raise SpecError(src, f"extra.{key}", f"a whole number 1..{MAX_CARD_DIM} for this model's layer types, got "
+                        f"{shorten(value)}")
+    return value
+
+
+def _gated_deltanet_block(card: dict[str, Any], layer: int, dt: int, src: str) -> Block:
+    """Gated DeltaNet linear attention (Qwen3-Next), sizes under the card's ``extra`` (``linear_num_key_heads``
+    n_k, ``linear_num_value_heads`` n_v, ``linear_key_head_dim`` d_k, ``linear_value_head_dim`` d_v,
+    ``linear_conv_kernel_dim`` K): in_proj_qkvz ``H (2 n_k d_k + 2 n_v d_v)``, in_proj_ba ``2 H n_v``, conv
+    ``(2 n_k d_k + n_v d_v) K`` (no bias), dt bias and A (``2 n_v``), gated norm ``d_v``, out_proj ``n_v d_v H``,
+    block norm H. Its state is fixed-size (``n_v d_k d_v`` + conv ``(K - 1)`` rows per request), so the serving
+    model places it with the SSM mixers (a ``mamba2``-kind block, M chiplets). Reference: Qwen3-Next model code
+    in Hugging Face transformers (``Qwen3NextGatedDeltaNet``); Gated DeltaNet (Yang et al. 2024)."""
+    h = _get(card, "hidden_size", src)
+    nk, nv, dk, dv, k = (_extra_size(card, f, src) for f in (
+        "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+        "linear_conv_kernel_dim"))
+    key_dim, value_dim = nk * dk, nv * dv
+    conv_dim = 2 * key_dim + value_dim
+    projections = h * (2 * key_dim + 2 * value_dim) + 2 * h * nv + value_dim * h
+    params = projections + conv_dim * k + 2 * nv + dv + h
+    # per token: delta-rule update and read-out over n_v d_k d_v state elements (~6 ops each: decay, k^T S,
+    # rank-1 update, q S), the causal conv (2K per channel) and the gated norm (~5 per value element)
+    vector = 6.0 * nv * dk * dv + 2.0 * k * conv_dim + 5.0 * value_dim
+    return Block(
+        name=f"L{layer:02d}.gated_deltanet", kind="mamba2", layer=layer, params=params, active_params=params,
+        group="mamba", matmul_flops_per_token=2.0 * projections, vector_flops_per_token=vector,
+        state_bytes_per_request=float((nv * dk * dv + conv_dim * (k - 1)) * dt),
+    )
+
+
 def _mlp_block(card: dict[str, Any], layer: int, group: MemoryGroup, src: str) -> Block:
     h = _get(card, "hidden_size", src)
     inter = _get(card, "intermediate_size", src)
     mats = 3 if card.get("mlp_gated") else 2
     matmul = mats * h * inter
+    bias = (mats - 1) * inter + h if (card.get("extra") or {}).get("mlp_bias") else 0
     return Block(
-        name=f"L{layer:02d}.mlp", kind="mlp", layer=layer, params=matmul + h, active_params=matmul + h,
+        name=f"L{layer:02d}.mlp", kind="mlp", layer=layer, params=matmul + bias + h, active_params=matmul + bias + h,
         group=group, matmul_flops_per_token=2.0 * matmul, vector_flops_per_token=2.0 * inter,
     )
 
@@ -416,7 +533,11 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
     E*H + R + 2N``; MLP ``(2 or 3)*H*I``; MoE experts, shared experts and router; one RMSNorm of H per block,
     embedding ``V*H``, untied head ``V*H``, final norm ``H``. Zamba2's ``num_mem_blocks`` shared transformer
     blocks (attention on a 2H input, gated MLP) are stored once and re-read by every hybrid layer that uses them
-    (``Block.shared_params``); each hybrid layer adds its own LoRA adapter and H x H linear.
+    (``Block.shared_params``); each hybrid layer adds its own LoRA adapter and H x H linear. MLA layers
+    (:func:`mla_params`) are attention blocks caching ``(r_kv + d_rope)`` values per token; Falcon-H1's
+    ``attention||mamba2`` layer is an attention block and a Mamba-2 block sharing one norm; Qwen3-Next's
+    ``gated_deltanet`` layer is a fixed-state block on the SSM side (:data:`SSM_KINDS`). Biases, sinks and gates
+    follow the card's ``extra`` switches (:data:`CARD_EXTRA_FLAGS`).
     """
     dt = CARD_DTYPES[card.get("torch_dtype") or "bfloat16"]
     h = _get(card, "hidden_size", source)
@@ -427,10 +548,10 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
     ffns = _get(card, "layer_ffn", source)
     if len(mixers) != len(ffns):
         raise SpecError(source, "layer_ffn", f"same length as layer_mixer ({len(mixers)}), got {len(ffns)}")
-    has_attn = "attention" in mixers
-    has_ssm = any(m.startswith("mamba") for m in mixers)
+    has_attn = any(m in ("attention", "mla", "attention||mamba2") for m in mixers)
+    has_ssm = any(m.startswith("mamba") or m in ("gated_deltanet", "attention||mamba2") for m in mixers)
     group: MemoryGroup = "attention" if has_attn and not has_ssm else "mamba"
-    if mixers and mixers[0] == "attention":
+    if mixers and mixers[0] in ("attention", "mla"):
         group = "attention"
     vocab = _get(card, "vocab_size", source)
     pad = card.get("vocab_pad_multiple") or 1
@@ -453,6 +574,16 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
         if mixer == "attention":
             group = "attention"
             blocks.append(_attention_block(card, i, group, dt, source))
+        elif mixer == "mla":
+            group = "attention"
+            blocks.append(_mla_block(card, i, dt, source))
+        elif mixer == "attention||mamba2":  # Falcon-H1: both halves read the same normed input
+            blocks.append(_attention_block(card, i, "attention", dt, source))
+            group = "mamba"
+            blocks.append(_mamba2_block(card, i, dt, source, norm=False))
+        elif mixer == "gated_deltanet":
+            group = "mamba"
+            blocks.append(_gated_deltanet_block(card, i, dt, source))
         elif mixer == "mamba":
             group = "mamba"
             blocks.append(_mamba1_block(card, i, dt, source))
@@ -561,7 +692,7 @@ def check_card(card: dict[str, Any], source: str) -> None:
                         f"{shorten(dtype)}")
     for field, expected in _impossible_sizes(card):
         raise SpecError(source, field, expected)
-    for field, want in _derived_layer_fields(card).items():
+    for field, want in derived_layer_fields(card).items():
         if card.get(field) is not None and card[field] != want:
             raise SpecError(source, field, f"{shorten(want)} as layer_mixer / layer_ffn give (a derived field; "
                             f"correct or remove it), got {shorten(card[field])}")
@@ -591,7 +722,7 @@ def _impossible_sizes(card: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _derived_layer_fields(card: dict[str, Any]) -> dict[str, Any]:
+def derived_layer_fields(card: dict[str, Any]) -> dict[str, Any]:
     """The card's derived layer fields (SOURCE.md) as its ``layer_mixer`` and ``layer_ffn`` give them: the layers
     holding a KV cache (attention or MLA mixers), SSM state, MoE and dense MLPs, and the count of each type."""
     mixers, ffns = card.get("layer_mixer"), card.get("layer_ffn")
@@ -677,10 +808,27 @@ def read_card(ref: str | Path) -> tuple[dict[str, Any], Path]:
         unknown, out of range or contradicts another (:func:`check_card`; source: the card's path).
     """
     path = find_card(ref)
+    card = read_json_object(path, "card fields")
+    check_card(card, str(path))
+    return card, path
+
+
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """Read a JSON file holding one object (a model card, a Hugging Face ``config.json``).
+
+    ``what`` names the object's contents for the message (e.g. ``"card fields"``). Returns the parsed dict.
+
+    Raises
+    ------
+    SpecError
+        One line naming ``path``: a file that cannot be read (:func:`~chipdse.core.io.read_input_text`), invalid
+        JSON (with its line), a key given twice, a non-finite or oversized number (naming its key), nesting too
+        deep, or a top level that is not an object.
+    """
     text = read_input_text(path, "JSON")
     try:
-        card = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_parse_int, parse_float=_parse_float,
-                          parse_constant=_parse_float)
+        obj = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_parse_int, parse_float=_parse_float,
+                         parse_constant=_parse_float)
     except _BadNumberError as exc:
         raise SpecError(str(path), str(exc.key)[:60], f"{exc.bad.expected}, got {shorten(exc.bad.text)}") from None
     except _DuplicateKey as exc:
@@ -690,10 +838,9 @@ def read_card(ref: str | Path) -> tuple[dict[str, Any], Path]:
         raise SpecError(str(path), "", f"valid JSON ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:
         raise SpecError(str(path), "", "JSON nested at most a few hundred levels deep") from None
-    if not isinstance(card, dict):
-        raise SpecError(str(path), "", f"a JSON object of card fields, got {type(card).__name__}")
-    check_card(card, str(path))
-    return card, path
+    if not isinstance(obj, dict):
+        raise SpecError(str(path), "", f"a JSON object of {what}, got {type(obj).__name__}")
+    return obj
 
 
 def load_model(name_or_path: str | Path) -> ModelDescriptor:
