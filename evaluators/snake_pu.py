@@ -6,12 +6,22 @@ A decode GEMM ``C[m x n] = A[m x k] B[k x n]`` of one device runs on ``P`` PUs (
 ===========  ====================  =====================  =============================================
 mode         split across PUs      dataflow in the core   collectives
 ===========  ====================  =====================  =============================================
-``OS-S``     n / P (1 x 16 chain)  OS, cores split n      all-gather of C (m x n) over the chain
-``IS-S``     k / P (1 x 16 chain)  IS, cores split k      all-reduce of partial C (m x n) over the chain
-``OS-ST``    n / 4, k / 4 (4x4)    OS, cores split n      all-reduce of partial C within each column of 4,
-                                                          then all-gather of C across the 4 columns
+``OS-S``     n / P (1 x 16 chain)  OS, cores split n      all-gather of the input A (m x k) over the chain
+``IS-S``     k / P (1 x 16 chain)  IS, cores split k      reduce-scatter of partial C (m x n) over the chain
+``OS-ST``    n / 4, k / 4 (4x4)    OS, cores split n      all-gather of A's k / 4 slice within each group of
+                                                          4, reduce-scatter of partial C (m x n / 4) within
+                                                          each column of 4
 ``IS-ST``    k / 4, n / 4 (4x4)    IS, cores split k      the same two collectives
 ===========  ====================  =====================  =============================================
+
+Activations stay sharded between operators (the layout Megatron-style tensor parallelism keeps between a
+column- and a row-parallel GEMM): every operator leaves its output split along ``n`` over the ``P`` PUs, complete
+(one ``n / P`` slice per PU), which is also the ``k``-split the next operator's IS-S needs. So an OS mode first
+gathers the input it needs whole (``m x k`` over the chain, or the ``k / 4`` slice of its mesh row) and leaves its
+output ``n``-split as it computes it; an IS mode reads its ``k`` slice where it already lies and reduce-scatters its
+partial sums into that ``n``-split. Per operator this charges exactly one of the two ring passes a gather-then-
+reduce chain needs, so IS wins the collectives when ``n < k`` and OS when ``n > k`` (RMSNorm on the ``n``-split
+residual needs one sum of squares per token across PUs, left out).
 
 Time of one execution = the larger of the compute time (the best logical shape of the design for the mode's
 dataflow, over the clock; :func:`evaluators.systolic.pipelined_cycles_array` for SNAKE, whose Weight-Load / Feed /
@@ -19,12 +29,12 @@ Drain sub-stages overlap consecutive folds (Sec. 4.2.4), :func:`evaluators.systo
 fixed arrays) and the time to stream the core's operands once at its share of the stack's DRAM bandwidth
 (double-buffered refill hidden behind compute), plus the exposed part of the element-wise stage after the operator
 (overlapped under OS, not under IS; Sec. 5b, Fig. 9), plus the collectives (ring algorithm along a chain of ``p``
-PUs: all-gather ``(p - 1) (a + V / p / B)``, all-reduce twice that, with ``V`` bytes in all, per-hop latency ``a``
-and link bandwidth ``B``).
+PUs: all-gather and reduce-scatter ``(p - 1) (a + V / p / B)``, all-reduce twice that, with ``V`` bytes in all,
+per-hop latency ``a`` and link bandwidth ``B``).
 
 SNAKE picks the fastest (mode, shape, split of the PU's cores) per operator; the fixed-mode variants use one mode for
 every operator (SNAKE Fig. 13b). The baselines (fixed 48x48 and 8x288 arrays, the MAC tree) run as the Stratum-like
-template does: ``n`` split over all cores, an all-gather of C, and (for arrays) the better of OS and IS per operator.
+template does: ``n`` split over all cores (the OS-S collectives), and (for arrays) the better of OS and IS per operator.
 Every design may run the experts of an MoE layer as a grouped GEMM (whole experts concurrently on different cores
 or PUs, :func:`grouped_plan`), and runs the attention products QK^T / PV head-parallel (Sec. 5b).
 The MAC tree is one 16x16x16 tree per PU, the largest that fits the PU's 2.35 mm^2 next to the vector core
@@ -128,7 +138,8 @@ def _ceil(a: int, b: int) -> int:
 def collective_s(kind: str, group: int, total_bytes: float, t: NmpTemplate) -> float:
     """Time of a ring collective over a chain of ``group`` PUs moving ``total_bytes`` in all, s.
 
-    ``allgather``: ``(p - 1) (a + V / (p B))``; ``allreduce`` (reduce-scatter then all-gather): twice that.
+    ``allgather`` and ``reducescatter``: ``(p - 1) (a + V / (p B))``; ``allreduce`` (reduce-scatter then
+    all-gather): twice that.
     """
     if group <= 1:
         return 0.0
@@ -142,7 +153,9 @@ def mode_plan(op: GemmOp, mode: str, t: NmpTemplate) -> tuple[tuple[int, int, in
     Returns
     -------
     ((m, k, n), dataflow, comm_s)
-        The core's GEMM dimensions, ``"os"`` or ``"is"``, and the collectives' time, s.
+        The core's GEMM dimensions, ``"os"`` or ``"is"``, and the collectives' time, s: the input gather of the
+        OS modes and the partial-sum reduce-scatter of the IS modes (module docstring: activations stay
+        ``n``-split over the PUs between operators).
 
     Raises
     ------
@@ -150,13 +163,13 @@ def mode_plan(op: GemmOp, mode: str, t: NmpTemplate) -> tuple[tuple[int, int, in
         An unknown mode.
     """
     p, c, s, e = t.pus, t.cores_per_pu, t.mesh_side, t.bytes_per_element
-    out_bytes = op.m * op.n * e
+    in_bytes, out_bytes = op.m * op.k * e, op.m * op.n * e
     if mode == "OS-S":
-        return (op.m, op.k, _ceil(op.n, p * c)), "os", collective_s("allgather", p, out_bytes, t)
+        return (op.m, op.k, _ceil(op.n, p * c)), "os", collective_s("allgather", p, in_bytes, t)
     if mode == "IS-S":
-        return (op.m, _ceil(op.k, p * c), op.n), "is", collective_s("allreduce", p, out_bytes, t)
+        return (op.m, _ceil(op.k, p * c), op.n), "is", collective_s("reducescatter", p, out_bytes, t)
     if mode in ("OS-ST", "IS-ST"):
-        comm = collective_s("allreduce", s, out_bytes / s, t) + collective_s("allgather", s, out_bytes, t)
+        comm = collective_s("allgather", s, in_bytes / s, t) + collective_s("reducescatter", s, out_bytes / s, t)
         if mode == "OS-ST":
             return (op.m, _ceil(op.k, s), _ceil(op.n, s * c)), "os", comm
         return (op.m, _ceil(op.k, s * c), _ceil(op.n, s)), "is", comm
