@@ -177,6 +177,28 @@ def mode_plan(op: GemmOp, mode: str, t: NmpTemplate) -> tuple[tuple[int, int, in
     raise SnakeError(msg)
 
 
+def link_bytes(op: GemmOp, mode: str, t: NmpTemplate) -> float:
+    """Bytes the collectives of :func:`mode_plan` move over inter-PU links in one execution, summed over links.
+
+    A ring all-gather or reduce-scatter of ``V`` bytes over ``p`` PUs sends ``(p - 1) V / p`` bytes out of each PU
+    to its ring neighbour (one hop), ``(p - 1) V`` in all; the ST modes run ``s`` such rings of ``V / s`` at once.
+    So OS-S moves ``(P - 1) m k`` elements, IS-S ``(P - 1) m n`` and the ST modes ``(s - 1) (m k + m n)``.
+
+    Raises
+    ------
+    SnakeError
+        An unknown mode.
+    """
+    p, s, e = t.pus, t.mesh_side, t.bytes_per_element
+    in_bytes, out_bytes = op.m * op.k * e, op.m * op.n * e
+    per_mode = {"OS-S": (p - 1) * in_bytes, "IS-S": (p - 1) * out_bytes, "OS-ST": (s - 1) * (in_bytes + out_bytes),
+                "IS-ST": (s - 1) * (in_bytes + out_bytes)}
+    if mode not in per_mode:
+        msg = f"mode must be one of {MODES}, got {mode!r}"
+        raise SnakeError(msg)
+    return float(per_mode[mode])
+
+
 def memory_s(dims: tuple[int, int, int], units: int, t: NmpTemplate) -> float:
     """Time to stream one unit's GEMM operands from DRAM at its share (1 / ``units``) of the stack bandwidth, s.
 
@@ -248,6 +270,12 @@ class OpSchedule:
     dataflow: str
     compute_s: float
     comm_s: float
+    dims: tuple[int, int, int] = (0, 0, 0)
+    """GEMM ``(m, k, n)`` of one compute unit (a core; a PU's tree for the MAC tree)."""
+    units: int = 0
+    """Units running ``dims`` per execution, summed over rounds (the energy model's count of unit GEMMs)."""
+    link_bytes: float = 0.0
+    """Bytes the execution's collectives move over inter-PU links, summed over hops (:func:`link_bytes`)."""
 
     @property
     def time_s(self) -> float:
@@ -278,19 +306,20 @@ def grouped_plan(op: GemmOp, design: Design, t: NmpTemplate) -> OpSchedule:
     g, p, c, e = op.group, t.pus, t.cores_per_pu, t.bytes_per_element
     full = (op.m, op.k, op.n)
     comm = collective_s("allreduce", min(p, g), op.combine_rows * op.n * e, t) if op.combine_rows else 0.0
+    traffic = 2.0 * (min(p, g) - 1) * op.combine_rows * op.n * e
     if design.kind == "mac_tree":
         sec, r, cc, flow = _unit_time(full, design, ("os",), p, op, t, op.m * op.n)
-        return OpSchedule(op, GROUPED, r, cc, flow, _ceil(g, p) * sec / g, comm / g)
-    best: tuple[float, int, int, str] | None = None
+        return OpSchedule(op, GROUPED, r, cc, flow, _ceil(g, p) * sec / g, comm / g, full, 1, traffic / g)
+    best: tuple[float, int, int, str, tuple[int, int, int], int] | None = None
     for flow in design.dataflows:
         split = (op.m, op.k, _ceil(op.n, c)) if flow == "os" else (op.m, _ceil(op.k, c), op.n)
         for rounds, dims in ((_ceil(g, t.cores), full), (_ceil(g, p), split)):
             sec, r, cc, fl = _unit_time(dims, design, (flow,), t.cores, op, t,
                                         op.m * op.n / c if dims is split else op.m * op.n)
             if best is None or rounds * sec < best[0]:
-                best = (rounds * sec, r, cc, fl)
+                best = (rounds * sec, r, cc, fl, dims, 1 if dims is full else c)
     assert best is not None, "a systolic design has at least one dataflow"
-    return OpSchedule(op, GROUPED, best[1], best[2], best[3], best[0] / g, comm / g)
+    return OpSchedule(op, GROUPED, best[1], best[2], best[3], best[0] / g, comm / g, best[4], best[5], traffic / g)
 
 
 def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tuple[str, ...] = MODES,
@@ -327,12 +356,13 @@ def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tup
         return grouped_plan(op, design, t)
     if design.kind == "mac_tree":  # one L x L x L tree per PU (SNAKE Sec. 6.2: 16x16x16 vs 4 x 64x64 per PU)
         _, _, comm = mode_plan(op, "OS-S", t)
-        sec, *_ = _unit_time((op.m, op.k, _ceil(op.n, t.pus)), design, ("os",), t.pus, op, t, op.m * op.n / t.pus)
-        best = OpSchedule(op, "OS-S", 0, 0, "-", sec, comm)
+        dims = (op.m, op.k, _ceil(op.n, t.pus))
+        sec, *_ = _unit_time(dims, design, ("os",), t.pus, op, t, op.m * op.n / t.pus)
+        best = OpSchedule(op, "OS-S", 0, 0, "-", sec, comm, dims, t.pus, link_bytes(op, "OS-S", t))
     elif not design.reconfigurable:  # fixed arrays: the template's own split, dataflow chosen per operator
         dims, _, comm = mode_plan(op, "OS-S", t)
         sec, r, c, flow = _unit_time(dims, design, design.dataflows, t.cores, op, t, op.m * op.n / t.cores)
-        best = OpSchedule(op, "OS-S", r, c, flow, sec, comm)
+        best = OpSchedule(op, "OS-S", r, c, flow, sec, comm, dims, t.cores, link_bytes(op, "OS-S", t))
     else:
         if isinstance(modes, str) or not modes:
             msg = f"modes must be a non-empty tuple of mode names, e.g. ('OS-S',), got {modes!r}"
@@ -342,7 +372,7 @@ def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tup
             _, flow, comm = mode_plan(op, mode, t)
             for dims in _core_splits(op, mode, t):
                 sec, r, c, _ = _unit_time(dims, design, (flow,), t.cores, op, t, op.m * op.n / t.cores)
-                cands.append(OpSchedule(op, mode, r, c, flow, sec, comm))
+                cands.append(OpSchedule(op, mode, r, c, flow, sec, comm, dims, t.cores, link_bytes(op, mode, t)))
         best = min(cands, key=lambda x: x.time_s)
     if grouped and op.group > 1:
         cand = grouped_plan(op, design, t)
