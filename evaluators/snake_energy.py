@@ -267,13 +267,14 @@ def gpu_step_energy(ops: list[GemmOp], step_s: float, model: SnakeEnergy) -> Ene
 def peak_power_W(design: Design, t: NmpTemplate, model: SnakeEnergy) -> dict[str, float]:  # noqa: N802
     """Logic-die power of ``design`` at full activity per component of :data:`PEAK_PARTS`, W: every PE doing one
     MAC per cycle on its reference traffic (``R + C`` operands per cycle per core; the tree ``2 L^2`` per PU),
-    the vector units and the mesh's links busy. SNAKE gives the paper's Fig. 11 by construction."""
+    the vector units and the mesh's links busy (the links at their own rate, the rest at ``design.freq_hz``).
+    SNAKE gives the paper's Fig. 11 by construction."""
     pes, f = design_pes(design, t), design.freq_hz
     if design.kind == "mac_tree":
         reads = t.pus * 2 * design.lanes ** 2
         per_mac = model.mac_J + model.mac_tree_extra_J
     else:
-        r, c = REFERENCE_SHAPE if design is SNAKE else max(design.shapes, key=lambda x: x[0] * x[1])
+        r, c = REFERENCE_SHAPE if design.reconfigurable else max(design.shapes, key=lambda x: x[0] * x[1])
         reads, per_mac = t.cores * (r + c), model.mac_J
     return {"matrix": pes * f * per_mac + reads * f * OPERAND_BITS * model.sram_bit_J,
             "vector": t.cores * t.vector_ops_per_cycle * f * model.vector_op_J,

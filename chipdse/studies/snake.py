@@ -138,7 +138,8 @@ class SnakeStudy:
     shape), ``buffers`` (per-shape buffer demand, SNAKE Fig. 14b), ``link_sweep`` (``speedups`` / ``modes`` /
     ``slowdowns`` again at every ``link_sweep_GBps``, with a ``link_GBps`` column), ``serving``, ``energy`` (every
     design's decode-step energy by part, :func:`decode_tables`), ``power`` (:func:`power_table`) and
-    ``area_energy`` (SNAKE Fig. 4a's energy line, :func:`area_energy_table`).
+    ``area_energy`` (SNAKE Fig. 4a's energy line, :func:`area_energy_table`), with the per-action energies behind
+    them (``energy_model``).
     """
 
     scenario: StudyScenario
@@ -159,6 +160,7 @@ class SnakeStudy:
     energy: pd.DataFrame = field(default_factory=pd.DataFrame)
     power: pd.DataFrame = field(default_factory=pd.DataFrame)
     area_energy: pd.DataFrame = field(default_factory=pd.DataFrame)
+    energy_model: SnakeEnergy | None = None
 
     @property
     def spec(self) -> SnakeScenario:
@@ -191,7 +193,9 @@ def decode_tables(spec: SnakeScenario, t: NmpTemplate, em: SnakeEnergy | None = 
     (speedups, modes, slowdowns, energy) : tuple of pandas.DataFrame
         ``speedups``: model, batch, context, baseline (:data:`BASELINES`), speedup (baseline step / SNAKE's),
         snake_step_s, energy_ratio (baseline energy / SNAKE's: logic die for the NMP baselines, as SNAKE Sec. 6.3;
-        the H100's whole energy over SNAKE's logic die plus DRAM), snake_step_J (SNAKE's logic die).
+        the H100's whole energy over SNAKE's logic die plus DRAM), snake_step_J and baseline_step_J (logic die;
+        the H100's whole), snake_tokens_per_J and baseline_tokens_per_J (batch over those), snake_power_W (SNAKE's
+        average logic-die power over the step).
         ``modes`` (mode models only): model, batch, context, the columns of
         :func:`chipdse.evaluators.snake_pu.schedule` and ``shape`` (short x long side). ``slowdowns``: model, batch,
         context, mode, slowdown (SNAKE Fig. 13b). ``energy``: model, batch, context, design, step_s, one column
@@ -215,8 +219,11 @@ def decode_tables(spec: SnakeScenario, t: NmpTemplate, em: SnakeEnergy | None = 
                     row = {**key, "baseline": name, "speedup": step_s / ours_s, "snake_step_s": ours_s}
                     if e is not None and ours is not None:
                         rows.append(_energy_row(key, name, step_s, e))
-                        row |= {"energy_ratio": e.total_J / ours.total_J if name == GPU else logic_J(e) / logic_J(ours),
-                                "snake_step_J": logic_J(ours)}
+                        mine = e.total_J if name == GPU else logic_J(e)
+                        row |= {"energy_ratio": e.total_J / ours.total_J if name == GPU else mine / logic_J(ours),
+                                "snake_step_J": logic_J(ours), "baseline_step_J": mine,
+                                "snake_tokens_per_J": b / logic_J(ours), "baseline_tokens_per_J": b / mine,
+                                "snake_power_W": logic_J(ours) / ours_s}
                     if name != SNAKE.name:
                         sp.append(row)
                 if m in spec.mode_models:
@@ -383,7 +390,7 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     with stages.stage("serving_s"):
         serving = serving_table(spec)
     return SnakeStudy(sc, cfg, sp, md, slow, shapes, shape_rows, area, grid, ap, serving, buffers, sweep,
-                      stages.wall_s, stages.cpu_s, energy, power, area_energy)
+                      stages.wall_s, stages.cpu_s, energy, power, area_energy, em)
 def summary(s: SnakeStudy) -> dict[str, Any]:
     """Headline numbers: SNAKE's average decode speedup over each baseline, next to the paper's (Sec. 6.3)."""
     return {"average_speedups": average_speedups(s.speedups), "paper_speedups": PAPER_SPEEDUPS}

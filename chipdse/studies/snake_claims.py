@@ -170,7 +170,7 @@ def _energy_measures(study: SnakeStudy) -> tuple[dict[str, float | None], dict[s
     key = ["model", "batch", "context"]
     snake_logic = ours.set_index(key)["logic_J"]
     tree = en[en["design"] == "mac_tree"].set_index(key)
-    em = energy_model(nmp_template(study.spec.template))
+    em = study.energy_model or energy_model(nmp_template(study.spec.template))
     mac_part = tree["mac_J"]
     macs = mac_part / (em.mac_J + em.mac_tree_extra_J)
     ys = []
