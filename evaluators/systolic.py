@@ -234,26 +234,11 @@ def buffer_traffic_elements_array(
 ) -> np.ndarray:
     """Return the elements moved between the local buffer and the array over a whole GEMM (vectorized).
 
-    Parameters
-    ----------
-    m, k, n, rows, cols, dataflow : array_like
-        As in :func:`compute_cycles_array` (elements, PEs, ``"os"`` / ``"ws"`` / ``"is"``).
-
-    Returns
-    -------
-    numpy.ndarray
-        int64 elements, broadcast shape: OS ``m k f_n + k n f_m + m n`` (A re-read per column fold, B per row
-        fold, C written once); WS ``k n + m k f_n + m n f_k``; IS ``m k + k n f_m + m n f_k`` (partial sums leave
-        once per ``k`` fold), with ``f_m, f_k, f_n`` the folds along each dimension.
-
-    Raises
-    ------
-    SystolicError
-        As :func:`compute_cycles_array`.
-
-    References
-    ----------
-    SNAKE Sec. 3.1 (re-tiling and re-reading along the spatial dimensions); SCALE-Sim v3 SRAM traces.
+    Parameters and errors as :func:`compute_cycles_array` (elements, PEs, ``"os"`` / ``"ws"`` / ``"is"``); returns
+    int64 elements with the broadcast shape: OS ``m k f_n + k n f_m + m n`` (A re-read per column fold, B per row
+    fold, C written once); WS ``k n + m k f_n + m n f_k``; IS ``m k + k n f_m + m n f_k`` (partial sums leave once
+    per ``k`` fold), with ``f_m, f_k, f_n`` the folds along each dimension (SNAKE Sec. 3.1: re-tiling and
+    re-reading along the spatial dimensions; SCALE-Sim v3 SRAM traces).
     """
     _, _, (mm, kk, nn, r, c, code) = _fold_plan_array(m, k, n, rows, cols, dataflow)
     return _traffic_elements(mm, kk, nn, r, c, code)

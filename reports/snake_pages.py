@@ -391,7 +391,8 @@ def _serving_page(pdf: PdfPages, s: SnakeStudy) -> None:
 
 def details(s: SnakeStudy) -> dict[str, Any]:
     """The manifest's SNAKE part: settings, models, batches, mode shares, fixed-mode slowdowns, the hardware
-    choices of every method and the serving table."""
+    choices of every method, the serving table, the energy-efficiency ratios, the power table and Fig. 4a's energy
+    line."""
     return {
         "settings": s.spec.model_dump(mode="json"), "models": s.spec.models, "batches": s.spec.batches,
         "mode_distribution": mode_distribution(s.modes).round(4).to_dict("index"),
@@ -407,6 +408,9 @@ def details(s: SnakeStudy) -> dict[str, Any]:
         "link_sweep": {str(x): average_speedups(g) for x, g in s.link_sweep["speedups"].groupby("link_GBps")}
         if s.link_sweep else {},
         "claims": summary_rows(measure(s)[0]),
+        "energy_ratios": average_speedups(s.speedups, "energy_ratio") if "energy_ratio" in s.speedups else {},
+        "power": s.power.round(4).to_dict("records"),
+        "area_energy": s.area_energy.to_dict("records"),
     }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.evaluators.energy import PJ
+from chipdse.evaluators.energy import PJ, load_energy_table
 from chipdse.evaluators.snake_energy import LOGIC_PARTS, PEAK_PARTS, energy_model
 from chipdse.evaluators.snake_pu import nmp_template
 from chipdse.evaluators.snake_serving import GPU
@@ -52,11 +52,16 @@ def _range(key: str, what: str, lo: float, hi: float, source: str, cause: str) -
 SNAKE_CLAIMS: tuple[Claim, ...] = (
     Claim("speedup_mac_tree", "decode speedup over the MAC tree, mean over the five models", 2.90, "x", _SPEEDUP,
           _LINK),
-    Claim("speedup_sa48x48", "decode speedup over the fixed 48x48 array, mean", 2.33, "x", _SPEEDUP, _LINK),
+    Claim("speedup_sa48x48", "decode speedup over the fixed 48x48 array, mean", 2.33, "x", _SPEEDUP,
+          _LINK + "; whether the fixed arrays overlap the fill and drain of consecutive folds as SNAKE's decoder "
+          "does (Sec. 4.2.4; here they pay SCALE-Sim's per-fold fill and drain)"),
     Claim("speedup_sa8x288", "decode speedup over the fixed 8x288 array, mean", 3.00, "x", _SPEEDUP, _LINK),
     Claim("speedup_gpu", "decode speedup over the H100 GPU, mean", 11.47, "x", _SPEEDUP, _GPU),
     Claim("is_s_share_llama", "share of LLaMA3-70B operators choosing IS-S", 0.597, "share", "Sec. 6.5, Fig. 13a",
-          _LINK + "; the array's stationary-tile load and the partial-sum all-reduce of IS"),
+          _LINK + "; the on-chip re-reads behind the paper's IS preference for N > K (Fig. 4b stall cycles): here "
+          "both dataflows fill a logical shape on large operators and compute alike, so the collectives decide, and "
+          "IS-S's reduce-scatter of the output beats OS-S's gather of the input only when N < K (LLaMA's QKV, one of "
+          "its four weight operators)"),
     *_range("llama_fixed", "LLaMA3-70B best fixed mode: slowdown", 1.04, 1.56, "Sec. 6.5, Fig. 13b", _LINK),
     *_range("qwen3_fixed", "Qwen3-30B-A3B best fixed mode: slowdown", 1.18, 6.43, "Sec. 6.5, Fig. 13b", _GROUPED),
     Claim("sa48_beats_sa8x288", "48x48 serves faster (E2E) than 8x288: share of (model, rate) points", 1.0, "share",
@@ -147,6 +152,11 @@ TREE_BROADCAST_SWEEP_PJ: tuple[float, ...] = (0.0, 0.09, 0.2, 0.4)
 tree's energy is linear in it)."""
 
 
+DRAM_COLUMN_SWEEP_PJ: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0, 4.0)
+"""Column-access energies of Stratum's DRAM per bit (pJ; snake.yaml ``stratum_dram_column`` holds 0.2) the note of
+the GPU energy row reports (SNAKE's DRAM energy is linear in it; the activation and TSV share stays)."""
+
+
 def _energy_measures(study: SnakeStudy) -> tuple[dict[str, float | None], dict[str, str]]:
     """Energy-efficiency ratios (mean per model, then over models, as the speedups), the logic-die power of SNAKE's
     most power-hungry decode step per Fig. 11 component, and the measured notes behind them."""
@@ -187,7 +197,12 @@ def _energy_measures(study: SnakeStudy) -> tuple[dict[str, float | None], dict[s
                                 _parts_note(g, ours.set_index(key)))
     gpu = en[en["design"] == GPU].set_index(key)
     logic_only = (gpu["total_J"] / snake_logic).groupby("model").mean().mean()
-    notes["energy_gpu"] = f"over SNAKE's logic die alone {logic_only:.1f}x"
+    dram_bits = ours.set_index(key)["dram_J"] / em.dram_bit_J
+    column_pj = em.dram_bit_J / PJ - load_energy_table("common", "snake").get("stratum_dram_column")  # held part
+    ys = [float((gpu["total_J"] / (snake_logic + dram_bits * (column_pj + x) * PJ)).groupby("model").mean().mean())
+          for x in DRAM_COLUMN_SWEEP_PJ]
+    notes["energy_gpu"] = (f"over SNAKE's logic die alone {logic_only:.1f}x; " + _sweep_note(
+        "Stratum's DRAM column energy", list(DRAM_COLUMN_SWEEP_PJ), ys, 5.74, ".2f", "pJ/bit"))
     return out, notes
 
 
