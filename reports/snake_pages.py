@@ -49,11 +49,13 @@ def columns(s: SnakeStudy) -> dict[str, tuple[str, str]]:
         "snake_step_s": ("s", "SNAKE's decode-step latency (the weight GEMMs and attention products of one step)"),
         "energy_ratio": ("x", "energy efficiency of SNAKE: baseline decode-step energy / SNAKE's (logic die for the "
                          "NMP baselines, as SNAKE Sec. 6.3; the H100's whole energy over SNAKE's logic die and DRAM)"),
-        "snake_step_J": ("J", "SNAKE's logic-die energy of one decode step (MACs, buffers, vector, PE control, NoC)"),
+        "snake_step_J": ("J", "SNAKE's logic-die energy of one decode step on one device of the TP group (MACs, "
+                         "buffers, vector, PE control, NoC)"),
         "baseline_step_J": ("J", "the baseline's energy of one decode step (logic die; the H100's whole)"),
-        "snake_tokens_per_J": ("tokens/J", "SNAKE's output tokens per joule of logic-die energy (batch / "
-                               "snake_step_J)"),
-        "baseline_tokens_per_J": ("tokens/J", "the baseline's output tokens per joule (batch / baseline_step_J)"),
+        "snake_tokens_per_J": ("tokens/J", "SNAKE's output tokens per joule of logic-die energy (batch / (TP x "
+                               "snake_step_J): the TP group's devices make the batch's tokens together)"),
+        "baseline_tokens_per_J": ("tokens/J", "the baseline's output tokens per joule (batch / (TP x "
+                                  "baseline_step_J))"),
         "snake_power_W": ("W", f"SNAKE's average logic-die power over the step (the budget is "
                           f"{_budget(s):.0f} W)"),
     }
@@ -240,7 +242,7 @@ def _energy_page(pdf: PdfPages, s: SnakeStudy) -> None:
         ax1.bar(x + k * w, per_model[d], w, label=BASELINE_LABELS.get(d, "SNAKE"))
     ax1.set_yscale("log")
     ax1.set_xticks(x + w * (len(order) - 1) / 2, [m.split("-")[0] for m in per_model.index], fontsize=8)
-    ax1.set_ylabel("output tokens per joule (logic die; H100 whole)", fontsize=8)
+    ax1.set_ylabel(f"output tokens per joule, TP = {s.spec.tp} (logic dies; H100s whole)", fontsize=8)
     ax1.set_title("(a) tokens/J, mean over batches and contexts", fontsize=9)
     ax1.legend(fontsize=7)
     ax1.grid(True, axis="y", alpha=0.3)

@@ -194,13 +194,15 @@ def decode_tables(spec: SnakeScenario, t: NmpTemplate, em: SnakeEnergy | None = 
         ``speedups``: model, batch, context, baseline (:data:`BASELINES`), speedup (baseline step / SNAKE's),
         snake_step_s, energy_ratio (baseline energy / SNAKE's: logic die for the NMP baselines, as SNAKE Sec. 6.3;
         the H100's whole energy over SNAKE's logic die plus DRAM), snake_step_J and baseline_step_J (logic die;
-        the H100's whole), snake_tokens_per_J and baseline_tokens_per_J (batch over those), snake_power_W (SNAKE's
+        the H100's whole; one device of the TP group), snake_tokens_per_J and baseline_tokens_per_J (the batch's
+        tokens over the TP group's energy, ``batch / (tp x step_J)``), snake_power_W (SNAKE's
         average logic-die power over the step).
         ``modes`` (mode models only): model, batch, context, the columns of
         :func:`chipdse.evaluators.snake_pu.schedule` and ``shape`` (short x long side). ``slowdowns``: model, batch,
         context, mode, slowdown (SNAKE Fig. 13b). ``energy``: model, batch, context, design, step_s, one column
-        ``<part>_J`` per energy part, logic_J, total_J, tokens_per_J (batch over the logic die's energy; the H100's
-        whole), tokens_per_J_total (with DRAM) and the average logic power per Fig. 11 component ``<part>_W``.
+        ``<part>_J`` per energy part, logic_J, total_J (one device), tokens_per_J (``batch / (tp x logic_J)``: the
+        step's tokens over the logic dies of the TP group; the H100's whole), tokens_per_J_total (with DRAM) and the
+        average logic power per Fig. 11 component ``<part>_W``.
     """
     em = em or energy_model(t)
     sp, modes, slow, rows = [], [], [], []
@@ -218,11 +220,12 @@ def decode_tables(spec: SnakeScenario, t: NmpTemplate, em: SnakeEnergy | None = 
                 for name, (step_s, e) in runs.items():
                     row = {**key, "baseline": name, "speedup": step_s / ours_s, "snake_step_s": ours_s}
                     if e is not None and ours is not None:
-                        rows.append(_energy_row(key, name, step_s, e))
+                        rows.append(_energy_row(key, name, step_s, e, spec.tp))
                         mine = e.total_J if name == GPU else logic_J(e)
                         row |= {"energy_ratio": e.total_J / ours.total_J if name == GPU else mine / logic_J(ours),
                                 "snake_step_J": logic_J(ours), "baseline_step_J": mine,
-                                "snake_tokens_per_J": b / logic_J(ours), "baseline_tokens_per_J": b / mine,
+                                "snake_tokens_per_J": b / (spec.tp * logic_J(ours)),
+                                "baseline_tokens_per_J": b / (spec.tp * mine),
                                 "snake_power_W": logic_J(ours) / ours_s}
                     if name != SNAKE.name:
                         sp.append(row)
@@ -233,12 +236,13 @@ def decode_tables(spec: SnakeScenario, t: NmpTemplate, em: SnakeEnergy | None = 
     return pd.DataFrame(sp), pd.DataFrame(modes), pd.DataFrame(slow), pd.DataFrame(rows)
 
 
-def _energy_row(key: dict[str, Any], name: str, step_s: float, e: EnergyBreakdown) -> dict[str, Any]:
+def _energy_row(key: dict[str, Any], name: str, step_s: float, e: EnergyBreakdown, tp: int) -> dict[str, Any]:
     """One row of :func:`decode_tables`' ``energy`` table (its docstring names the columns)."""
     logic = e.total_J if name == GPU else logic_J(e)
     watts = {} if name == GPU else {f"{p}_W": v for p, v in step_power_W(e, step_s).items()}
     return {**key, "design": name, "step_s": step_s, **{f"{p}_J": v for p, v in e.parts_J.items()}, "logic_J": logic,
-            "total_J": e.total_J, "tokens_per_J": key["batch"] / logic, "tokens_per_J_total": key["batch"] / e.total_J,
+            "total_J": e.total_J, "tokens_per_J": key["batch"] / (tp * logic),
+            "tokens_per_J_total": key["batch"] / (tp * e.total_J),
             **watts}
 
 
