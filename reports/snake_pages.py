@@ -256,8 +256,8 @@ def _energy_page(pdf: PdfPages, s: SnakeStudy) -> None:
     t = s.spec.template
     ax2.axhline(budget, c="r", lw=1.2, label=f"budget at {t.dram_TBps:g} TB/s")
     ax2.axhline(uncapped, c="r", ls="--", lw=1.2, label=f"budget at {UNCAPPED_DRAM_TBPS:g} TB/s")
-    ax2.set_xticks(range(len(pw)), [BASELINE_LABELS.get(d, "SNAKE").replace(" / PU", "") for d in pw.index],
-                   rotation=30, fontsize=7)
+    short = {"snake": "SNAKE", "mac_tree": "MAC tree", "sa48x48": "48x48", "sa8x288": "8x288"}
+    ax2.set_xticks(range(len(pw)), [short.get(d, d) for d in pw.index], fontsize=6)
     ax2.set_ylabel("logic-die power at full activity, W", fontsize=8)
     ax2.set_title("(b) power vs the thermal budget (Fig. 11)", fontsize=9)
     ax2.legend(fontsize=6)
@@ -270,10 +270,9 @@ def _energy_page(pdf: PdfPages, s: SnakeStudy) -> None:
         tw.bar(ae["array"], ae["step_s"] * 1e6, alpha=0.3, color="tab:blue")
         tw.set_ylabel("latency, us (bars)", fontsize=8)
         tw.tick_params(labelsize=7)
-        ax3.set_xticks(range(len(ae)), [f"{a}\n{kb} KiB" for a, kb in zip(ae["array"], ae["buffer_kb"], strict=True)],
+        ax3.set_xticks(range(len(ae)), [f"{a}\n{kb}K" for a, kb in zip(ae["array"], ae["buffer_kb"], strict=True)],
                        fontsize=6)
-    ax3.set_title(f"(c) PE / buffer split (Fig. 4a): {s.spec.area_split.model}, B={s.spec.area_split.batch}",
-                  fontsize=9)
+    ax3.set_title(f"(c) PE / buffer split (Fig. 4a), {s.spec.area_split.model}", fontsize=9)
     fig.suptitle("Energy and power (SNAKE Secs. 6.2-6.3, Figs. 4a, 11, 12)", fontsize=11)
     avg = average_speedups(s.speedups, "energy_ratio")
     sn = pw.loc["snake"]
@@ -289,8 +288,8 @@ def _energy_page(pdf: PdfPages, s: SnakeStudy) -> None:
         f"uncapped {UNCAPPED_DRAM_TBPS:g} TB/s{_dram_note(s)}: SNAKE "
         f"{'fits' if sn['fits'] else 'does not fit'} the first and "
         f"{'fits' if sn['fits_uncapped'] else 'does not fit'} the second, as the paper's choice of 24 TB/s says. "
-        "(c): each array with the largest buffer the core's area leaves; a starved array computes longer and its "
-        "clocked PEs cost energy all that time.", y=0.02)
+        f"(c): decode at batch {s.spec.area_split.batch}; each array with the largest buffer (KiB) the core's area "
+        "leaves; a starved array computes longer and its clocked PEs cost energy all that time.", y=0.02)
     pdf.savefig(fig)
     plt.close(fig)
 
