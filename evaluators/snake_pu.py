@@ -6,12 +6,22 @@ A decode GEMM ``C[m x n] = A[m x k] B[k x n]`` of one device runs on ``P`` PUs (
 ===========  ====================  =====================  =============================================
 mode         split across PUs      dataflow in the core   collectives
 ===========  ====================  =====================  =============================================
-``OS-S``     n / P (1 x 16 chain)  OS, cores split n      all-gather of C (m x n) over the chain
-``IS-S``     k / P (1 x 16 chain)  IS, cores split k      all-reduce of partial C (m x n) over the chain
-``OS-ST``    n / 4, k / 4 (4x4)    OS, cores split n      all-reduce of partial C within each column of 4,
-                                                          then all-gather of C across the 4 columns
+``OS-S``     n / P (1 x 16 chain)  OS, cores split n      all-gather of the input A (m x k) over the chain
+``IS-S``     k / P (1 x 16 chain)  IS, cores split k      reduce-scatter of partial C (m x n) over the chain
+``OS-ST``    n / 4, k / 4 (4x4)    OS, cores split n      all-gather of A's k / 4 slice within each group of
+                                                          4, reduce-scatter of partial C (m x n / 4) within
+                                                          each column of 4
 ``IS-ST``    k / 4, n / 4 (4x4)    IS, cores split k      the same two collectives
 ===========  ====================  =====================  =============================================
+
+Activations stay sharded between operators (the layout Megatron-style tensor parallelism keeps between a
+column- and a row-parallel GEMM): every operator leaves its output split along ``n`` over the ``P`` PUs, complete
+(one ``n / P`` slice per PU), which is also the ``k``-split the next operator's IS-S needs. So an OS mode first
+gathers the input it needs whole (``m x k`` over the chain, or the ``k / 4`` slice of its mesh row) and leaves its
+output ``n``-split as it computes it; an IS mode reads its ``k`` slice where it already lies and reduce-scatters its
+partial sums into that ``n``-split. Per operator this charges exactly one of the two ring passes a gather-then-
+reduce chain needs, so IS wins the collectives when ``n < k`` and OS when ``n > k`` (RMSNorm on the ``n``-split
+residual needs one sum of squares per token across PUs, left out).
 
 Time of one execution = the larger of the compute time (the best logical shape of the design for the mode's
 dataflow, over the clock; :func:`evaluators.systolic.pipelined_cycles_array` for SNAKE, whose Weight-Load / Feed /
@@ -19,12 +29,12 @@ Drain sub-stages overlap consecutive folds (Sec. 4.2.4), :func:`evaluators.systo
 fixed arrays) and the time to stream the core's operands once at its share of the stack's DRAM bandwidth
 (double-buffered refill hidden behind compute), plus the exposed part of the element-wise stage after the operator
 (overlapped under OS, not under IS; Sec. 5b, Fig. 9), plus the collectives (ring algorithm along a chain of ``p``
-PUs: all-gather ``(p - 1) (a + V / p / B)``, all-reduce twice that, with ``V`` bytes in all, per-hop latency ``a``
-and link bandwidth ``B``).
+PUs: all-gather and reduce-scatter ``(p - 1) (a + V / p / B)``, all-reduce twice that, with ``V`` bytes in all,
+per-hop latency ``a`` and link bandwidth ``B``).
 
 SNAKE picks the fastest (mode, shape, split of the PU's cores) per operator; the fixed-mode variants use one mode for
 every operator (SNAKE Fig. 13b). The baselines (fixed 48x48 and 8x288 arrays, the MAC tree) run as the Stratum-like
-template does: ``n`` split over all cores, an all-gather of C, and (for arrays) the better of OS and IS per operator.
+template does: ``n`` split over all cores (the OS-S collectives), and (for arrays) the better of OS and IS per operator.
 Every design may run the experts of an MoE layer as a grouped GEMM (whole experts concurrently on different cores
 or PUs, :func:`grouped_plan`), and runs the attention products QK^T / PV head-parallel (Sec. 5b).
 The MAC tree is one 16x16x16 tree per PU, the largest that fits the PU's 2.35 mm^2 next to the vector core
@@ -128,7 +138,8 @@ def _ceil(a: int, b: int) -> int:
 def collective_s(kind: str, group: int, total_bytes: float, t: NmpTemplate) -> float:
     """Time of a ring collective over a chain of ``group`` PUs moving ``total_bytes`` in all, s.
 
-    ``allgather``: ``(p - 1) (a + V / (p B))``; ``allreduce`` (reduce-scatter then all-gather): twice that.
+    ``allgather`` and ``reducescatter``: ``(p - 1) (a + V / (p B))``; ``allreduce`` (reduce-scatter then
+    all-gather): twice that.
     """
     if group <= 1:
         return 0.0
@@ -142,7 +153,9 @@ def mode_plan(op: GemmOp, mode: str, t: NmpTemplate) -> tuple[tuple[int, int, in
     Returns
     -------
     ((m, k, n), dataflow, comm_s)
-        The core's GEMM dimensions, ``"os"`` or ``"is"``, and the collectives' time, s.
+        The core's GEMM dimensions, ``"os"`` or ``"is"``, and the collectives' time, s: the input gather of the
+        OS modes and the partial-sum reduce-scatter of the IS modes (module docstring: activations stay
+        ``n``-split over the PUs between operators).
 
     Raises
     ------
@@ -150,18 +163,40 @@ def mode_plan(op: GemmOp, mode: str, t: NmpTemplate) -> tuple[tuple[int, int, in
         An unknown mode.
     """
     p, c, s, e = t.pus, t.cores_per_pu, t.mesh_side, t.bytes_per_element
-    out_bytes = op.m * op.n * e
+    in_bytes, out_bytes = op.m * op.k * e, op.m * op.n * e
     if mode == "OS-S":
-        return (op.m, op.k, _ceil(op.n, p * c)), "os", collective_s("allgather", p, out_bytes, t)
+        return (op.m, op.k, _ceil(op.n, p * c)), "os", collective_s("allgather", p, in_bytes, t)
     if mode == "IS-S":
-        return (op.m, _ceil(op.k, p * c), op.n), "is", collective_s("allreduce", p, out_bytes, t)
+        return (op.m, _ceil(op.k, p * c), op.n), "is", collective_s("reducescatter", p, out_bytes, t)
     if mode in ("OS-ST", "IS-ST"):
-        comm = collective_s("allreduce", s, out_bytes / s, t) + collective_s("allgather", s, out_bytes, t)
+        comm = collective_s("allgather", s, in_bytes / s, t) + collective_s("reducescatter", s, out_bytes / s, t)
         if mode == "OS-ST":
             return (op.m, _ceil(op.k, s), _ceil(op.n, s * c)), "os", comm
         return (op.m, _ceil(op.k, s * c), _ceil(op.n, s)), "is", comm
     msg = f"mode must be one of {MODES}, got {mode!r}"
     raise SnakeError(msg)
+
+
+def link_bytes(op: GemmOp, mode: str, t: NmpTemplate) -> float:
+    """Bytes the collectives of :func:`mode_plan` move over inter-PU links in one execution, summed over links.
+
+    A ring all-gather or reduce-scatter of ``V`` bytes over ``p`` PUs sends ``(p - 1) V / p`` bytes out of each PU
+    to its ring neighbour (one hop), ``(p - 1) V`` in all; the ST modes run ``s`` such rings of ``V / s`` at once.
+    So OS-S moves ``(P - 1) m k`` elements, IS-S ``(P - 1) m n`` and the ST modes ``(s - 1) (m k + m n)``.
+
+    Raises
+    ------
+    SnakeError
+        An unknown mode.
+    """
+    p, s, e = t.pus, t.mesh_side, t.bytes_per_element
+    in_bytes, out_bytes = op.m * op.k * e, op.m * op.n * e
+    per_mode = {"OS-S": (p - 1) * in_bytes, "IS-S": (p - 1) * out_bytes, "OS-ST": (s - 1) * (in_bytes + out_bytes),
+                "IS-ST": (s - 1) * (in_bytes + out_bytes)}
+    if mode not in per_mode:
+        msg = f"mode must be one of {MODES}, got {mode!r}"
+        raise SnakeError(msg)
+    return float(per_mode[mode])
 
 
 def memory_s(dims: tuple[int, int, int], units: int, t: NmpTemplate) -> float:
@@ -235,6 +270,12 @@ class OpSchedule:
     dataflow: str
     compute_s: float
     comm_s: float
+    dims: tuple[int, int, int] = (0, 0, 0)
+    """GEMM ``(m, k, n)`` of one compute unit (a core; a PU's tree for the MAC tree)."""
+    units: int = 0
+    """Units running ``dims`` per execution, summed over rounds (the energy model's count of unit GEMMs)."""
+    link_bytes: float = 0.0
+    """Bytes the execution's collectives move over inter-PU links, summed over hops (:func:`link_bytes`)."""
 
     @property
     def time_s(self) -> float:
@@ -265,19 +306,20 @@ def grouped_plan(op: GemmOp, design: Design, t: NmpTemplate) -> OpSchedule:
     g, p, c, e = op.group, t.pus, t.cores_per_pu, t.bytes_per_element
     full = (op.m, op.k, op.n)
     comm = collective_s("allreduce", min(p, g), op.combine_rows * op.n * e, t) if op.combine_rows else 0.0
+    traffic = 2.0 * (min(p, g) - 1) * op.combine_rows * op.n * e
     if design.kind == "mac_tree":
         sec, r, cc, flow = _unit_time(full, design, ("os",), p, op, t, op.m * op.n)
-        return OpSchedule(op, GROUPED, r, cc, flow, _ceil(g, p) * sec / g, comm / g)
-    best: tuple[float, int, int, str] | None = None
+        return OpSchedule(op, GROUPED, r, cc, flow, _ceil(g, p) * sec / g, comm / g, full, 1, traffic / g)
+    best: tuple[float, int, int, str, tuple[int, int, int], int] | None = None
     for flow in design.dataflows:
         split = (op.m, op.k, _ceil(op.n, c)) if flow == "os" else (op.m, _ceil(op.k, c), op.n)
         for rounds, dims in ((_ceil(g, t.cores), full), (_ceil(g, p), split)):
             sec, r, cc, fl = _unit_time(dims, design, (flow,), t.cores, op, t,
                                         op.m * op.n / c if dims is split else op.m * op.n)
             if best is None or rounds * sec < best[0]:
-                best = (rounds * sec, r, cc, fl)
+                best = (rounds * sec, r, cc, fl, dims, 1 if dims is full else c)
     assert best is not None, "a systolic design has at least one dataflow"
-    return OpSchedule(op, GROUPED, best[1], best[2], best[3], best[0] / g, comm / g)
+    return OpSchedule(op, GROUPED, best[1], best[2], best[3], best[0] / g, comm / g, best[4], best[5], traffic / g)
 
 
 def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tuple[str, ...] = MODES,
@@ -314,12 +356,13 @@ def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tup
         return grouped_plan(op, design, t)
     if design.kind == "mac_tree":  # one L x L x L tree per PU (SNAKE Sec. 6.2: 16x16x16 vs 4 x 64x64 per PU)
         _, _, comm = mode_plan(op, "OS-S", t)
-        sec, *_ = _unit_time((op.m, op.k, _ceil(op.n, t.pus)), design, ("os",), t.pus, op, t, op.m * op.n / t.pus)
-        best = OpSchedule(op, "OS-S", 0, 0, "-", sec, comm)
+        dims = (op.m, op.k, _ceil(op.n, t.pus))
+        sec, *_ = _unit_time(dims, design, ("os",), t.pus, op, t, op.m * op.n / t.pus)
+        best = OpSchedule(op, "OS-S", 0, 0, "-", sec, comm, dims, t.pus, link_bytes(op, "OS-S", t))
     elif not design.reconfigurable:  # fixed arrays: the template's own split, dataflow chosen per operator
         dims, _, comm = mode_plan(op, "OS-S", t)
         sec, r, c, flow = _unit_time(dims, design, design.dataflows, t.cores, op, t, op.m * op.n / t.cores)
-        best = OpSchedule(op, "OS-S", r, c, flow, sec, comm)
+        best = OpSchedule(op, "OS-S", r, c, flow, sec, comm, dims, t.cores, link_bytes(op, "OS-S", t))
     else:
         if isinstance(modes, str) or not modes:
             msg = f"modes must be a non-empty tuple of mode names, e.g. ('OS-S',), got {modes!r}"
@@ -329,7 +372,7 @@ def schedule_op(op: GemmOp, design: Design, t: NmpTemplate = STRATUM, modes: tup
             _, flow, comm = mode_plan(op, mode, t)
             for dims in _core_splits(op, mode, t):
                 sec, r, c, _ = _unit_time(dims, design, (flow,), t.cores, op, t, op.m * op.n / t.cores)
-                cands.append(OpSchedule(op, mode, r, c, flow, sec, comm))
+                cands.append(OpSchedule(op, mode, r, c, flow, sec, comm, dims, t.cores, link_bytes(op, mode, t)))
         best = min(cands, key=lambda x: x.time_s)
     if grouped and op.group > 1:
         cand = grouped_plan(op, design, t)

@@ -229,6 +229,21 @@ def _traffic_elements(
     return np.choose(code, (os_traffic, ws_traffic, is_traffic))
 
 
+def buffer_traffic_elements_array(
+    m: ArrayLike, k: ArrayLike, n: ArrayLike, rows: ArrayLike, cols: ArrayLike, dataflow: str | ArrayLike
+) -> np.ndarray:
+    """Return the elements moved between the local buffer and the array over a whole GEMM (vectorized).
+
+    Parameters and errors as :func:`compute_cycles_array` (elements, PEs, ``"os"`` / ``"ws"`` / ``"is"``); returns
+    int64 elements with the broadcast shape: OS ``m k f_n + k n f_m + m n`` (A re-read per column fold, B per row
+    fold, C written once); WS ``k n + m k f_n + m n f_k``; IS ``m k + k n f_m + m n f_k`` (partial sums leave once
+    per ``k`` fold), with ``f_m, f_k, f_n`` the folds along each dimension (SNAKE Sec. 3.1: re-tiling and
+    re-reading along the spatial dimensions; SCALE-Sim v3 SRAM traces).
+    """
+    _, _, (mm, kk, nn, r, c, code) = _fold_plan_array(m, k, n, rows, cols, dataflow)
+    return _traffic_elements(mm, kk, nn, r, c, code)
+
+
 def stall_cycles_array(
     m: ArrayLike,
     k: ArrayLike,

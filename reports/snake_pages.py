@@ -1,6 +1,7 @@
 """The SNAKE report: decode speedups, multi-PU modes (Fig. 13), shape choice vs batch (Fig. 14a), per-shape buffer
 demand (Fig. 14b), the inter-PU link-bandwidth sweep, the exact shape-set and area-split choices next to enumeration,
-serving (Fig. 10) and SNAKE's claims against this run; written by :func:`chipdse.reports.files.write_report`."""
+serving (Fig. 10), energy and power (tokens/J, the Fig. 11 breakdown against the budget, Fig. 4a's energy line) and
+SNAKE's claims against this run; written by :func:`chipdse.reports.files.write_report`."""
 
 from __future__ import annotations
 
@@ -14,11 +15,19 @@ import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.core.solution import PROVEN_GAP  # noqa: E402
+from chipdse.evaluators.snake_energy import PEAK_PARTS  # noqa: E402
 from chipdse.evaluators.snake_pu import GROUPED, MODES  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
 from chipdse.studies.claims import claim_rows  # noqa: E402
-from chipdse.studies.snake import PAPER_SPEEDUPS, SnakeStudy, average_speedups, mode_distribution  # noqa: E402
+from chipdse.studies.snake import (  # noqa: E402
+    PAPER_ENERGY,
+    PAPER_SPEEDUPS,
+    UNCAPPED_DRAM_TBPS,
+    SnakeStudy,
+    average_speedups,
+    mode_distribution,
+)
 from chipdse.studies.snake_claims import SNAKE_CLAIMS, context_line, measure, summary_rows  # noqa: E402
 
 BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288",
@@ -38,6 +47,17 @@ def columns(s: SnakeStudy) -> dict[str, tuple[str, str]]:
                                                                           for k, v in BASELINE_LABELS.items())),
         "speedup": ("x", "decode speedup of SNAKE: baseline decode-step latency / SNAKE's"),
         "snake_step_s": ("s", "SNAKE's decode-step latency (the weight GEMMs and attention products of one step)"),
+        "energy_ratio": ("x", "energy efficiency of SNAKE: baseline decode-step energy / SNAKE's (logic die for the "
+                         "NMP baselines, as SNAKE Sec. 6.3; the H100's whole energy over SNAKE's logic die and DRAM)"),
+        "snake_step_J": ("J", "SNAKE's logic-die energy of one decode step on one device of the TP group (MACs, "
+                         "buffers, vector, PE control, NoC)"),
+        "baseline_step_J": ("J", "the baseline's energy of one decode step (logic die; the H100's whole)"),
+        "snake_tokens_per_J": ("tokens/J", "SNAKE's output tokens per joule of logic-die energy (batch / (TP x "
+                               "snake_step_J): the TP group's devices make the batch's tokens together)"),
+        "baseline_tokens_per_J": ("tokens/J", "the baseline's output tokens per joule (batch / (TP x "
+                                  "baseline_step_J))"),
+        "snake_power_W": ("W", f"SNAKE's average logic-die power over the step (the budget is "
+                          f"{_budget(s):.0f} W)"),
     }
 
 
@@ -198,6 +218,82 @@ def _link_page(pdf: PdfPages, s: SnakeStudy) -> None:
     plt.close(fig)
 
 
+def _budget(s: SnakeStudy) -> float:
+    """The logic-die budget at the template's DRAM bandwidth, W (NaN before the power table exists)."""
+    return float(s.power["budget_W"].iloc[0]) if not s.power.empty else float("nan")
+
+
+def _dram_note(s: SnakeStudy) -> str:
+    """`` (DRAM x pJ/bit)`` of the study's energy model, or nothing."""
+    return "" if s.energy_model is None else f" (DRAM {1e12 * s.energy_model.dram_bit_J:.2f} pJ/bit)"
+
+
+def _energy_page(pdf: PdfPages, s: SnakeStudy) -> None:
+    """Tokens per joule per design and model, the logic-die power of every design against the budget (Fig. 11),
+    and Fig. 4a's energy line over the PE / buffer split."""
+    en = s.energy
+    per_model = en.groupby(["model", "design"])["tokens_per_J"].mean().unstack()
+    order = [d for d in ("snake", *BASELINE_LABELS) if d in per_model.columns]
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=PAGE, gridspec_kw={"width_ratios": [1.6, 1.0, 1.0]})
+    fig.subplots_adjust(bottom=0.33, top=0.88, wspace=0.35)
+    x = np.arange(len(per_model))
+    w = 0.8 / len(order)
+    for k, d in enumerate(order):
+        ax1.bar(x + k * w, per_model[d], w, label=BASELINE_LABELS.get(d, "SNAKE"))
+    ax1.set_yscale("log")
+    ax1.set_xticks(x + w * (len(order) - 1) / 2, [m.split("-")[0] for m in per_model.index], fontsize=8)
+    ax1.set_ylabel(f"output tokens per joule, TP = {s.spec.tp} (logic dies; H100s whole)", fontsize=8)
+    ax1.set_title("(a) tokens/J, mean over batches and contexts", fontsize=9)
+    ax1.legend(fontsize=7)
+    ax1.grid(True, axis="y", alpha=0.3)
+    pw = s.power.set_index("design")
+    bottom = np.zeros(len(pw))
+    for part in PEAK_PARTS:
+        ax2.bar(range(len(pw)), pw[f"{part}_W"], bottom=bottom, label=part)
+        bottom += pw[f"{part}_W"].to_numpy()
+    ax2.plot(range(len(pw)), pw["decode_max_W"], "k*", ms=9, label="highest decode step")
+    budget, uncapped = float(pw["budget_W"].iloc[0]), float(pw["budget_uncapped_W"].iloc[0])
+    t = s.spec.template
+    ax2.axhline(budget, c="r", lw=1.2, label=f"budget at {t.dram_TBps:g} TB/s")
+    ax2.axhline(uncapped, c="r", ls="--", lw=1.2, label=f"budget at {UNCAPPED_DRAM_TBPS:g} TB/s")
+    short = {"snake": "SNAKE", "mac_tree": "MAC tree", "sa48x48": "48x48", "sa8x288": "8x288"}
+    ax2.set_xticks(range(len(pw)), [short.get(d, d) for d in pw.index], fontsize=6)
+    ax2.set_ylabel("logic-die power at full activity, W", fontsize=8)
+    ax2.set_title("(b) power vs the thermal budget (Fig. 11)", fontsize=9)
+    ax2.legend(fontsize=6)
+    ae = s.area_energy
+    if not ae.empty:
+        ax3.plot(ae["array"], ae["logic_J"] * 1e3, "o-", c="k", label="logic-die energy")
+        ax3.set_ylabel("decode-step energy, mJ", fontsize=8)
+        ax3.tick_params(labelsize=7)
+        tw = ax3.twinx()
+        tw.bar(ae["array"], ae["step_s"] * 1e6, alpha=0.3, color="tab:blue")
+        tw.set_ylabel("latency, us (bars)", fontsize=8)
+        tw.tick_params(labelsize=7)
+        ax3.set_xticks(range(len(ae)), [f"{a}\n{kb}K" for a, kb in zip(ae["array"], ae["buffer_kb"], strict=True)],
+                       fontsize=6)
+    ax3.set_title(f"(c) PE / buffer split (Fig. 4a), {s.spec.area_split.model}", fontsize=9)
+    fig.suptitle("Energy and power (SNAKE Secs. 6.2-6.3, Figs. 4a, 11, 12)", fontsize=11)
+    avg = average_speedups(s.speedups, "energy_ratio")
+    sn = pw.loc["snake"]
+    caption(fig, "Energy efficiency of SNAKE (baseline energy / SNAKE's, mean over models): " + "; ".join(
+        f"{BASELINE_LABELS.get(b, b)} {v:.2f}x (paper {PAPER_ENERGY.get(b, float('nan')):.2f}x)"
+        for b, v in avg.items()) + ". The paper gives its logic-die power at peak per component (Fig. 11) and no "
+        "energy per action: each per-action energy is that power over the component's peak rate at 800 MHz "
+        "(instances/energy/snake.yaml; SRAM, DRAM activation, TSV and H100 constants from common.yaml), so SNAKE at "
+        f"full activity draws {sn['peak_W']:.1f} W by construction; its highest decode step draws "
+        f"{sn['decode_max_W']:.1f} W. The fixed arrays use the same PE at 1 GHz and clock every PE while they "
+        "compute; the MAC tree adds its broadcast and reduction energy per MAC. Budget (Sec. 6.2): the stack's "
+        f"thermal limit less the DRAM power, {budget:.1f} W at {t.dram_TBps:g} TB/s and {uncapped:.1f} W at the "
+        f"uncapped {UNCAPPED_DRAM_TBPS:g} TB/s{_dram_note(s)}: SNAKE "
+        f"{'fits' if sn['fits'] else 'does not fit'} the first and "
+        f"{'fits' if sn['fits_uncapped'] else 'does not fit'} the second, as the paper's choice of 24 TB/s says. "
+        f"(c): decode at batch {s.spec.area_split.batch}; each array with the largest buffer (KiB) the core's area "
+        "leaves; a starved array computes longer and its clocked PEs cost energy all that time.", y=0.02)
+    pdf.savefig(fig)
+    plt.close(fig)
+
+
 def _claims(s: SnakeStudy) -> tuple[list[Any], dict[str, Any]]:
     measured, notes = measure(s)
     return claim_rows(measured, notes, claims=SNAKE_CLAIMS), measured
@@ -296,7 +392,8 @@ def _serving_page(pdf: PdfPages, s: SnakeStudy) -> None:
 
 def details(s: SnakeStudy) -> dict[str, Any]:
     """The manifest's SNAKE part: settings, models, batches, mode shares, fixed-mode slowdowns, the hardware
-    choices of every method and the serving table."""
+    choices of every method, the serving table, the energy-efficiency ratios, the power table and Fig. 4a's energy
+    line."""
     return {
         "settings": s.spec.model_dump(mode="json"), "models": s.spec.models, "batches": s.spec.batches,
         "mode_distribution": mode_distribution(s.modes).round(4).to_dict("index"),
@@ -312,6 +409,9 @@ def details(s: SnakeStudy) -> dict[str, Any]:
         "link_sweep": {str(x): average_speedups(g) for x, g in s.link_sweep["speedups"].groupby("link_GBps")}
         if s.link_sweep else {},
         "claims": summary_rows(measure(s)[0]),
+        "energy_ratios": average_speedups(s.speedups, "energy_ratio") if "energy_ratio" in s.speedups else {},
+        "power": s.power.round(4).to_dict("records"),
+        "area_energy": s.area_energy.to_dict("records"),
     }
 
 
@@ -326,6 +426,8 @@ def draw(pdf: PdfPages, s: SnakeStudy) -> None:
     _hardware_page(pdf, s)
     if not s.serving.empty:
         _serving_page(pdf, s)
+    if not s.energy.empty and not s.power.empty:
+        _energy_page(pdf, s)
     claims_page(pdf, _claims(s)[0], context_line(s), paper="SNAKE")
     glossary_pages(pdf, [
         "## Terms",

@@ -99,3 +99,25 @@ def test_link_sweep_and_buffers(small_study: snake.SnakeStudy, tmp_path: Path) -
     assert list(b.index) == ["8x512", "16x256", "32x128", "64x64"]
     w = b["os_weight_kib"].to_numpy()
     assert np.allclose(w[:-1] / w[1:], 2.0)
+
+
+def test_energy_tables_of_a_small_study(small_study: snake.SnakeStudy) -> None:
+    """Every design has an energy row per decode point whose parts add to its totals and whose tokens/J is the batch
+    over that energy on every device of the TP group; SNAKE's peak fits the 24 TB/s budget and not the 30.34 TB/s
+    one; the claims get the energy and power rows; the area split's energy line has one point per array that fits."""
+    en = small_study.energy
+    assert set(en["design"]) == {"snake", "mac_tree", "sa48x48", "sa8x288", "gpu"}
+    nmp = en[en["design"] != "gpu"]
+    parts = nmp[[f"{p}_J" for p in ("mac", "sram", "vector", "control", "noc")]].sum(axis=1)
+    assert np.allclose(parts, nmp["logic_J"], rtol=1e-12)
+    assert np.allclose(nmp["logic_J"] + nmp["dram_J"], nmp["total_J"], rtol=1e-12)
+    tp = small_study.spec.tp  # the TP group's devices make the batch's tokens together
+    assert np.allclose(en["tokens_per_J"], en["batch"] / (tp * en["logic_J"]), rtol=1e-12)
+    power = small_study.power.set_index("design")
+    assert bool(power.loc["snake", "fits"]) and not bool(power.loc["snake", "fits_uncapped"])
+    assert power.loc["snake", "decode_max_W"] <= power.loc["snake", "peak_W"]
+    measured, _ = measure(small_study)
+    assert {"energy_mac_tree", "energy_sa48x48", "energy_sa8x288", "energy_gpu", "power_total"} <= set(measured)
+    assert measured["power_total"] == pytest.approx(sum(measured[f"power_{p}"] for p in
+                                                        ("matrix", "vector", "pe_control", "noc")), rel=1e-12)
+    assert len(small_study.area_energy) >= 1 and (small_study.area_energy["logic_J"] > 0).all()

@@ -21,7 +21,19 @@ from chipdse.core.errors import SpecError
 from chipdse.core.scenario import AnyScenario, StudyScenario
 from chipdse.core.solution import Solution
 from chipdse.core.specs import SnakeScenario
+from chipdse.evaluators.energy import EnergyBreakdown
 from chipdse.evaluators.snake import SNAKE, SNAKE_FREQ_HZ, SNAKE_SHAPES, SnakeError, decode_gemms, load_card
+from chipdse.evaluators.snake_energy import (
+    LOGIC_PARTS,
+    PEAK_PARTS,
+    SnakeEnergy,
+    energy_model,
+    gpu_step_energy,
+    logic_J,
+    peak_power_W,
+    step_energy,
+    step_power_W,
+)
 from chipdse.evaluators.snake_pu import (
     BASELINE_DESIGNS,
     GROUPED,
@@ -42,6 +54,13 @@ from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_pro
 
 PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00, GPU: 11.47}
 """SNAKE Sec. 6.3: average decode speedup of SNAKE over each baseline across the five models."""
+
+PAPER_ENERGY = {"mac_tree": 2.40, "sa48x48": 1.05, "sa8x288": 1.31, GPU: 5.74}
+"""SNAKE Sec. 6.3: average energy efficiency of SNAKE over each baseline across the five models."""
+
+UNCAPPED_DRAM_TBPS = 30.34
+"""The stack's effective DRAM bandwidth before SNAKE caps it at 24 TB/s to leave thermal budget for the logic die
+(SNAKE Sec. 6.2: "we reduce the effective DRAM bandwidth from 30.34 TB/s to 24 TB/s")."""
 
 BASELINES: tuple[str, ...] = (*(d.name for d in BASELINE_DESIGNS), GPU)
 """Every baseline of the speedup table: the three NMP compute substrates and the H100 decode baseline."""
@@ -117,7 +136,10 @@ class SnakeStudy:
     ``speedups`` (model, batch, context, baseline, speedup, snake_step_s), ``modes`` (one row per operator of the
     mode models), ``slowdowns`` (fixed mode over per-operator choice), ``shapes`` (share of decode time per logical
     shape), ``buffers`` (per-shape buffer demand, SNAKE Fig. 14b), ``link_sweep`` (``speedups`` / ``modes`` /
-    ``slowdowns`` again at every ``link_sweep_GBps``, with a ``link_GBps`` column) and ``serving``.
+    ``slowdowns`` again at every ``link_sweep_GBps``, with a ``link_GBps`` column), ``serving``, ``energy`` (every
+    design's decode-step energy by part, :func:`decode_tables`), ``power`` (:func:`power_table`) and
+    ``area_energy`` (SNAKE Fig. 4a's energy line, :func:`area_energy_table`), with the per-action energies behind
+    them (``energy_model``).
     """
 
     scenario: StudyScenario
@@ -135,6 +157,10 @@ class SnakeStudy:
     link_sweep: dict[str, pd.DataFrame] = field(default_factory=dict)
     timings_s: dict[str, float] = field(default_factory=dict)
     cpu_s: dict[str, float] = field(default_factory=dict)
+    energy: pd.DataFrame = field(default_factory=pd.DataFrame)
+    power: pd.DataFrame = field(default_factory=pd.DataFrame)
+    area_energy: pd.DataFrame = field(default_factory=pd.DataFrame)
+    energy_model: SnakeEnergy | None = None
 
     @property
     def spec(self) -> SnakeScenario:
@@ -148,33 +174,99 @@ class SnakeStudy:
         return out + [solve_record(sol) for sol in self.area_split]
 
 
-def decode_tables(spec: SnakeScenario, t: NmpTemplate) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Decode speedups, per-operator schedules and fixed-mode slowdowns of every model, batch and context on ``t``.
+def decode_tables(spec: SnakeScenario, t: NmpTemplate, em: SnakeEnergy | None = None, energy: bool = True
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Decode speedups, per-operator schedules, fixed-mode slowdowns and energies of every model, batch and context.
+
+    Parameters
+    ----------
+    spec : SnakeScenario
+    t : NmpTemplate
+    em : SnakeEnergy, optional
+        Per-action energies (default: :func:`evaluators.snake_energy.energy_model` of ``t``; the link sweep passes
+        the scenario template's, so the energy per bit stays that of the physical link).
+    energy : bool
+        Compute the energies (False: the latencies only, the ``energy`` table empty and no ``energy_ratio``).
 
     Returns
     -------
-    (speedups, modes, slowdowns) : tuple of pandas.DataFrame
+    (speedups, modes, slowdowns, energy) : tuple of pandas.DataFrame
         ``speedups``: model, batch, context, baseline (:data:`BASELINES`), speedup (baseline step / SNAKE's),
-        snake_step_s. ``modes`` (mode models only): model, batch, context, the columns of
+        snake_step_s, energy_ratio (baseline energy / SNAKE's: logic die for the NMP baselines, as SNAKE Sec. 6.3;
+        the H100's whole energy over SNAKE's logic die plus DRAM), snake_step_J and baseline_step_J (logic die;
+        the H100's whole; one device of the TP group), snake_tokens_per_J and baseline_tokens_per_J (the batch's
+        tokens over the TP group's energy, ``batch / (tp x step_J)``), snake_power_W (SNAKE's
+        average logic-die power over the step).
+        ``modes`` (mode models only): model, batch, context, the columns of
         :func:`chipdse.evaluators.snake_pu.schedule` and ``shape`` (short x long side). ``slowdowns``: model, batch,
-        context, mode, slowdown (SNAKE Fig. 13b).
+        context, mode, slowdown (SNAKE Fig. 13b). ``energy``: model, batch, context, design, step_s, one column
+        ``<part>_J`` per energy part, logic_J, total_J (one device), tokens_per_J (``batch / (tp x logic_J)``: the
+        step's tokens over the logic dies of the TP group; the H100's whole), tokens_per_J_total (with DRAM) and the
+        average logic power per Fig. 11 component ``<part>_W``.
     """
-    sp, modes, slow = [], [], []
+    em = em or energy_model(t)
+    sp, modes, slow, rows = [], [], [], []
     for m in spec.models:
         card = load_card(m)
         for b in spec.batches:
             for ctx in spec.contexts:
                 ops = decode_gemms(card, b, spec.tp, context=ctx)
-                ours = decode_step_s(ops, SNAKE, t)
                 key = {"model": m, "batch": b, "context": ctx}
-                times = {d.name: decode_step_s(ops, d, t) for d in BASELINE_DESIGNS}
-                times[GPU] = gpu_step_s(ops, spec.serving.gpu_efficiency)
-                sp += [{**key, "baseline": d, "speedup": x / ours, "snake_step_s": ours} for d, x in times.items()]
+                runs = {d.name: step_energy(ops, d, t, em) if energy else (decode_step_s(ops, d, t), None)
+                        for d in (SNAKE, *BASELINE_DESIGNS)}
+                gpu_s = gpu_step_s(ops, spec.serving.gpu_efficiency)
+                runs[GPU] = (gpu_s, gpu_step_energy(ops, gpu_s, em) if energy else None)
+                ours_s, ours = runs[SNAKE.name]
+                for name, (step_s, e) in runs.items():
+                    row = {**key, "baseline": name, "speedup": step_s / ours_s, "snake_step_s": ours_s}
+                    if e is not None and ours is not None:
+                        rows.append(_energy_row(key, name, step_s, e, spec.tp))
+                        mine = e.total_J if name == GPU else logic_J(e)
+                        row |= {"energy_ratio": e.total_J / ours.total_J if name == GPU else mine / logic_J(ours),
+                                "snake_step_J": logic_J(ours), "baseline_step_J": mine,
+                                "snake_tokens_per_J": b / (spec.tp * logic_J(ours)),
+                                "baseline_tokens_per_J": b / (spec.tp * mine),
+                                "snake_power_W": logic_J(ours) / ours_s}
+                    if name != SNAKE.name:
+                        sp.append(row)
                 if m in spec.mode_models:
                     for r in schedule(ops, SNAKE, t).to_dict("records"):
                         modes.append({**key, **r, "shape": f"{min(r['rows'], r['cols'])}x{max(r['rows'], r['cols'])}"})
                     slow += [{**key, "mode": mode, "slowdown": x} for mode, x in fixed_mode_slowdowns(ops, t).items()]
-    return pd.DataFrame(sp), pd.DataFrame(modes), pd.DataFrame(slow)
+    return pd.DataFrame(sp), pd.DataFrame(modes), pd.DataFrame(slow), pd.DataFrame(rows)
+
+
+def _energy_row(key: dict[str, Any], name: str, step_s: float, e: EnergyBreakdown, tp: int) -> dict[str, Any]:
+    """One row of :func:`decode_tables`' ``energy`` table (its docstring names the columns)."""
+    logic = e.total_J if name == GPU else logic_J(e)
+    watts = {} if name == GPU else {f"{p}_W": v for p, v in step_power_W(e, step_s).items()}
+    return {**key, "design": name, "step_s": step_s, **{f"{p}_J": v for p, v in e.parts_J.items()}, "logic_J": logic,
+            "total_J": e.total_J, "tokens_per_J": key["batch"] / (tp * logic),
+            "tokens_per_J_total": key["batch"] / (tp * e.total_J),
+            **watts}
+
+
+def power_table(t: NmpTemplate, em: SnakeEnergy, energy: pd.DataFrame) -> pd.DataFrame:
+    """The logic-die power of every NMP design against the thermal budget (SNAKE Sec. 6.2, Fig. 11), W.
+
+    One row per design: its power at full activity per Fig. 11 component (``<part>_W``,
+    :func:`evaluators.snake_energy.peak_power_W`) and ``peak_W`` (their sum; SNAKE's is the paper's 61.8 W by
+    construction), ``decode_max_W`` (the highest average logic power over the study's decode steps), the budget
+    at the template's DRAM bandwidth (``budget_W``) and at the uncapped :data:`UNCAPPED_DRAM_TBPS`
+    (``budget_uncapped_W``), and whether the peak fits each (``fits``, ``fits_uncapped``).
+    """
+    rows = []
+    budget, uncapped = em.logic_budget_W(t.dram_TBps), em.logic_budget_W(UNCAPPED_DRAM_TBPS)
+    watts = [f"{p}_W" for p in PEAK_PARTS]
+    for d in (SNAKE, *BASELINE_DESIGNS):
+        peak = peak_power_W(d, t, em)
+        g = energy[energy["design"] == d.name] if not energy.empty else energy
+        decode_max = float(g[watts].sum(axis=1).max()) if not g.empty else float("nan")
+        total = sum(peak.values())
+        rows.append({"design": d.name, **{f"{p}_W": v for p, v in peak.items()}, "peak_W": total,
+                     "decode_max_W": decode_max, "budget_W": budget, "budget_uncapped_W": uncapped,
+                     "fits": total <= budget, "fits_uncapped": total <= uncapped})
+    return pd.DataFrame(rows)
 
 
 def link_sweep(spec: SnakeScenario, t: NmpTemplate) -> dict[str, pd.DataFrame]:
@@ -182,7 +274,7 @@ def link_sweep(spec: SnakeScenario, t: NmpTemplate) -> dict[str, pd.DataFrame]:
     give), each table with a ``link_GBps`` column; keys ``speedups``, ``modes``, ``slowdowns``."""
     parts: dict[str, list[pd.DataFrame]] = {"speedups": [], "modes": [], "slowdowns": []}
     for link in spec.link_sweep_GBps:
-        tables = decode_tables(spec, dataclasses.replace(t, link_GBps=float(link)))
+        tables = decode_tables(spec, dataclasses.replace(t, link_GBps=float(link)), energy=False)[:3]
         for name, tab in zip(parts, tables, strict=True):
             parts[name].append(tab.assign(link_GBps=float(link)))
     return {name: pd.concat(tabs, ignore_index=True) for name, tabs in parts.items()}
@@ -209,6 +301,31 @@ def buffer_table(spec: SnakeScenario, shapes: pd.DataFrame) -> pd.DataFrame:
         for m in spec.mode_models:
             row[f"share_{m}"] = float(share.get((m, label), 0.0))
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def area_energy_table(spec: SnakeScenario, ap: AreaSplitProblem, t: NmpTemplate, em: SnakeEnergy) -> pd.DataFrame:
+    """SNAKE Fig. 4a's energy line: for each PE array of the area split, the largest buffer the core's area leaves,
+    and the decode step of the area-split workload with it (latency, s; logic-die energy by part, J).
+
+    The buffer bounds the core's DRAM streaming rate by Little's law, ``min(24 TB/s / cores, (b / 2) / L)``, as in
+    :func:`chipdse.solvers.problems.area_split_problem`; a starved array computes longer and its clocked PEs cost
+    energy the whole time. Arrays with no buffer that fits are left out.
+    """
+    a = spec.area_split
+    ops = decode_gemms(load_card(a.model), a.batch, spec.tp)
+    rows = []
+    for i, (r, c) in enumerate(ap.pe_configs):
+        fits = [j for j in range(len(ap.buffer_kb)) if ap.area_mm2(i, j) <= ap.area_budget_mm2]
+        if not fits:
+            continue
+        kb = ap.buffer_kb[max(fits, key=lambda j: ap.buffer_kb[j])]
+        rate = min(t.dram_TBps * 1e12 / t.cores, kb * 1024 / 2 / (a.dram_latency_ns * 1e-9))
+        tt = dataclasses.replace(t, dram_TBps=rate * t.cores / 1e12)
+        design = dataclasses.replace(SNAKE, name=f"{r}x{c}", shapes=((r, c), (c, r)))
+        step_s, e = step_energy(ops, design, tt, em)
+        rows.append({"array": f"{r}x{c}", "buffer_kb": kb, "step_s": step_s, "logic_J": logic_J(e),
+                     **{f"{p}_J": e.parts_J.get(p, 0.0) for p in LOGIC_PARTS}})
     return pd.DataFrame(rows)
 
 
@@ -243,7 +360,9 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     shapes = pd.DataFrame()
     progress("SNAKE: decode speedups and modes", 0.0)
     with stages.stage("decode_s"):
-        sp, md, slow = decode_tables(spec, t)
+        em = energy_model(t)
+        sp, md, slow, energy = decode_tables(spec, t, em)
+        power = power_table(t, em, energy)
         if not md.empty:
             shapes = md.groupby(["model", "batch", "shape"], as_index=False)["total_s"].sum()
             shapes["share"] = shapes["total_s"] / shapes.groupby(["model", "batch"])["total_s"].transform("sum")
@@ -270,11 +389,12 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
         ap = area_split_problem(spec)
         area = [solve_area_split(ap, method, cfg) for method in AREA_SPLIT_METHODS]
         grid = pd.DataFrame(ap.latency_s, index=[f"{r}x{c}" for r, c in ap.pe_configs], columns=list(ap.buffer_kb))
+        area_energy = area_energy_table(spec, ap, t, em)
     progress("SNAKE: serving simulation", 0.0)
     with stages.stage("serving_s"):
         serving = serving_table(spec)
     return SnakeStudy(sc, cfg, sp, md, slow, shapes, shape_rows, area, grid, ap, serving, buffers, sweep,
-                      stages.wall_s, stages.cpu_s)
+                      stages.wall_s, stages.cpu_s, energy, power, area_energy, em)
 def summary(s: SnakeStudy) -> dict[str, Any]:
     """Headline numbers: SNAKE's average decode speedup over each baseline, next to the paper's (Sec. 6.3)."""
     return {"average_speedups": average_speedups(s.speedups), "paper_speedups": PAPER_SPEEDUPS}
@@ -328,8 +448,9 @@ def mode_distribution(modes: pd.DataFrame) -> pd.DataFrame:
     return counts.div(counts.sum(axis=1), axis=0)
 
 
-def average_speedups(speedups: pd.DataFrame) -> dict[str, float]:
+def average_speedups(speedups: pd.DataFrame, column: str = "speedup") -> dict[str, float]:
     """Mean speedup over SNAKE per baseline across models, batches and contexts (SNAKE Sec. 6.3 averages over
-    models): the mean per model, then over models."""
-    per_model = speedups.groupby(["baseline", "model"])["speedup"].mean()
+    models): the mean per model, then over models; ``column="energy_ratio"`` averages the energy-efficiency
+    ratios the same way."""
+    per_model = speedups.groupby(["baseline", "model"])[column].mean()
     return {b: float(per_model[b].mean()) for b in BASELINES if b in per_model.index.get_level_values(0)}

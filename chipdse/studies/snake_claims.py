@@ -11,11 +11,16 @@ and, for every row, a measured note: the range the row takes over the swept para
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from chipdse.evaluators.energy import PJ, load_energy_table
+from chipdse.evaluators.snake import SA_8X288, SA_48X48, Design, decode_gemms, load_card
+from chipdse.evaluators.snake_energy import LOGIC_PARTS, PEAK_PARTS, energy_model
+from chipdse.evaluators.snake_pu import decode_step_s, nmp_template
 from chipdse.evaluators.snake_serving import GPU
 from chipdse.studies.claims import Claim
 from chipdse.studies.snake import SnakeStudy, average_speedups, mode_distribution
@@ -27,6 +32,17 @@ _SERVE = "the offered request rates (the paper's x-axis is normalized and unlabe
 
 _GROUPED = _LINK + "; here the per-operator scheduler may also run the experts as a grouped GEMM, a fixed mode not"
 _SPEEDUP = "Sec. 6.3, Fig. 12"
+_PER_ACTION = ("the energy per action (the paper gives its logic-die power at peak, Fig. 11, not energies; here each "
+               "is that power over the component's peak rate, instances/energy/snake.yaml)")
+_TREE = _PER_ACTION + " and the MAC tree's broadcast and reduction energy per MAC (snake.yaml mac_tree_broadcast)"
+_GATED = (_PER_ACTION + " and whether a fixed array's idle PEs are clock-gated (here every PE of an array is clocked "
+          "while it computes)")
+_GPU_E = ("the H100's power model (common.yaml gpu_h100_*: board power over peak FLOPs, 3.9 pJ/bit HBM, idle power) "
+          "and Stratum's DRAM energy per bit (the paper reuses Stratum's and does not state it; snake.yaml "
+          "stratum_dram_column is an assumption)")
+_POWER = ("the activity at which the paper measures (peak performance, not a decode step; the per-action energies "
+          "are derived from these parts, so SNAKE at full activity draws them exactly)")
+_FIG11 = "Sec. 6.2, Fig. 11"
 
 
 def _range(key: str, what: str, lo: float, hi: float, source: str, cause: str) -> tuple[Claim, Claim]:
@@ -38,17 +54,35 @@ def _range(key: str, what: str, lo: float, hi: float, source: str, cause: str) -
 SNAKE_CLAIMS: tuple[Claim, ...] = (
     Claim("speedup_mac_tree", "decode speedup over the MAC tree, mean over the five models", 2.90, "x", _SPEEDUP,
           _LINK),
-    Claim("speedup_sa48x48", "decode speedup over the fixed 48x48 array, mean", 2.33, "x", _SPEEDUP, _LINK),
+    Claim("speedup_sa48x48", "decode speedup over the fixed 48x48 array, mean", 2.33, "x", _SPEEDUP,
+          _LINK + "; whether the fixed arrays overlap the fill and drain of consecutive folds as SNAKE's decoder "
+          "does (Sec. 4.2.4; here they pay SCALE-Sim's per-fold fill and drain)"),
     Claim("speedup_sa8x288", "decode speedup over the fixed 8x288 array, mean", 3.00, "x", _SPEEDUP, _LINK),
     Claim("speedup_gpu", "decode speedup over the H100 GPU, mean", 11.47, "x", _SPEEDUP, _GPU),
     Claim("is_s_share_llama", "share of LLaMA3-70B operators choosing IS-S", 0.597, "share", "Sec. 6.5, Fig. 13a",
-          _LINK + "; the array's stationary-tile load and the partial-sum all-reduce of IS"),
+          _LINK + "; the on-chip re-reads behind the paper's IS preference for N > K (Fig. 4b stall cycles): here "
+          "both dataflows fill a logical shape on large operators and compute alike, so the collectives decide, and "
+          "IS-S's reduce-scatter of the output beats OS-S's gather of the input only when N < K (LLaMA's QKV, one of "
+          "its four weight operators)"),
     *_range("llama_fixed", "LLaMA3-70B best fixed mode: slowdown", 1.04, 1.56, "Sec. 6.5, Fig. 13b", _LINK),
     *_range("qwen3_fixed", "Qwen3-30B-A3B best fixed mode: slowdown", 1.18, 6.43, "Sec. 6.5, Fig. 13b", _GROUPED),
     Claim("sa48_beats_sa8x288", "48x48 serves faster (E2E) than 8x288: share of (model, rate) points", 1.0, "share",
           "Sec. 6.4, Fig. 10 ('consistently better')", _SERVE),
     *_range("e2e_mac_tree", "serving E2E of the MAC tree over SNAKE's", 1.1, 2.3, "Sec. 6.4, Fig. 10", _SERVE),
     *_range("e2e_gpu", "serving E2E of the GPU over SNAKE's", 1.5, 3.0, "Sec. 6.4, Fig. 10", _GPU),
+    Claim("energy_mac_tree", "energy efficiency over the MAC tree (logic die), mean over the five models", 2.40, "x",
+          _SPEEDUP, _TREE),
+    Claim("energy_sa48x48", "energy efficiency over the fixed 48x48 array (logic die), mean", 1.05, "x", _SPEEDUP,
+          _GATED),
+    Claim("energy_sa8x288", "energy efficiency over the fixed 8x288 array (logic die), mean", 1.31, "x", _SPEEDUP,
+          _GATED),
+    Claim("energy_gpu", "energy efficiency over the H100 GPU (SNAKE: logic die and DRAM), mean", 5.74, "x", _SPEEDUP,
+          _GPU_E),
+    Claim("power_total", "logic-die power (W), SNAKE's most power-hungry decode step", 61.8, "W", _FIG11, _POWER),
+    Claim("power_matrix", "of which the Matrix unit (W)", 38.5, "W", _FIG11, _POWER),
+    Claim("power_vector", "of which the Vector unit (W)", 14.2, "W", _FIG11, _POWER),
+    Claim("power_pe_control", "of which PE control (W)", 4.4, "W", _FIG11, _POWER),
+    Claim("power_noc", "of which the NoC (W)", 4.8, "W", _FIG11, _POWER),
 )
 """Every SNAKE number the claims page compares (issue 16's table and Secs. 6.3-6.5)."""
 
@@ -115,6 +149,87 @@ def _serving_measures(serving: pd.DataFrame) -> dict[str, float | None]:
     return out
 
 
+TREE_BROADCAST_SWEEP_PJ: tuple[float, ...] = (0.0, 0.09, 0.2, 0.4)
+"""MAC-tree broadcast and reduction energies per MAC (pJ) the note of the MAC-tree energy row reports (the
+tree's energy is linear in it)."""
+
+
+DRAM_COLUMN_SWEEP_PJ: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0, 4.0)
+"""Column-access energies of Stratum's DRAM per bit (pJ; snake.yaml ``stratum_dram_column`` holds 0.2) the note of
+the GPU energy row reports (SNAKE's DRAM energy is linear in it; the activation and TSV share stays)."""
+
+
+def _energy_measures(study: SnakeStudy) -> tuple[dict[str, float | None], dict[str, str]]:
+    """Energy-efficiency ratios (mean per model, then over models, as the speedups), the logic-die power of SNAKE's
+    most power-hungry decode step per Fig. 11 component, and the measured notes behind them."""
+    if "energy_ratio" not in study.speedups.columns or study.energy.empty:
+        return {}, {}
+    out: dict[str, float | None] = {f"energy_{b}": v for b, v in
+                                    average_speedups(study.speedups, "energy_ratio").items()}
+    en = study.energy
+    ours = en[en["design"] == "snake"]
+    watts = [f"{p}_W" for p in PEAK_PARTS]
+    top = ours.loc[ours[watts].sum(axis=1).idxmax()]
+    out["power_total"] = float(top[watts].sum())
+    out |= {f"power_{p}": float(top[f"{p}_W"]) for p in PEAK_PARTS}
+    notes: dict[str, str] = {}
+    peak = study.power.set_index("design") if not study.power.empty else None
+    where = f"{top['model']} at batch {int(top['batch'])}, context {int(top['context']):,}"
+    for p in ("total", *PEAK_PARTS):
+        full = (None if peak is None else float(peak.loc["snake", "peak_W" if p == "total" else f"{p}_W"]))
+        notes[f"power_{p}"] = (f"{where}; at full activity {full:.1f} W (the calibration point)" if full is not None
+                               else where)
+    key = ["model", "batch", "context"]
+    snake_logic = ours.set_index(key)["logic_J"]
+    tree = en[en["design"] == "mac_tree"].set_index(key)
+    em = study.energy_model or energy_model(nmp_template(study.spec.template))
+    mac_part = tree["mac_J"]
+    macs = mac_part / (em.mac_J + em.mac_tree_extra_J)
+    ys = []
+    for x in TREE_BROADCAST_SWEEP_PJ:
+        logic = tree["logic_J"] - mac_part + macs * (em.mac_J + x * PJ)
+        ys.append(float((logic / snake_logic).groupby("model").mean().mean()))
+    notes["energy_mac_tree"] = _sweep_note("MAC-tree broadcast energy", list(TREE_BROADCAST_SWEEP_PJ), ys,
+                                           2.40, ".2f", "pJ/MAC")
+    for b in ("sa48x48", "sa8x288"):
+        g = en[en["design"] == b].set_index(key)
+        ungated = ((g["logic_J"] - g["control_J"]) / (snake_logic - ours.set_index(key)["control_J"]))
+        notes[f"energy_{b}"] = (f"{ungated.groupby('model').mean().mean():.2f}x without the PE-clocking part "
+                                "(idle PEs gated on both); " +
+                                _parts_note(g, ours.set_index(key)))
+    gpu = en[en["design"] == GPU].set_index(key)
+    logic_only = (gpu["total_J"] / snake_logic).groupby("model").mean().mean()
+    dram_bits = ours.set_index(key)["dram_J"] / em.dram_bit_J
+    column_pj = em.dram_bit_J / PJ - load_energy_table("common", "snake").get("stratum_dram_column")  # held part
+    ys = [float((gpu["total_J"] / (snake_logic + dram_bits * (column_pj + x) * PJ)).groupby("model").mean().mean())
+          for x in DRAM_COLUMN_SWEEP_PJ]
+    notes["energy_gpu"] = (f"over SNAKE's logic die alone {logic_only:.1f}x; " + _sweep_note(
+        "Stratum's DRAM column energy", list(DRAM_COLUMN_SWEEP_PJ), ys, 5.74, ".2f", "pJ/bit"))
+    return out, notes
+
+
+def _parts_note(base: pd.DataFrame, ours: pd.DataFrame) -> str:
+    """Which parts make a baseline's extra logic energy: each part's mean share of SNAKE's logic energy, over
+    steps (``base`` and ``ours`` indexed alike)."""
+    extra = {p: float(((base[f"{p}_J"] - ours[f"{p}_J"]) / ours["logic_J"]).mean()) for p in LOGIC_PARTS}
+    return "extra energy per step over SNAKE's logic energy: " + ", ".join(f"{p} {v:+.0%}" for p, v in extra.items())
+
+
+def _pipelined_fixed_speedup(study: SnakeStudy, base: Design) -> float:
+    """SNAKE's mean speedup over ``base`` if the fixed array overlapped fill and drain of consecutive folds as
+    SNAKE's decoder does (Sec. 4.2.4), over the study's models, batches and contexts (mean per model, then over
+    models, as :func:`chipdse.studies.snake.average_speedups`)."""
+    spec, t = study.spec, nmp_template(study.spec.template)
+    piped = dataclasses.replace(base, pipelined=True)
+    ours = study.speedups[study.speedups["baseline"] == base.name].set_index(["model", "batch", "context"])
+    per_model = []
+    for m in spec.models:
+        card = load_card(m)
+        per_model.append(np.mean([decode_step_s(decode_gemms(card, b, spec.tp, context=c), piped, t)
+                                  / ours.loc[(m, b, c), "snake_step_s"] for b in spec.batches for c in spec.contexts]))
+    return float(np.mean(per_model))
+
+
 def measure(study: SnakeStudy) -> tuple[dict[str, float | None], dict[str, str]]:
     """This run's SNAKE numbers, keyed like :data:`SNAKE_CLAIMS`, and a measured note per row.
 
@@ -127,14 +242,18 @@ def measure(study: SnakeStudy) -> tuple[dict[str, float | None], dict[str, str]]
     Returns
     -------
     (measured, notes) : tuple of dict
-        Claim key -> value in the claim's unit (speedups averaged per model over batches and contexts, then over
-        models, as the report; shares over operators x batches x contexts; serving ratios at the same model and
-        rate). Notes: for the decode rows the range over the link sweep and the link bandwidth at which the
-        paper's value would be met; for the GPU rows the same over :data:`GPU_EFFICIENCY_SWEEP`; for the serving
-        rows the models and rates simulated.
+        Claim key -> value in the claim's unit (speedups and energy-efficiency ratios averaged per model over
+        batches and contexts, then over models, as the report; shares over operators x batches x contexts; serving
+        ratios at the same model and rate; power, W, of SNAKE's decode step with the highest logic-die power).
+        Notes: for the decode rows the range over the link sweep and the link bandwidth at which the paper's value
+        would be met; for the GPU rows the same over :data:`GPU_EFFICIENCY_SWEEP`; for the serving rows the models
+        and rates simulated; for the energy rows the MAC tree's ratio over :data:`TREE_BROADCAST_SWEEP_PJ`, the fixed
+        arrays' ratio with idle PEs clock-gated and their extra energy by part, and the GPU's ratio over SNAKE's
+        logic die alone; for the power rows the step measured and SNAKE's power at full activity.
     """
+    energy, notes = _energy_measures(study)
     measured = _decode_measures(study.speedups, study.modes, study.slowdowns) | _serving_measures(study.serving)
-    notes: dict[str, str] = {}
+    measured |= energy
     sweep = study.link_sweep
     paper = {c.key: c.paper for c in SNAKE_CLAIMS}
     if sweep:
@@ -153,6 +272,10 @@ def measure(study: SnakeStudy) -> tuple[dict[str, float | None], dict[str, str]]
         ys = [gpu * eff / e for e in GPU_EFFICIENCY_SWEEP]
         notes["speedup_gpu"] = (f"at GPU efficiency {eff:g}; " + _sweep_note(
             "efficiency", list(GPU_EFFICIENCY_SWEEP), ys, paper["speedup_gpu"], ".2f", "of peak"))
+    for base in (SA_48X48, SA_8X288):
+        key = f"speedup_{base.name}"
+        if key in notes and measured.get(key) is not None:
+            notes[key] = f"{_pipelined_fixed_speedup(study, base):.2f}x with SNAKE's pipelined folds; " + notes[key]
     if not study.serving.empty:
         sv = study.serving
         rates = ", ".join(f"{r:g}" for r in sorted(sv["rate_fraction"].unique()))
