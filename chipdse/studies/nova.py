@@ -37,6 +37,7 @@ from chipdse.evaluators.nova_system import (
     ExpertSplitCase,
     NovaDesign,
     NovaSystem,
+    SplitResult,
     e2e,
     expert_split_cases,
     longest_context,
@@ -44,7 +45,7 @@ from chipdse.evaluators.nova_system import (
     scenario_system,
     serve,
 )
-from chipdse.formulations.expert_split import ExpertSplitProblem
+from chipdse.formulations.expert_split import TIER2, ExpertSplitProblem
 from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
 from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
@@ -110,12 +111,20 @@ class SplitOutcome:
         The requested method's own result (its status and which limit ended it).
     note : str
         Empty, or why the fallback was used.
+    tier2 : frozenset[int]
+        The experts the used split puts on Tier-2 (indices into the case's tokens).
     """
 
     makespan_s: float
     method: str
     solution: Solution
     note: str = ""
+    tier2: frozenset[int] = frozenset()
+
+    @property
+    def result(self) -> SplitResult:
+        """The split as the evaluator takes it (:class:`chipdse.evaluators.nova_system.SplitResult`)."""
+        return SplitResult(self.makespan_s, self.tier2)
 
 
 def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> dict[ExpertSplitCase, SplitOutcome]:
@@ -143,7 +152,7 @@ def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> d
         prob = ExpertSplitProblem(tuple(case.expert_bytes for _ in case.tokens), case.tokens, case.tiers)
         sol = solve_expert_split(prob, case.method, config)
         if sol.objective is not None:
-            out[case] = SplitOutcome(float(sol.objective), case.method, sol)
+            out[case] = SplitOutcome(float(sol.objective), case.method, sol, tier2=_on_tier2(sol))
             continue
         fallback = solve_expert_split(prob, FALLBACK_SPLIT, config)
         if fallback.objective is None:  # a heuristic always returns a split; refuse rather than report 0 s
@@ -151,8 +160,13 @@ def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> d
             raise RuntimeError(msg)
         note = (f"{case.method} found no split ({sol.status.value}, {sol.termination.value}, "
                 f"{limit_reason(config, sol.termination)}): {FALLBACK_SPLIT} split used")
-        out[case] = SplitOutcome(float(fallback.objective), FALLBACK_SPLIT, sol, note)
+        out[case] = SplitOutcome(float(fallback.objective), FALLBACK_SPLIT, sol, note, _on_tier2(fallback))
     return out
+
+
+def _on_tier2(sol: Solution) -> frozenset[int]:
+    """The experts a solved split puts on Tier-2 (its decision maps expert -> tier 1 or 2)."""
+    return frozenset(int(e) for e, tier in (sol.decision or {}).items() if tier == TIER2)
 
 
 @dataclass
@@ -198,16 +212,17 @@ def _designs(spec: NovaScenario, designs: tuple[NovaDesign, ...] = DESIGNS) -> l
     return [replace(d, in_die_flops=s.in_die_TFLOPS * 1e12, in_die_Bps=s.in_die_TBps * 1e12) for d in designs]
 
 
-SERVED = ("GPU", "AttAcc", "PIMBA", "Duplex", "NOVA", "NOVA k*")
+SERVED = ("GPU", "AttAcc", "PIMBA", "Duplex", "NOVA", "NOVA k*", "NOVA energy-first")
 """Designs served with continuous batching (the exact split would need a MILP per batch size of the stream)."""
 
 
 def _splits_for(model: NovaModel, designs: list[NovaDesign], batches: list[int], system: NovaSystem,
-                config: SolverConfig, solved: dict[ExpertSplitCase, SplitOutcome]) -> dict[ExpertSplitCase, float]:
-    """The makespan of every expert split ``designs`` need at ``batches``, solving the ones not in ``solved``."""
+                config: SolverConfig, solved: dict[ExpertSplitCase, SplitOutcome]
+                ) -> dict[ExpertSplitCase, SplitResult]:
+    """Every expert split ``designs`` need at ``batches``, solving the ones not in ``solved``."""
     cases = [c for d in designs for b in batches for c in expert_split_cases(model, d, b, system)]
     solved.update(solve_expert_splits([c for c in dict.fromkeys(cases) if c not in solved], config))
-    return {c: solved[c].makespan_s for c in cases}
+    return {c: solved[c].result for c in cases}
 
 
 def _config(spec: NovaScenario, settings: Settings) -> SolverConfig:
@@ -249,13 +264,13 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
             model = load_nova_model(key)
             system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
             for b in spec.batches:
-                splits: dict[ExpertSplitCase, float] = {}
+                splits: dict[ExpertSplitCase, SplitResult] = {}
                 for d in designs:
                     cases = expert_split_cases(model, d, b, system)
                     solved.update(solve_expert_splits([c for c in cases if c not in solved], cfg))
                     for c in cases:
                         o = solved[c]
-                        splits[c] = o.makespan_s
+                        splits[c] = o.result
                         split_rows.append({"model": key, "batch": b, "design": d.name, "experts": len(c.tokens),
                                            "requested": c.method, "used": o.method, "makespan_s": o.makespan_s,
                                            "note": o.note, "solution": o.solution})

@@ -28,6 +28,12 @@ _GPU = ("the GPU's sustained share per operator class (the paper gives none; def
 _IN_DIE = ("the in-die PIM's bank-level bandwidth (the paper gives none; here AttAcc's power-constrained 9x the "
            "cube's 2.048 TB/s at 1 FLOP/B): ")
 _SYNC = "the GPU <-> NMP synchronization cost (the paper gives none; 2 us per offloaded operator): "
+_GPU_J = ("the GPU's energy beyond its HBM access (the paper gives no GPU power model; here the H100's HBM 3.9 "
+          "pJ/bit plus nova_gpu_onchip, an assumed 2 pJ/bit for the PHY -> L2 -> SM path, 0.71 pJ/FLOP and 70 W "
+          "idle, instances/energy): ")
+_ACT = ("the activations per bit of each near-memory path (the paper gives none; here all-bank Tier-1 activates "
+        "8x the base-die's rows per bit, 256-bit in-die PIM 8x more, and a first-tier expert re-activates its rows "
+        "per routed token, evaluators/nova_energy.py): ")
 
 NOVA_CLAIMS: tuple[Claim, ...] = (
     Claim("throughput_x", "NOVA over the GPU: decoding throughput, served stream, mean", 4.5, "x",
@@ -103,6 +109,27 @@ NOVA_CLAIMS: tuple[Claim, ...] = (
           "the routings (the paper gives no parameters of its concentrated, uniform and 3:7 cases)"),
     Claim("density_x", "NOVA cube capacity over a conventional HBM4 cube", 2.09, "x", "Sec. IV-A (1.5 x 1.39)",
           "the design's density"),
+    Claim("energy_x", "NOVA over the GPU: E2E energy efficiency (tokens/J), one static batch, mean", 5.0, "x",
+          "abstract; Sec. VI-C, Fig. 11(c)", _GPU_J),
+    Claim("energy_hybrid_x", "NOVA over the GPU on the hybrids: E2E energy efficiency, mean", 7.5, "x",
+          "Sec. VI-C 'End-to-End Energy Efficiency'", _GPU_J),
+    Claim("energy_qwen_x", "NOVA over the GPU on Qwen3: E2E energy efficiency, mean", 2.4, "x",
+          "Sec. VI-C 'End-to-End Energy Efficiency'", _GPU_J),
+    Claim("duplex_energy_qwen_x", "Duplex over the GPU on Qwen3: E2E energy efficiency, mean", 6.7, "x",
+          "Sec. VI-C 'End-to-End Energy Efficiency'", _GPU_J),
+    Claim("base_die_energy_qwen_x", "Fig. 14: base-die only over the GPU on Qwen3: energy efficiency", 6.4, "x",
+          "Sec. VI-E 'Ablation Study'", _GPU_J),
+    Claim("in_die_energy_qwen_x", "Fig. 14: in-die only over the GPU on Qwen3: energy efficiency", 0.14, "x",
+          "Sec. VI-E 'Ablation Study'", _ACT),
+    Claim("duplex_over_nova_energy_qwen", "Duplex over NOVA on Qwen3: E2E energy efficiency, mean", 6.7 / 2.4, "x",
+          "Sec. VI-C (6.7x / 2.4x over the GPU)", _ACT),
+    Claim("nmp_energy_share_nano", "Fig. 13: NMP share of NOVA's decode energy on Nemotron3-Nano", 0.8, "share",
+          "Sec. VI-C 'Breakdown Analysis' ('approximately 80%')", _GPU_J),
+    Claim("nmp_energy_share_super", "Fig. 13: NMP share of NOVA's decode energy on Nemotron3-Super", 0.6, "share",
+          "Sec. VI-C 'Breakdown Analysis' ('about 60%')", _GPU_J),
+    Claim("energy_first_saves", "NOVA energy-first spends less energy per token than latency-first NOVA: share of "
+          "runs", 1.0, "share", "Sec. VI-E ('NOVA can select its Tier-2-only mode when energy is prioritized')",
+          "none: the energy-first policy scores each mode by its dynamic energy plus static power over its time"),
 )
 """Every NOVA number the claims page compares (issue 16's table, NOVA Secs. IV-A, VI-C, VI-E)."""
 
@@ -174,7 +201,11 @@ def measure(study: NovaStudy) -> tuple[dict[str, float | None], dict[str, str]]:
     notes: dict[str, str] = {}
     m["gain_grows_with_batch"], falls = _growth_share(nova, "serve_decode_x", "batch", ["model", "l_in"])
     if falls:
-        notes["gain_grows_with_batch"] = "falls on " + ", ".join(falls)
+        kstar, _ = _growth_share(pair_ratios(runs, "NOVA k*"), "serve_decode_x", "batch", ["model", "l_in"])
+        text = "falls on " + ", ".join(falls)
+        if kstar is not None:
+            text += f"; with NOVA's adaptive k* split (Sec. VI-E 'Serving Dynamics') it grows on {100 * kstar:.0f}%"
+        notes["gain_grows_with_batch"] = text
     m["gain_grows_with_length"], falls = _growth_share(nova, "serve_decode_x", "l_in", ["model", "batch"])
     if falls:
         notes["gain_grows_with_length"] = "falls on " + ", ".join(falls)
@@ -198,6 +229,7 @@ def measure(study: NovaStudy) -> tuple[dict[str, float | None], dict[str, str]]:
         p = rr.pivot_table(index=["model", "routing", "batch"], columns="design", values="moe_s")
         if {"NOVA", "NOVA k*"} <= set(p.columns):
             m["kstar_vs_static_max"] = float((p["NOVA"] / p["NOVA k*"]).max())
+    m |= _energy(study, ssm_models, set(qwen["model"]))
     cap = study.capacity
     if not cap.empty:
         c = cap.groupby("design")["capacity_GB"].first()
@@ -205,6 +237,39 @@ def measure(study: NovaStudy) -> tuple[dict[str, float | None], dict[str, str]]:
             m["density_x"] = float(c["NOVA"] / c["GPU"])
     notes |= _measured_notes(study, pimba, ssm_models)
     return m, notes
+
+
+def _energy(study: NovaStudy, ssm_models: set[str], qwen_models: set[str]) -> dict[str, float | None]:
+    """The energy rows: tokens per joule of one static batch (E2E, prefill included) over the GPU's, per design;
+    Fig. 13's NMP share of NOVA's decode energy; the energy-first policy against latency-first NOVA."""
+    runs, abl = study.runs, study.ablation
+    out: dict[str, float | None] = {}
+    if "tokens_per_J" not in runs:
+        return out
+
+    def vs(frame: pd.DataFrame, design: str, base: str = "GPU") -> pd.DataFrame:
+        both = frame[frame["design"] == design].merge(frame[frame["design"] == base], on=KEYS, suffixes=("", "_b"))
+        both = both[both["fits"].astype(bool) & both["fits_b"].astype(bool)]
+        return both.assign(x=both["tokens_per_J"] / both["tokens_per_J_b"])
+
+    nova, duplex = vs(runs, "NOVA"), vs(runs, "Duplex")
+    out["energy_x"] = _mean(nova, "x")
+    out["energy_hybrid_x"] = _mean(nova[nova["model"].isin(ssm_models)], "x")
+    out["energy_qwen_x"] = _mean(nova[nova["model"].isin(qwen_models)], "x")
+    out["duplex_energy_qwen_x"] = _mean(duplex[duplex["model"].isin(qwen_models)], "x")
+    over = vs(runs, "Duplex", "NOVA")
+    out["duplex_over_nova_energy_qwen"] = _mean(over[over["model"].isin(qwen_models)], "x")
+    if not abl.empty and "tokens_per_J" in abl:
+        for key, design in (("base_die_energy_qwen_x", "base-die only"), ("in_die_energy_qwen_x", "in-die only")):
+            r = vs(abl, design)
+            out[key] = _mean(r[r["model"].isin(qwen_models)], "x")
+    n = runs[(runs["design"] == "NOVA") & runs["fits"].astype(bool)]
+    n = n.assign(share=n["e2e_nmp_decode_J"] / (n["e2e_nmp_decode_J"] + n["e2e_gpu_decode_J"]))
+    for key, name in (("nmp_energy_share_nano", "nano"), ("nmp_energy_share_super", "super")):
+        out[key] = _mean(n[n["model"].str.contains(name)], "share")
+    ef = vs(runs, "NOVA energy-first", "NOVA")
+    out["energy_first_saves"] = float((ef["x"] >= 1.0).mean()) if len(ef) else None
+    return out
 
 
 def _measured_notes(study: NovaStudy, pimba: pd.DataFrame, ssm_models: set[str]) -> dict[str, str]:
