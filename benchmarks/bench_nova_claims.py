@@ -23,6 +23,8 @@ from chipdse.studies import nova, nova_claims
 from chipdse.studies.claims import claim_rows, render_text
 
 SCENARIO = instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml"
+ENERGY_KEYS = frozenset(load_energy_table("common", "nova").keys())
+"""Sweep fields that name an energy constant (instances/energy) rather than a scenario field."""
 
 SWEEPS: tuple[tuple[str, tuple[float, ...], tuple[str, ...]], ...] = (
     ("gpu_ssm_efficiency", (0.05, 0.1, 0.2, 0.3),
@@ -34,6 +36,10 @@ SWEEPS: tuple[tuple[str, tuple[float, ...], tuple[str, ...]], ...] = (
     ("nova_gpu_onchip", (0.0, 2.0, 4.0, 8.0),
      ("energy_x", "energy_hybrid_x", "energy_qwen_x", "duplex_energy_qwen_x", "base_die_energy_qwen_x",
       "in_die_energy_qwen_x", "nmp_energy_share_nano", "nmp_energy_share_super")),
+    ("nova_peri_activation", (409.0, 818.1, 1636.2, 3272.4),
+     ("energy_x", "energy_hybrid_x", "energy_qwen_x", "duplex_over_nova_energy_qwen", "nmp_energy_share_nano")),
+    ("hbm4_activation", (909.0, 1818.0, 3636.0),
+     ("in_die_energy_qwen_x", "duplex_energy_qwen_x", "base_die_energy_qwen_x", "energy_qwen_x")),
     ("in_die_scale", (1.0, 2.0, 2.6, 9.0, 16.0),
      ("gqa_vs_attacc", "gqa_vs_pimba", "ssm_vs_pimba", "pimba_vs_gpu_min", "in_die_only_nano",
       "nova_vs_in_die_base_die_nano", "nova_vs_in_die_base_die_qwen")),
@@ -81,7 +87,8 @@ def main() -> None:
     for field, values, keys in SWEEPS:
         print(f"\nsweep {field}: " + " | ".join(keys))
         for v in values:
-            m, _, wall, cpu = _run(sc, {field: v}) if field.startswith("nova_") else _run(_with(sc, field, v))
+            energy = field in ENERGY_KEYS
+            m, _, wall, cpu = _run(sc, {field: v}) if energy else _run(_with(sc, field, v))
             cells = " | ".join("-" if m.get(k) is None else f"{m[k]:.2f}" for k in keys)
             print(f"  {v:g}: {cells}   ({wall:.0f} s wall, {cpu:.0f} s CPU)")
 
