@@ -30,10 +30,10 @@ _IN_DIE = ("the in-die PIM's bank-level bandwidth (the paper gives none; here At
 _SYNC = "the GPU <-> NMP synchronization cost (the paper gives none; 2 us per offloaded operator): "
 _GPU_J = ("the GPU's energy beyond its HBM access (the paper gives no GPU power model; here the H100's HBM 3.9 "
           "pJ/bit plus nova_gpu_onchip, an assumed 2 pJ/bit for the PHY -> L2 -> SM path, 0.71 pJ/FLOP and 70 W "
-          "idle, instances/energy): ")
+          "idle, instances/energy)")
 _ACT = ("the activations per bit of each near-memory path (the paper gives none; here all-bank Tier-1 activates "
         "8x the base-die's rows per bit, 256-bit in-die PIM 8x more, and a first-tier expert re-activates its rows "
-        "per routed token, evaluators/nova_energy.py): ")
+        "per routed token, evaluators/nova_energy.py)")
 
 _SWEPT_TP = ("GPU SSM share 0.05-0.3: 5.81-4.15x; GPU expert share 0.4-1.0: 6.72-4.05x; GPU attention share 0.3-0.7: "
              "5.07-4.47x (benchmarks/bench_nova_claims.py)")
