@@ -87,8 +87,9 @@ class NovaEnergy:
 
     Attributes
     ----------
-    paths : dict[str, PathEnergy]
-        ``gpu``, ``tier1``, ``tier2``, ``in_die`` with NOVA's cells (``poc``) and with conventional HBM4 cells.
+    paths : dict[tuple[str, bool], PathEnergy]
+        Keyed by (path, ``poc``): ``gpu``, ``tier1``, ``tier2``, ``in_die`` through NOVA's cells (``poc`` True)
+        and through conventional HBM4 cells.
     gpu_static_W : float
         One H100's idle power, W.
     cube_static_W, nova_cube_static_W : float

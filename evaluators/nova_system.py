@@ -37,6 +37,12 @@ of the others), uniform and concentrated as variants. Systems of several GPUs (`
 runs Nemotron3-Super on two H100s over NVLink) scale compute, bandwidth, cubes and capacity by ``gpus`` and add
 one all-reduce latency (``allreduce_s``) per layer.
 
+An offloaded operator runs near memory only when that, with its synchronization, is faster than the GPU (at the
+last requests of a served stream an in-die GQA saves less than its hand-off). Each step also carries its energy
+(:mod:`chipdse.evaluators.nova_energy`: per data path, energy per bit and per FLOP, plus static power over the step);
+a two-tier design picks each operator's mode for the least time (``priority="latency"``, the paper's evaluation) or
+the least energy (``"energy"``: NOVA Sec. VI-E "NOVA can select its Tier-2-only mode when energy is prioritized").
+
 Prefill runs on the GPU for every design (compute-bound roofline). A static batch's E2E latency = prefill +
 ``L_out`` decode steps at the mean context ``L_in + L_out / 2``; throughput = batch / step time. Serving with
 continuous batching is :func:`serve`.

@@ -95,7 +95,7 @@ def load(path: Path) -> StudyScenario:
 
 def label(sc: StudyScenario) -> str:
     """What :func:`run` does, in one line."""
-    return f"NOVA study: {len(sc.spec.models)} models x 5 designs, capacity, expert split"
+    return f"NOVA study: {len(sc.spec.models)} models x {len(DESIGNS)} designs, energy, capacity, expert split"
 
 
 @dataclass(frozen=True)
