@@ -15,11 +15,16 @@ from dataclasses import replace
 from typing import Any
 
 from chipdse.core.paths import instances_dir
+from chipdse.evaluators import nova_system
+from chipdse.evaluators.energy import load_energy_table
+from chipdse.evaluators.nova_energy import nova_energy_from
 from chipdse.evaluators.nova_system import HBM4_EXTERNAL_BPS
 from chipdse.studies import nova, nova_claims
 from chipdse.studies.claims import claim_rows, render_text
 
 SCENARIO = instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml"
+ENERGY_KEYS = frozenset(load_energy_table("common", "nova").keys())
+"""Sweep fields that name an energy constant (instances/energy) rather than a scenario field."""
 
 SWEEPS: tuple[tuple[str, tuple[float, ...], tuple[str, ...]], ...] = (
     ("gpu_ssm_efficiency", (0.05, 0.1, 0.2, 0.3),
@@ -28,17 +33,35 @@ SWEEPS: tuple[tuple[str, tuple[float, ...], tuple[str, ...]], ...] = (
      ("throughput_x", "qwen_throughput_x", "nova_vs_pimba_hybrid", "gain_grows_with_batch")),
     ("gpu_attention_efficiency", (0.3, 0.4, 0.5, 0.7),
      ("throughput_x", "attacc_vs_gpu_min", "gain_grows_with_length")),
+    ("nova_gpu_onchip", (0.0, 2.0, 4.0, 8.0),
+     ("energy_x", "energy_hybrid_x", "energy_qwen_x", "duplex_energy_qwen_x", "base_die_energy_qwen_x",
+      "in_die_energy_qwen_x", "nmp_energy_share_nano", "nmp_energy_share_super")),
+    ("nova_peri_activation", (409.0, 818.1, 1636.2, 3272.4),
+     ("energy_x", "energy_hybrid_x", "energy_qwen_x", "duplex_over_nova_energy_qwen", "nmp_energy_share_nano")),
+    ("hbm4_activation", (909.0, 1818.0, 3636.0),
+     ("in_die_energy_qwen_x", "duplex_energy_qwen_x", "base_die_energy_qwen_x", "energy_qwen_x")),
     ("in_die_scale", (1.0, 2.0, 2.6, 9.0, 16.0),
      ("gqa_vs_attacc", "gqa_vs_pimba", "ssm_vs_pimba", "pimba_vs_gpu_min", "in_die_only_nano",
       "nova_vs_in_die_base_die_nano", "nova_vs_in_die_base_die_qwen")),
 )
-"""(scenario system field or ``in_die_scale`` (x the cube's 2.048 TB/s, at 1 FLOP/B), values, claims printed)."""
+"""(scenario system field, ``in_die_scale`` (x the cube's 2.048 TB/s, at 1 FLOP/B) or an energy constant of
+``instances/energy/nova.yaml``, values, claims printed)."""
 
 
-def _run(sc: Any) -> tuple[dict[str, Any], dict[str, str], float, float]:
-    """The study's measured claims and notes, with its wall and CPU seconds."""
+def _run(sc: Any, energy: dict[str, float] | None = None) -> tuple[dict[str, Any], dict[str, str], float, float]:
+    """The study's measured claims and notes, with its wall and CPU seconds; ``energy`` replaces energy constants
+    (key -> value in its unit) for this run (the study builds its system from ``nova_system.SYSTEM``)."""
     w0, c0 = time.perf_counter(), time.process_time()
-    study = nova.run(sc)
+    saved = nova_system.SYSTEM
+    if energy:
+        table = load_energy_table("common", "nova")
+        table = replace(table, constants={**table.constants, **{k: replace(table.constant(k), value=v)
+                                                                 for k, v in energy.items()}})
+        nova_system.SYSTEM = replace(saved, energy=nova_energy_from(table))
+    try:
+        study = nova.run(sc)
+    finally:
+        nova_system.SYSTEM = saved
     measured, notes = nova_claims.measure(study)
     return measured, notes, time.perf_counter() - w0, time.process_time() - c0
 
@@ -64,7 +87,8 @@ def main() -> None:
     for field, values, keys in SWEEPS:
         print(f"\nsweep {field}: " + " | ".join(keys))
         for v in values:
-            m, _, wall, cpu = _run(_with(sc, field, v))
+            energy = field in ENERGY_KEYS
+            m, _, wall, cpu = _run(sc, {field: v}) if energy else _run(_with(sc, field, v))
             cells = " | ".join("-" if m.get(k) is None else f"{m[k]:.2f}" for k in keys)
             print(f"  {v:g}: {cells}   ({wall:.0f} s wall, {cpu:.0f} s CPU)")
 

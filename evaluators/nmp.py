@@ -250,7 +250,8 @@ def best_mode(flops: ArrayLike, intensity: ArrayLike,
     By throughput alone Tier-2-only never beats cross-tier, since ``T_1' + T_2 >= T_2``; with NOVA's numbers
     Tier-1-only wins for ``I < 4`` (``16 I > 12 I`` up to 2 Op/B, then ``32 > 16 + 4 I`` up to 4), they tie
     at ``I = 4`` and cross-tier wins above. NOVA picks Tier-2-only
-    when energy is prioritized (Sec. VI-E, Ablation), which this throughput model does not score.
+    when energy is prioritized (Sec. VI-E, Ablation): that policy, which scores each mode's energy, is
+    :func:`chipdse.evaluators.nova_system.choose`.
 
     References
     ----------

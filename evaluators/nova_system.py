@@ -37,6 +37,12 @@ of the others), uniform and concentrated as variants. Systems of several GPUs (`
 runs Nemotron3-Super on two H100s over NVLink) scale compute, bandwidth, cubes and capacity by ``gpus`` and add
 one all-reduce latency (``allreduce_s``) per layer.
 
+An offloaded operator runs near memory only when that, with its synchronization, is faster than the GPU (at the
+last requests of a served stream an in-die GQA saves less than its hand-off). Each step also carries its energy
+(:mod:`chipdse.evaluators.nova_energy`: per data path, energy per bit and per FLOP, plus static power over the step);
+a two-tier design picks each operator's mode for the least time (``priority="latency"``, the paper's evaluation) or
+the least energy (``"energy"``: NOVA Sec. VI-E "NOVA can select its Tier-2-only mode when energy is prioritized").
+
 Prefill runs on the GPU for every design (compute-bound roofline). A static batch's E2E latency = prefill +
 ``L_out`` decode steps at the mean context ``L_in + L_out / 2``; throughput = batch / step time. Serving with
 continuous batching is :func:`serve`.
@@ -72,8 +78,9 @@ from chipdse.evaluators.nmp import (
     SSM_FLOPS_PER_STATE_ELEMENT,
     SSM_STATE_ACCESSES,
     NovaTiers,
-    best_mode,
+    cross_tier_fraction,
     gqa_decode_intensity,
+    mode_times_s,
     moe_expert_intensity,
     single_tier_expert_times_s,
     ssm_decode_intensity,
@@ -81,7 +88,8 @@ from chipdse.evaluators.nmp import (
     tier2_throughput_flops,
     tier_throughput_flops,
 )
-from chipdse.evaluators.nova_model import BYTES, NovaModel
+from chipdse.evaluators.nova_energy import PARTS, NovaEnergy, nova_energy
+from chipdse.evaluators.nova_model import BYTES, LayerWork, NovaModel
 
 OPS = ("gqa", "ssm", "moe")
 
@@ -145,6 +153,10 @@ NMP_KINDS = ("none", "in-die", "base-die", "peri-die", "two-tier", "in-die+base-
 two tiers with NOVA's three modes (NOVA's peri-die + base-die, or a conventional in-die + base-die, Fig. 14)."""
 
 
+PRIORITIES = ("latency", "energy")
+"""Mode-choice priorities of a two-tier design (:attr:`NovaDesign.priority`)."""
+
+
 @dataclass(frozen=True)
 class NovaDesign:
     """A GPU + five-cube system with its near-memory processing.
@@ -169,6 +181,11 @@ class NovaDesign:
     expert_split : str
         The MoE split policy of a two-tier design: ``"static-1-9"`` (the paper's), ``"nova-kstar"`` or
         ``"milp-highs"`` (exact); the layer still runs on one tier alone when that is faster.
+    priority : str
+        How a two-tier design picks each operator's mode (Tier-1, Tier-2, cross-tier; for MoE Tier-1, Tier-2 or
+        the split): ``"latency"`` (the fastest, NOVA's evaluation) or ``"energy"`` (the least energy, static
+        power over the operator's time included: "NOVA can select its Tier-2-only mode when energy is
+        prioritized", NOVA Sec. VI-E).
     """
 
     name: str
@@ -180,11 +197,14 @@ class NovaDesign:
     ssm_share: float = 1.0
     gqa_softmax_on_gpu: bool = False
     expert_split: str = "static-1-9"
+    priority: str = "latency"
 
     def __post_init__(self) -> None:
-        """Reject an unknown near-memory kind or an SSM share outside (0, 1]."""
+        """Reject an unknown near-memory kind or priority, or an SSM share outside (0, 1]."""
         if self.nmp not in NMP_KINDS:
             raise SpecError("NovaDesign", "nmp", f"one of {NMP_KINDS}, got {self.nmp!r}")
+        if self.priority not in PRIORITIES:
+            raise SpecError("NovaDesign", "priority", f"one of {PRIORITIES}, got {self.priority!r}")
         if not 0 < self.ssm_share <= 1:
             raise SpecError("NovaDesign", "ssm_share", f"a share in (0, 1], got {self.ssm_share!r}")
 
@@ -192,6 +212,11 @@ class NovaDesign:
     def two_tier(self) -> bool:
         """Whether the design has two tiers with NOVA's three modes."""
         return self.nmp in ("two-tier", "in-die+base-die")
+
+    @property
+    def poc(self) -> bool:
+        """Whether the cubes are NOVA's 4F^2 + peri-over-cell cubes (their cells activate at lower energy)."""
+        return self.nmp in ("two-tier", "peri-die")
 
 
 GPU = NovaDesign("GPU")
@@ -201,7 +226,9 @@ DUPLEX = NovaDesign("Duplex", frozenset({"gqa", "moe"}), "base-die")
 NOVA = NovaDesign("NOVA", frozenset(OPS), "two-tier", density=NOVA_DENSITY)
 NOVA_KSTAR = NovaDesign("NOVA k*", frozenset(OPS), "two-tier", density=NOVA_DENSITY, expert_split="nova-kstar")
 NOVA_EXACT = NovaDesign("NOVA exact", frozenset(OPS), "two-tier", density=NOVA_DENSITY, expert_split="milp-highs")
-DESIGNS = (GPU, ATTACC, PIMBA, DUPLEX, NOVA, NOVA_KSTAR, NOVA_EXACT)
+NOVA_ENERGY = NovaDesign("NOVA energy-first", frozenset(OPS), "two-tier", density=NOVA_DENSITY, priority="energy")
+"""NOVA with each operator's mode chosen for the least energy instead of the least time (NOVA Sec. VI-E)."""
+DESIGNS = (GPU, ATTACC, PIMBA, DUPLEX, NOVA, NOVA_KSTAR, NOVA_EXACT, NOVA_ENERGY)
 
 IN_DIE_ONLY = NovaDesign("in-die only", frozenset(OPS), "in-die", ssm_share=PIMBA_SSM_SHARE)
 PERI_DIE_ONLY = NovaDesign("peri-die only", frozenset(OPS), "peri-die", density=NOVA_DENSITY)
@@ -276,6 +303,9 @@ class NovaSystem:
     routing : str
         Expert routing of the decode steps (:func:`routed_tokens`): ``"skewed"`` (NOVA Fig. 4(b), default),
         ``"uniform"`` or ``"concentrated"``.
+    energy : NovaEnergy or None
+        Energy per action by data path and static power (:mod:`chipdse.evaluators.nova_energy`); None reads
+        ``instances/energy/common.yaml`` and ``nova.yaml`` (:attr:`energy_model`).
     """
 
     gpu_flops: float = H100_FLOPS
@@ -287,6 +317,19 @@ class NovaSystem:
     gpus: int = 1
     allreduce_s: float = 5e-6
     routing: str = "skewed"
+    energy: NovaEnergy | None = None
+
+    @property
+    def energy_model(self) -> NovaEnergy:
+        """The system's energy constants: ``energy``, or the bundled ones (:func:`nova_energy`)."""
+        return self.energy if self.energy is not None else nova_energy()
+
+    def static_W(self, design: NovaDesign) -> float:
+        """Static power of the whole system, W: every GPU's idle power and every cube's background power (NOVA's
+        cube when the design has one)."""
+        en = self.energy_model
+        cube = en.nova_cube_static_W if design.poc else en.cube_static_W
+        return self.gpus * en.gpu_static_W + self.all_cubes * cube
 
     def gpu_time_s(self, flops: float, nbytes: float, op_class: str = "gemm") -> float:
         """GPU roofline time of an operator spread over the GPUs, s: compute or streaming from the cubes, each at
@@ -326,29 +369,82 @@ def design_tiers(design: NovaDesign, system: NovaSystem = SYSTEM) -> NovaTiers:
     raise ValueError(msg)
 
 
-def nmp_time_s(design: NovaDesign, flops: float, intensity: float, system: NovaSystem = SYSTEM,
-               op: str = "gqa") -> float:
-    """Return the time of an offloaded operator spread over every cube's NMP, s.
+Energy = dict[str, float]
+"""Energy by part, J (parts of :data:`chipdse.evaluators.nova_energy.PARTS`)."""
+
+
+def _add(total: Energy, part: Energy, k: float = 1.0) -> Energy:
+    """Add ``k x part`` into ``total`` (in place) and return it."""
+    for name, v in part.items():
+        total[name] = total.get(name, 0.0) + k * v
+    return total
+
+
+def path_energy_J(system: NovaSystem, design: NovaDesign, path: str, flops: float, nbytes: float,
+                  vector: bool = False, sweeps_bytes: float | None = None) -> Energy:
+    """Dynamic energy of an operator run on one data path, J by part.
+
+    Parameters
+    ----------
+    system, design : NovaSystem, NovaDesign
+        The design picks NOVA's cells (:attr:`NovaDesign.poc`) or conventional ones.
+    path : str
+        ``"gpu"``, ``"tier1"``, ``"tier2"`` or ``"in_die"`` (:data:`chipdse.evaluators.nova_energy.PATHS`).
+    flops, nbytes : float
+        The operator's FLOPs and the bytes it reads or writes, over the whole system.
+    vector : bool
+        Element-wise FLOPs (the SSM state update) at the vector-unit energy.
+    sweeps_bytes : float, optional
+        Bytes whose rows are activated, when not ``nbytes``: a Tier-1 or in-die MoE expert processes its tokens
+        one at a time (NOVA Sec. V-C), activating its rows once per routed token (``sum_e n_e x bytes_e``).
+
+    Returns
+    -------
+    dict
+        ``gpu_dram`` and ``gpu_compute`` on the GPU path; ``nmp_activation``, ``nmp_access`` and ``nmp_compute``
+        near memory.
+    """
+    p = system.energy_model.path(path, design.poc)
+    act, access, compute = p.op_J(flops, nbytes, vector)
+    if sweeps_bytes is not None and nbytes > 0:
+        act *= sweeps_bytes / nbytes
+    if path == "gpu":
+        return {"gpu_dram": act + access, "gpu_compute": compute}
+    return {"nmp_activation": act, "nmp_access": access, "nmp_compute": compute}
+
+
+def _tier1_path(design: NovaDesign) -> str:
+    """The data path of a two-tier design's first tier: NOVA's peri-die, or the in-die PIM of Fig. 14's
+    in-die + base-die."""
+    return "in_die" if design.nmp in ("in-die", "in-die+base-die") else "tier1"
+
+
+def nmp_modes(design: NovaDesign, flops: float, intensity: float, system: NovaSystem = SYSTEM,
+              op: str = "gqa") -> dict[str, tuple[float, Energy]]:
+    """Return every mode an offloaded operator can run in on the design's near-memory processing, with its time
+    (s) and dynamic energy (J by part).
 
     Parameters
     ----------
     design : NovaDesign
-        Its ``nmp`` kind picks the roofline: ``"in-die"`` ``min(C, I B)`` with the design's in-die peak and
+        Its ``nmp`` kind sets the modes: ``"in-die"`` one mode ``min(C, I B)`` with the design's in-die peak and
         bandwidth (times its ``ssm_share`` for the SSM state update), ``"base-die"`` Tier-2's ``T_2(I)``,
-        ``"peri-die"`` Tier-1's ``T_1(I)``, two-tier kinds the best of the three modes on
+        ``"peri-die"`` Tier-1's ``T_1(I)``, two-tier kinds ``tier1``, ``tier2`` and ``cross`` on
         :func:`design_tiers` (an SSM of ``"in-die+base-die"`` runs in-die alone, as in NOVA Fig. 14).
     flops : float
-        Operator work over the whole system, FLOP (each cube runs ``flops / all_cubes``).
+        Operator work over the whole system, FLOP (each cube runs ``flops / all_cubes``, all cubes at once).
     intensity : float
-        Operator intensity, FLOP per byte (Op/B), > 0 where ``flops > 0``.
+        Operator intensity, FLOP per byte (Op/B), > 0 where ``flops > 0``; the operator moves ``flops /
+        intensity`` bytes.
     system : NovaSystem
     op : str
-        The operator class (``OPS``).
+        The operator class (``OPS``); ``"ssm"`` FLOPs are element-wise.
 
     Returns
     -------
-    float
-        Seconds; 0 for no work.
+    dict
+        Mode -> (seconds, energy by part); in cross-tier mode a share ``alpha*`` of the work and bytes runs on
+        the first tier (:func:`evaluators.nmp.cross_tier_fraction`). No work: one mode of 0 s and no energy.
 
     Raises
     ------
@@ -359,26 +455,66 @@ def nmp_time_s(design: NovaDesign, flops: float, intensity: float, system: NovaS
 
     References
     ----------
-    NOVA Sec. VI-E (``T_k(I) = min(C_k, I B_k)``), Sec. V-B (three modes), Sec. VI-A (in-die / base-die NMPs),
-    Sec. VI-E "Ablation Study" (Fig. 14 variants).
+    NOVA Sec. VI-E (``T_k(I) = min(C_k, I B_k)``, ``alpha*``), Sec. V-B (three modes), Sec. VI-A (in-die / base-die
+    NMPs), Sec. VI-E "Ablation Study" (Fig. 14 variants).
     """
     per_cube = flops / system.all_cubes
     if per_cube <= 0:
-        return 0.0
+        return {"none": (0.0, {})}
+    nbytes = flops / intensity
+    vec = op == "ssm"
+
+    def energy(path: str, share: float = 1.0) -> Energy:
+        return path_energy_J(system, design, path, share * flops, share * nbytes, vec)
+
     in_die_ssm = op == "ssm" and design.nmp in ("in-die", "in-die+base-die")
     if design.nmp == "in-die" or in_die_ssm:
         share = design.ssm_share if op == "ssm" else 1.0
-        return per_cube / float(tier_throughput_flops(intensity, share * design.in_die_flops,
-                                                      share * design.in_die_Bps))
+        t = per_cube / float(tier_throughput_flops(intensity, share * design.in_die_flops, share * design.in_die_Bps))
+        return {"in-die": (t, energy("in_die"))}
     if design.nmp == "base-die":
-        return per_cube / float(tier2_throughput_flops(intensity, system.tiers))
+        return {"tier2": (per_cube / float(tier2_throughput_flops(intensity, system.tiers)), energy("tier2"))}
     if design.nmp == "peri-die":
         t = system.tiers
-        return per_cube / float(tier_throughput_flops(intensity, t.tier1_peak_flops, t.tier1_bandwidth_Bps))
+        rate = float(tier_throughput_flops(intensity, t.tier1_peak_flops, t.tier1_bandwidth_Bps))
+        return {"tier1": (per_cube / rate, energy("tier1"))}
     if design.two_tier:
-        return float(best_mode(per_cube, intensity, design_tiers(design, system))[1])
+        tiers = design_tiers(design, system)
+        t1, t2, tc = (float(x) for x in mode_times_s(per_cube, intensity, tiers))
+        alpha = float(cross_tier_fraction(intensity, tiers))
+        first = _tier1_path(design)
+        cross = _add(energy(first, alpha), energy("tier2", 1.0 - alpha))
+        return {"tier1": (t1, energy(first)), "tier2": (t2, energy("tier2")), "cross": (tc, cross)}
     msg = f"design {design.name!r} has no near-memory processing"
     raise ValueError(msg)
+
+
+def choose(design: NovaDesign, modes: Mapping[str, tuple[float, Energy]], static_W: float) -> tuple[str, float, Energy]:
+    """Pick a mode by the design's :attr:`NovaDesign.priority`: the least time (ties to the first listed), or the
+    least energy with the system's static power ``static_W`` (W) over the mode's time (ties to the faster).
+
+    Returns
+    -------
+    (str, float, dict)
+        The mode, its seconds and its dynamic energy by part.
+    """
+    def energy_J(item: tuple[str, tuple[float, Energy]]) -> float:
+        t, e = item[1]
+        return sum(e.values()) + static_W * t
+
+    items = list(modes.items())
+    if design.priority == "energy":
+        name, (t, e) = min(items, key=lambda it: (energy_J(it), it[1][0]))
+    else:
+        name, (t, e) = min(items, key=lambda it: it[1][0])
+    return name, t, e
+
+
+def nmp_time_s(design: NovaDesign, flops: float, intensity: float, system: NovaSystem = SYSTEM,
+               op: str = "gqa") -> float:
+    """Return the time of an offloaded operator spread over every cube's NMP in the mode the design's priority
+    picks (:func:`nmp_modes`, :func:`choose`), s; 0 for no work. Raises as :func:`nmp_modes`."""
+    return choose(design, nmp_modes(design, flops, intensity, system, op), system.static_W(design))[1]
 
 
 @dataclass(frozen=True)
@@ -404,8 +540,19 @@ class ExpertSplitCase:
     method: str
 
 
-ExpertSplits = Mapping[ExpertSplitCase, float]
-"""Makespan of each expert split, s, solved by the study (an evaluator never runs a solver)."""
+@dataclass(frozen=True)
+class SplitResult:
+    """A solved expert split: its makespan on one cube (s) and the experts it puts on Tier-2 (indices into
+    :attr:`ExpertSplitCase.tokens`), which the energy of the split mode needs."""
+
+    makespan_s: float
+    tier2: frozenset[int]
+
+
+ExpertSplits = Mapping[ExpertSplitCase, "float | SplitResult"]
+"""Each expert split solved by the study (an evaluator never runs a solver): a :class:`SplitResult`, or just its
+makespan in seconds, in which case the split's energy takes the hottest ``ceil(10%)`` experts on Tier-2 (the static
+1:9 rule)."""
 
 
 def _moe_case(w_moe: tuple[int, int, int], design: NovaDesign, batch: int, system: NovaSystem) -> ExpertSplitCase:
@@ -429,6 +576,18 @@ def expert_split_cases(model: NovaModel, design: NovaDesign, batch: int,
     return cases
 
 
+def _split_result(case: ExpertSplitCase, splits: ExpertSplits | None) -> SplitResult:
+    """The case's solved split, as a :class:`SplitResult` (a bare makespan gets the static 1:9 expert set)."""
+    if splits is None or case not in splits:
+        msg = (f"the {case.method} expert split of {len(case.tokens)} experts ({sum(case.tokens)} routed tokens) "
+               "was not given; solve the design's expert splits (expert_split_cases) and pass them in")
+        raise ValueError(msg)
+    v = splits[case]
+    if isinstance(v, SplitResult):
+        return v
+    return SplitResult(float(v), frozenset(range(math.ceil(HOT_SHARE * len(case.tokens)))))
+
+
 def moe_mode_times_s(case: ExpertSplitCase, splits: ExpertSplits | None) -> dict[str, float]:
     """An MoE layer's time on one cube in each of NOVA's modes, s: ``tier1`` (every expert on the full-rate
     Tier-1), ``tier2`` (every expert on Tier-2) and ``split`` (the given makespan of the case's split policy).
@@ -442,19 +601,64 @@ def moe_mode_times_s(case: ExpertSplitCase, splits: ExpertSplits | None) -> dict
     ----------
     NOVA Sec. V-B (three modes), Sec. VI-E (split policies; ``I_e = n_e``).
     """
-    if splits is None or case not in splits:
-        msg = (f"the {case.method} expert split of {len(case.tokens)} experts ({sum(case.tokens)} routed tokens) "
-               "was not given; solve the design's expert splits (expert_split_cases) and pass them in")
-        raise ValueError(msg)
+    split = _split_result(case, splits)
     n = np.asarray(case.tokens, dtype=float)
     flops = 2.0 * case.expert_bytes / BYTES * n
     tier1, tier2 = single_tier_expert_times_s(flops, moe_expert_intensity(n, BYTES), case.tiers)
-    return {"tier1": tier1, "tier2": tier2, "split": float(splits[case])}
+    return {"tier1": tier1, "tier2": tier2, "split": split.makespan_s}
 
 
-def _expert_split_s(case: ExpertSplitCase, splits: ExpertSplits | None) -> float:
-    """The MoE layer's time in its fastest mode (:func:`moe_mode_times_s`), s."""
-    return min(moe_mode_times_s(case, splits).values())
+def moe_modes(case: ExpertSplitCase, splits: ExpertSplits | None, design: NovaDesign,
+              system: NovaSystem = SYSTEM) -> dict[str, tuple[float, Energy]]:
+    """An MoE layer's modes on a two-tier design: time on one cube (s, :func:`moe_mode_times_s`) and dynamic
+    energy over the whole system (J by part).
+
+    Every cube holds a share of every expert, so the layer reads ``cubes x expert_bytes`` per active expert; an
+    expert on the first tier (NOVA's peri-die, or an in-die PIM) processes its ``n_e`` tokens one at a time and
+    activates its rows once per token (NOVA Sec. V-C "inputs are processed one at a time"; Sec. VI-C: "the
+    additional activation energy incurred when processing cold experts via all-bank activation in Tier-1"); one on
+    Tier-2 loads its weights once and reuses them across its tokens (Sec. V-C).
+
+    Raises
+    ------
+    ValueError
+        ``splits`` lacks the case.
+    """
+    times = moe_mode_times_s(case, splits)
+    tier2_set = _split_result(case, splits).tier2
+    first = _tier1_path(design)
+    params = case.expert_bytes * system.all_cubes / BYTES
+
+    def energy(on_tier2: frozenset[int]) -> Energy:  # linear in FLOPs, bytes and swept bytes: sum per tier
+        n2 = [n for e, n in enumerate(case.tokens) if n and e in on_tier2]
+        n1 = [n for e, n in enumerate(case.tokens) if n and e not in on_tier2]
+        out = path_energy_J(system, design, "tier2", 2.0 * params * sum(n2), params * BYTES * len(n2))
+        return _add(out, path_energy_J(system, design, first, 2.0 * params * sum(n1), params * BYTES * len(n1),
+                                       sweeps_bytes=params * BYTES * sum(n1)))
+
+    everyone = frozenset(range(len(case.tokens)))
+    return {"tier1": (times["tier1"], energy(frozenset())), "tier2": (times["tier2"], energy(everyone)),
+            "split": (times["split"], energy(tier2_set))}
+
+
+def single_tier_moe(design: NovaDesign, w_moe: tuple[int, int, int], batch: int,
+                    system: NovaSystem = SYSTEM) -> tuple[float, Energy]:
+    """An MoE layer on a one-tier design (in-die, peri-die or base-die): experts back to back on that tier, s,
+    and its dynamic energy, J by part (first-tier experts activate their rows once per token, :func:`moe_modes`).
+    """
+    e, k, per_expert = w_moe
+    counts = Counter(routed_tokens(batch, e, k, system.routing))
+    t, out = 0.0, {}
+    for n, c in counts.items():
+        if n:
+            flops = 2.0 * per_expert * n
+            modes = nmp_modes(design, flops, float(moe_expert_intensity(n, BYTES)), system, "moe")
+            (mode, (dt, _)), = modes.items()
+            t += c * dt
+            path = {"in-die": "in_die"}.get(mode, mode)
+            sweeps = n * per_expert * BYTES if path in ("tier1", "in_die") else None
+            _add(out, path_energy_J(system, design, path, flops, per_expert * BYTES, sweeps_bytes=sweeps), c)
+    return t, out
 
 
 ROUTINGS = ("skewed", "uniform", "concentrated")
@@ -537,101 +741,159 @@ def _largest_remainder(shares: np.ndarray, caps: list[int]) -> tuple[int, ...]:
     return tuple(int(c) for c in counts)
 
 
+_LAYER_COUNTS: dict[int, tuple[tuple[LayerWork, ...], list[tuple[LayerWork, int]]]] = {}
+
+
+def _layer_counts(layers: tuple[LayerWork, ...]) -> list[tuple[LayerWork, int]]:
+    """Each distinct layer of a model with its count, in first-seen order (remembered per layers tuple)."""
+    hit = _LAYER_COUNTS.get(id(layers))
+    if hit is None or hit[0] is not layers:
+        hit = _LAYER_COUNTS[id(layers)] = layers, list(Counter(layers).items())
+    return hit[1]
+
+
+STEP_ENERGY_COLUMNS = tuple(f"e_{p}_J" for p in PARTS)
+"""The decode step's energy parts as :func:`decode_step_s` returns them (``e_<part>_J``, J)."""
+
+
 def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: float,
                   system: NovaSystem = SYSTEM, expert_splits: ExpertSplits | None = None) -> dict[str, float]:
-    """Time of one decode step of ``batch`` requests at mean context ``context`` tokens.
+    """Time and energy of one decode step of ``batch`` requests at mean context ``context`` tokens.
 
-    ``expert_splits`` holds the makespan of every case :func:`expert_split_cases` lists for the design (needed
-    only by a two-tier design running an MoE model); a missing one raises ValueError.
+    Each offloaded operator runs in the mode the design's priority picks (:func:`choose`); it runs near memory
+    when that, with its synchronizations, is faster than the GPU, and on the GPU otherwise (at the stream's last
+    few requests an in-die GQA can save less than its hand-off costs). ``expert_splits`` holds every case
+    :func:`expert_split_cases` lists for the design (needed only by a two-tier design running an MoE model); a
+    missing one raises ValueError.
 
     Returns
     -------
     dict
         ``step_s`` and its parts: ``gpu_s`` (GPU operators and fallbacks), ``nmp_s`` (offloaded operators),
         ``sync_s``; plus ``gqa_s``, ``ssm_s``, ``moe_s`` (wherever they ran, each with its synchronizations).
+        Energy, J: ``energy_J`` and its parts :data:`STEP_ENERGY_COLUMNS` (GPU compute and DRAM traffic; the
+        near-memory units' row activations, accesses and FLOPs; static power over ``step_s``).
     """
     _check_run(batch, context)
     parts = dict.fromkeys(("gpu_s", "nmp_s", "sync_s", "gqa_s", "ssm_s", "moe_s"), 0.0)
-    gpu_bytes = float(model.gpu_fixed_params * BYTES)
-    parts["gpu_s"] += system.gpu_time_s(2.0 * model.gpu_fixed_params * batch, gpu_bytes)
-    moe_s: dict[tuple[int, int, int], float] = {}  # MoE layer shape -> its NMP time (layers of a model repeat)
-    op_s: dict[tuple[str, float, float], float] = {}  # (operator, FLOPs, Op/B) -> its NMP time
-    for w in model.layers:
-        parts["gpu_s"] += system.gpu_time_s(2.0 * w.gpu_params * batch, w.gpu_params * BYTES)
+    energy: Energy = {}
+    static_W = system.static_W(design)
+
+    def on_gpu(energy: Energy, flops: float, nbytes: float, op_class: str = "gemm") -> float:
+        _add(energy, path_energy_J(system, design, "gpu", flops, nbytes))
+        return system.gpu_time_s(flops, nbytes, op_class)
+
+    parts["gpu_s"] += on_gpu(energy, 2.0 * model.gpu_fixed_params * batch, float(model.gpu_fixed_params * BYTES))
+    moe_nmp: dict[tuple[int, int, int], tuple[float, Energy]] = {}  # MoE layer shape -> NMP time, energy
+    op_nmp: dict[tuple[str, float, float], tuple[float, Energy]] = {}  # (operator, FLOPs, Op/B) -> the same
+
+    def layer(w: LayerWork) -> tuple[dict[str, float], Energy]:
+        """One layer's time parts and dynamic energy."""
+        parts: dict[str, float] = dict.fromkeys(("gpu_s", "nmp_s", "sync_s", "gqa_s", "ssm_s", "moe_s"), 0.0)
+        energy: Energy = {}
+        parts["gpu_s"] += on_gpu(energy, 2.0 * w.gpu_params * batch, w.gpu_params * BYTES)
         syncs = 0
-        times: dict[str, tuple[float, float, float]] = {}  # operator -> (FLOPs, bytes, Op/B)
+        work: dict[str, tuple[float, float, float]] = {}  # operator -> (FLOPs, bytes, Op/B)
         if w.attention:
             nh, kv, hd = w.attention
             flops = attention_flops_per_context_token(nh, hd) * context * batch
             nbytes = kv_cache_bytes_per_token(kv, hd, BYTES) * context * batch
-            times["gqa"] = flops, nbytes, float(gqa_decode_intensity(nh / kv, BYTES))
+            work["gqa"] = flops, nbytes, float(gqa_decode_intensity(nh / kv, BYTES))
         if w.ssm:
             d_in, n = w.ssm
-            times["ssm"] = (SSM_FLOPS_PER_STATE_ELEMENT * d_in * n * batch,
-                            SSM_STATE_ACCESSES * d_in * n * BYTES * batch,
-                            ssm_decode_intensity(state_bytes_per_element=BYTES))
-        on_nmp = {op: v for op, v in times.items() if op in design.offload}
-        for op, (flops, nbytes, _) in times.items():
-            if op not in on_nmp:
-                t = system.gpu_time_s(flops, nbytes, OP_CLASS[op])
+            work["ssm"] = (SSM_FLOPS_PER_STATE_ELEMENT * d_in * n * batch,
+                           SSM_STATE_ACCESSES * d_in * n * BYTES * batch,
+                           ssm_decode_intensity(state_bytes_per_element=BYTES))
+        chosen: dict[str, tuple[float, Energy]] = {}
+        for op, (f, _, i) in work.items():
+            if op in design.offload:
+                if (op, f, i) not in op_nmp:
+                    op_nmp[op, f, i] = choose(design, nmp_modes(design, f, i, system, op), static_W)[1:]
+                chosen[op] = op_nmp[op, f, i]
+        op_syncs = {op: 1 + (op == "gqa" and design.gqa_softmax_on_gpu) for op in chosen}
+        if not w.parallel:
+            for op in [op for op in chosen if system.gpu_time_s(work[op][0], work[op][1], OP_CLASS[op])
+                       < chosen[op][0] + op_syncs[op] * system.sync_s]:
+                del chosen[op], op_syncs[op]
+        for op, (f, nbytes, _) in work.items():
+            if op not in chosen:
+                t = on_gpu(energy, f, nbytes, OP_CLASS[op])
                 parts["gpu_s"] += t
                 parts[f"{op}_s"] += t
-        if on_nmp:
-            op_syncs = {op: 1 + (op == "gqa" and design.gqa_softmax_on_gpu) for op in on_nmp}
+        if chosen:
             layer_syncs = max(op_syncs.values()) if w.parallel else sum(op_syncs.values())
             syncs += layer_syncs
-            each = {}
-            for op, (f, _, i) in on_nmp.items():
-                if (op, f, i) not in op_s:
-                    op_s[op, f, i] = nmp_time_s(design, f, i, system, op)
-                each[op] = op_s[op, f, i]
-            t = sum(each.values())
-            if w.parallel and design.two_tier and len(on_nmp) == 2:
-                t = min(t, _parallel_tiers_s(on_nmp, design, system))
+            each = {op: v[0] for op, v in chosen.items()}
+            t, e = sum(each.values()), {}
+            for v in chosen.values():
+                _add(e, v[1])
+            if w.parallel and design.two_tier and len(chosen) == 2:
+                pair = _parallel_tiers({op: work[op] for op in chosen}, design, system)
+                t, e = choose(design, {"sequential": (t, e), "parallel": pair}, static_W)[1:]
             parts["nmp_s"] += t
+            _add(energy, e)
             for op, v in each.items():  # each operator's time with its synchronizations (shared when parallel)
                 share = v / max(sum(each.values()), 1e-30)
                 parts[f"{op}_s"] += t * share + system.sync_s * (layer_syncs * share if w.parallel else op_syncs[op])
         if w.moe:
-            e, k, per_expert = w.moe
-            if "moe" in design.offload:
-                syncs += 1
-                if w.moe not in moe_s:
+            e_count, k, per_expert = w.moe
+            active = sum(1 for n in routed_tokens(batch, e_count, k, system.routing) if n)
+            gpu_args = 2.0 * per_expert * batch * k, active * per_expert * BYTES
+            on_nmp = "moe" in design.offload
+            if on_nmp:
+                if w.moe not in moe_nmp:
                     if design.two_tier:
-                        moe_s[w.moe] = _expert_split_s(_moe_case(w.moe, design, batch, system), expert_splits)
-                    else:  # experts back to back on the one tier; experts with equal token counts take equal time
-                        counts = Counter(routed_tokens(batch, e, k, system.routing))
-                        moe_s[w.moe] = sum(c * nmp_time_s(design, 2.0 * per_expert * n,
-                                                          float(moe_expert_intensity(n, BYTES)), system, "moe")
-                                           for n, c in counts.items() if n)
-                t = moe_s[w.moe]
+                        case = _moe_case(w.moe, design, batch, system)
+                        moe_nmp[w.moe] = choose(design, moe_modes(case, expert_splits, design, system), static_W)[1:]
+                    else:
+                        moe_nmp[w.moe] = single_tier_moe(design, w.moe, batch, system)
+                on_nmp = moe_nmp[w.moe][0] + system.sync_s <= system.gpu_time_s(*gpu_args, "expert")
+            if on_nmp:
+                t, e = moe_nmp[w.moe]
+                syncs += 1
                 parts["nmp_s"] += t
                 parts["moe_s"] += t + system.sync_s
+                _add(energy, e)
             else:
-                active = sum(1 for n in routed_tokens(batch, e, k, system.routing) if n)
-                t = system.gpu_time_s(2.0 * per_expert * batch * k, active * per_expert * BYTES, "expert")
+                t = on_gpu(energy, *gpu_args, "expert")
                 parts["gpu_s"] += t
                 parts["moe_s"] += t
         parts["sync_s"] += syncs * system.sync_s + (system.allreduce_s if system.gpus > 1 else 0.0)
+        return parts, energy
+
+    for w, count in _layer_counts(model.layers):  # layers of a model repeat: each kind once, times its count
+        lp, le = layer(w)
+        _add(parts, lp, count)
+        _add(energy, le, count)
     parts["step_s"] = parts["gpu_s"] + parts["nmp_s"] + parts["sync_s"]
+    _add(energy, {"static": static_W * parts["step_s"]})
+    parts.update({col: energy.get(p, 0.0) for p, col in zip(PARTS, STEP_ENERGY_COLUMNS, strict=True)})
+    parts["energy_J"] = float(sum(parts[c] for c in STEP_ENERGY_COLUMNS))
     return parts
 
 
-def _parallel_tiers_s(ops: dict[str, tuple[float, float, float]], design: NovaDesign, system: NovaSystem) -> float:
-    """Return Falcon-H1's parallel GQA and SSM on a two-tier design with one operator per tier, concurrently, s.
+def _parallel_tiers(ops: dict[str, tuple[float, float, float]], design: NovaDesign,
+                    system: NovaSystem) -> tuple[float, Energy]:
+    """Return Falcon-H1's parallel GQA and SSM on a two-tier design with one operator per tier, concurrently:
+    time (s) and dynamic energy (J by part).
 
     ``ops`` maps each of the two operators to (FLOPs over the system, bytes, Op/B); each cube runs its share,
     Tier-1 at its cross-tier rate ``T_1'(I)`` and Tier-2 at ``T_2(I)`` (NOVA Sec. VI-E), and the better of the
-    two assignments is kept.
+    two assignments by the design's priority is kept.
     """
     tiers = design_tiers(design, system)
-    (fa, _, ia), (fb, _, ib) = (v for v in ops.values())
-    fa, fb = fa / system.all_cubes, fb / system.all_cubes
-    t1a = fa / float(tier1_cross_throughput_flops(ia, tiers))
-    t2a = fa / float(tier2_throughput_flops(ia, tiers))
-    t1b = fb / float(tier1_cross_throughput_flops(ib, tiers))
-    t2b = fb / float(tier2_throughput_flops(ib, tiers))
-    return min(max(t1a, t2b), max(t2a, t1b))
+    first = _tier1_path(design)
+    (na, (fa, ba, ia)), (nb, (fb, bb, ib)) = ops.items()
+    ca, cb = fa / system.all_cubes, fb / system.all_cubes
+
+    def energy(path_a: str, path_b: str) -> Energy:
+        return _add(path_energy_J(system, design, path_a, fa, ba, na == "ssm"),
+                    path_energy_J(system, design, path_b, fb, bb, nb == "ssm"))
+
+    a_first = max(ca / float(tier1_cross_throughput_flops(ia, tiers)), cb / float(tier2_throughput_flops(ib, tiers)))
+    b_first = max(ca / float(tier2_throughput_flops(ia, tiers)), cb / float(tier1_cross_throughput_flops(ib, tiers)))
+    modes = {"a-first": (a_first, energy(first, "tier2")), "b-first": (b_first, energy("tier2", first))}
+    return choose(design, modes, system.static_W(design))[1:]
 
 
 def _check_run(batch: int, context: float, l_out: int = 0) -> None:
@@ -642,8 +904,8 @@ def _check_run(batch: int, context: float, l_out: int = 0) -> None:
         raise SpecError("nova", "context", f"context and output length >= 0, got {context!r} and {l_out!r}")
 
 
-def prefill_s(model: NovaModel, batch: int, prompt: int, system: NovaSystem = SYSTEM) -> float:
-    """GPU prefill of ``batch`` prompts of ``prompt`` tokens: active-parameter GEMMs plus causal attention, s."""
+def _prefill_work(model: NovaModel, batch: int, prompt: int) -> tuple[float, float]:
+    """FLOPs and bytes of a GPU prefill: active-parameter GEMMs plus causal attention; every weight read once."""
     flops = 0.0
     for w in model.layers:
         flops += 2.0 * w.gpu_params * batch * prompt
@@ -657,27 +919,57 @@ def prefill_s(model: NovaModel, batch: int, prompt: int, system: NovaSystem = SY
             _, k, per_expert = w.moe
             flops += 2.0 * per_expert * k * batch * prompt
     flops += 2.0 * model.gpu_fixed_params * batch
-    return system.gpu_time_s(flops, model.total_params * BYTES)
+    return flops, float(model.total_params * BYTES)
+
+
+def prefill_s(model: NovaModel, batch: int, prompt: int, system: NovaSystem = SYSTEM) -> float:
+    """GPU prefill of ``batch`` prompts of ``prompt`` tokens: active-parameter GEMMs plus causal attention, s."""
+    return system.gpu_time_s(*_prefill_work(model, batch, prompt))
+
+
+def prefill_energy_J(model: NovaModel, design: NovaDesign, batch: int, prompt: int,
+                     system: NovaSystem = SYSTEM) -> float:
+    """Energy of the GPU prefill of ``batch`` prompts of ``prompt`` tokens, J: its FLOPs and weight reads on the
+    GPU path plus the system's static power over :func:`prefill_s` (every design prefills on the GPU, NOVA
+    Sec. VI-A; the design sets only the cubes' static power)."""
+    flops, nbytes = _prefill_work(model, batch, prompt)
+    dyn = path_energy_J(system, design, "gpu", flops, nbytes)
+    return float(sum(dyn.values())) + system.static_W(design) * prefill_s(model, batch, prompt, system)
+
+
+NMP_PARTS = ("e_nmp_activation_J", "e_nmp_access_J", "e_nmp_compute_J")
+"""Step energy columns spent near memory (NOVA Fig. 13's "NMP decode"); the rest is "GPU decode"."""
 
 
 def e2e(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: int,
         system: NovaSystem = SYSTEM, expert_splits: ExpertSplits | None = None) -> dict[str, float]:
-    """Decode step, throughput and E2E latency of one batch (``None`` fields when it does not fit in memory);
+    """Decode step, throughput, E2E latency and energy of one batch (NaN fields when it does not fit in memory);
     ``expert_splits`` as in :func:`decode_step_s`.
 
     Returns
     -------
     dict
         ``fits``, ``step_s`` (at the mean context), ``throughput_tps`` (batch / step), ``prefill_s``,
-        ``e2e_s`` (prefill + ``l_out`` steps) and the step's parts.
+        ``e2e_s`` (prefill + ``l_out`` steps) and the step's parts (:func:`decode_step_s`, its energy included);
+        ``power_W`` (step energy / step time), ``decode_tokens_per_J`` (batch / step energy), ``prefill_J``,
+        ``e2e_J`` (prefill + ``l_out`` steps), ``tokens_per_J`` (``batch x l_out`` / ``e2e_J``) and NOVA Fig. 13's
+        breakdown of ``e2e_J``: ``e2e_gpu_prefill_J``, ``e2e_nmp_decode_J`` (near-memory activations, accesses
+        and FLOPs), ``e2e_gpu_decode_J`` (GPU FLOPs and DRAM traffic, static power).
     """
     _check_run(batch, l_in, l_out)
     if not fits(model, design, batch, l_in + l_out, system):
-        return {"fits": False, "step_s": np.nan, "throughput_tps": np.nan, "prefill_s": np.nan, "e2e_s": np.nan}
+        return {"fits": False, "step_s": np.nan, "throughput_tps": np.nan, "prefill_s": np.nan, "e2e_s": np.nan,
+                "energy_J": np.nan, "e2e_J": np.nan, "tokens_per_J": np.nan}
     step = decode_step_s(model, design, batch, l_in + l_out / 2.0, system, expert_splits)
     pre = prefill_s(model, batch, l_in, system)
+    pre_J = prefill_energy_J(model, design, batch, l_in, system)
+    nmp_J = sum(step[c] for c in NMP_PARTS)
+    e2e_J = pre_J + l_out * step["energy_J"]
     return {"fits": True, **step, "throughput_tps": batch / step["step_s"], "prefill_s": pre,
-            "e2e_s": pre + l_out * step["step_s"]}
+            "e2e_s": pre + l_out * step["step_s"], "power_W": step["energy_J"] / step["step_s"],
+            "decode_tokens_per_J": batch / step["energy_J"], "prefill_J": pre_J, "e2e_J": e2e_J,
+            "tokens_per_J": batch * l_out / e2e_J, "e2e_gpu_prefill_J": pre_J, "e2e_nmp_decode_J": l_out * nmp_J,
+            "e2e_gpu_decode_J": l_out * (step["energy_J"] - nmp_J)}
 
 
 def serving_output_lengths(requests: int, l_out: int) -> list[int]:
@@ -692,8 +984,10 @@ def serving_output_lengths(requests: int, l_out: int) -> list[int]:
 
 def serve(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: int, requests: int,
           system: NovaSystem = SYSTEM, expert_splits: ExpertSplits | None = None,
-          step_lines: dict[int, tuple[float, float]] | None = None) -> dict[str, float]:
-    """Serve a stream of requests with continuous batching and return its throughput and mean E2E latency.
+          step_lines: dict[tuple[int, int, int], tuple[float, float, float, float]] | None = None
+          ) -> dict[str, float]:
+    """Serve a stream of requests with continuous batching and return its throughput, mean E2E latency and
+    energy.
 
     Parameters
     ----------
@@ -709,8 +1003,9 @@ def serve(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: in
         The makespan of every expert split the decode steps need at every batch from 1 to ``batch`` (a two-tier
         design running an MoE model; :func:`expert_split_cases` for each batch).
     step_lines : dict, optional
-        Cache of the decode step's (intercept s, slope s per context token) by batch size for this model, design
-        and system, filled as needed; pass the same dict to serve other lengths of the same system faster.
+        Cache of the decode step's (intercept s, slope s per context token, intercept J, slope J per context
+        token) by (batch size, ``l_in``, ``l_out``) for this model, design and system, filled as needed; pass the
+        same dict to serve several streams of the same system faster.
 
     Returns
     -------
@@ -718,7 +1013,10 @@ def serve(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: in
         ``fits`` (weights plus ``batch`` requests at their longest context fit), ``serve_throughput_tps``
         (output tokens / makespan), ``serve_decode_tps`` (output tokens / time in decode steps: the system
         decoding throughput of NOVA Fig. 11(a), prefill stalls left out), ``serve_e2e_s`` (mean over requests of
-        admission to last token, with its prefill) and ``serve_makespan_s``; NaN values when it does not fit.
+        admission to last token, with its prefill) and ``serve_makespan_s``; ``serve_energy_J`` (every decode
+        step and prefill, static power included), ``serve_tokens_per_J`` (output tokens / that) and
+        ``serve_decode_tokens_per_J`` (output tokens / the decode steps' energy); NaN values when it does not
+        fit.
 
     Raises
     ------
@@ -730,9 +1028,10 @@ def serve(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: in
     An iteration-level loop (continuous batching, Orca-style; the HYDRA event kernel schedules chiplet phases,
     which this GPU + cubes system does not have): at each iteration boundary waiting requests take the free
     slots, their prompts are prefilled on the GPU as one batch (decode waits, as the GPU runs both), then one
-    decode step runs for every active request at their mean context. The step time is affine in the mean
-    context at a fixed batch (every roofline term is proportional to the KV bytes), so two evaluations per batch
-    size give it exactly.
+    decode step runs for every active request at their mean context. The step's time and energy are affine in
+    the mean context at a fixed batch while every operator keeps its place and mode (every roofline and energy
+    term is proportional to the KV bytes), so two evaluations per batch size, at ``l_in`` and ``l_in + l_out``,
+    give them (an operator that moves between the GPU and the NMP inside that range makes it an interpolation).
 
     References
     ----------
@@ -743,18 +1042,23 @@ def serve(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: in
     outs = serving_output_lengths(requests, l_out)
     if not fits(model, design, batch, l_in + max(outs), system):
         return {"fits": False, "serve_throughput_tps": np.nan, "serve_decode_tps": np.nan, "serve_e2e_s": np.nan,
-                "serve_makespan_s": np.nan}
+                "serve_makespan_s": np.nan, "serve_energy_J": np.nan, "serve_tokens_per_J": np.nan,
+                "serve_decode_tokens_per_J": np.nan}
     lines = {} if step_lines is None else step_lines
 
-    def step_s(b: int, ctx: float) -> float:
-        if b not in lines:
-            at0 = decode_step_s(model, design, b, 0.0, system, expert_splits)["step_s"]
-            at1 = decode_step_s(model, design, b, 1.0, system, expert_splits)["step_s"]
-            lines[b] = at0, at1 - at0
-        a, slope = lines[b]
-        return a + slope * ctx
+    def step(b: int, ctx: float) -> tuple[float, float]:
+        key = b, l_in, l_out
+        if key not in lines:
+            lo = decode_step_s(model, design, b, float(l_in), system, expert_splits)
+            hi = decode_step_s(model, design, b, float(l_in + l_out), system, expert_splits)
+            lines[key] = (lo["step_s"], (hi["step_s"] - lo["step_s"]) / l_out,
+                          lo["energy_J"], (hi["energy_J"] - lo["energy_J"]) / l_out)
+        a, slope, a_J, slope_J = lines[key]
+        x = ctx - l_in
+        return a + slope * x, a_J + slope_J * x
 
     t, decode_t, waiting, active, e2e_sum = 0.0, 0.0, list(range(requests)), {}, 0.0
+    energy_J, decode_J = 0.0, 0.0
     admitted: dict[int, float] = {}
     while waiting or active:
         free = batch - len(active)
@@ -763,18 +1067,22 @@ def serve(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: in
             for r in joining:
                 admitted[r] = t
             t += prefill_s(model, len(joining), l_in, system)
+            energy_J += prefill_energy_J(model, design, len(joining), l_in, system)
             active.update(dict.fromkeys(joining, 0))
         ctx = l_in + sum(active.values()) / len(active)
-        dt = step_s(len(active), ctx)
+        dt, dJ = step(len(active), ctx)
         t += dt
         decode_t += dt
+        decode_J += dJ
         for r in list(active):
             active[r] += 1
             if active[r] >= outs[r]:
                 e2e_sum += t - admitted[r]
                 del active[r]
+    energy_J += decode_J
     return {"fits": True, "serve_throughput_tps": sum(outs) / t, "serve_decode_tps": sum(outs) / decode_t,
-            "serve_e2e_s": e2e_sum / requests, "serve_makespan_s": t}
+            "serve_e2e_s": e2e_sum / requests, "serve_makespan_s": t, "serve_energy_J": energy_J,
+            "serve_tokens_per_J": sum(outs) / energy_J, "serve_decode_tokens_per_J": sum(outs) / decode_J}
 
 
 def memory_bytes(model: NovaModel, batch: int, context: float) -> dict[str, float]:

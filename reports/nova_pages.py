@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.core.solution import EXCESS_OVER_BEST  # noqa: E402
@@ -20,7 +21,7 @@ from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
 from chipdse.studies import nova_claims  # noqa: E402
 from chipdse.studies.claims import claim_rows  # noqa: E402
-from chipdse.studies.nova import PAPER, NovaStudy, pair_ratios, summary  # noqa: E402
+from chipdse.studies.nova import KEYS, PAPER, NovaStudy, pair_ratios, summary  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
 
@@ -58,6 +59,25 @@ def columns(s: NovaStudy) -> dict[str, tuple[str, str]]:
         "serve_decode_tps": ("tokens/s", "served stream: output tokens / time in decode steps (NOVA Fig. 11a)"),
         "serve_e2e_s": ("s", "served stream: mean admission-to-last-token latency per request"),
         "serve_makespan_s": ("s", "served stream: time to serve every request"),
+        "e_gpu_compute_J": ("J", "one decode step's energy: GPU FLOPs"),
+        "e_gpu_dram_J": ("J", "one decode step's energy: bytes the GPU reads from the cubes (HBM access and the "
+                         "on-chip path to the SMs)"),
+        "e_nmp_activation_J": ("J", "one decode step's energy: row activations of the near-memory processors' reads"),
+        "e_nmp_access_J": ("J", "one decode step's energy: near-memory column accesses, TSV and base-die wires"),
+        "e_nmp_compute_J": ("J", "one decode step's energy: near-memory FLOPs"),
+        "e_static_J": ("J", "one decode step's energy: static power of the GPUs and cubes over step_s"),
+        "energy_J": ("J", "one decode step's energy (the six parts above)"),
+        "power_W": ("W", "average power of a decode step: energy_J / step_s"),
+        "decode_tokens_per_J": ("tokens/J", "decode energy efficiency: batch / energy_J"),
+        "prefill_J": ("J", "energy of the GPU prefill of the batch (static power included)"),
+        "e2e_J": ("J", "energy of one static batch end to end: prefill_J + l_out x energy_J"),
+        "tokens_per_J": ("tokens/J", "E2E energy efficiency: batch x l_out / e2e_J (NOVA Fig. 11c)"),
+        "e2e_gpu_prefill_J": ("J", "NOVA Fig. 13 breakdown of e2e_J: the GPU prefill"),
+        "e2e_nmp_decode_J": ("J", "NOVA Fig. 13 breakdown of e2e_J: decode work near memory"),
+        "e2e_gpu_decode_J": ("J", "NOVA Fig. 13 breakdown of e2e_J: decode work on the GPU and static power"),
+        "serve_energy_J": ("J", "served stream: energy of every prefill and decode step"),
+        "serve_tokens_per_J": ("tokens/J", "served stream: output tokens / serve_energy_J"),
+        "serve_decode_tokens_per_J": ("tokens/J", "served stream: output tokens / energy of its decode steps"),
     }
 
 
@@ -166,6 +186,49 @@ def _routing_page(pdf: PdfPages, s: NovaStudy) -> None:
                  rows)])
 
 
+def _energy_rows(s: NovaStudy, frame: pd.DataFrame, names: list[str]) -> list[list[str]]:
+    """Per model and design of ``names``: tokens per joule (E2E, static batch, mean where it fits), over the GPU's,
+    average decode power and NOVA Fig. 13's split of the E2E energy."""
+    fit = frame[frame["fits"].astype(bool)]
+    gpu = s.runs[s.runs["fits"].astype(bool) & (s.runs["design"] == "GPU")].set_index(KEYS)["tokens_per_J"]
+    rows = []
+    for (m, name), g in fit[fit["design"].isin(names)].groupby(["model", "design"], sort=False):
+        x = (g.set_index(KEYS)["tokens_per_J"] / gpu).dropna()
+        total = g["e2e_J"].sum()
+        shares = [100 * g[c].sum() / total for c in ("e2e_gpu_prefill_J", "e2e_nmp_decode_J", "e2e_gpu_decode_J")]
+        rows.append([SHORT.get(m, m), name, f"{g['tokens_per_J'].mean():.1f}", fmt(x.mean() if len(x) else None,
+                     spec=".2f"), f"{g['power_W'].mean():.0f}", *(f"{v:.0f}%" for v in shares)])
+    return rows
+
+
+ENERGY_NOTE = (
+    "One static batch, mean over batches and L_in/L_out where the design fits: E2E tokens per joule (prefill + L_out "
+    "decode steps), over the GPU's, the decode step's average power, and the E2E energy split into the GPU prefill, "
+    "decode work near memory and decode work on the GPU with static power (Fig. 13). Energy per action from "
+    "instances/energy (common.yaml, nova.yaml): GPU 3.9 pJ/bit HBM + an assumed 2 pJ/bit on-chip path, 0.71 pJ/FLOP, "
+    "70 W idle; Tier-1 all-bank reads activate 8x the rows per bit of Tier-2, in-die 256-bit PIM 8x more, "
+    "first-tier experts once per routed token. NOVA energy-first picks each operator's mode for the least energy "
+    "(Sec. VI-E). Paper: NOVA 5x over the GPU (7.5x on the hybrids, 2.4x on Qwen3, where Duplex reaches 6.7x). "
+    "runs.csv has every run's energy parts.")
+ENERGY_HEAD = ["model", "design", "tokens/J", "x GPU", "decode W", "GPU prefill", "NMP decode", "GPU decode"]
+
+
+def _energy_pages(pdf: PdfPages, s: NovaStudy) -> None:
+    """Tokens per joule per design with NOVA Fig. 13's breakdown of its E2E energy, then the Fig. 14 variants."""
+    if "tokens_per_J" not in s.runs:
+        return
+    main = [n for n in NAMES if n not in ("NOVA k*", "NOVA exact")]
+    table_page(pdf, "Energy: tokens per joule and its breakdown (NOVA Figs. 11(c), 13)", ENERGY_NOTE,
+               [("E2E energy efficiency per design", ENERGY_HEAD, _energy_rows(s, s.runs, main))])
+    if s.ablation.empty or "tokens_per_J" not in s.ablation:
+        return
+    table_page(pdf, "Energy of the NMP-tier ablation (NOVA Fig. 14)", "As the energy page, for NOVA Fig. 14's "
+               "variants. Paper on Qwen3: base-die only 6.4x the GPU's energy efficiency (it avoids all-bank "
+               "activation), in-die only 0.14x (256-bit reads of the experts' weights); the cross-tier modes trade "
+               "some of it for throughput.", [("E2E energy efficiency per variant", ENERGY_HEAD,
+                                                _energy_rows(s, s.ablation, [d.name for d in ABLATION]))])
+
+
 def _claims_page(pdf: PdfPages, s: NovaStudy) -> None:
     measured, notes = nova_claims.measure(s)
     claims_page(pdf, claim_rows(measured, notes, claims=nova_claims.NOVA_CLAIMS), nova_claims.context(s),
@@ -229,6 +292,7 @@ def draw(pdf: PdfPages, s: NovaStudy) -> None:
     _e2e_page(pdf, s)
     _ablation_page(pdf, s)
     _routing_page(pdf, s)
+    _energy_pages(pdf, s)
     _capacity_page(pdf, s)
     _expert_pages(pdf, s)
     _claims_page(pdf, s)

@@ -37,6 +37,7 @@ from chipdse.evaluators.nova_system import (
     ExpertSplitCase,
     NovaDesign,
     NovaSystem,
+    SplitResult,
     e2e,
     expert_split_cases,
     longest_context,
@@ -44,14 +45,15 @@ from chipdse.evaluators.nova_system import (
     scenario_system,
     serve,
 )
-from chipdse.formulations.expert_split import ExpertSplitProblem
+from chipdse.formulations.expert_split import TIER2, ExpertSplitProblem
 from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
 from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
 
 KIND = "nova"
-PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698}
-"""NOVA's headline against the GPU baseline: 4.5x throughput and 69.8% lower E2E latency on average."""
+PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698, "energy_x": 5.0}
+"""NOVA's headline against the GPU baseline: 4.5x throughput, 69.8% lower E2E latency and 5x energy efficiency
+on average (abstract)."""
 FALLBACK_SPLIT = "static-1-9"
 """The heuristic split used, and labelled, when an exact split finds no solution within its limit."""
 
@@ -93,7 +95,7 @@ def load(path: Path) -> StudyScenario:
 
 def label(sc: StudyScenario) -> str:
     """What :func:`run` does, in one line."""
-    return f"NOVA study: {len(sc.spec.models)} models x 5 designs, capacity, expert split"
+    return f"NOVA study: {len(sc.spec.models)} models x {len(DESIGNS)} designs, energy, capacity, expert split"
 
 
 @dataclass(frozen=True)
@@ -110,12 +112,20 @@ class SplitOutcome:
         The requested method's own result (its status and which limit ended it).
     note : str
         Empty, or why the fallback was used.
+    tier2 : frozenset[int]
+        The experts the used split puts on Tier-2 (indices into the case's tokens).
     """
 
     makespan_s: float
     method: str
     solution: Solution
     note: str = ""
+    tier2: frozenset[int] = frozenset()
+
+    @property
+    def result(self) -> SplitResult:
+        """The split as the evaluator takes it (:class:`chipdse.evaluators.nova_system.SplitResult`)."""
+        return SplitResult(self.makespan_s, self.tier2)
 
 
 def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> dict[ExpertSplitCase, SplitOutcome]:
@@ -143,7 +153,7 @@ def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> d
         prob = ExpertSplitProblem(tuple(case.expert_bytes for _ in case.tokens), case.tokens, case.tiers)
         sol = solve_expert_split(prob, case.method, config)
         if sol.objective is not None:
-            out[case] = SplitOutcome(float(sol.objective), case.method, sol)
+            out[case] = SplitOutcome(float(sol.objective), case.method, sol, tier2=_on_tier2(sol))
             continue
         fallback = solve_expert_split(prob, FALLBACK_SPLIT, config)
         if fallback.objective is None:  # a heuristic always returns a split; refuse rather than report 0 s
@@ -151,8 +161,13 @@ def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> d
             raise RuntimeError(msg)
         note = (f"{case.method} found no split ({sol.status.value}, {sol.termination.value}, "
                 f"{limit_reason(config, sol.termination)}): {FALLBACK_SPLIT} split used")
-        out[case] = SplitOutcome(float(fallback.objective), FALLBACK_SPLIT, sol, note)
+        out[case] = SplitOutcome(float(fallback.objective), FALLBACK_SPLIT, sol, note, _on_tier2(fallback))
     return out
+
+
+def _on_tier2(sol: Solution) -> frozenset[int]:
+    """The experts a solved split puts on Tier-2 (its decision maps expert -> tier 1 or 2)."""
+    return frozenset(int(e) for e, tier in (sol.decision or {}).items() if tier == TIER2)
 
 
 @dataclass
@@ -198,16 +213,17 @@ def _designs(spec: NovaScenario, designs: tuple[NovaDesign, ...] = DESIGNS) -> l
     return [replace(d, in_die_flops=s.in_die_TFLOPS * 1e12, in_die_Bps=s.in_die_TBps * 1e12) for d in designs]
 
 
-SERVED = ("GPU", "AttAcc", "PIMBA", "Duplex", "NOVA", "NOVA k*")
+SERVED = ("GPU", "AttAcc", "PIMBA", "Duplex", "NOVA", "NOVA k*", "NOVA energy-first")
 """Designs served with continuous batching (the exact split would need a MILP per batch size of the stream)."""
 
 
 def _splits_for(model: NovaModel, designs: list[NovaDesign], batches: list[int], system: NovaSystem,
-                config: SolverConfig, solved: dict[ExpertSplitCase, SplitOutcome]) -> dict[ExpertSplitCase, float]:
-    """The makespan of every expert split ``designs`` need at ``batches``, solving the ones not in ``solved``."""
+                config: SolverConfig, solved: dict[ExpertSplitCase, SplitOutcome]
+                ) -> dict[ExpertSplitCase, SplitResult]:
+    """Every expert split ``designs`` need at ``batches``, solving the ones not in ``solved``."""
     cases = [c for d in designs for b in batches for c in expert_split_cases(model, d, b, system)]
     solved.update(solve_expert_splits([c for c in dict.fromkeys(cases) if c not in solved], config))
-    return {c: solved[c].makespan_s for c in cases}
+    return {c: solved[c].result for c in cases}
 
 
 def _config(spec: NovaScenario, settings: Settings) -> SolverConfig:
@@ -249,13 +265,13 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
             model = load_nova_model(key)
             system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
             for b in spec.batches:
-                splits: dict[ExpertSplitCase, float] = {}
+                splits: dict[ExpertSplitCase, SplitResult] = {}
                 for d in designs:
                     cases = expert_split_cases(model, d, b, system)
                     solved.update(solve_expert_splits([c for c in cases if c not in solved], cfg))
                     for c in cases:
                         o = solved[c]
-                        splits[c] = o.makespan_s
+                        splits[c] = o.result
                         split_rows.append({"model": key, "batch": b, "design": d.name, "experts": len(c.tokens),
                                            "requested": c.method, "used": o.method, "makespan_s": o.makespan_s,
                                            "note": o.note, "solution": o.solution})
@@ -444,7 +460,7 @@ def summary(s: NovaStudy) -> dict[str, Any]:
             "nova_vs_gpu_static_e2e_reduction": float(nova["e2e_reduction"].mean()) if len(nova) else None,
             "per_design": r.groupby("design")[cols].mean().round(4).to_dict("index"),
             "per_model_nova": nova.groupby("model")[cols].mean().round(4).to_dict("index"),
-            "runs_compared": len(nova), "paper": PAPER,
+            "nova_vs_gpu_energy_x": _energy_x(s.runs), "runs_compared": len(nova), "paper": PAPER,
             "expert_split_fallbacks": sum(1 for x in s.system_splits if x["note"])}
 
 
@@ -458,8 +474,20 @@ def headline(s: NovaStudy) -> list[str]:
                      f"with prefill), {100 * sm['nova_vs_gpu_e2e_reduction']:.1f}% lower E2E latency (static batch "
                      f"decode step: {sm['nova_vs_gpu_decode_x']:.2f}x; paper {PAPER['throughput_x']}x, "
                      f"{100 * PAPER['e2e_reduction']:.1f}%)")
+    if sm["nova_vs_gpu_energy_x"] is not None:
+        lines.append(f"NOVA vs GPU energy efficiency (E2E tokens/J, static batch): {sm['nova_vs_gpu_energy_x']:.2f}x "
+                     f"(paper {PAPER['energy_x']}x)")
     notes = sorted({x["note"] for x in s.system_splits if x["note"]})
     return lines + [f"expert split: {n}" for n in notes]
+
+
+def _energy_x(runs: pd.DataFrame) -> float | None:
+    """NOVA's mean E2E tokens per joule over the GPU's, over the runs where both fit (None without any)."""
+    if "tokens_per_J" not in runs:
+        return None
+    both = runs[runs["design"] == "NOVA"].merge(runs[runs["design"] == "GPU"], on=KEYS, suffixes=("", "_b"))
+    both = both[both["fits"].astype(bool) & both["fits_b"].astype(bool)]
+    return float((both["tokens_per_J"] / both["tokens_per_J_b"]).mean()) if len(both) else None
 
 
 def ratios_vs_gpu(runs: pd.DataFrame) -> pd.DataFrame:
