@@ -32,6 +32,7 @@ from chipdse.core.errors import ChipdseError
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import AnyScenario, LoadedScenario, load
 from chipdse.core.scenario import load_scenario as load_hydra
+from chipdse.core.schemas import SCHEMAS, json_schema, schema_dir, schema_text, write_schemas
 from chipdse.core.solution import Solution
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
 from chipdse.formulations.qap import read_qaplib
@@ -54,7 +55,7 @@ from chipdse.studies.sweep import sweep as run_sweep
 
 __all__ = ["CompareRun", "ExploreRun", "GeneralityRun", "SimulationRun", "SolveRun", "SweepRun", "backend",
            "compare", "empty_run_text", "explore", "generality", "help_names", "load_hydra", "load_scenario",
-           "simulate", "solve", "sweep"]
+           "json_schema", "schema_dir", "schema_text", "simulate", "solve", "sweep", "write_schemas"]
 
 ScenarioArg = str | Path | AnyScenario | None
 """A scenario argument: a YAML path, a scenario :func:`load_scenario` returned, or None (the bundled default)."""
@@ -68,10 +69,10 @@ TABLE4_SCENARIO = "hydra-table4-chat.yaml"
 def help_names() -> dict[str, str]:
     """The registered names the command line's help texts list, by placeholder: ``problems`` (each problem with
     its summary), ``methods`` (each problem's methods), ``schedulers`` and ``batchers`` (the simulator's policies
-    as ``"a, b or c"``); read from the registries (:mod:`chipdse.solvers.registry`,
-    :mod:`chipdse.evaluators.policies`)."""
+    as ``"a, b or c"``) and ``schemas`` (the input file kinds of ``chipdse schema``); read from the registries
+    (:mod:`chipdse.solvers.registry`, :mod:`chipdse.evaluators.policies`, :mod:`chipdse.core.schemas`)."""
     return {"problems": problems_help(), "methods": methods_help(), "schedulers": names_text(SCHEDULER_NAMES),
-            "batchers": names_text(BATCHER_NAMES)}
+            "batchers": names_text(BATCHER_NAMES), "schemas": names_text(tuple(SCHEMAS))}
 
 
 def load_scenario(scenario: str | Path | None = None) -> AnyScenario:

@@ -708,6 +708,45 @@ def simulate(
                    "are still in the system; the latency statistics cover only the requests served so far")
 
 
+@app.command(cls=_LateHelpCommand)
+def schema(
+    kind: Annotated[str | None, typer.Argument(
+        metavar="KIND", help="Input file kind: {schemas}.", show_default=False)] = None,
+    write: Annotated[str | None, typer.Option(
+        "--write", metavar="DIR", help="Write every kind's schema to DIR/<kind>.schema.json (KIND, when given, "
+        "only that one) instead of printing; the bundled copies are instances/schemas/.", show_default=False)] = None,
+) -> None:
+    """Print the JSON Schema of an input file (scenario, chiplet library, package, workload or model card): every
+    field with its type, bounds, default and a description with its unit.
+
+    The bundled YAML files name the bundled copy in their first line (``# yaml-language-server: $schema=...``), so
+    an editor with the YAML language server completes and checks them.
+    """
+    created: list[Path] = []
+    folder: Path | None = None
+    try:
+        folder = _path_option("--write", write)
+        api = _api()
+        if folder is None:
+            if kind is None:
+                msg = f"KIND: one of {list(api.SCHEMAS)} (or --write DIR for all of them)"
+                raise ValueError(msg)
+            typer.echo(api.schema_text(kind), nl=False)
+            return
+        if kind is not None:
+            api.json_schema(kind)  # an unknown kind fails before any folder is made
+        created = ensure_writable_dir(folder, "--write")
+        paths = api.write_schemas(folder, None if kind is None else [kind])
+    except (ChipdseError, ValueError) as exc:
+        remove_if_empty(created)
+        _fail(exc)
+    except OSError as exc:
+        remove_if_empty(created)
+        _fail(_os_error_text(exc, [] if folder is None else [folder]))
+    for p in paths:
+        typer.echo(f"wrote {p}")
+
+
 def invoke(argv: list[str] | None = None) -> int:
     """Run the command line on ``argv`` (default: ``sys.argv[1:]``) and return its exit code.
 

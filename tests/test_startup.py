@@ -50,7 +50,8 @@ def test_the_api_is_loaded_on_first_use() -> None:
 def test_a_help_that_lists_registered_problems_still_lists_them() -> None:
     """``chipdse compare --help`` loads the registry when it prints, and names every registered problem."""
     code = ("import io, contextlib\nfrom chipdse.cli import invoke\nfrom chipdse.solvers.registry import PROBLEMS\n"
-            "buf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    assert invoke(['compare', '--help']) == 0\n"
+            "buf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n"
+            "    assert invoke(['compare', '--help']) == 0\n"
             "text = ' '.join(buf.getvalue().split())\nassert '{problems}' not in text\n"
             "missing = [p for p in PROBLEMS if p not in text]\nassert not missing, missing")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
