@@ -352,6 +352,16 @@ def _fail_output(exc: BaseException, created: list[Path], outputs: Sequence[Path
     _fail(exc)
 
 
+def _fail_writing(exc: BaseException, created: list[Path], output: Path | None) -> None:
+    """Exit 2 with one line after removing the output folders this run created (still empty): a bad input or
+    option (``ChipdseError``, ``ValueError``) in its own words, any other ``OSError`` as a failure to write
+    ``output`` (the file or folder the command writes, when it names it) or to read an input."""
+    remove_if_empty(created)
+    if isinstance(exc, ChipdseError | ValueError):
+        _fail(exc)
+    _fail(_os_error_text(exc, [] if output is None else [output]))  # type: ignore[arg-type]
+
+
 def _short(text: str, limit: int = 200) -> str:
     """``text``, or its start and its length when longer than ``limit`` characters (an error line stays short)."""
     return text if len(text) <= limit else f"{text[:80]}... ({len(text):,} characters)"
@@ -415,12 +425,8 @@ def compare(
         if csv_path is not None:
             with atomic_path(csv_path) as tmp:
                 run.to_pandas().to_csv(tmp, index=False)
-    except (ChipdseError, ValueError) as exc:
-        remove_if_empty(created)
-        _fail(exc)
-    except OSError as exc:
-        remove_if_empty(created)
-        _fail(_os_error_text(exc, [] if csv_path is None else [csv_path]))
+    except (ChipdseError, ValueError, OSError) as exc:
+        _fail_writing(exc, created, csv_path)
     if as_json:
         typer.echo(json.dumps(rows, default=str))
         return
@@ -737,12 +743,8 @@ def schema(
             api.json_schema(kind)  # an unknown kind fails before any folder is made
         created = ensure_writable_dir(folder, "--write")
         paths = api.write_schemas(folder, None if kind is None else [kind])
-    except (ChipdseError, ValueError) as exc:
-        remove_if_empty(created)
-        _fail(exc)
-    except OSError as exc:
-        remove_if_empty(created)
-        _fail(_os_error_text(exc, [] if folder is None else [folder]))
+    except (ChipdseError, ValueError, OSError) as exc:
+        _fail_writing(exc, created, folder)
     for p in paths:
         typer.echo(f"wrote {p}")
 
