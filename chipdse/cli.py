@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import math
 import os
@@ -10,9 +11,9 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from types import ModuleType
+from typing import Annotated
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -32,28 +33,44 @@ from rich.text import Text
 from chipdse.core.errors import ChipdseError
 from chipdse.core.hf_import import card_json, card_key, import_config
 from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty, write_text_atomic
-from chipdse.core.paths import instances_dir
-from chipdse.core.scenario import LoadedScenario, load, load_scenario
 from chipdse.core.specs import MAX_SEED, MAX_TIME_LIMIT_S
-from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
-from chipdse.formulations.qap import read_qaplib
-from chipdse.reports.files import write_report
-from chipdse.reports.registry import REPORTS
-from chipdse.solvers.compare import comparison_rows, run_methods, validate_methods
-from chipdse.solvers.config import SolverConfig
-from chipdse.solvers.problems import FINALIST_POINTS
-from chipdse.solvers.qap import solve_qap
-from chipdse.solvers.registry import PROBLEMS, methods_help, problem_record, problems_help
-from chipdse.studies import explore as hydra_study
-from chipdse.studies.common import Settings
-from chipdse.studies.generality import OBJECTIVES
-from chipdse.studies.generality import generality as run_generality
-from chipdse.studies.parallel import Backend
-from chipdse.studies.registry import load_study
-from chipdse.studies.simulate import empty_run_text, run_simulation
 from chipdse.studies.store import Checkpoints, ResultsStore
-from chipdse.studies.sweep import summary_json
-from chipdse.studies.sweep import sweep as run_sweep
+
+API_MODULE = "chipdse.api"
+"""The module every command runs (:mod:`chipdse.api`), imported only when a command runs: see :func:`_api`."""
+
+
+def _api() -> ModuleType:
+    """The Python API (:mod:`chipdse.api`), imported on first use.
+
+    The one deferred import of the command line, so that ``import chipdse.cli``, ``chipdse --help`` and a command
+    refused for bad options load neither Pyomo, OR-Tools, SciPy, pandas nor matplotlib (tests/test_startup.py
+    checks the import set). It goes through :func:`importlib.import_module` on purpose: the project forbids
+    function-local ``import`` statements (tests/test_layers.py), and the layers contract still holds (the API is
+    the layer just below the command line).
+    """
+    return importlib.import_module(API_MODULE)
+
+
+class _LateHelpCommand(typer.core.TyperCommand):
+    """A command whose option help names registered problems, methods or simulator policies.
+
+    Those lists live in the registries (which import the solvers), so a help text holds placeholders
+    (``{problems}``, ``{methods}``, ``{schedulers}``, ``{batchers}``: the keys of :func:`chipdse.api.help_names`)
+    that are filled in only when this command's help is printed.
+    """
+
+    def format_help(self, ctx: typer._click.Context, formatter: typer._click.HelpFormatter) -> None:
+        """Fill in the placeholders of every parameter's help, then format the help as Typer does."""
+        names = _api().help_names()
+        for param in self.params:
+            text = getattr(param, "help", None)
+            if text:
+                for key, value in names.items():
+                    text = text.replace("{" + key + "}", value)
+                param.help = text
+        super().format_help(ctx, formatter)
+
 
 app = typer.Typer(
     add_completion=False,
@@ -125,34 +142,6 @@ def _applies(option: str, given: bool, where: str) -> None:
     if given:
         msg = f"{option}: {where}"
         raise ChipdseError(msg)
-
-
-def _point_option(problem: str, point: str | None) -> str:
-    """``--point`` of compare / solve: the finalist to solve (default ``"b-star"``); refused for a problem whose
-    instance is not a HYDRA finalist (qap, SNAKE and NOVA problems).
-
-    Raises
-    ------
-    ChipdseError
-        ``--point`` given for such a problem, saying which problems take it.
-    ValueError
-        ``point`` is not a finalist name.
-    """
-    finalists = [n for n, r in PROBLEMS.items() if r.scenario_kind == "hydra"]
-    kind = "a QAPLIB" if problem == "qap" else f"a kind: {problem_record(problem).scenario_kind}"
-    _applies("--point", point is not None and problem not in finalists,
-             f"applies to the HYDRA problems ({', '.join(finalists)}), which solve a finalist; {problem} solves "
-             f"{kind} instance")
-    point = "b-star" if point is None else point
-    _check_finalist(point)
-    return point
-
-
-def _check_finalist(point: str) -> None:
-    """``--point`` of compare / solve names a finalist: b-star or m-t (ValueError otherwise)."""
-    if point not in FINALIST_POINTS:
-        msg = f"--point: must be one of {list(FINALIST_POINTS)}, got {point!r}"
-        raise ValueError(msg)
 
 
 def _error_line(text: object) -> None:
@@ -236,42 +225,42 @@ def explore(
     store_path: Path | None = None
     try:
         out, store_path = _path_option("--out", out_text), _path_option("--store", store_text)
-        study, sc = load_study(scenario)
+        api = _api()
+        sc = api.load_scenario(scenario)
+        kind = sc.spec.kind
         out_dir = out if out is not None else Path("reports") / "out" / sc.spec.name
-        hydra = study.KIND == hydra_study.KIND
+        hydra = kind == "hydra"
         if not hydra:
-            keeps = (f"only HYDRA scenarios keep finished stages; {sc.path} is a kind: {study.KIND} study, which runs "
+            keeps = (f"only HYDRA scenarios keep finished stages; {sc.path} is a kind: {kind} study, which runs "
                      "in seconds and keeps nothing")
             _applies("--store", store_path is not None, keeps)
             _applies("--fresh", fresh, keeps)
         created = ensure_writable_dir(out_dir, "--out")
-        kept.report_files = [out_dir / n for n in ("report.pdf", REPORTS[study.KIND].CSV[0], "manifest.json")]
         with contextlib.ExitStack() as stack:
-            extra: dict[str, Checkpoints] = {}
-            if hydra:
-                extra["checkpoints"] = kept.open(store_path or out_dir / HYDRA_STORE, fresh, stack)
+            checkpoints = kept.open(store_path or out_dir / HYDRA_STORE, fresh, stack) if hydra else None
             bar = stack.enter_context(Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                                TimeElapsedColumn(), console=err, transient=True,
                                                disable=not err.is_terminal))
-            task = bar.add_task(study.label(sc), total=None)
+            task = bar.add_task(api.STUDIES[kind].label(sc), total=None)
 
             def progress(msg: str, _frac: float) -> None:
                 bar.update(task, description=msg)
 
-            result = study.run(sc, Settings(work_limit=work_limit, time_limit_s=time_limit, seed=seed), progress,
-                               **extra)
+            run = api.explore(sc, work_limit=work_limit, time_limit_s=time_limit, seed=seed, progress=progress,
+                              checkpoints=checkpoints)
             bar.update(task, description="writing the report")
+            kept.report_files = [out_dir / n for n in ("report.pdf", run.csv_name, "manifest.json")]
             kept.writing = True
-            paths = write_report(result, REPORTS[study.KIND], study.summary(result), out_dir)
+            run = run.write_report(out_dir)
             bar.update(task, description="done", total=1, completed=1)
     except (ChipdseError, OSError) as exc:
         kept.discard_new_store()
         _fail_output(exc, created, [out_dir, store_path])
     except KeyboardInterrupt:
         kept.interrupted(hydra, created)
-    for line in study.headline(result):
+    for line in run.headline:
         typer.echo(line)
-    for kind, p in paths.items():
+    for kind, p in run.paths.items():
         typer.echo(f"wrote {kind}: {p}")
 
 
@@ -364,6 +353,16 @@ def _fail_output(exc: BaseException, created: list[Path], outputs: Sequence[Path
     _fail(exc)
 
 
+def _fail_writing(exc: BaseException, created: list[Path], output: Path | None) -> None:
+    """Exit 2 with one line after removing the output folders this run created (still empty): a bad input or
+    option (``ChipdseError``, ``ValueError``) in its own words, any other ``OSError`` as a failure to write
+    ``output`` (the file or folder the command writes, when it names it) or to read an input."""
+    remove_if_empty(created)
+    if isinstance(exc, ChipdseError | ValueError):
+        _fail(exc)
+    _fail(_os_error_text(exc, [] if output is None else [output]))  # type: ignore[arg-type]
+
+
 def _short(text: str, limit: int = 200) -> str:
     """``text``, or its start and its length when longer than ``limit`` characters (an error line stays short)."""
     return text if len(text) <= limit else f"{text[:80]}... ({len(text):,} characters)"
@@ -384,38 +383,9 @@ def _os_error_text(exc: OSError, outputs: Sequence[Path]) -> str:
     return f"{_short(name)}: cannot read input: {reason}"
 
 
-def _problem_instance(problem: str, path: Path | None, point: str, time_limit: float | None,
-                      work_limit: float | None = None) -> tuple[Any, str, SolverConfig]:
-    """Load the scenario a registered problem needs, build its instance and the solver settings.
-
-    Returns (instance, label, config); work limit and wall cap default to the scenario's, the seed is the
-    scenario's (hydra) or 0.
-
-    Raises
-    ------
-    ValueError, ChipdseError
-        Unknown problem, a bad ``--point``, a scenario of another kind or a malformed scenario.
-    """
-    record = problem_record(problem)
-    _check_finalist(point)
-    if path is None and record.default_scenario is not None:
-        path = instances_dir() / "scenarios" / record.default_scenario
-    loaded = load(path)
-    kind = loaded.spec.kind
-    if kind != record.scenario_kind:
-        msg = f"{loaded.path}: kind: {problem} needs a kind: {record.scenario_kind} scenario, this one is kind: {kind}"
-        raise ValueError(msg)
-    if isinstance(loaded, LoadedScenario):
-        sc, seed = loaded, loaded.spec.seed
-    else:
-        sc, seed = loaded.spec, 0
-    instance, label = record.build(sc, point)
-    return instance, label, SolverConfig.of(loaded.spec, work_limit, time_limit, seed=seed)
-
-
-@app.command()
+@app.command(cls=_LateHelpCommand)
 def compare(
-    problem: Annotated[str, typer.Argument(metavar="PROBLEM", help=f"One of: {problems_help()}.")],
+    problem: Annotated[str, typer.Argument(metavar="PROBLEM", help="One of: {problems}.")],
     scenario: Annotated[Path | None, typer.Argument(
         metavar="SCENARIO", help="Scenario YAML of the problem's kind (default: the bundled default of that kind).",
         show_default=False)] = None,
@@ -444,30 +414,25 @@ def compare(
     created: list[Path] = []
     csv_path: Path | None = None
     try:
-        validate_methods(problem, methods)
-        point = _point_option(problem, point_opt)
         csv_path = _path_option("--csv", csv_text)
         if csv_path is not None:
             if csv_path.is_dir():
                 msg = f"--csv {csv_path} is a directory; give a file name"
                 raise ValueError(msg)
             created = ensure_writable_dir(csv_path.parent, "--csv")
-        instance, label, cfg = _problem_instance(problem, scenario, point, time_limit, work_limit)
-        rows = comparison_rows(run_methods(problem, instance, methods, cfg))
+        run = _api().compare(problem, scenario, methods=methods, point=point_opt, work_limit=work_limit,
+                             time_limit_s=time_limit)
+        rows = run.rows()
         if csv_path is not None:
             with atomic_path(csv_path) as tmp:
-                pd.DataFrame(rows).to_csv(tmp, index=False)
-    except (ChipdseError, ValueError) as exc:
-        remove_if_empty(created)
-        _fail(exc)
-    except OSError as exc:
-        remove_if_empty(created)
-        _fail(_os_error_text(exc, [] if csv_path is None else [csv_path]))
+                run.to_pandas().to_csv(tmp, index=False)
+    except (ChipdseError, ValueError, OSError) as exc:
+        _fail_writing(exc, created, csv_path)
     if as_json:
         typer.echo(json.dumps(rows, default=str))
         return
-    where = f"{label} ({point})" if problem_record(problem).scenario_kind == "hydra" else label
-    typer.echo(f"{problem} on {where}, {cfg.limits_text()} per exact solve")
+    where = run.instance if run.point is None else f"{run.instance} ({run.point})"
+    typer.echo(f"{problem} on {where}, {run.config.limits_text()} per exact solve")
     typer.echo(f"{'method':14s} {'exact':>5s} {'objective':>12s} {'bound':>12s} {'proven gap':>10s} "
                f"{'over bound':>10s} {'status':>12s} {'wall s':>8s}")
     for r in rows:
@@ -482,15 +447,15 @@ def compare(
                    f"{r['status']:>12s} {r['wall_s']:8.2f}")
 
 
-@app.command()
+@app.command(cls=_LateHelpCommand)
 def solve(
     problem: Annotated[str, typer.Argument(
-        metavar="PROBLEM", help=f"qap (a QAPLIB file), or one of: {problems_help()}.")],
+        metavar="PROBLEM", help="qap (a QAPLIB file), or one of: {problems}.")],
     path: Annotated[Path | None, typer.Argument(
         metavar="FILE", help="qap: a QAPLIB .dat file; otherwise a scenario YAML of the problem's kind (default: "
         "the bundled default of that kind).", show_default=False)] = None,
     method: Annotated[str | None, typer.Option(
-        "--method", help=f"Method of the problem (not for qap): {methods_help()}.",
+        "--method", help="Method of the problem (not for qap): {methods}.",
         show_default=False)] = None,
     solver_opt: Annotated[str | None, typer.Option(
         "--solver", help="qap only: highs (RLT-1 MILP, default), cpsat, or bnb (Gilmore-Lawler branch and bound); "
@@ -515,40 +480,13 @@ def solve(
     with its gap.
     """
     try:
-        if problem != "qap" and problem not in PROBLEMS:
-            msg = f"PROBLEM: must be one of {['qap', *PROBLEMS]}, got {problem!r}"
-            raise ValueError(msg)
-        if problem == "qap":
-            if path is None:
-                msg = "chipdse solve qap needs a QAPLIB .dat file"
-                raise ValueError(msg)
-            if method is not None:
-                msg = "chipdse solve qap takes --solver highs|cpsat|bnb, not --method"
-                raise ValueError(msg)
-            _point_option(problem, point_opt)
-            solver = "highs" if solver_opt is None else solver_opt
-            inst = read_qaplib(path)
-            sol = solve_qap(inst, solver, SolverConfig(work_limit=work_limit or 60.0, time_limit_s=time_limit or 0.0))
-            out = {"problem": "qap", "instance": inst.name, "n": inst.n, "solver": solver}
-        else:
-            _applies("--solver", solver_opt is not None, f"applies to chipdse solve qap only; {problem} chooses its "
-                     f"method with --method (one of {list(problem_record(problem).methods)})")
-            if method is None:
-                msg = f"--method is required for {problem!r} (chipdse compare {problem} lists the methods)"
-                raise ValueError(msg)
-            validate_methods(problem, [method])
-            point = _point_option(problem, point_opt)
-            instance, label, cfg = _problem_instance(problem, path, point, time_limit, work_limit)
-            sol = run_methods(problem, instance, [method], cfg)[0]
-            out = {"problem": problem, "instance": label, "method": method}
+        run = _api().solve(problem, path, method=method, solver=solver_opt, point=point_opt, work_limit=work_limit,
+                           time_limit_s=time_limit)
     except (ChipdseError, ValueError) as exc:
         _fail(exc)
     except OSError as exc:  # solve writes no file: any OSError is about an input
         _fail(_os_error_text(exc, []))
-    out.update({"objective": sol.objective, "bound": sol.bound, "gap": sol.gap,
-                "status": sol.status.value, "wall_s": sol.wall_s, "reason": sol.reason})
-    if problem == "qap":
-        out["permutation"] = sol.decision
+    out, sol = run.to_dict(), run.solution
     if as_json:
         typer.echo(json.dumps(out, default=str))
         return
@@ -586,22 +524,17 @@ def sweep(
     (sweep.simulate per workload); resumable, in-process, on a process pool or on Dask."""
 
 
-    if sum(x is not None for x in (workers, dask_local, scheduler)) > 1:
-        _fail("choose at most one of --workers, --dask-local and --scheduler")
-    if workers is not None:
-        backend = Backend.processes(workers)
-    elif dask_local is not None:
-        backend = Backend.dask_local(dask_local)
-    elif scheduler is not None:
-        backend = Backend.dask(scheduler)
-    else:
-        backend = Backend.in_process()
+    api = _api()
+    try:
+        where = api.backend(workers, dask_local, scheduler).describe()
+    except ValueError as exc:
+        _fail(exc)
     path: Path | None = None
     new_store = False
     created: list[Path] = []
     try:
         store_path = _path_option("--store", store_text)
-        sc = load_scenario(scenario)
+        sc = api.load_hydra(scenario)
         path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
         if path.is_dir():
             _fail(f"--store {path}: is a directory; give the path of a results file (e.g. {path / 'results.sqlite'})")
@@ -612,17 +545,18 @@ def sweep(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[unit]}"), RateColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                 TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
-            task = bar.add_task(f"sweeping {sc.spec.name} ({backend.describe()})", total=None, unit="points")
+            task = bar.add_task(f"sweeping {sc.spec.name} ({where})", total=None, unit="points")
             current = ["screen"]
 
             def progress(stage: str, done: float, total: float) -> None:
                 if stage != current[0]:  # a new stage: restart the bar so rate and ETA are the stage's own
                     current[0] = stage
                     bar.reset(task, total=total, completed=done, unit=units[stage],
-                              description=f"simulating Pareto candidates ({backend.describe()})")
+                              description=f"simulating Pareto candidates ({where})")
                 bar.update(task, completed=done, total=total)
 
-            result = run_sweep(sc, backend, store=store, fresh=fresh, progress=progress)
+            run = api.sweep(sc, workers=workers, dask_local=dask_local, scheduler=scheduler, store=store, fresh=fresh,
+                            progress=progress)
     except (ChipdseError, ValueError, OSError) as exc:
         if new_store and path is not None:  # leave no empty store, nor the folders made for it, behind
             for leftover in _store_files(path):
@@ -631,7 +565,7 @@ def sweep(
     except KeyboardInterrupt:
         err.print(f"interrupted: finished jobs are saved in {path}; rerun the same command to resume")
         raise typer.Exit(130) from None
-    summary = summary_json(result)
+    summary = run.summary
     if as_json:
         typer.echo(json.dumps(summary))
         return
@@ -679,10 +613,9 @@ def generality(
 
 
     try:
-        sc = load_scenario(scenario or instances_dir() / "scenarios" / "hydra-table4-chat.yaml")
-        if models is not None and len(models) < 2:
-            _fail("--model: give at least two models to compare")
-        result = run_generality(sc, models)
+        api = _api()
+        gen = api.generality(scenario, models)
+        result = gen.result
     except (ChipdseError, ValueError) as exc:
         _fail(exc)
     except OSError as exc:  # generality writes no file: any OSError is about an input
@@ -690,11 +623,12 @@ def generality(
     if as_json:
         typer.echo(json.dumps(result.to_json()))
         return
-    typer.echo(f"{sc.spec.name}: {result.n_points:,} points x {len(result.models)} models on {result.workload} at "
+    typer.echo(f"{gen.scenario.spec.name}: {result.n_points:,} points x {len(result.models)} models on "
+               f"{result.workload} at "
                f"{result.arrival_rate_rps:g} req/s ({result.wall_s:.1f} s); 1.00 = the model's own optimum, "
                "u = unstable at the offered load")
     cell = max(8, *(len(n) + 1 for n in result.names))
-    for obj in OBJECTIVES:
+    for obj in api.GENERALITY_OBJECTIVES:
         df = result.scores[obj]
         width = max(len(str(t)) for t in df.index)
         typer.echo(f"{obj}: " + ("throughput / TTFT" if obj == "B*" else "throughput"))
@@ -705,7 +639,7 @@ def generality(
             typer.echo(f"  {target!s:<{width}s}{cells}")
 
 
-@app.command()
+@app.command(cls=_LateHelpCommand)
 def simulate(
     scenario: Annotated[Path | None, typer.Argument(
         metavar="SCENARIO", help="Scenario YAML (default: the bundled default).", show_default=False)] = None,
@@ -722,9 +656,9 @@ def simulate(
         help="Mean arrival rate, requests/s (default: the workload's).",
         show_default=False)] = None,
     scheduler: Annotated[str, typer.Option(
-        "--scheduler", help=f"Task scheduler: {names_text(SCHEDULER_NAMES)}.")] = "static",
+        "--scheduler", help="Task scheduler: {schedulers}.")] = "static",
     batching: Annotated[str | None, typer.Option(
-        "--batching", help=f"{names_text(BATCHER_NAMES)} (default: the scenario's estimator.batching).",
+        "--batching", help="{batchers} (default: the scenario's estimator.batching).",
         show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", min=0, max=MAX_SEED, help="Simulator seed, 0..2^31-1 (default: the scenario's).",
@@ -744,16 +678,13 @@ def simulate(
     if best and point is not None:
         _fail_as(as_json, "choose at most one of --point and --best", "--point")
     try:
-        if scheduler not in SCHEDULER_NAMES:
-            msg = f"--scheduler: must be one of {list(SCHEDULER_NAMES)}, got {scheduler!r}"
-            raise ValueError(msg)
-        sc = load_scenario(scenario)
-        res = run_simulation(sc, "best" if point is None else point, duration_s=duration, rate_rps=rate,
-                             scheduler=scheduler, batching=batching, seed=seed)
+        api = _api()
+        res = api.simulate(scenario, point="best" if point is None else point, duration_s=duration, rate_rps=rate,
+                           scheduler=scheduler, batching=batching, seed=seed).metrics
     except (ChipdseError, ValueError, OSError) as exc:  # simulate writes no file: any OSError is about an input
         _fail_as(as_json, exc)
     if res["empty"]:
-        _fail_as(as_json, empty_run_text(res), "--duration")
+        _fail_as(as_json, api.empty_run_text(res), "--duration")
     if as_json:
         typer.echo(json.dumps(res))
         return
@@ -782,6 +713,41 @@ def simulate(
                    f"{grew['from_s']:g} s to {grew['to_s']:g} s (a stable design explains at most "
                    f"{grew['threshold']:.0f}); {res['requests_in_system']:,} of {res['requests_arrived']:,} requests "
                    "are still in the system; the latency statistics cover only the requests served so far")
+
+
+@app.command(cls=_LateHelpCommand)
+def schema(
+    kind: Annotated[str | None, typer.Argument(
+        metavar="KIND", help="Input file kind: {schemas}.", show_default=False)] = None,
+    write: Annotated[str | None, typer.Option(
+        "--write", metavar="DIR", help="Write every kind's schema to DIR/<kind>.schema.json (KIND, when given, "
+        "only that one) instead of printing; the bundled copies are instances/schemas/.", show_default=False)] = None,
+) -> None:
+    """Print the JSON Schema of an input file (scenario, chiplet library, package, workload or model card): every
+    field with its type, bounds, default and a description with its unit.
+
+    The bundled YAML files name the bundled copy in their first line (``# yaml-language-server: $schema=...``), so
+    an editor with the YAML language server completes and checks them.
+    """
+    created: list[Path] = []
+    folder: Path | None = None
+    try:
+        folder = _path_option("--write", write)
+        api = _api()
+        if folder is None:
+            if kind is None:
+                msg = f"KIND: one of {list(api.SCHEMAS)} (or --write DIR for all of them)"
+                raise ValueError(msg)
+            typer.echo(api.schema_text(kind), nl=False)
+            return
+        if kind is not None:
+            api.json_schema(kind)  # an unknown kind fails before any folder is made
+        created = ensure_writable_dir(folder, "--write")
+        paths = api.write_schemas(folder, None if kind is None else [kind])
+    except (ChipdseError, ValueError, OSError) as exc:
+        _fail_writing(exc, created, folder)
+    for p in paths:
+        typer.echo(f"wrote {p}")
 
 
 model_app = typer.Typer(no_args_is_help=True, help="Model cards: import a Hugging Face config.json.")

@@ -21,7 +21,7 @@ import pytest
 from ortools.sat.python import cp_model
 from typer.testing import CliRunner
 
-import chipdse.cli as cli_module
+import chipdse.api as api_module
 import chipdse.studies.explore as explore_module
 from chipdse.cli import app
 from chipdse.core.io import canonical_json
@@ -234,7 +234,7 @@ def test_ctrl_c_while_writing_the_report_removes_the_report_files(write_scenario
         (out_dir / "report.pdf").write_bytes(b"%PDF-1.4 cut short")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_module, "write_report", half_written)
+    monkeypatch.setattr(api_module, "write_report", half_written)
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["explore", str(_tiny_scenario(write_scenario)), "--out", str(out),
                                    "--time-limit", "0.1"])

@@ -10,6 +10,7 @@ import ast
 import os
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -23,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "chipdse"
 DEFERRED_ON_PURPOSE = ("distributed", "dask", "scalesim")
 """Heavy optional imports that may stay inside a function (each with a comment saying it is deferred)."""
+LAZY_API_LOADERS = ("chipdse/__init__.py", "chipdse/cli.py")
+"""The only modules that may load a module through ``importlib.import_module``: the package and the command line
+load the Python API (``chipdse.api``) on first use, so that ``import chipdse.cli`` stays light (issue 18)."""
 
 
 def _sources() -> list[Path]:
@@ -74,6 +78,28 @@ def test_function_local_imports_only_defer_heavy_optionals() -> None:
                 if (module or "").split(".")[0] not in DEFERRED_ON_PURPOSE or not said:
                     offenders.append(f"{path.relative_to(ROOT)}:{inner.lineno} {module}")
     assert offenders == []
+
+
+def test_only_the_package_and_the_cli_load_modules_through_importlib() -> None:
+    """``importlib.import_module`` hides an import from import-linter and grimp: it is the documented lazy loader of
+    ``chipdse.api`` and is allowed in :data:`LAZY_API_LOADERS` only, each loading ``chipdse.api`` alone."""
+    users = {}
+    for path in _sources():
+        tree = ast.parse(path.read_text())
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                 and node.func.attr == "import_module"]
+        if calls:
+            users[str(path.relative_to(ROOT))] = len(calls)
+    assert sorted(users) == sorted(LAZY_API_LOADERS)
+    assert all(n == 1 for n in users.values())
+    for rel in LAZY_API_LOADERS:
+        assert '"chipdse.api"' in (ROOT / rel).read_text()
+
+
+def test_the_api_sits_between_the_reports_and_the_cli() -> None:
+    """The layers contract names chipdse.api between chipdse.cli and chipdse.reports (DESIGN.md "Layout")."""
+    layers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]["layers"]
+    assert layers.index("chipdse.cli") + 1 == layers.index("chipdse.api") == layers.index("chipdse.reports") - 1
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the sub-packages are symbolic links in the checkout")

@@ -210,11 +210,13 @@ class MemoryChiplet(_Spec):
 class ChipletLibrary(_Spec):
     """Compute chiplet types plus the memory stack and the PHY model."""
 
-    name: str
+    name: str = Field(description="Library name, shown in reports.")
     compute: list[ComputeChiplet] = Field(min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE_NAMES,
                                           description="Compute chiplet types, each name once.")
-    memory: MemoryChiplet
-    phy: D2DPhy = D2DPhy()
+    memory: MemoryChiplet = Field(description="The HBM stack every memory cell holds (capacity GB, bandwidth GB/s, "
+                                  "area mm^2).")
+    phy: D2DPhy = Field(D2DPhy(), description="D2D PHY cost model: die area per link bandwidth (lanes, Gb/s per lane, "
+                        "mm^2 per macro).")
 
     def by_name(self, name: str) -> ComputeChiplet:
         """Return the compute chiplet type called ``name`` (KeyError if absent)."""
@@ -227,7 +229,7 @@ class ChipletLibrary(_Spec):
 class Package(_Spec):
     """Interposer grid, NoI and area budget (HYDRA Sec. III-C, VI-A)."""
 
-    name: str
+    name: str = Field(description="Package name, shown in reports.")
     rows: int = Field(gt=0, le=16, description="Grid rows (at most 16: the exact placement models grow with "
                       "the square of the cells).")
     cols: int = Field(gt=0, le=16, description="Grid columns (at most 16, as rows).")
@@ -236,7 +238,8 @@ class Package(_Spec):
                                  "wider than any stitched interposer).")
     interposer_area_mm2: float = Field(gt=0, le=100_000, description="Interposer area budget for all chiplets, "
                                        "mm^2 (at most 100,000).")
-    topology: Literal["mesh"] = "mesh"
+    topology: Literal["mesh"] = Field("mesh", description="NoI topology between neighbouring cells: a 2D mesh with "
+                                      "XY routing (the only one supported).")
     hop_latency_ns: float = Field(20.0, ge=0, le=10_000, description="Per-hop router + link latency, ns (at most "
                                   "10,000); adds to each NoI transfer (HYDRA Eq. 3) in the estimator, the "
                                   "mapping and the simulator.")
@@ -262,7 +265,7 @@ class Package(_Spec):
 class Workload(_Spec):
     """Request lengths (a trace or a parametric distribution) and the arrival process."""
 
-    name: str
+    name: str = Field(description="Workload name, shown in reports and the sweep's workload column.")
     trace: str | None = Field(None, description="CSV with num_prefill_tokens,num_decode_tokens (path relative "
                               "to the workload file, or to instances/traces).")
     lengths: dict[str, float] | None = Field(None, description="Parametric lengths: a lognormal per phase fitted "
@@ -278,7 +281,7 @@ class Workload(_Spec):
                             "(at most 100); read only with arrival: gamma.")
     duration_s: float = Field(100.0, gt=0, le=1e6, description="Workload time simulated per configuration, s "
                               "(arrival_rate_rps x duration_s at most 10,000,000 requests).")
-    source: str = ""
+    source: str = Field("", description="Where the lengths and the rate come from (a dataset, paper or trace).")
 
     @field_validator("duration_s")
     @classmethod
@@ -466,10 +469,14 @@ class Scenario(_Spec):
     arrival_rate_rps: Annotated[float, Field(gt=0, le=1e6)] | None = Field(
         None, description="Offered load, req/s, replacing the workload's own (e.g. one every compared model "
         "sustains; at most 1e6).")
-    design_space: DesignSpace = DesignSpace()
-    estimator: EstimatorSettings = EstimatorSettings()
-    simulation: SimulationSettings = SimulationSettings()
-    sweep: SweepSettings = SweepSettings()
+    design_space: DesignSpace = Field(DesignSpace(), description="The composition space to sweep (HYDRA Table III): "
+                                      "chiplet and HBM counts, D2D GB/s, max batch in requests.")
+    estimator: EstimatorSettings = Field(EstimatorSettings(), description="Settings of the sweep screen (batching, "
+                                         "scheduling, hops, prefill chunk in tokens).")
+    simulation: SimulationSettings = Field(SimulationSettings(), description="Settings of explore's simulation stage "
+                                           "(candidates, windows in s, load, datasets, workers).")
+    sweep: SweepSettings = Field(SweepSettings(), description="Settings of chipdse sweep (workloads, simulated "
+                                 "candidates, placement, window in s).")
     generality: GeneralitySettings | None = Field(None, description="Specialization-generality study (HYDRA "
                                                    "Table IV) added to the explore report.")
     work_limit: float = Field(20.0, gt=0, le=MAX_TIME_LIMIT_S, description="Deterministic work limit per exact "
@@ -487,7 +494,7 @@ class TemplateSpec(_Spec):
     1e12 bytes/s, ``link_GBps`` in 1e9 bytes/s (``chipdse.evaluators.snake_pu.nmp_template``
     builds the evaluator's; its defaults are the evaluator's ``STRATUM``)."""
 
-    name: str = "stratum-like"
+    name: str = Field("stratum-like", description="Template name, shown in reports.")
     pus: PositiveInt = Field(16, le=4096, description="Processing units (at most 4096).")
     cores_per_pu: PositiveInt = Field(4, le=64, description="Systolic cores per PU (at most 64).")
     dram_TBps: PositiveFloat = Field(24.0, le=1000, description="DRAM bandwidth of the stack, TB/s (at most 1000).")
@@ -511,7 +518,7 @@ class ShapeSetSpec(_Spec):
                                            "per PU, mm^2.")
     budgets_mm2: list[PositiveFloat] = Field([0.05, 0.12, 0.2, 0.3], min_length=1, max_length=MAX_LIST,
                                              json_schema_extra=UNIQUE,
-                                             description="Area budgets for ports and reconfiguration, per PU.")
+                                             description="Area budgets for ports and reconfiguration, per PU, mm^2.")
 
     @model_validator(mode="after")
     def _rows(self) -> ShapeSetSpec:
@@ -525,7 +532,8 @@ class ShapeSetSpec(_Spec):
 class AreaSplitSpec(_Spec):
     """Inputs of the area-split formulation (``formulations.snake_area``, SNAKE Fig. 4a)."""
 
-    model: str = "opt-66b"
+    model: str = Field("opt-66b", description="Model card whose decode GEMMs size the split (a bundled key, or a card "
+                       "path relative to the scenario).")
     batch: Batch = Field(8, description="Batch, requests (1..4096).")
     rows: PositiveInt = Field(8, le=4096, description="Systolic array rows (at most 4096).")
     cols: list[Annotated[int, Field(ge=1, le=4096)]] = Field([128, 256, 384, 512, 640, 768], min_length=1,
@@ -574,9 +582,11 @@ class _StudyLimits(_Spec):
 class SnakeScenario(_StudyLimits):
     """A SNAKE study scenario (``kind: snake``)."""
 
-    kind: Literal["snake"]
+    kind: Literal["snake"] = Field(description="The SNAKE systolic near-memory study (required: a file without kind "
+                                   "is a HYDRA scenario).")
     name: FolderName = Field(description="Scenario name; the output folder reports/out/<name>.")
-    template: TemplateSpec = TemplateSpec()
+    template: TemplateSpec = Field(TemplateSpec(), description="The 3D-stacked NMP template: PUs, cores, DRAM TB/s, "
+                                   "PU area mm^2, inter-PU link GB/s and ns.")
     models: list[str] = Field(min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="Model "
                               "cards (bundled keys, or card paths relative to the scenario) of SNAKE Table 1.")
     batches: list[Batch] = Field([8, 16, 32, 64], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
@@ -585,9 +595,12 @@ class SnakeScenario(_StudyLimits):
     mode_models: list[str] = Field(["llama-3-70b", "qwen3-30b-a3b"], min_length=1, max_length=MAX_LIST,
                                    json_schema_extra=UNIQUE, description=(
         "Models of the mode pages (SNAKE Figs. 13-14: one dense, one MoE), each one of models."))
-    shape_set: ShapeSetSpec = ShapeSetSpec()
-    area_split: AreaSplitSpec = AreaSplitSpec()
-    serving: ServingSpec = ServingSpec()
+    shape_set: ShapeSetSpec = Field(ShapeSetSpec(), description="Inputs of the shape-set choice (logical array "
+                                    "heights, port and reconfiguration area in mm^2, budgets in mm^2).")
+    area_split: AreaSplitSpec = Field(AreaSplitSpec(), description="Inputs of the PE / buffer area split (SNAKE Fig. "
+                                      "4a): model, batch, array sizes, buffer KB, areas in mm^2.")
+    serving: ServingSpec = Field(ServingSpec(), description="The serving-latency page (SNAKE Fig. 10): tokens per "
+                                 "request, batch, requests, rates.")
     contexts: list[Tokens] = Field([4096, 8192, 16384], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
                                    description="KV-cache tokens per request of the decode steps (SNAKE Fig. 13: 4K, "
                                    "8K, 16K inputs), each 1..10,000,000.")
@@ -640,8 +653,8 @@ class NovaSystemSpec(_Spec):
         "Tensor-parallel all-reduce per layer with several GPUs, us (at most 1e6); used only for models given "
         "more than one GPU in gpus."))
     in_die_TFLOPS: PositiveFloat = Field(18.432, le=1e4, description=(
-        "AttAcc / PIMBA in-die compute per cube: 1 FLOP per byte of bank-level bandwidth (AttAcc's opb = 1; at most "
-        "1e4)."))
+        "AttAcc / PIMBA in-die compute per cube, TFLOP/s: 1 FLOP per byte of bank-level bandwidth (AttAcc's opb = 1; "
+        "at most 1e4)."))
     in_die_TBps: PositiveFloat = Field(18.432, le=1e4, description=(
         "Their bank-level internal bandwidth per cube: 9x the cube's 2.048 TB/s interface (AttAcc's power-"
         "constrained bank-level scale; at most 1e4)."))
@@ -680,7 +693,8 @@ class ExpertTableSpec(_Spec):
 class NovaScenario(_StudyLimits):
     """A NOVA study scenario (``kind: nova``)."""
 
-    kind: Literal["nova"]
+    kind: Literal["nova"] = Field(description="The NOVA two-tier near-memory study (required: a file without kind is "
+                                  "a HYDRA scenario).")
     name: FolderName = Field(description="Scenario name; the output folder reports/out/<name>.")
     models: list[str] = Field(min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE, description="Model "
                               "cards (bundled keys, or card paths relative to the scenario), NOVA Table II.")
@@ -693,8 +707,10 @@ class NovaScenario(_StudyLimits):
     gpus: dict[str, Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=dict, description=(
         "GPUs (each with five cubes) per model that needs more than one; NOVA runs Nemotron3-Super on two H100s; "
         "at most 64."))
-    system: NovaSystemSpec = NovaSystemSpec()
-    experts: ExpertTableSpec = ExpertTableSpec()
+    system: NovaSystemSpec = Field(NovaSystemSpec(), description="System assumptions NOVA leaves open: GPU "
+                                   "efficiencies, routing, synchronization in us, in-die TFLOP/s and TB/s.")
+    experts: ExpertTableSpec = Field(ExpertTableSpec(), description="The expert-split comparison (NOVA Fig. 16): "
+                                     "batch, top-k, expert counts, routing, expert bytes.")
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""

@@ -1,0 +1,643 @@
+"""The Python API: what every ``chipdse`` command runs, for notebooks and scripts.
+
+Each function takes a scenario (a path, or what :func:`load_scenario` returned; the bundled default when None)
+and returns a typed result with ``.to_pandas()``; ``chipdse explore / sweep / compare / solve / simulate /
+generality`` call these same functions and only print what they return. Errors are the command line's: a
+:class:`chipdse.core.errors.ChipdseError` (a ``SpecError`` names the file and field) or a ``ValueError`` naming
+the bad argument.
+
+Layer: above :mod:`chipdse.reports` (it writes reports) and below :mod:`chipdse.cli` (import-linter's layers
+contract in pyproject.toml). This module imports the whole tool (Pyomo, OR-Tools, matplotlib, ...), so the
+command line loads it only when a command runs (``chipdse.cli._api``) and ``import chipdse`` loads it on the first
+use of one of these names (``chipdse.__getattr__``).
+
+Example
+-------
+>>> import chipdse
+>>> sc = chipdse.load_scenario("instances/scenarios/snake-stratum.yaml")  # doctest: +SKIP
+>>> chipdse.explore(sc).to_pandas().head()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from chipdse.core.errors import ChipdseError
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import AnyScenario, LoadedScenario, load
+from chipdse.core.scenario import load_scenario as load_hydra
+from chipdse.core.schemas import SCHEMAS, json_schema, schema_dir, schema_text, write_schemas
+from chipdse.core.solution import Solution
+from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
+from chipdse.formulations.qap import read_qaplib
+from chipdse.reports.files import write_report
+from chipdse.reports.registry import REPORTS
+from chipdse.solvers.compare import comparison_rows, run_methods, validate_methods
+from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.problems import FINALIST_POINTS
+from chipdse.solvers.qap import solve_qap
+from chipdse.solvers.registry import PROBLEMS, methods_help, problem_record, problems_help
+from chipdse.studies.common import Settings, no_progress
+from chipdse.studies.generality import OBJECTIVES, GeneralityResult
+from chipdse.studies.generality import generality as run_generality
+from chipdse.studies.parallel import Backend
+from chipdse.studies.registry import STUDIES
+from chipdse.studies.simulate import empty_run_text, run_simulation
+from chipdse.studies.store import Checkpoints, ResultsStore
+from chipdse.studies.sweep import SweepResult, summary_json
+from chipdse.studies.sweep import sweep as run_sweep
+
+__all__ = ["CompareRun", "ExploreRun", "GeneralityRun", "SimulationRun", "SolveRun", "SweepRun", "backend",
+           "compare", "empty_run_text", "explore", "generality", "help_names", "load_hydra", "load_scenario",
+           "json_schema", "schema_dir", "schema_text", "simulate", "solve", "sweep", "write_schemas"]
+
+ScenarioArg = str | Path | AnyScenario | None
+"""A scenario argument: a YAML path, a scenario :func:`load_scenario` returned, or None (the bundled default)."""
+
+GENERALITY_OBJECTIVES = OBJECTIVES
+"""The objectives of the generality matrices, in print order (``"B*"``, ``"M_T"``)."""
+TABLE4_SCENARIO = "hydra-table4-chat.yaml"
+"""The bundled scenario of :func:`generality` when none is given (HYDRA Table IV on the Chat trace)."""
+
+
+def help_names() -> dict[str, str]:
+    """The registered names the command line's help texts list, by placeholder: ``problems`` (each problem with
+    its summary), ``methods`` (each problem's methods), ``schedulers`` and ``batchers`` (the simulator's policies
+    as ``"a, b or c"``) and ``schemas`` (the input file kinds of ``chipdse schema``); read from the registries
+    (:mod:`chipdse.solvers.registry`, :mod:`chipdse.evaluators.policies`, :mod:`chipdse.core.schemas`)."""
+    return {"problems": problems_help(), "methods": methods_help(), "schedulers": names_text(SCHEDULER_NAMES),
+            "batchers": names_text(BATCHER_NAMES), "schemas": names_text(tuple(SCHEMAS))}
+
+
+def load_scenario(scenario: str | Path | None = None) -> AnyScenario:
+    """Load and check a scenario file of any kind (HYDRA, SNAKE, NOVA), as ``chipdse explore`` does.
+
+    Parameters
+    ----------
+    scenario : str or Path, optional
+        The YAML file (default: the bundled ``instances/scenarios/default.yaml``).
+
+    Returns
+    -------
+    LoadedScenario or StudyScenario
+        A HYDRA scenario with its package, library, model, workload and request lengths resolved, or a SNAKE /
+        NOVA scenario with its model cards found; ``.spec`` is the validated file, ``.spec.kind`` its kind.
+
+    Raises
+    ------
+    SpecError
+        A missing file, a malformed field, an unknown model or kind, a bad trace row, or a card the study cannot
+        run, naming the file and the field (:func:`chipdse.core.scenario.load` and each study's ``check``).
+    """
+    loaded = load(None if scenario is None else Path(scenario))
+    return STUDIES[loaded.spec.kind].check(loaded)
+
+
+def _loaded(scenario: ScenarioArg) -> AnyScenario:
+    """``scenario`` loaded by :func:`load_scenario` unless it already is a loaded scenario."""
+    return scenario if hasattr(scenario, "spec") else load_scenario(scenario)  # type: ignore[arg-type]
+
+
+def _hydra(scenario: ScenarioArg) -> LoadedScenario:
+    """``scenario`` as a HYDRA scenario: loaded by :func:`chipdse.core.scenario.load_scenario` unless it already
+    is a loaded one.
+
+    Raises
+    ------
+    SpecError
+        As :func:`load_scenario`; also a SNAKE or NOVA scenario (field ``kind``).
+    """
+    if isinstance(scenario, LoadedScenario):
+        return scenario
+    if hasattr(scenario, "spec"):
+        return load_hydra(scenario.path)  # type: ignore[union-attr]  # the same refusal, naming the file
+    return load_hydra(None if scenario is None else Path(scenario))
+
+
+@dataclass(frozen=True)
+class ExploreRun:
+    """What :func:`explore` returns: a study's result (HYDRA, SNAKE or NOVA) and its report files.
+
+    Attributes
+    ----------
+    kind : str
+        The scenario kind: ``"hydra"``, ``"snake"`` or ``"nova"``.
+    scenario : LoadedScenario or StudyScenario
+    result : ExploreResult, SnakeStudy or NovaStudy
+        Every table of the study's report (``chipdse.studies.explore`` / ``snake`` / ``nova``).
+    summary : dict
+        The headline numbers (the manifest's ``summary``).
+    headline : list[str]
+        The lines ``chipdse explore`` prints.
+    paths : dict[str, Path]
+        The files written (``pdf``, ``csv``, ``columns``, ``manifest``); empty until :meth:`write_report`.
+    """
+
+    kind: str
+    scenario: Any
+    result: Any
+    summary: dict[str, Any]
+    headline: list[str]
+    paths: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def csv_name(self) -> str:
+        """File name of the study's table: ``points.csv`` (HYDRA), ``speedups.csv`` (SNAKE), ``runs.csv`` (NOVA)."""
+        return REPORTS[self.kind].CSV[0]
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The study's table, one row per evaluated point (HYDRA: every design point of the sweep; SNAKE: every
+        speedup; NOVA: every run), the columns of the CSV the report writes (described in ``docs/guide.md``)."""
+        return getattr(self.result, REPORTS[self.kind].CSV[1])
+
+    def columns(self) -> pd.DataFrame:
+        """The table's columns: ``column``, ``unit`` and ``description`` (the ``*.columns.csv`` beside the CSV)."""
+        cols = REPORTS[self.kind].columns(self.result)
+        return pd.DataFrame([(k, u, d) for k, (u, d) in cols.items()], columns=["column", "unit", "description"])
+
+    def write_report(self, out: str | Path) -> ExploreRun:
+        """Write ``report.pdf``, the CSV, its column descriptions and ``manifest.json`` into ``out``.
+
+        Returns
+        -------
+        ExploreRun
+            A copy with :attr:`paths` set.
+
+        Raises
+        ------
+        OSError
+            The folder or a file cannot be written (:func:`chipdse.reports.files.write_report`).
+        """
+        paths = write_report(self.result, REPORTS[self.kind], self.summary, Path(out))
+        return ExploreRun(self.kind, self.scenario, self.result, self.summary, self.headline, paths)
+
+
+def explore(scenario: ScenarioArg = None, *, out: str | Path | None = None, work_limit: float | None = None,
+            time_limit_s: float | None = None, seed: int | None = None, store: str | Path | None = None,
+            fresh: bool = False, progress: Callable[[str, float], None] = no_progress,
+            checkpoints: Checkpoints | None = None) -> ExploreRun:
+    """Run a scenario's study (``chipdse explore``): HYDRA's sweep, exact B* and M_T layouts, simulation and
+    generality stages; or the SNAKE or NOVA study of a ``kind: snake`` / ``kind: nova`` scenario.
+
+    Parameters
+    ----------
+    scenario : str, Path or loaded scenario, optional
+        Default: the bundled HYDRA default (Nemotron-H-4B on the arXiv trace; about three minutes).
+    out : str or Path, optional
+        Also write the report (PDF, CSV, column descriptions, manifest) into this folder.
+    work_limit : float, optional
+        Deterministic work limit per exact solve, work units of about one CPU-second (default: the scenario's).
+    time_limit_s : float, optional
+        Wall-clock safety cap per exact solve, s (default: the scenario's, else 10 x the work limit + 30 s).
+    seed : int, optional
+        Seed of randomized heuristics and solvers, 0..2^31-1 (default: the scenario's).
+    store : str or Path, optional
+        HYDRA only: SQLite store of finished stages, reused by a rerun of the same inputs (``--store``).
+    fresh : bool
+        HYDRA only: recompute every stage even when ``store`` holds it.
+    progress : callable(message, fraction)
+        Called with each stage's description.
+    checkpoints : Checkpoints, optional
+        HYDRA only: an open store's checkpoints (what the command line passes; instead of ``store``).
+
+    Returns
+    -------
+    ExploreRun
+
+    Raises
+    ------
+    SpecError, ChipdseError
+        Bad scenario or settings (e.g. ``store`` for a SNAKE or NOVA scenario); ``OSError`` when ``out`` cannot be
+        written.
+    """
+    sc = _loaded(scenario)
+    study = STUDIES[sc.spec.kind]
+    if study.KIND != "hydra" and (store is not None or fresh or checkpoints is not None):
+        msg = f"store / fresh: only HYDRA scenarios keep finished stages; {sc.path} is a kind: {study.KIND} study"
+        raise ChipdseError(msg)
+    settings = Settings(work_limit=work_limit, time_limit_s=time_limit_s, seed=seed)
+    with contextlib.ExitStack() as stack:
+        extra: dict[str, Checkpoints] = {}
+        if checkpoints is not None:
+            extra["checkpoints"] = checkpoints
+        elif store is not None:
+            extra["checkpoints"] = Checkpoints(stack.enter_context(ResultsStore(Path(store), "explore", "store")),
+                                               fresh=fresh)
+        result = study.run(sc, settings, progress, **extra)
+    run = ExploreRun(study.KIND, sc, result, study.summary(result), list(study.headline(result)))
+    return run if out is None else run.write_report(out)
+
+
+def backend(workers: int | None = None, dask_local: int | None = None, scheduler: str | None = None) -> Backend:
+    """Where a sweep's jobs run: a local process pool of ``workers``, a local Dask cluster of ``dask_local``
+    workers, the Dask cluster at ``scheduler`` (``tcp://host:8786``), or in-process when none is given.
+
+    Raises
+    ------
+    ValueError
+        More than one of them given.
+    """
+    if sum(x is not None for x in (workers, dask_local, scheduler)) > 1:
+        msg = "choose at most one of --workers, --dask-local and --scheduler"
+        raise ValueError(msg)
+    if workers is not None:
+        return Backend.processes(workers)
+    if dask_local is not None:
+        return Backend.dask_local(dask_local)
+    return Backend.in_process() if scheduler is None else Backend.dask(scheduler)
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """What :func:`sweep` returns.
+
+    Attributes
+    ----------
+    result : chipdse.studies.sweep.SweepResult
+        Every scored point per workload (``points``) and the simulated Pareto candidates (``simulated``).
+    summary : dict
+        The counts ``chipdse sweep --json`` prints (:func:`chipdse.studies.sweep.summary_json`).
+    """
+
+    result: SweepResult
+    summary: dict[str, Any]
+
+    def to_pandas(self) -> pd.DataFrame:
+        """Every scored design point, one row per (workload, point): the points.csv columns plus ``workload`` and
+        ``pareto`` (on its workload's Pareto front of throughput vs TTFT)."""
+        return self.result.points
+
+    def simulated(self) -> pd.DataFrame:
+        """The simulated Pareto candidates, one row each (estimator and simulator columns side by side)."""
+        return self.result.simulated
+
+
+def sweep(scenario: ScenarioArg = None, *, workers: int | None = None, dask_local: int | None = None,
+          scheduler: str | None = None, store: ResultsStore | str | Path | None = None, fresh: bool = False,
+          progress: Callable[[str, float, float], None] | None = None) -> SweepRun:
+    """Score a HYDRA design space with the estimator on every sweep workload, then simulate its Pareto candidates
+    (``chipdse sweep``).
+
+    Parameters
+    ----------
+    scenario : str, Path or loaded scenario, optional
+        A HYDRA scenario (default: the bundled default).
+    workers, dask_local, scheduler : optional
+        Where the jobs run (:func:`backend`; default in-process); ``scheduler`` is a Dask scheduler address.
+    store : ResultsStore, str or Path, optional
+        Results store (an open one, or a SQLite file opened and closed here): stored jobs are read, new ones
+        saved as each finishes.
+    fresh : bool
+        Recompute every job even when stored.
+    progress : callable(stage, done, total), optional
+        ``"screen"`` with points scored, then ``"simulate"`` with runs finished.
+
+    Returns
+    -------
+    SweepRun
+
+    Raises
+    ------
+    SpecError, ChipdseError, ValueError
+        Bad scenario, a SNAKE / NOVA scenario, two back-ends, Dask missing or unreachable, no buildable point.
+    """
+    where = backend(workers, dask_local, scheduler)
+    sc = _hydra(scenario)
+    with contextlib.ExitStack() as stack:
+        if isinstance(store, str | Path):
+            store = stack.enter_context(ResultsStore(Path(store), "sweep", "store"))
+        result = run_sweep(sc, where, store=store, fresh=fresh, progress=progress)
+    return SweepRun(result, summary_json(result))
+
+
+def _finalist(problem: str, point: str | None) -> str:
+    """The finalist a HYDRA problem solves (``"b-star"`` when ``point`` is None); refused for a problem whose
+    instance is not a HYDRA finalist (qap, SNAKE and NOVA problems).
+
+    Raises
+    ------
+    ChipdseError
+        ``point`` given for such a problem, saying which problems take it.
+    ValueError
+        ``point`` is not a finalist name.
+    """
+    finalists = [n for n, r in PROBLEMS.items() if r.scenario_kind == "hydra"]
+    if point is not None and problem not in finalists:
+        kind = "a QAPLIB" if problem == "qap" else f"a kind: {problem_record(problem).scenario_kind}"
+        msg = (f"--point: applies to the HYDRA problems ({', '.join(finalists)}), which solve a finalist; {problem} "
+               f"solves {kind} instance")
+        raise ChipdseError(msg)
+    point = "b-star" if point is None else point
+    if point not in FINALIST_POINTS:
+        msg = f"--point: must be one of {list(FINALIST_POINTS)}, got {point!r}"
+        raise ValueError(msg)
+    return point
+
+
+def _problem_instance(problem: str, scenario: ScenarioArg, point: str, time_limit_s: float | None,
+                      work_limit: float | None) -> tuple[Any, str, SolverConfig]:
+    """Load the scenario a registered problem needs, build its instance and the solver settings.
+
+    Returns (instance, label, config); work limit and wall cap default to the scenario's, the seed is the
+    scenario's (hydra) or 0.
+
+    Raises
+    ------
+    ValueError, ChipdseError
+        Unknown problem, a scenario of another kind or a malformed scenario.
+    """
+    record = problem_record(problem)
+    if scenario is None and record.default_scenario is not None:
+        scenario = instances_dir() / "scenarios" / record.default_scenario
+    loaded = scenario if hasattr(scenario, "spec") else load(None if scenario is None else Path(scenario))
+    kind = loaded.spec.kind
+    if kind != record.scenario_kind:
+        msg = f"{loaded.path}: kind: {problem} needs a kind: {record.scenario_kind} scenario, this one is kind: {kind}"
+        raise ValueError(msg)
+    if isinstance(loaded, LoadedScenario):
+        sc, seed = loaded, loaded.spec.seed
+    else:
+        sc, seed = loaded.spec, 0
+    instance, label = record.build(sc, point)
+    return instance, label, SolverConfig.of(loaded.spec, work_limit, time_limit_s, seed=seed)
+
+
+@dataclass(frozen=True)
+class CompareRun:
+    """What :func:`compare` returns: every method's solution of one instance.
+
+    Attributes
+    ----------
+    problem : str
+        The registered problem (``chipdse compare`` lists them).
+    instance : str
+        What was solved (e.g. the finalist's label).
+    point : str or None
+        ``"b-star"`` / ``"m-t"`` for HYDRA problems, else None.
+    config : SolverConfig
+        The limits and seed of every exact solve.
+    solutions : list[Solution]
+        One per method, in the order run.
+    """
+
+    problem: str
+    instance: str
+    point: str | None
+    config: SolverConfig
+    solutions: list[Solution]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per method: method, exact, objective, bound, gap (own, proven), gap_to_best_bound, status,
+        wall_s (:func:`chipdse.solvers.compare.comparison_rows`)."""
+        return comparison_rows(self.solutions)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """:meth:`rows` as a table, one row per method (the CSV ``chipdse compare --csv`` writes)."""
+        return pd.DataFrame(self.rows())
+
+
+def compare(problem: str, scenario: ScenarioArg = None, *, methods: Sequence[str] | None = None,
+            point: str | None = None, work_limit: float | None = None,
+            time_limit_s: float | None = None) -> CompareRun:
+    """Run every method (or ``methods``) of one decision problem on a scenario's instance (``chipdse compare``).
+
+    Parameters
+    ----------
+    problem : str
+        A registered problem (:data:`chipdse.solvers.registry.PROBLEMS`), e.g. ``"placement"``.
+    scenario : str, Path or loaded scenario, optional
+        A scenario of the problem's kind (default: the bundled default of that kind).
+    methods : list[str], optional
+        Methods to run (default: every method except brute force).
+    point : str, optional
+        HYDRA problems: the finalist, ``"b-star"`` (default) or ``"m-t"``.
+    work_limit, time_limit_s : float, optional
+        Deterministic work limit (work units) and wall-clock cap (s) per exact solve (default: the scenario's).
+
+    Returns
+    -------
+    CompareRun
+
+    Raises
+    ------
+    ValueError, ChipdseError
+        Unknown problem or method, a bad ``point``, a scenario of another kind or a malformed scenario.
+    """
+    validate_methods(problem, methods)
+    point = _finalist(problem, point)
+    instance, label, cfg = _problem_instance(problem, scenario, point, time_limit_s, work_limit)
+    hydra = problem_record(problem).scenario_kind == "hydra"
+    return CompareRun(problem, label, point if hydra else None, cfg, run_methods(problem, instance, methods, cfg))
+
+
+@dataclass(frozen=True)
+class SolveRun:
+    """What :func:`solve` returns: one method's solution of one instance.
+
+    Attributes
+    ----------
+    problem, instance, method : str
+        The problem (``"qap"`` or a registered one), what was solved, and the method (for qap: the solver).
+    solution : Solution
+    extra : dict
+        ``n`` (the QAPLIB instance's size) for qap, else empty.
+    """
+
+    problem: str
+    instance: str
+    method: str
+    solution: Solution
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object ``chipdse solve --json`` prints: problem, instance, method (solver for qap),
+        objective, bound, gap, status, wall_s, reason (and permutation for qap)."""
+        sol = self.solution
+        head = ({"problem": "qap", "instance": self.instance, **self.extra, "solver": self.method}
+                if self.problem == "qap" else {"problem": self.problem, "instance": self.instance,
+                                               "method": self.method})
+        out = {**head, "objective": sol.objective, "bound": sol.bound, "gap": sol.gap, "status": sol.status.value,
+               "wall_s": sol.wall_s, "reason": sol.reason}
+        if self.problem == "qap":
+            out["permutation"] = sol.decision
+        return out
+
+    def to_pandas(self) -> pd.DataFrame:
+        """:meth:`to_dict` as a one-row table."""
+        return pd.DataFrame([self.to_dict()])
+
+
+def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, solver: str | None = None,
+          point: str | None = None, work_limit: float | None = None, time_limit_s: float | None = None) -> SolveRun:
+    """Solve one decision problem with one method (``chipdse solve``): a QAPLIB file with the placement
+    formulation in QAP mode (``problem="qap"``, ``solver`` highs, cpsat or bnb), or a registered problem on a
+    scenario's instance with ``method``.
+
+    Parameters
+    ----------
+    problem : str
+        ``"qap"`` or a registered problem.
+    path : str, Path or loaded scenario, optional
+        qap: the QAPLIB ``.dat`` file (required); otherwise a scenario of the problem's kind (default: the bundled
+        default of that kind).
+    method : str
+        The method of a registered problem (required for those; not for qap).
+    solver : str, optional
+        qap only: ``highs`` (default), ``cpsat`` or ``bnb``.
+    point : str, optional
+        HYDRA problems: ``"b-star"`` (default) or ``"m-t"``.
+    work_limit, time_limit_s : float, optional
+        Work limit (work units; qap default 60) and wall-clock cap (s) of the solve.
+
+    Returns
+    -------
+    SolveRun
+
+    Raises
+    ------
+    ValueError, ChipdseError
+        An unknown problem or method, a missing QAPLIB file or method, an option that does not apply, a bad file.
+    """
+    if problem != "qap" and problem not in PROBLEMS:
+        msg = f"PROBLEM: must be one of {['qap', *PROBLEMS]}, got {problem!r}"
+        raise ValueError(msg)
+    if problem == "qap":
+        if path is None:
+            msg = "chipdse solve qap needs a QAPLIB .dat file"
+            raise ValueError(msg)
+        if method is not None:
+            msg = "chipdse solve qap takes --solver highs|cpsat|bnb, not --method"
+            raise ValueError(msg)
+        _finalist(problem, point)
+        solver = "highs" if solver is None else solver
+        inst = read_qaplib(Path(path))  # type: ignore[arg-type]
+        sol = solve_qap(inst, solver, SolverConfig(work_limit=work_limit or 60.0, time_limit_s=time_limit_s or 0.0))
+        return SolveRun("qap", inst.name, solver, sol, {"n": inst.n})
+    if solver is not None:
+        msg = (f"--solver: applies to chipdse solve qap only; {problem} chooses its method with --method (one of "
+               f"{list(problem_record(problem).methods)})")
+        raise ChipdseError(msg)
+    if method is None:
+        msg = f"--method is required for {problem!r} (chipdse compare {problem} lists the methods)"
+        raise ValueError(msg)
+    validate_methods(problem, [method])
+    point = _finalist(problem, point)
+    instance, label, cfg = _problem_instance(problem, path, point, time_limit_s, work_limit)
+    return SolveRun(problem, label, method, run_methods(problem, instance, [method], cfg)[0])
+
+
+@dataclass(frozen=True)
+class SimulationRun:
+    """What :func:`simulate` returns.
+
+    Attributes
+    ----------
+    metrics : dict
+        The JSON object ``chipdse simulate --json`` prints (:func:`chipdse.studies.simulate.run_simulation`):
+        ``throughput_tps``, ``ttft_s`` / ``tbt_s`` / ``e2e_s`` (mean, p50, p99, count), ``utilization``,
+        ``preemptions``, ``requests_arrived`` / ``requests_finished``, ``overloaded``, ``empty``, ...
+    """
+
+    metrics: dict[str, Any]
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The metrics as one row, nested keys joined with dots (e.g. ``ttft_s.p99``, ``utilization.links.max``)."""
+        return pd.json_normalize(self.metrics)
+
+
+def simulate(scenario: ScenarioArg = None, *, point: str | int = "best", duration_s: float | None = None,
+             rate_rps: float | None = None, scheduler: str = "static", batching: str | None = None,
+             seed: int | None = None) -> SimulationRun:
+    """Place (``hbm-enum``), map (``lpt-greedy``) and run the event simulator on one design point
+    (``chipdse simulate``).
+
+    Parameters
+    ----------
+    scenario : str, Path or loaded scenario, optional
+        A HYDRA scenario (default: the bundled default).
+    point : "best" or int
+        ``"best"`` (B*) or a row id of the estimator table (its ``point`` column).
+    duration_s : float, optional
+        Simulated window, s (default: the workload's ``duration_s``).
+    rate_rps : float, optional
+        Mean arrival rate, requests/s (default: the workload's).
+    scheduler : str
+        Task scheduler: static, fcfs, work-stealing or elastic.
+    batching : str, optional
+        static or dynamic (default: the scenario's ``estimator.batching``).
+    seed : int, optional
+        Simulator seed (default: the scenario's).
+
+    Returns
+    -------
+    SimulationRun
+        Its ``metrics["empty"]`` is True when no request finished (the command line then fails).
+
+    Raises
+    ------
+    ValueError, ChipdseError
+        An unknown scheduler or batcher, a bad point, a SNAKE / NOVA or malformed scenario.
+    """
+    if scheduler not in SCHEDULER_NAMES:
+        msg = f"--scheduler: must be one of {list(SCHEDULER_NAMES)}, got {scheduler!r}"
+        raise ValueError(msg)
+    sc = _hydra(scenario)
+    return SimulationRun(run_simulation(sc, point, duration_s=duration_s, rate_rps=rate_rps, scheduler=scheduler,
+                                        batching=batching, seed=seed))
+
+
+@dataclass(frozen=True)
+class GeneralityRun:
+    """What :func:`generality` returns.
+
+    Attributes
+    ----------
+    scenario : LoadedScenario
+        The scenario whose design space, package, library and workload were used.
+    result : chipdse.studies.generality.GeneralityResult
+        ``scores[objective]`` and ``stable[objective]`` (target set x model), ``designs``, ``optima``, ``to_json()``.
+    """
+
+    scenario: LoadedScenario
+    result: GeneralityResult
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The matrices in long form: one row per (objective, target set, model) with ``score`` (the target
+        design's score over the model's own optimum, HYDRA Table IV) and ``stable`` (at the offered load)."""
+        rows = [(obj, target, model, float(score), bool(self.result.stable[obj].loc[target, model]))
+                for obj, df in self.result.scores.items() for target, row in df.iterrows()
+                for model, score in row.items()]
+        return pd.DataFrame(rows, columns=["objective", "target", "model", "score", "stable"])
+
+
+def generality(scenario: ScenarioArg = None, models: Sequence[str] | None = None) -> GeneralityRun:
+    """Specialization vs generality (HYDRA Table IV, ``chipdse generality``): the design for every subset of the
+    models, scored on all.
+
+    Parameters
+    ----------
+    scenario : str, Path or loaded scenario, optional
+        Default: the bundled Table IV scenario (``instances/scenarios/hydra-table4-chat.yaml``).
+    models : list[str], optional
+        At least two models (bundled keys or card paths; default: the scenario's ``generality.models``).
+
+    Returns
+    -------
+    GeneralityRun
+
+    Raises
+    ------
+    ChipdseError, ValueError
+        Fewer than two models, a malformed scenario or an incompatible model.
+    """
+    sc = _hydra(instances_dir() / "scenarios" / TABLE4_SCENARIO if scenario is None else scenario)
+    if models is not None and len(models) < 2:
+        msg = "--model: give at least two models to compare"
+        raise ChipdseError(msg)
+    return GeneralityRun(sc, run_generality(sc, None if models is None else list(models)))
