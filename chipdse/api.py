@@ -29,6 +29,8 @@ from typing import Any
 import pandas as pd
 
 from chipdse.core.errors import ChipdseError
+from chipdse.core.hf_import import card_json, card_key, import_config
+from chipdse.core.io import write_text_atomic
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import AnyScenario, LoadedScenario, load
 from chipdse.core.scenario import load_scenario as load_hydra
@@ -54,7 +56,8 @@ from chipdse.studies.sweep import SweepResult, summary_json
 from chipdse.studies.sweep import sweep as run_sweep
 
 __all__ = ["CompareRun", "ExploreRun", "GeneralityRun", "SimulationRun", "SolveRun", "SweepRun", "backend",
-           "compare", "empty_run_text", "explore", "generality", "help_names", "load_hydra", "load_scenario",
+           "compare", "empty_run_text", "explore", "generality", "help_names", "import_model", "load_hydra",
+           "load_scenario",
            "json_schema", "schema_dir", "schema_text", "simulate", "solve", "sweep", "write_schemas"]
 
 ScenarioArg = str | Path | AnyScenario | None
@@ -641,3 +644,27 @@ def generality(scenario: ScenarioArg = None, models: Sequence[str] | None = None
         msg = "--model: give at least two models to compare"
         raise ChipdseError(msg)
     return GeneralityRun(sc, run_generality(sc, None if models is None else list(models)))
+
+
+def import_model(config: str | Path, *, name: str | None = None, published_params: float | None = None,
+                 out: str | Path | None = None) -> tuple[Path, list[str]]:
+    """Write a model card from a Hugging Face ``config.json`` (``chipdse model import``).
+
+    Args:
+        config: path of a local config.json.
+        name: card name (default: the config's ``_name_or_path`` or the file name).
+        published_params: the vendor's published total parameter count; the report lines give the difference
+            (a line starting ``warning:`` above 5%).
+        out: card file to write (default ``<name>.json`` in the current folder).
+
+    Returns:
+        (path written, report lines: the computed parameter count and, with ``published_params``, the difference).
+
+    Raises:
+        ChipdseError: unknown ``model_type``, a missing field, a non-JSON or unreadable file (nothing written).
+        OSError: the card cannot be written.
+    """
+    card, lines = import_config(Path(config), name=name, published_params=published_params)
+    path = Path(out) if out is not None else Path(f"{card_key(card['name'])}.json")
+    write_text_atomic(path, card_json(card))
+    return path, lines

@@ -31,8 +31,7 @@ from rich.progress import (
 from rich.text import Text
 
 from chipdse.core.errors import ChipdseError
-from chipdse.core.hf_import import card_json, card_key, import_config
-from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty, write_text_atomic
+from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty
 from chipdse.core.specs import MAX_SEED, MAX_TIME_LIMIT_S
 from chipdse.studies.store import Checkpoints, ResultsStore
 
@@ -770,9 +769,8 @@ def model_import(
     count; the card loads as ``model: FILE.json`` in any scenario."""
     out: Path | None = None
     try:
-        card, lines = import_config(config, name=name, published_params=published)
-        out = _path_option("--out", out_text) or Path(f"{card_key(card['name'])}.json")
-        write_text_atomic(out, card_json(card))
+        out = _path_option("--out", out_text)
+        out, lines = _api().import_model(config, name=name, published_params=published, out=out)
     except ChipdseError as exc:
         _fail(exc)
     except OSError as exc:
