@@ -14,6 +14,8 @@ HYDRA publishes no energy numbers of its own except its D2D link, a 1.17 pJ/b GR
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -441,3 +443,25 @@ def score_with_energy(screen: Screen, pts: DesignPoints, table: EnergyTable | No
     df = screen.score(pts)
     df = pd.concat([df, sweep_energy(screen, pts, df, table)], axis=1)
     return apply_power_limits(df, screen.sc.spec.energy)
+
+
+def energy_at_throughput(row: dict[str, Any], throughput_tps: float) -> float:
+    """J per output token of a scored design when it serves ``throughput_tps`` instead of its screen throughput.
+
+    Parameters
+    ----------
+    row : dict
+        A :func:`sweep_energy` row (``energy_J_per_token``, ``energy_static_J_per_token``, ``static_power_W``).
+    throughput_tps : float
+        Output tokens/s actually served (e.g. a placed layout's re-scored throughput), > 0.
+
+    Returns
+    -------
+    float
+        Dynamic J/token (unchanged: the same work per token) + static W / throughput; NaN when the throughput is
+        not positive or the row has no energy.
+    """
+    if not throughput_tps > 0:
+        return float("nan")
+    dynamic = float(row["energy_J_per_token"]) - float(row["energy_static_J_per_token"])
+    return dynamic + float(row["static_power_W"]) / throughput_tps
