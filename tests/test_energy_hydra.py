@@ -24,8 +24,14 @@ from chipdse.evaluators.energy_hydra import (
     score_with_energy,
 )
 from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pareto_mask, pareto_mask_3, pick_b_star, pick_energy, pick_finalists,
+from chipdse.evaluators.selection import (
+    pareto_mask,
+    pareto_mask_3,
+    pick_b_star,
+    pick_energy,
+    pick_finalists,
     pick_m_t,
+)
 from chipdse.studies.sweep import subset_points
 
 TINY_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 4, "min_per_type": 1, "d2d_GBps": [256],
