@@ -14,6 +14,7 @@ HYDRA publishes no energy numbers of its own except its D2D link, a 1.17 pJ/b GR
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,9 +23,10 @@ import pandas as pd
 from chipdse.core.design_space import DesignPoints
 from chipdse.core.errors import InfeasibleDesignError, SpecError
 from chipdse.core.specs import ChipletLibrary, ComputeChiplet, EnergySettings, MemoryChiplet
-from chipdse.evaluators.energy import PJ, EnergyTable, load_energy_table
+from chipdse.evaluators.energy import PJ, EnergyBreakdown, EnergyTable, load_energy_table
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.latency import chiplet_caps
+from chipdse.evaluators.sim_results import SimResult
 
 HYDRA_NODE_NM = 22
 """Technology node of HYDRA's chiplet library, nm (HYDRA Sec. VI-A normalizes every chiplet to 22 nm;
@@ -465,3 +467,69 @@ def energy_at_throughput(row: dict[str, Any], throughput_tps: float) -> float:
         return float("nan")
     dynamic = float(row["energy_J_per_token"]) - float(row["energy_static_J_per_token"])
     return dynamic + float(row["static_power_W"]) / throughput_tps
+
+
+@dataclass(frozen=True)
+class SimEnergy:
+    """Energy of one simulated run, from its busy fractions (:func:`sim_energy`).
+
+    Attributes
+    ----------
+    per_chiplet_J : dict[str, float]
+        Per chiplet id (``"Ad@7"``): its power at its busy fraction (:func:`chiplet_power_W`) x the window, J.
+    per_link_J : dict[tuple[int, int], float]
+        Per directed mesh link: bytes moved (busy fraction x window x link bandwidth) x 8 x (link + router
+        energy per bit), J.
+    per_hbm_J : dict[int, float]
+        Per HBM stack cell: :func:`hbm_power_W` at its port's busy fraction x the window, J.
+    breakdown : EnergyBreakdown
+        ``chiplets``, ``links`` and ``hbm`` totals, J.
+    joules_per_token : float
+        Total over the output tokens of the window (NaN without tokens).
+    """
+
+    per_chiplet_J: dict[str, float]
+    per_link_J: dict[tuple[int, int], float]
+    per_hbm_J: dict[int, float]
+    breakdown: EnergyBreakdown
+    joules_per_token: float
+
+
+def sim_energy(result: SimResult, library: ChipletLibrary, table: EnergyTable, d2d_GBps: float,
+               node_nm: float = HYDRA_NODE_NM) -> SimEnergy:
+    """Per-chiplet, per-link and per-stack energy of a simulated run of a HYDRA design.
+
+    Parameters
+    ----------
+    result : SimResult
+        The run (its ``chiplet_utilization``, ``link_utilization``, ``hbm_port_utilization``, ``duration_s``,
+        ``output_tokens``); chiplet ids are ``"<type>@<cell>"``.
+    library : ChipletLibrary
+    table : EnergyTable
+    d2d_GBps : float
+        The design's per-link bandwidth, GB/s.
+    node_nm : float
+        Node of the library, nm.
+
+    Returns
+    -------
+    SimEnergy
+
+    Notes
+    -----
+    A chiplet busy a fraction u of the window draws :func:`chiplet_power_W` at u (static power all the time); a
+    link busy a fraction u moved u T B bytes (the simulator's links serve at their bandwidth; their hop latency
+    is counted as busy, so this is an upper bound on the bytes); a stack's port busy u draws :func:`hbm_power_W`
+    at u.
+    """
+    dur = result.duration_s
+    chip = {cid: float(chiplet_power_W(library.by_name(cid.split("@")[0]), library, table, d2d_GBps,
+                                       min(max(u, 0.0), 1.0), node_nm)) * dur
+            for cid, u in result.chiplet_utilization.items()}
+    per_bit = table.get(D2D_LINK_KEY) + table.get("noi_router", node_nm)
+    links = {k: u * dur * d2d_GBps * 1e9 * BITS_PER_BYTE * per_bit * PJ for k, u in result.link_utilization.items()}
+    hbm = {k: float(hbm_power_W(library.memory, table, min(max(u, 0.0), 1.0))) * dur
+           for k, u in result.hbm_port_utilization.items()}
+    parts = EnergyBreakdown({"chiplets": sum(chip.values()), "links": sum(links.values()), "hbm": sum(hbm.values())})
+    tokens = result.output_tokens
+    return SimEnergy(chip, links, hbm, parts, parts.total_J / tokens if tokens > 0 else float("nan"))
