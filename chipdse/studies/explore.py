@@ -1,7 +1,8 @@
 """The main job: enumerate, screen, pick B* and M_T, solve their layouts exactly and with the papers' heuristics.
 
-Data flow (DESIGN.md): scenario -> design points -> estimator -> Pareto / B*, M_T -> HBM partition, placement,
-mapping (exact and heuristic) -> serving re-score of each layout -> results for the report.
+Data flow (DESIGN.md): scenario -> design points -> estimator -> energy and power limits (issue 17) -> Pareto / B*,
+M_T -> HBM partition, placement, mapping (exact and heuristic) -> serving re-score of each layout -> results for the
+report.
 
 Given :class:`chipdse.studies.store.Checkpoints`, each stage is kept as it finishes and a rerun of the same inputs
 reads it back instead of computing it again (keyed by :func:`run_identity` and the code version). The stages, in

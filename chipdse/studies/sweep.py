@@ -57,7 +57,9 @@ class SweepResult:
     points : pandas.DataFrame
         One row per (workload, buildable point), in workload order then
         :func:`chipdse.core.design_space.enumerate_points` order, with the estimator's columns (``Screen.score``) plus
-        ``workload``, ``point`` (row id within its workload) and ``pareto`` (per workload).
+        ``workload``, ``point`` (row id within its workload), ``pareto`` and ``pareto_energy`` (per workload; the
+        latter on the 3-objective front of throughput, TTFT and tokens/J), and the energy columns of
+        :func:`chipdse.evaluators.energy_hydra.score_with_energy`.
     n_points, n_feasible, n_infeasible, n_pareto : int
         Over all workloads, in the estimator's words (``Screen.score``): feasible = the weights and one request fit
         the HBM stacks (column ``feasible``), infeasible = they do not.
@@ -337,7 +339,8 @@ def summary_json(result: SweepResult) -> dict[str, Any]:
     """Return the sweep's counts as a JSON-able dict.
 
     Keys: points, feasible (fit the HBM), stable (and sustain the offered load), unstable (fit, but do not),
-    infeasible (do not fit), pareto, wall_s (over all workloads), workloads (the same counts per workload),
+    infeasible (do not fit, or break a power limit), pareto, pareto_energy (on the 3-objective front: throughput,
+    TTFT, tokens/J), wall_s (over all workloads), workloads (the same counts per workload),
     infeasible_reasons and unstable_reasons (points per reason), unbuildable, jobs, jobs_stored, jobs_run, sim_jobs,
     sim_jobs_stored, sim_jobs_run, simulated (one record per simulated candidate; NaN as null) and backend.
     """
@@ -351,6 +354,7 @@ def summary_json(result: SweepResult) -> dict[str, Any]:
         "unstable": result.n_unstable,
         "infeasible": result.n_infeasible,
         "pareto": result.n_pareto,
+        "pareto_energy": int(result.points["pareto_energy"].sum()) if "pareto_energy" in result.points else 0,
         "wall_s": round(result.wall_s, 3),
         "workloads": result.per_workload,
         "infeasible_reasons": result.infeasible_reasons,
