@@ -23,7 +23,7 @@ from chipdse.core.solution import (  # noqa: E402
     SolutionStatus,
     excess,
 )
-from chipdse.reports import claims_page, sim_pages
+from chipdse.reports import claims_page, energy_pages, sim_pages
 from chipdse.reports.files import package_versions, strict_json
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_pages
@@ -438,6 +438,7 @@ def details(r: ExploreResult) -> dict[str, Any]:
             "skipped": r.simulation.skipped},
         "generality": None if r.generality is None else r.generality.to_json(),
         "finalists_fidelity": strict_json(finalist_comparison(r)),
+        "energy": strict_json(energy_pages.energy_summary(r)),
     }
 
 
@@ -446,6 +447,8 @@ def draw(pdf: PdfPages, r: ExploreResult) -> None:
     _recommendation_page(pdf, r)
     _title_page(pdf, r)
     _pareto_page(pdf, r)
+    energy_pages.energy_page(pdf, r)
+    energy_pages.finalists_energy_page(pdf, r)
     _config_page(pdf, r)
     _floorplan_page(pdf, r)
     for f in r.finalists:
@@ -501,7 +504,9 @@ def columns(r: ExploreResult) -> dict[str, tuple[str, str]]:
         "pareto": ("yes/no", "on the throughput-TTFT Pareto front among stable points"),
         "role": ("-", "B*, M_T, B*,M_T (both) or - (neither)"),
     }
-    return out
+    docs = out | energy_pages.ENERGY_COLUMN_DOCS
+    return {c: docs[c] for c in r.points.columns if c in docs} | {c: v for c, v in docs.items()
+                                                                   if c not in r.points.columns}
 
 
 def _glossary_pages(pdf: PdfPages, r: ExploreResult) -> None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from chipdse.core.errors import SpecError
 from chipdse.core.paths import instances_dir
 from chipdse.core.specs import ChipletLibrary, load_spec
 from chipdse.evaluators.energy import PJ, EnergyBreakdown, load_energy_table, node_scale
-from chipdse.evaluators.energy_hydra import chiplet_power_W, hbm_power_W
+from chipdse.evaluators.energy_hydra import chiplet_power_W, hbm_power_W, sim_energy
+from chipdse.evaluators.sim_results import LatencyStats, SimResult
 
 
 def _write(tmp_path: Path, text: str, name: str = "scope.yaml") -> str:
@@ -137,3 +139,32 @@ def test_chiplet_power_is_static_at_idle_and_linear_in_utilization() -> None:
     assert p[0] == pytest.approx(121.0 * t.get("logic_static") + n_phy * t.get("d2d_phy_static"))
     assert p[1] - p[0] == pytest.approx((p[2] - p[0]) / 2)
     assert 1.0 < p[2] < 200.0  # a 121 mm^2 22 nm die: watts to tens of watts, not kW
+
+
+def _run(util_chip: dict[str, float], util_link: dict[tuple[int, int], float], util_hbm: dict[int, float],
+         tokens: int, duration_s: float) -> SimResult:
+    stats = LatencyStats(None, None, None, 0)
+    return SimResult(duration_s=duration_s, arrived=0, finished=0, in_system=0, output_tokens=tokens,
+                     throughput_tps=0.0, ttft=stats, tbt=stats, e2e=stats, chiplet_utilization=util_chip,
+                     link_utilization=util_link, hbm_port_utilization=util_hbm, hbm_occupancy_s=np.zeros(1),
+                     hbm_occupancy_bytes={}, hbm_capacity_bytes={}, preemptions=0, n_events=0, wall_s=0.0,
+                     requests=pd.DataFrame())
+
+
+def test_simulated_run_energy_per_chiplet_link_and_stack_by_hand() -> None:
+    lib, t = _library(), load_energy_table()
+    dur, d2d = 10.0, 256.0
+    run = _run({"Ad@7": 0.5, "Mp@12": 0.0}, {(7, 12): 0.25}, {0: 1.0}, tokens=2000, duration_s=dur)
+    e = sim_energy(run, lib, t, d2d)
+    idle_ad = float(chiplet_power_W(lib.by_name("Ad"), lib, t, d2d, 0.0))
+    full_ad = float(chiplet_power_W(lib.by_name("Ad"), lib, t, d2d, 1.0))
+    assert e.per_chiplet_J["Ad@7"] == pytest.approx((idle_ad + 0.5 * (full_ad - idle_ad)) * dur)
+    assert e.per_chiplet_J["Mp@12"] == pytest.approx(float(chiplet_power_W(lib.by_name("Mp"), lib, t, d2d, 0.0))
+                                                     * dur)
+    # a quarter of 10 s at 256 GB/s = 640 GB moved, x 8 bit x (1.17 + router) pJ/bit
+    router = t.get("noi_router", 22)
+    assert e.per_link_J[(7, 12)] == pytest.approx(640e9 * 8 * (1.17 + router) * 1e-12)
+    assert e.per_hbm_J[0] == pytest.approx(float(hbm_power_W(lib.memory, t, 1.0)) * dur)
+    assert e.breakdown.total_J == pytest.approx(sum(e.per_chiplet_J.values()) + e.per_link_J[(7, 12)]
+                                                + e.per_hbm_J[0])
+    assert e.joules_per_token == pytest.approx(e.breakdown.total_J / 2000)

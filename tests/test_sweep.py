@@ -14,6 +14,7 @@ import pytest
 from chipdse.core.design_space import enumerate_points
 from chipdse.core.errors import ChipdseError
 from chipdse.core.scenario import load_scenario
+from chipdse.evaluators.energy_hydra import score_with_energy
 from chipdse.evaluators.estimator import Screen
 from chipdse.studies.parallel import Backend, run_jobs
 from chipdse.studies.store import ResultsStore, code_version, job_key
@@ -154,9 +155,10 @@ def test_frame_json_round_trip(small_scenario) -> None:
 
 def test_sweep_equals_screen_score(small_scenario) -> None:
     pts, _ = enumerate_points(small_scenario)
-    expected = Screen(small_scenario).score(pts)
+    expected = score_with_energy(Screen(small_scenario), pts)
     res = sweep(small_scenario)
-    pd.testing.assert_frame_equal(res.points.drop(columns=["pareto", "workload"]), expected, check_exact=True)
+    pd.testing.assert_frame_equal(res.points.drop(columns=["pareto", "pareto_energy", "workload"]), expected,
+                                  check_exact=True)
     assert (res.points["workload"] == small_scenario.workload.name).all()
     s = summary_json(res)
     assert s["points"] == len(pts) == s["feasible"] + s["infeasible"]

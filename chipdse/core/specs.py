@@ -456,6 +456,24 @@ class GeneralitySettings(_Spec):
                               "every subset is solved).")
 
 
+class EnergySettings(_Spec):
+    """Energy and power of the HYDRA sweep (issue 17): power limits that make designs infeasible, and whether the
+    balanced finalist B* is picked by energy instead of by the throughput / TTFT ratio."""
+
+    package_max_W: float | None = Field(None, gt=0, le=1e6, description=(
+        "Package power limit (TDP), W: a design whose average power at its sustainable throughput exceeds it is "
+        "infeasible; none = no limit (at most 1e6)."))
+    chiplet_max_W: float | None = Field(None, gt=0, le=1e4, description=(
+        "Per-chiplet power limit, W: a design with a compute chiplet whose power at full utilization exceeds it "
+        "is infeasible; none = no limit (at most 1e4)."))
+    chiplet_max_W_per_mm2: float | None = Field(None, gt=0, le=100, description=(
+        "Power density limit per interposer cell, W/mm^2: a compute chiplet's full-utilization power over its "
+        "die area; none = no limit (at most 100)."))
+    pick: Literal["throughput-ttft", "energy"] = Field("throughput-ttft", description=(
+        "How B* is chosen among stable points of above-average throughput: the highest throughput / TTFT ratio "
+        "(HYDRA Fig. 8) or the most tokens per joule; M_T is the highest throughput either way."))
+
+
 class Scenario(_Spec):
     """One file naming package, library, model, workload, design space and solver settings."""
 
@@ -477,6 +495,8 @@ class Scenario(_Spec):
                                            "(candidates, windows in s, load, datasets, workers).")
     sweep: SweepSettings = Field(SweepSettings(), description="Settings of chipdse sweep (workloads, simulated "
                                  "candidates, placement, window in s).")
+    energy: EnergySettings = Field(EnergySettings(), description="Energy and power: power limits (W, W/mm2) that "
+                                   "make designs infeasible, and the finalist pick (throughput/TTFT or tokens/J).")
     generality: GeneralitySettings | None = Field(None, description="Specialization-generality study (HYDRA "
                                                    "Table IV) added to the explore report.")
     work_limit: float = Field(20.0, gt=0, le=MAX_TIME_LIMIT_S, description="Deterministic work limit per exact "

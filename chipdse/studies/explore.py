@@ -1,7 +1,8 @@
 """The main job: enumerate, screen, pick B* and M_T, solve their layouts exactly and with the papers' heuristics.
 
-Data flow (DESIGN.md): scenario -> design points -> estimator -> Pareto / B*, M_T -> HBM partition, placement,
-mapping (exact and heuristic) -> serving re-score of each layout -> results for the report.
+Data flow (DESIGN.md): scenario -> design points -> estimator -> energy and power limits (issue 17) -> Pareto / B*,
+M_T -> HBM partition, placement, mapping (exact and heuristic) -> serving re-score of each layout -> results for the
+report.
 
 Given :class:`chipdse.studies.store.Checkpoints`, each stage is kept as it finishes and a rerun of the same inputs
 reads it back instead of computing it again (keyed by :func:`run_identity` and the code version). The stages, in
@@ -24,6 +25,7 @@ from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import AnyScenario, LoadedScenario, model_scenarios, scenario_identity, with_workload
 from chipdse.core.solution import Solution, excess
 from chipdse.core.specs import file_sha256
+from chipdse.evaluators.energy_hydra import check_power_limits, score_with_energy
 from chipdse.evaluators.estimator import (
     CONTENTION_ITERATIONS,
     MemoryNeeds,
@@ -32,7 +34,7 @@ from chipdse.evaluators.estimator import (
     transfer_wait,
 )
 from chipdse.evaluators.latency import BlockTable, block_table, decode_costs, prefill_costs
-from chipdse.evaluators.selection import pareto_mask, pick_b_star, pick_m_t
+from chipdse.evaluators.selection import pareto_mask, pareto_mask_3, pick_finalists
 from chipdse.formulations.mapping import MappingProblem, stage_times
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.hbm_partition import solve_hbm_partition
@@ -222,12 +224,22 @@ def run_identity(sc: LoadedScenario, cfg: SolverConfig) -> dict[str, Any]:
 
 
 def _sweep_stage(sc: LoadedScenario, screen: Screen, progress: Progress) -> tuple[pd.DataFrame, list[str]]:
-    """Enumerate and score the design space; the table (with its ``pareto`` column) and the unbuildable reasons."""
+    """Enumerate and score the design space with its energy and power limits; the table (with its ``pareto``
+    and 3-objective ``pareto_energy`` columns) and the unbuildable reasons.
+
+    Raises
+    ------
+    InfeasibleDesignError
+        A power limit no design meets (:func:`chipdse.evaluators.energy_hydra.check_power_limits`).
+    """
     progress("enumerating the design space", 0.0)
     pts, reasons = enumerate_points(sc)
     progress(f"scoring {len(pts):,} points with the Markov/fluid estimator", 0.0)
-    df = screen.score(pts)
+    df = score_with_energy(screen, pts)
     df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
+    df["pareto_energy"] = pareto_mask_3(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy(),
+                                        df["tokens_per_J"].to_numpy())
+    check_power_limits(df, sc.spec.energy, str(sc.path))
     return df, reasons
 
 
@@ -313,7 +325,7 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
         df, reasons = keep.run("sweep", lambda: _sweep_stage(sc, screen, progress),
                                lambda v: f"{len(v[0]):,} points scored")
     try:
-        b_star, m_t = pick_b_star(df), pick_m_t(df)
+        b_star, m_t = pick_finalists(df, sc.spec.energy.pick)
     except ValueError as exc:
         raise InfeasibleDesignError(no_stable_point_cause(sc, screen.needs, df, str(exc))) from None
     df["role"] = "-"

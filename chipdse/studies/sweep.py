@@ -26,8 +26,9 @@ import pandas as pd
 
 from chipdse.core.design_space import DesignPoints, enumerate_points
 from chipdse.core.scenario import LoadedScenario, scenario_identity, with_workload
+from chipdse.evaluators.energy_hydra import check_power_limits, score_with_energy
 from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pareto_mask, pick_b_star, pick_m_t
+from chipdse.evaluators.selection import pareto_mask, pareto_mask_3, pick_finalists
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.solvers.config import SolverConfig
 from chipdse.studies.parallel import Backend, run_jobs
@@ -56,7 +57,9 @@ class SweepResult:
     points : pandas.DataFrame
         One row per (workload, buildable point), in workload order then
         :func:`chipdse.core.design_space.enumerate_points` order, with the estimator's columns (``Screen.score``) plus
-        ``workload``, ``point`` (row id within its workload) and ``pareto`` (per workload).
+        ``workload``, ``point`` (row id within its workload), ``pareto`` and ``pareto_energy`` (per workload; the
+        latter on the 3-objective front of throughput, TTFT and tokens/J), and the energy columns of
+        :func:`chipdse.evaluators.energy_hydra.score_with_energy`.
     n_points, n_feasible, n_infeasible, n_pareto : int
         Over all workloads, in the estimator's words (``Screen.score``): feasible = the weights and one request fit
         the HBM stacks (column ``feasible``), infeasible = they do not.
@@ -126,7 +129,7 @@ def score_hbm_chunk(sc: LoadedScenario, n_hbm: int) -> dict[str, Any]:
     """
 
     pts, _ = enumerate_points(sc)
-    df = Screen(sc).score(subset_points(pts, pts.n_hbm == n_hbm))
+    df = score_with_energy(Screen(sc), subset_points(pts, pts.n_hbm == n_hbm))
     return frame_to_json(df)
 
 
@@ -161,7 +164,7 @@ def sweep_jobs(sc: LoadedScenario) -> tuple[list[int], list[int], list[str]]:
     return [int(h) for h in counts], [int(n) for n in sizes], reasons
 
 
-def pareto_candidates(df: pd.DataFrame, n: int) -> list[tuple[int, str]]:
+def pareto_candidates(df: pd.DataFrame, n: int, pick: str = "throughput-ttft") -> list[tuple[int, str]]:
     """Up to ``n`` (row index, role) of one workload's table: B*, M_T, then Pareto points spread evenly over the
     front's throughput range (none when no point is stable).
 
@@ -171,10 +174,12 @@ def pareto_candidates(df: pd.DataFrame, n: int) -> list[tuple[int, str]]:
         One workload's estimator table with its ``pareto`` column.
     n : int
         Candidates wanted (B* and M_T count among them).
+    pick : {"throughput-ttft", "energy"}
+        B*'s rule (the scenario's ``energy.pick``; :func:`chipdse.evaluators.selection.pick_finalists`).
     """
     if n <= 0 or not df["stable"].any():
         return []
-    b_star, m_t = pick_b_star(df), pick_m_t(df)
+    b_star, m_t = pick_finalists(df, pick)
     roles = {b_star: "B*"} if b_star != m_t else {b_star: "B*,M_T"}
     roles.setdefault(m_t, "M_T")
     front = df.index[df["pareto"]][np.argsort(df.loc[df["pareto"], "throughput_tps"].to_numpy(), kind="stable")]
@@ -281,12 +286,15 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
         df.insert(0, "workload", v.workload.name)
         df["point"] = np.arange(len(df))
         df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
+        df["pareto_energy"] = pareto_mask_3(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy(),
+                                            df["tokens_per_J"].to_numpy())
+        check_power_limits(df, v.spec.energy, str(v.path))
         per_workload[v.workload.name] = {"points": len(df), **_counts(df), "pareto": int(df["pareto"].sum())}
         frames.append(df)
     df = pd.concat(frames, ignore_index=True)
     sims, sim_keys = [], []
     for v, ident, part in zip(variants, idents, frames, strict=True):
-        for i, role in pareto_candidates(part, sc.spec.sweep.simulate):
+        for i, role in pareto_candidates(part, sc.spec.sweep.simulate, sc.spec.energy.pick):
             row = _plain(part.loc[i])
             sims.append(SimCandidate(v, row, role))
             settings = sc.spec.sweep.model_dump(mode="json", exclude={"workloads", "simulate"})
@@ -331,7 +339,8 @@ def summary_json(result: SweepResult) -> dict[str, Any]:
     """Return the sweep's counts as a JSON-able dict.
 
     Keys: points, feasible (fit the HBM), stable (and sustain the offered load), unstable (fit, but do not),
-    infeasible (do not fit), pareto, wall_s (over all workloads), workloads (the same counts per workload),
+    infeasible (do not fit, or break a power limit), pareto, pareto_energy (on the 3-objective front: throughput,
+    TTFT, tokens/J), wall_s (over all workloads), workloads (the same counts per workload),
     infeasible_reasons and unstable_reasons (points per reason), unbuildable, jobs, jobs_stored, jobs_run, sim_jobs,
     sim_jobs_stored, sim_jobs_run, simulated (one record per simulated candidate; NaN as null) and backend.
     """
@@ -345,6 +354,7 @@ def summary_json(result: SweepResult) -> dict[str, Any]:
         "unstable": result.n_unstable,
         "infeasible": result.n_infeasible,
         "pareto": result.n_pareto,
+        "pareto_energy": int(result.points["pareto_energy"].sum()) if "pareto_energy" in result.points else 0,
         "wall_s": round(result.wall_s, 3),
         "workloads": result.per_workload,
         "infeasible_reasons": result.infeasible_reasons,
