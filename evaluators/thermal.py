@@ -122,7 +122,7 @@ def load_thermal_stack(path: Path | None = None, heat_sink_K_per_W: float | None
     values: dict[str, float] = {}
     for key, raw in data.items():
         if key not in STACK_UNITS:
-            raise SpecError(src, shorten(key), f"one of {', '.join(STACK_UNITS)}")
+            raise SpecError(src, key if isinstance(key, str) else shorten(key), f"one of {', '.join(STACK_UNITS)}")
         if not isinstance(raw, dict) or set(raw) != {"value", "unit", "source"}:
             raise SpecError(src, key, f"a mapping {{value, unit, source}}, got {shorten(raw)}")
         value, unit, source = raw["value"], raw["unit"], raw["source"]
