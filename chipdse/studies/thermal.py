@@ -32,9 +32,9 @@ from chipdse.evaluators.thermal import (
 )
 from chipdse.formulations.placement_thermal import ThermalPlacementProblem
 from chipdse.solvers.config import SolverConfig
-from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement_thermal import solve_thermal_placement
-from chipdse.solvers.problems import mapping_problem, placement_problem
+from chipdse.solvers.problems import placement_problem
+from chipdse.studies.simstudy import map_placement
 
 SERVE_MAPPING = "lpt-greedy"
 """Mapping both layouts of the throughput comparison get (one heuristic for both, so only the placement differs)."""
@@ -81,7 +81,8 @@ class ThermalFinalist:
     constrained : Solution | None
         The thermally constrained exact placement (``None`` without a limit).
     served : dict[str, dict[str, Any]]
-        Serving re-score (``throughput_tps``, ``ttft_s``, ``stable``) of the best exact unconstrained layout
+        Serving re-score (``capacity_rps``, ``throughput_tps``, ``ttft_s``, ``stable``) and the mapped ``layout``
+        (:class:`~chipdse.studies.simstudy.Layout`, for a simulation) of the best exact unconstrained placement
         (``"unconstrained"``) and of the constrained one (``"thermal-limit"``), both mapped by
         :data:`SERVE_MAPPING`; empty without a limit or a constrained placement.
     """
@@ -118,12 +119,15 @@ def _layout(grid: ThermalGrid, name: str, sol: Solution, power: dict[str, float]
                          solve_temperature(grid, placement_power_map(grid, sol.decision, power)))
 
 
-def _serve(sc: LoadedScenario, point: PointSpec, decision: dict[int, str], cfg: SolverConfig,
+def _serve(sc: LoadedScenario, point: PointSpec, decision: dict[int, str], name: str, cfg: SolverConfig,
            serve: Callable[..., dict[str, Any]], screen: Any) -> dict[str, Any]:
-    maps = {ph: solve_mapping(mapping_problem(sc, point, decision, ph, point.batch), SERVE_MAPPING, cfg).decision
-            for ph in ("prefill", "decode")}
-    out = serve(screen, sc, point, decision, maps["prefill"], maps["decode"])
-    return {k: out[k] for k in ("throughput_tps", "ttft_s", "stable")}
+    """Map ``decision`` with :data:`SERVE_MAPPING` and re-score it; the mapped ``layout`` is kept for simulation."""
+    lay = map_placement(sc, point, decision, name, cfg, SERVE_MAPPING)
+    if lay is None:
+        return {"capacity_rps": float("nan"), "throughput_tps": float("nan"), "ttft_s": float("nan"), "stable": False,
+                "layout": None}
+    out = serve(screen, sc, point, lay.placement, lay.prefill_map, lay.decode_map)
+    return {**{k: out[k] for k in ("capacity_rps", "throughput_tps", "ttft_s", "stable")}, "layout": lay}
 
 
 def thermal_finalist(sc: LoadedScenario, role: str, row: dict[str, Any], placements: list[Solution],
@@ -166,8 +170,9 @@ def thermal_finalist(sc: LoadedScenario, role: str, row: dict[str, Any], placeme
     res.constrained = solve_thermal_placement(problem, "milp-highs", cfg, hint=exact[0].decision)
     if res.constrained.decision is not None:
         res.layouts.append(_layout(grid, "thermal-limit", res.constrained, power))
-        res.served = {"unconstrained": _serve(sc, point, exact[0].decision, cfg, serve, screen),
-                      "thermal-limit": _serve(sc, point, res.constrained.decision, cfg, serve, screen)}
+        res.served = {"unconstrained": _serve(sc, point, exact[0].decision, exact[0].method, cfg, serve, screen),
+                      "thermal-limit": _serve(sc, point, res.constrained.decision, "thermal-limit", cfg, serve,
+                                              screen)}
     return res
 
 
@@ -192,6 +197,6 @@ def thermal_summary(t: ThermalFinalist) -> dict[str, Any]:
     if ex is not None and lim is not None:
         out.update(constrained_peak_C=lim.thermal.peak_C, eq2_ratio=lim.objective / ex.objective)
         a, b = t.served.get("unconstrained"), t.served.get("thermal-limit")
-        if a and b and a["throughput_tps"] > 0:
+        if a and b and a["throughput_tps"] > 0 and b["layout"] is not None:
             out["throughput_ratio"] = b["throughput_tps"] / a["throughput_tps"]
     return out
