@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import time
 
-import pyomo.environ as pyo
-
 from chipdse.core.solution import Solution
-from chipdse.formulations.placement import decode_placement_milp, placement_infeasibility, set_placement_start
+from chipdse.formulations.placement import placement_infeasibility, set_placement_start
 from chipdse.formulations.placement_thermal import (
     ThermalPlacementProblem,
     build_thermal_placement_milp,
     check_thermal_placement,
     thermal_infeasibility,
 )
-from chipdse.solvers.backends import solve_pyomo
-from chipdse.solvers.common import ProblemKind, infeasible_solution, settle
+from chipdse.solvers.common import ProblemKind, infeasible_solution
 from chipdse.solvers.config import SolverConfig
-from chipdse.solvers.placement import PlacementInputError
+from chipdse.solvers.placement import PlacementInputError, settle_placement_milp
 
 THERMAL_PLACEMENT_METHODS = ("milp-highs",)
 KIND = ProblemKind("placement-thermal", "min", frozenset(THERMAL_PLACEMENT_METHODS), check_thermal_placement)
@@ -74,10 +71,4 @@ def solve_thermal_placement(problem: ThermalPlacementProblem, method: str = "mil
     model = build_thermal_placement_milp(problem)
     if start is not None:
         set_placement_start(model, start)
-    build_s = time.perf_counter() - t0
-    res = solve_pyomo(model, config, warm_start=start is not None)
-    decision = decode_placement_milp(model) if res.has_solution else None
-    unit = pyo.value(model.volume_unit)
-    bound = None if res.bound is None else res.bound * unit
-    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, start=start, unit=unit,
-                  build_s=build_s)
+    return settle_placement_milp(KIND, problem, model, method, config, t0, start, time.perf_counter() - t0)
