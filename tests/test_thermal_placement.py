@@ -131,3 +131,18 @@ def test_checker_lists_the_hot_cells() -> None:
 def test_unknown_method_is_refused() -> None:
     with pytest.raises(PlacementInputError, match="milp-highs"):
         solve_thermal_placement(_problem(100.0), "cpsat")
+
+
+@pytest.mark.parametrize("quantile", [0.1, 0.5])
+def test_thermal_repair_meets_the_limit_and_is_no_better_than_brute_force(quantile: float) -> None:
+    """From the unconstrained optimum (which breaks these limits), swaps reach a placement within the limit whose
+    Eq. 2 is at least the enumerated constrained optimum."""
+    limit = float(np.quantile(PEAKS, quantile))
+    free = solve_placement(_base(), "milp-highs", CFG)
+    assert _peak_C(free.decision) > limit
+    sol = solve_thermal_placement(_problem(limit), "thermal-repair", CFG, hint=free.decision)
+    assert sol.status is SolutionStatus.FEASIBLE and sol.bound is None
+    assert _peak_C(sol.decision) <= limit + 1e-6
+    assert sol.objective >= min(c for c, p in zip(COSTS, PEAKS, strict=True) if p <= limit) * (1 - 1e-9)
+    with pytest.raises(PlacementInputError, match="hint"):
+        solve_thermal_placement(_problem(limit), "thermal-repair", CFG)

@@ -109,3 +109,13 @@ def test_heat_sink_override_raises_the_mean_spreader_temperature_by_q_dr(
     delta = hotter.exact.thermal.spreader_C.mean() - free.exact.thermal.spreader_C.mean()
     assert delta == pytest.approx(q_W * r_sink["value"], rel=1e-9)
     assert (hotter.exact.thermal.die_C > free.exact.thermal.die_C).all()
+
+
+def test_limit_the_free_layout_meets_costs_nothing(tmp_path: Path,
+                                                   stages: tuple[ThermalFinalist, ThermalFinalist]) -> None:
+    """A limit above the exact layout's peak: that layout is feasible with the limit, so the constrained one is no
+    worse in Eq. 2 (the exact layout is its start, or its proof when proven optimal)."""
+    free, _ = stages
+    loose = _stage(_scenario(tmp_path, {"limit_C": round(free.exact.thermal.peak_C + 1.0, 3)}))
+    assert loose.limited is not None and loose.limited.thermal.peak_C <= loose.limit_C
+    assert thermal_summary(loose)["eq2_ratio"] <= 1 + 1e-9

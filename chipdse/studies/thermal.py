@@ -4,12 +4,14 @@ the scenario sets a limit, the thermally constrained exact placement and what it
 Per finalist (B*, M_T): the power of one chiplet of each type at the scenario's utilization
 (:func:`chipdse.evaluators.thermal.hydra_power_by_type_W`), the steady-state temperature map of every placement the
 finalist stage solved (:func:`chipdse.evaluators.thermal.solve_temperature`), and with ``thermal.limit_C`` set the
-MILP with the per-cell temperature limit (:mod:`chipdse.solvers.placement_thermal`), its Eq. 2 cost against the
-best exact unconstrained placement, and both layouts re-scored by the serving model under the same LPT mapping.
+MILP with the per-cell temperature limit (:mod:`chipdse.solvers.placement_thermal`; not solved when the proven Eq. 2
+optimum already meets the limit, as it is then the constrained optimum too), its Eq. 2 cost against the best exact
+unconstrained placement, and both layouts re-scored by the serving model under the same LPT mapping.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +20,7 @@ import numpy as np
 
 from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import LoadedScenario
-from chipdse.core.solution import Solution
+from chipdse.core.solution import Solution, SolutionStatus
 from chipdse.evaluators.energy import load_energy_table
 from chipdse.evaluators.thermal import (
     ThermalGrid,
@@ -32,6 +34,7 @@ from chipdse.evaluators.thermal import (
 )
 from chipdse.formulations.placement_thermal import ThermalPlacementProblem
 from chipdse.solvers.config import SolverConfig
+from chipdse.solvers.placement_thermal import KIND as THERMAL_KIND
 from chipdse.solvers.placement_thermal import solve_thermal_placement
 from chipdse.solvers.problems import placement_problem
 from chipdse.studies.simstudy import map_placement
@@ -166,8 +169,14 @@ def thermal_finalist(sc: LoadedScenario, role: str, row: dict[str, Any], placeme
     res.layouts = [_layout(grid, s.method, s, power) for s in exact[:1] + [s for s in solved if not s.exact]]
     if th.limit_C is None or not exact:
         return res
-    problem = ThermalPlacementProblem(pp, power, thermal_resistance_matrix(grid), grid.stack.ambient_C, th.limit_C)
-    res.constrained = solve_thermal_placement(problem, "milp-highs", cfg, hint=exact[0].decision)
+    if exact[0].status is SolutionStatus.OPTIMAL and res.layouts[0].thermal.peak_C <= th.limit_C:
+        # the Eq. 2 optimum meets the limit, so it is the constrained optimum too: nothing to solve
+        res.constrained = dataclasses.replace(exact[0], problem=THERMAL_KIND.name, log_summary=(
+            f"{exact[0].method}'s Eq. 2 optimum already meets the limit: optimal with the limit too"))
+    else:
+        problem = ThermalPlacementProblem(pp, power, thermal_resistance_matrix(grid), grid.stack.ambient_C,
+                                          th.limit_C)
+        res.constrained = solve_thermal_placement(problem, "milp-highs", cfg, hint=exact[0].decision)
     if res.constrained.decision is not None:
         res.layouts.append(_layout(grid, "thermal-limit", res.constrained, power))
         res.served = {"unconstrained": _serve(sc, point, exact[0].decision, exact[0].method, cfg, serve, screen),
