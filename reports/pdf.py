@@ -23,12 +23,13 @@ from chipdse.core.solution import (  # noqa: E402
     SolutionStatus,
     excess,
 )
-from chipdse.reports import claims_page, energy_pages, sim_pages
+from chipdse.reports import claims_page, energy_pages, sim_pages, thermal_pages
 from chipdse.reports.files import package_versions, strict_json
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_pages
 from chipdse.studies.explore import ExploreResult, FinalistResult, best_exact  # noqa: E402
 from chipdse.studies.simstudy import FIDELITY_THRESHOLDS, finalist_layouts  # noqa: E402
+from chipdse.studies.thermal import thermal_summary  # noqa: E402
 
 TYPE_COLOURS = {"Ap": "#1f77b4", "Ad": "#aec7e8", "Mp": "#d62728", "Md": "#ff9896",
                 "hbm:attention": "#2ca02c", "hbm:mamba": "#ff7f0e"}
@@ -426,7 +427,7 @@ def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
 
 def details(r: ExploreResult) -> dict[str, Any]:
     """The manifest's HYDRA part: the page-1 recommendation (:func:`recommendation`), model, workload, unbuildable
-    reasons, finalists, simulation and Table IV."""
+    reasons, finalists, simulation, Table IV and the power / thermal summary per finalist."""
     sc = r.scenario
     return {
         "recommendation": recommendation(r),
@@ -439,6 +440,7 @@ def details(r: ExploreResult) -> dict[str, Any]:
         "generality": None if r.generality is None else r.generality.to_json(),
         "finalists_fidelity": strict_json(finalist_comparison(r)),
         "energy": strict_json(energy_pages.energy_summary(r)),
+        "thermal": {t.role: strict_json(thermal_summary(t)) for t in r.thermal},
     }
 
 
@@ -453,6 +455,7 @@ def draw(pdf: PdfPages, r: ExploreResult) -> None:
     _floorplan_page(pdf, r)
     for f in r.finalists:
         _compare_page(pdf, f)
+    thermal_pages.thermal_pages(pdf, r.thermal)
     if r.simulation is not None:
         b = r.finalists[0]
         best = best_exact(b.placement)

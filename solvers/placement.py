@@ -140,11 +140,20 @@ def _solve_milp(problem: PlacementProblem, config: SolverConfig, hint: dict[int,
     if not model.cell_type:  # no chiplets: the empty placement, and HiGHS rejects a model without columns
         return settle(KIND, problem, method, {}, config, t0, bound=0.0, termination=TerminationCondition.OPTIMAL,
                       build_s=build_s)
-    res = solve_pyomo(model, config, warm_start=hint is not None)
+    return settle_placement_milp(KIND, problem, model, method, config, t0, hint, build_s)
+
+
+def settle_placement_milp(kind: ProblemKind, problem: object, model: pyo.ConcreteModel, method: str,
+                          config: SolverConfig, t0: float, start: dict[int, str] | None, build_s: float) -> Solution:
+    """Solve a built placement-family MILP (``cell_type_assign`` variables, objective in units of the Param
+    ``volume_unit``) through HiGHS, warm-started from ``start`` when given (its values already set in ``model``),
+    decode it and :func:`~chipdse.solvers.common.settle` it under ``kind`` (bound converted to the checker's
+    units)."""
+    res = solve_pyomo(model, config, warm_start=start is not None)
     decision = decode_placement_milp(model) if res.has_solution else None
     unit = pyo.value(model.volume_unit)
     bound = None if res.bound is None else res.bound * unit
-    return settle(KIND, problem, method, decision, config, t0, reported=res, bound=bound, start=hint, unit=unit,
+    return settle(kind, problem, method, decision, config, t0, reported=res, bound=bound, start=start, unit=unit,
                   build_s=build_s)
 
 

@@ -448,6 +448,27 @@ class SweepSettings(_Spec):
                                   "candidate, s (at most 3600).")
 
 
+class ThermalSettings(_Spec):
+    """The power / thermal stage of explore (issue 17): steady-state temperature maps of the finalists' placements
+    (chipdse/evaluators/thermal.py) and, with a limit, the thermally constrained exact placement."""
+
+    enabled: bool = Field(True, description="Draw the power and temperature maps of B* and M_T (a sparse solve "
+                          "per placement: milliseconds).")
+    limit_C: float | None = Field(None, gt=0, le=200, description=(
+        "Largest die temperature any cell may reach, degC; when set, the finalists' placement is also solved with "
+        "this limit (a linear constraint per cell) and its Eq. 2 cost and throughput are reported; default none "
+        "(off). Typical junction limits are 85-105 degC (at most 200)."))
+    utilization: float = Field(1.0, ge=0, le=1, description=(
+        "Busy fraction of compute units and HBM bandwidth the power map assumes, in [0, 1]; 1 (default) is full "
+        "load, the thermal design point."))
+    heat_sink_K_per_W: float | None = Field(None, gt=0, le=10, description=(
+        "Heat-sink resistance, spreader to ambient, K/W, replacing instances/thermal/package.yaml's (0.05 K/W, "
+        "a cold plate); at most 10."))
+    ambient_C: float | None = Field(None, ge=-50, le=150, description=(
+        "Ambient (chassis air or coolant) temperature, degC, replacing instances/thermal/package.yaml's (45 degC, "
+        "HotSpot's default); -50..150."))
+
+
 class GeneralitySettings(_Spec):
     """HYDRA Table IV: designs chosen for every subset of these models, each evaluated on all of them."""
 
@@ -497,6 +518,8 @@ class Scenario(_Spec):
                                  "candidates, placement, window in s).")
     energy: EnergySettings = Field(EnergySettings(), description="Energy and power: power limits (W, W/mm2) that "
                                    "make designs infeasible, and the finalist pick (throughput/TTFT or tokens/J).")
+    thermal: ThermalSettings = Field(ThermalSettings(), description="Thermal stage of explore: the finalists' "
+                                     "temperature maps (degC) and an optional peak-temperature limit for placement.")
     generality: GeneralitySettings | None = Field(None, description="Specialization-generality study (HYDRA "
                                                    "Table IV) added to the explore report.")
     work_limit: float = Field(20.0, gt=0, le=MAX_TIME_LIMIT_S, description="Deterministic work limit per exact "

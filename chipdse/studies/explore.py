@@ -7,7 +7,8 @@ report.
 Given :class:`chipdse.studies.store.Checkpoints`, each stage is kept as it finishes and a rerun of the same inputs
 reads it back instead of computing it again (keyed by :func:`run_identity` and the code version). The stages, in
 run order: ``sweep`` (the scored table), ``finalist B*`` and ``finalist M_T`` (each finalist's solves; M_T only when
-it differs from B*), ``simulation`` and ``generality`` (when the scenario enables them).
+it differs from B*), ``thermal`` (power and temperature maps), ``simulation`` and ``generality`` (when the
+scenario enables them).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from chipdse.studies.generality import GeneralityResult, generality
 from chipdse.studies.simstage import explore_simulations
 from chipdse.studies.simstudy import Layout, SimulationStudy
 from chipdse.studies.store import Checkpoints
+from chipdse.studies.thermal import ThermalFinalist, thermal_stage
 
 HBM_METHODS = ("milp-highs", "cpsat", "enumeration", "proportional")
 PLACEMENT_HEURISTICS = ("hydra-greedy", "round-robin", "random", "local-search")
@@ -90,6 +92,9 @@ class ExploreResult:
     cpu_s: dict[str, float] = field(default_factory=dict)
     stored_stages: list[str] = field(default_factory=list)
     """The stages read from the results store instead of computed (their ``timings_s`` are this run's reads)."""
+    thermal: list[ThermalFinalist] = field(default_factory=list)
+    """The power / thermal stage per finalist (:mod:`chipdse.studies.thermal`); empty when ``thermal.enabled`` is
+    off."""
 
     def solves(self) -> list[dict[str, Any]]:
         """Every finalist's HBM-partition, placement and decode-mapping solve
@@ -338,6 +343,12 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
                 sc, screen, role, df.loc[i].to_dict(), cfg, progress), _finalist_note))
         if m_t == b_star:
             finalists[0].role = "B* = M_T"
+    thermal = []
+    if sc.spec.thermal.enabled:
+        with stages.stage("thermal_s"):
+            progress("finalists: power and temperature maps", 0.0)
+            thermal = keep.run("thermal", lambda: thermal_stage(sc, finalists, cfg, serve_layout, screen),
+                               lambda v: f"{len(v)} finalists' power and temperature maps")
     study = None
     if sc.spec.simulation.enabled:
         with stages.stage("simulation_s"):
@@ -356,7 +367,7 @@ def explore(sc: LoadedScenario, time_limit_s: float | None = None, seed: int | N
                 msg = f"{sc.path}: generality: {exc}"
                 raise InfeasibleDesignError(msg) from None
     return ExploreResult(sc, df, reasons, finalists, cfg, stages.wall_s, study, table_iv, stages.cpu_s,
-                         list(keep.read))
+                         list(keep.read), thermal)
 
 
 def check(sc: AnyScenario) -> LoadedScenario:
