@@ -1,6 +1,7 @@
 """Every placement method behind one entry point, :func:`solve_placement`, each returning a ``Solution``.
 
-Exact: ``"milp-highs"`` (RLT MILP through HiGHS), ``"cpsat"`` (CP-SAT) and ``"brute-force"`` (enumeration,
+Exact: ``"hbm-bnb"`` (best-first branch and bound over the ring layouts with a type-level assignment bound;
+solvers/placement_bnb.py), ``"milp-highs"`` (RLT MILP through HiGHS), ``"cpsat"`` (CP-SAT) and ``"brute-force"`` (enumeration,
 tiny instances), and ``"hbm-enum"`` (enumerate the layouts of the ring-restricted chiplets up to the grid's
 symmetries, bound each by an assignment problem, solve the few still open by MILP; solvers/placement_decomp.py;
 it proves the default finalists in about 1.5 s). Heuristics (HYDRA Sec. VI-D baselines and more):
@@ -38,6 +39,7 @@ from chipdse.formulations.placement_compact import build_placement_compact_milp,
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
 from chipdse.solvers.common import ProblemKind, infeasible_solution, settle
 from chipdse.solvers.config import SolverConfig, limit_reason
+from chipdse.solvers.placement_bnb import solve_by_layout_bnb
 from chipdse.solvers.placement_decomp import DecompositionNotApplicable, solve_by_ring_enumeration
 from chipdse.solvers.placement_heuristics import (
     PlacementHeuristicError,
@@ -47,7 +49,7 @@ from chipdse.solvers.placement_heuristics import (
     round_robin_placement,
 )
 
-EXACT_METHODS = ("hbm-enum", "milp-highs", "milp-compact", "cpsat", "brute-force")
+EXACT_METHODS = ("hbm-bnb", "hbm-enum", "milp-highs", "milp-compact", "cpsat", "brute-force")
 """Methods that prove optimality given time (exact=True). ``milp-compact`` is the Kaufman-Broeckx linearization
 (formulations/placement_compact.py), kept to compare with RLT-1 (``milp-highs``)."""
 HEURISTIC_METHODS = ("hydra-greedy", "round-robin", "random", "local-search")
@@ -119,6 +121,8 @@ def solve_placement(
         return _solve_cpsat(problem, config, hint, t0)
     if method == "hbm-enum":
         return _solve_ring_enumeration(problem, config, t0)
+    if method == "hbm-bnb":
+        return _solve_layout_bnb(problem, config, hint, t0)
     if method == "brute-force":
         decision, n_assignments = brute_force_placement(problem)
         return settle(KIND, problem, method, decision, config, t0, extra={"assignments": n_assignments})
@@ -177,6 +181,18 @@ def _solve_ring_enumeration(problem: PlacementProblem, config: SolverConfig, t0:
     reason = "" if res["proven"] else limit_reason(config, term)
     return settle(KIND, problem, "hbm-enum", res["decision"], config, t0, bound=res["bound"], termination=term,
                   log_summary=summary, reason=reason, extra={"work_units": res["work_units"]})
+
+
+def _solve_layout_bnb(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None,
+                      t0: float) -> Solution:
+    """Branch and bound over the layouts of the ring-restricted chiplets (solvers/placement_bnb.py)."""
+    res = solve_by_layout_bnb(problem, config, solve_fixed=_solve_fixed_layout, hint=hint, t0=t0)
+    term = TerminationCondition.OPTIMAL if res["proven"] else res["stopped"] or TerminationCondition.WORK_LIMIT
+    summary = (f"hbm-bnb: {res['nodes']:,} partial layouts bounded, {res['leaves']:,} complete layouts scored, "
+               f"{res['subproblems']:,} solved by MILP, {res['work_units']:.3g} work units")
+    reason = "" if res["proven"] else limit_reason(config, term)
+    return settle(KIND, problem, "hbm-bnb", res["decision"], config, t0, bound=res["bound"], termination=term,
+                  start=hint, log_summary=summary, reason=reason, extra={"work_units": res["work_units"]})
 
 
 def _solve_fixed_layout(sub: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None) -> Solution:
