@@ -5,12 +5,19 @@ Oracles: hand-computed center distances and coverage, and brute-force enumeratio
 
 from __future__ import annotations
 
+import dataclasses
+
+import pydantic
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.errors import SpecError
+from chipdse.core.scenario import load_scenario
 from chipdse.core.solution import SolutionStatus
+from chipdse.evaluators.estimator import Screen
+from chipdse.evaluators.selection import pick_b_star
 from chipdse.formulations.placement import (
     PlacementProblem,
     allowed_cells,
@@ -20,6 +27,7 @@ from chipdse.formulations.placement import (
 )
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import FOOTPRINT_METHODS, PLACEMENT_METHODS, brute_force_placement, solve_placement
+from chipdse.solvers.problems import placement_problem
 
 CONFIG = SolverConfig(work_limit=20)
 RING = grid_ring_cells(4, 4)
@@ -96,3 +104,23 @@ def test_property_footprint_milp_equals_brute_force(problem: PlacementProblem) -
         sol = solve_placement(problem, method, CONFIG)
         assert sol.status == SolutionStatus.OPTIMAL
         assert sol.objective == pytest.approx(best, rel=1e-9, abs=1e-9)
+
+
+def test_library_footprint_reaches_the_placement_problem() -> None:
+    """A library die with footprint "1x2" (and stacks "2x2") becomes the placement problem's footprints; the
+    default library spans one cell per die (no footprints, so every default result is unchanged)."""
+    sc = load_scenario()
+    df = Screen(sc).score(enumerate_points(sc)[0])
+    row = df.loc[pick_b_star(df)].to_dict()
+    point = PointSpec.from_row(row, sc.compute_types())
+    assert placement_problem(sc, point, row["capacity_rps"]).footprints == {}
+    first = sc.library.compute[0]
+    compute = [c.model_copy(update={"footprint": "1x2"}) if c.name == first.name else c for c in sc.library.compute]
+    lib = sc.library.model_copy(update={"compute": compute,
+                                        "memory": sc.library.memory.model_copy(update={"footprint": "2x2"})})
+    problem = placement_problem(dataclasses.replace(sc, library=lib), point, row["capacity_rps"])
+    expected = {first.name: (1, 2)} if point.counts.get(first.name) else {}
+    expected.update({f"hbm:{g}": (2, 2) for g in point.hbm})
+    assert problem.footprints == expected
+    with pytest.raises(pydantic.ValidationError):
+        first.model_validate({**first.model_dump(), "footprint": "3x1"})
