@@ -110,7 +110,8 @@ class _Tree:
         self.v_fg, self.v_gg, self.rows_type = self.ctx.v_fg, self.ctx.v_gg, self.ctx.rows_type
         self.shared = bool((self.ok == self.ok[:1]).all())
         """Every group may use every position: one pool serves all groups, the heavier traffic nearer."""
-        self.group_order = [np.argsort(-self.v_fg[t], kind="stable") for t in range(len(free))]
+        self.group_order = np.argsort(-self.v_fg, axis=1, kind="stable").reshape(len(free), n_g)
+        self.v_sorted = np.take_along_axis(self.v_fg, self.group_order, axis=1)  # (free types, groups), down
         # cum_suffix[g][p]: hops from each cell to the positions p.. of p's arc allowed for g (not the cell
         # itself), sorted, cumulative; cum_pool[g][a]: the same over every position of arcs a..
         self.cum_suffix = [[self._cumulative(g, range(p, self.bounds[self.arc_of[p] + 1]))
@@ -171,10 +172,9 @@ class _Tree:
         for table, index, rem in self._pools(node):
             tables = self.cum_suffix if table == "suffix" else self.cum_pool
             if self.shared:  # the heavier group takes the nearer positions
-                cum = tables[0][index]
-                for t, order in enumerate(self.group_order):
-                    ends = np.cumsum(rem[order])
-                    cost[:, t] += (cum[:, ends] - cum[:, ends - rem[order]]) @ self.v_fg[t, order]
+                cum, counts = tables[0][index], rem[self.group_order]  # (cells, k + 1), (free types, groups)
+                ends = np.cumsum(counts, axis=1)
+                cost += ((cum[:, ends] - cum[:, ends - counts]) * self.v_sorted).sum(axis=2)
             else:
                 drem = np.stack([tables[g][index][:, rem[g]] for g in range(len(rem))], axis=1)
                 cost += drem @ self.v_fg.T
