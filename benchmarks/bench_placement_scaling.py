@@ -7,7 +7,8 @@ proven bound, gap, Pyomo / CP-SAT build time, wall time and CPU time (the machin
 solve used), each warm-started from swap local search. Methods: the layout branch and bound (``hbm-bnb``), the
 ring enumeration (``hbm-enum``; it refuses above 3,000,000 ring layouts), the type-count RLT-1 MILP through
 Pyomo + HiGHS (``milp-highs``) and CP-SAT (``cpsat``).
-Run: python benchmarks/bench_placement_scaling.py [WORK_LIMIT (work units per exact solve)] [METHOD ...]
+Run: python benchmarks/bench_placement_scaling.py [WORK_LIMIT (work units per exact solve)] [METHOD ...] [--skip=N
+(leave out the first N sizes)]
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from chipdse.solvers.problems import placement_problem
 SIZES = [(5, 8, 4), (5, 16, 5), (6, 16, 6), (6, 24, 8), (7, 24, 8), (7, 24, 16), (7, 32, 10), (8, 32, 12),
          (8, 40, 12), (8, 36, 12), (8, 48, 16)]
 """(grid side, compute chiplets, HBM stacks)."""
+CAP_S_PER_UNIT = 100.0
+"""Wall cap per work unit: generous, so that the work limit (deterministic) ends each solve on a shared machine."""
 SHARE = {"Ap": 1, "Ad": 2, "Mp": 3, "Md": 2}
 """Compute chiplets per type, in eighths."""
 
@@ -54,15 +57,17 @@ def b_star_placement() -> PlacementProblem:
 
 
 def main() -> None:
-    limit = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0
-    methods = sys.argv[2:] or ["hbm-bnb", "hbm-enum", "milp-highs", "cpsat"]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    skip = next((int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--skip=")), 0)
+    limit = float(args[0]) if args else 20.0
+    methods = args[1:] or ["hbm-bnb", "hbm-enum", "milp-highs", "cpsat"]
     base = b_star_placement()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; work limit "
           f"{limit:g} units per exact solve, 2 threads; objective in byte-hops/s; load {os.getloadavg()[0]:.1f}")
     print(f"{'instance':26s} {'chiplets':>8s} {'method':10s} {'objective':>11s} {'bound':>11s} {'gap':>8s} "
           f"{'build s':>8s} {'wall s':>8s} {'CPU s':>8s}  status")
-    cfg = SolverConfig(work_limit=limit, seed=0)
-    for side, n_compute, n_hbm in SIZES:
+    cfg = SolverConfig(work_limit=limit, time_limit_s=CAP_S_PER_UNIT * limit, seed=0)
+    for side, n_compute, n_hbm in SIZES[skip:]:
         for dense in (False, True):
             problem = instance(side, n_compute, n_hbm, dict(base.pair_volume), dense)
             start = solve_placement(problem, "local-search", cfg)
