@@ -524,8 +524,11 @@ def build_placement_cpsat(problem: PlacementProblem) -> tuple[cp_model.CpModel, 
     for (i, t, u), group in by_type.items():
         model.add(sum(y[k] for k in group) == (problem.counts[u] - (t == u)) * z[i, t])
     scale = 2 if has_multicell(problem) else 1  # footprint centers are half cells apart: count half hops
-    model.minimize(sum(weights[t, u] * round(scale * chiplet_distance(problem, i, t, j, u)) * y[i, t, j, u]
-                       for i, t, j, u in keys))
+
+    def hops(i: int, t: str, j: int, u: str) -> float:
+        return round(2 * chiplet_distance(problem, i, t, j, u)) if scale == 2 else manhattan(problem, i, j)
+
+    model.minimize(sum(weights[t, u] * hops(i, t, j, u) * y[i, t, j, u] for i, t, j, u in keys))
     return model, PlacementCpsatVars(z, y, unit / scale, error)
 
 
