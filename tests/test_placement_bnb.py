@@ -78,7 +78,7 @@ def test_work_limit_gives_the_same_answer_on_a_busy_machine() -> None:
     two other processes spinning; the bound stays below the objective."""
     volumes = {("A", "hbm:a"): 70.0, ("M", "hbm:m"): 50.0, ("A", "hbm:m"): 9.0, ("A", "M"): 1.0}
     problem = ring_problem(7, {"hbm:a": 6, "hbm:m": 8, "A": 10, "M": 12}, volumes, "7x7-limited")
-    cfg = SolverConfig(work_limit=0.3)
+    cfg = SolverConfig(work_limit=0.3, time_limit_s=600)  # the work limit, not the wall cap, must end both
     first = solve_placement(problem, "hbm-bnb", cfg)
     stop = mp.Event()
     spinners = [mp.Process(target=_spin, args=(stop,), daemon=True) for _ in range(2)]
