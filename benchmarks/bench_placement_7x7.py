@@ -1,52 +1,107 @@
 """Placement at 7 x 7: 16 HBM stacks (two groups) on the 24 ring cells and 24 compute chiplets of 4 types.
 
 Traffic: the default scenario's B* pair volumes per chiplet-type pair (compute <-> its HBM group, prefill ->
-decode hand-off, stage-to-stage activations), so every type pair that talks in B* talks here (dense). Prints, per
-method, objective (byte-hops/s), proven bound, gap and wall time within the work limit (default 60 units).
-Run: python benchmarks/bench_placement_7x7.py [WORK_LIMIT (work units per exact solve)]
+decode hand-off, stage-to-stage activations), so every type pair that talks in B* talks here (dense). Runs the
+methods through the same code as ``chipdse compare placement`` (``solvers.compare.run_methods``: heuristics alone,
+exact methods warm-started from the best decision so far) and prints, per method, objective (byte-hops/s), proven
+bound, gap, status, wall and CPU seconds within the work limit (default 60 units per exact solve).
+
+With ``--busy`` the table is printed twice: once as the machine is, once with two extra processes spinning on
+the CPU (both cores of the reference machine kept busy); the work limits are deterministic, so the two tables must
+agree in every column but the times, and the script says whether they do.
+Run: python benchmarks/bench_placement_7x7.py [WORK_LIMIT] [--busy] [--methods M1,M2,...]
 """
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 import platform
 import sys
+import time
 
 from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import pick_b_star
 from chipdse.formulations.placement import PlacementProblem, grid_ring_cells
+from chipdse.solvers.compare import comparison_rows, run_methods
 from chipdse.solvers.config import SolverConfig
-from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import placement_problem
 
 COUNTS = {"Ap": 3, "Ad": 5, "Mp": 6, "Md": 10, "hbm:attention": 6, "hbm:mamba": 10}
+METHODS = ["hydra-greedy", "local-search", "hbm-bnb", "hbm-enum", "milp-highs", "cpsat"]
+BUSY_PROCESSES = 2
 
 
-def main() -> None:
-    limit = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
+def calibration_problem() -> PlacementProblem:
+    """The 7 x 7 calibration instance (16 HBM + 24 compute, dense B* traffic)."""
     sc = load_scenario()
     df = Screen(sc).score(enumerate_points(sc)[0])
     row = df.loc[pick_b_star(df)].to_dict()
     base = placement_problem(sc, PointSpec.from_row(row, sc.compute_types()), row["capacity_rps"])
     ring = grid_ring_cells(7, 7)
-    problem = PlacementProblem(7, 7, COUNTS, dict(base.pair_volume),
-                               allowed={t: ring for t in COUNTS if t.startswith("hbm:")}, ring_cells=ring,
-                               name="7x7-16hbm-24compute", model_volume_floor=base.model_volume_floor)
-    print(f"machine: {platform.machine()}, python {platform.python_version()}; {problem.name}: "
-          f"{sum(COUNTS.values())} chiplets on 49 cells, {len(problem.pair_volume)} type pairs with traffic, "
-          f"time limit {limit:g} s")
-    cfg = SolverConfig(work_limit=limit, seed=0)
-    best, best_obj = None, float("inf")
-    for method in ("hydra-greedy", "local-search", "hbm-enum", "milp-highs", "cpsat"):
-        sol = solve_placement(problem, method, cfg, seed=0, hint=best)
-        if sol.objective is not None and sol.objective < best_obj:
-            best, best_obj = sol.decision, sol.objective
-        gap = "-" if sol.gap is None else f"{100 * sol.gap:.2f}%"
-        bound = "-" if sol.bound is None else f"{sol.bound:.4e}"
-        obj = "-" if sol.objective is None else f"{sol.objective:.4e}"
-        print(f"{method:13s} objective {obj:>11s} bound {bound:>11s} gap {gap:>8s} {sol.status.value:>11s} "
-              f"{sol.wall_s:7.1f} s" + (f"  ({sol.reason})" if sol.reason else ""))
+    return PlacementProblem(7, 7, COUNTS, dict(base.pair_volume),
+                            allowed={t: ring for t in COUNTS if t.startswith("hbm:")}, ring_cells=ring,
+                            name="7x7-16hbm-24compute", model_volume_floor=base.model_volume_floor)
+
+
+def table(problem: PlacementProblem, methods: list[str], cfg: SolverConfig) -> list[tuple]:
+    """Run the methods; print one line each; return the rows without their times (for the comparison)."""
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    rows = comparison_rows(run_methods("placement", problem, methods, cfg))
+    print(f"  load {os.getloadavg()[0]:.1f}; total {time.perf_counter() - wall0:.1f} wall-s, "
+          f"{time.process_time() - cpu0:.1f} CPU-s (this process)")
+    out = []
+    for r in rows:
+        def num(v: float | None) -> str:
+            return "-" if v is None else f"{v:.6e}"
+
+        gap = "-" if r["gap"] is None else f"{100 * r['gap']:.4f}%"
+        print(f"  {r['method']:13s} objective {num(r['objective']):>13s} bound {num(r['bound']):>13s} gap {gap:>9s} "
+              f"{r['status']:>11s} {r['wall_s']:7.1f} wall-s")
+        out.append((r["method"], num(r["objective"]), num(r["bound"]), gap, r["status"]))
+    return out
+
+
+def _spin(stop: mp.Event) -> None:  # type: ignore[valid-type]
+    """Keep one core busy until ``stop`` is set."""
+    x = 0
+    while not stop.is_set():
+        for _ in range(100_000):
+            x = (x * 1_103_515_245 + 12_345) % 2**31
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    limit = float(args[0]) if args else 60.0
+    methods = METHODS
+    for a in sys.argv[1:]:
+        if a.startswith("--methods="):
+            methods = a.split("=", 1)[1].split(",")
+    problem = calibration_problem()
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
+          f"{problem.name}: {sum(COUNTS.values())} chiplets on 49 cells, {len(problem.pair_volume)} type pairs with "
+          f"traffic, work limit {limit:g} units per exact solve; {time.strftime('%Y-%m-%d %H:%M')}")
+    cfg = SolverConfig(work_limit=limit, time_limit_s=100.0 * limit, seed=0)  # the work limit ends each solve
+    print("run 1 (machine as it is)")
+    first = table(problem, methods, cfg)
+    if "--busy" not in sys.argv:
+        return
+    stop = mp.Event()
+    spinners = [mp.Process(target=_spin, args=(stop,), daemon=True) for _ in range(BUSY_PROCESSES)]
+    for p in spinners:
+        p.start()
+    try:
+        print(f"run 2 ({BUSY_PROCESSES} extra processes spinning)")
+        second = table(problem, methods, cfg)
+    finally:
+        stop.set()
+        for p in spinners:
+            p.join()
+    same = first == second
+    print("the two tables agree in objective, bound, gap and status" if same else
+          f"the tables differ: {[(a, b) for a, b in zip(first, second, strict=True) if a != b]}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ HBM_PREFIX = "hbm:"
 """Types whose name starts with this are HBM groups (placed on ring cells by the heuristics)."""
 CPSAT_MAX_WEIGHT = 10**9
 """Largest integer pair weight in the CP-SAT objective (keeps the objective well inside int64)."""
+FOOTPRINTS = ((1, 1), (1, 2), (2, 1), (2, 2))
+"""Chiplet footprints (rows, cols of grid cells) the placement models support."""
 PairKey = tuple[int, str, int, str]
 """Key (i, t, j, u), i < j, of the product z[i, t] * z[j, u]."""
 
@@ -61,6 +63,11 @@ class PlacementProblem:
     """Cell-to-cell distance matrix replacing the Manhattan hops (QAP mode: the QAPLIB distance matrix,
     symmetrized; ``formulations.qap``). Must be symmetric with a zero diagonal."""
     model_volume_floor: float = 0.0
+    footprints: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Cells a chiplet of the type spans, (rows, cols) from its anchor (top-left) cell, which is the cell the
+    decision names: one of :data:`FOOTPRINTS`, (1, 1) when not listed. Every covered cell must be inside the grid,
+    allowed for the type and covered by no other chiplet; hops between two chiplets are Manhattan hops between
+    their footprint centers (half cells for 2-cell footprints). Grid distances only (not with ``distance``)."""
     """Pairs whose volume is below this fraction of the largest are left out of the exact models. The
     objective is still evaluated in full by the checker, and the bound stays valid (volumes are >= 0, so the
     reduced objective is a lower bound of the full one); only the proof may need to close a larger gap."""
@@ -99,10 +106,47 @@ def ring_of(problem: PlacementProblem) -> tuple[int, ...]:
 
 
 def allowed_cells(problem: PlacementProblem, chiplet_type: str) -> tuple[int, ...]:
-    """Return the sorted cells ``chiplet_type`` may use (every cell when it is not in ``allowed``)."""
-    if chiplet_type in problem.allowed:
-        return tuple(sorted(set(problem.allowed[chiplet_type])))
-    return tuple(range(problem.rows * problem.cols))
+    """Return the sorted cells ``chiplet_type`` may use (every cell when it is not in ``allowed``): for a
+    multi-cell footprint, the anchor cells whose whole footprint is inside the grid and allowed."""
+    everywhere = tuple(range(problem.rows * problem.cols))
+    ok = set(problem.allowed[chiplet_type]) if chiplet_type in problem.allowed else set(everywhere)
+    if footprint(problem, chiplet_type) == (1, 1):
+        return tuple(sorted(ok)) if chiplet_type in problem.allowed else everywhere
+    return tuple(i for i in everywhere if (cells := covered_cells(problem, i, chiplet_type)) and ok.issuperset(cells))
+
+
+def footprint(problem: PlacementProblem, chiplet_type: str) -> tuple[int, int]:
+    """Return the (rows, cols) of grid cells a chiplet of ``chiplet_type`` spans ((1, 1) unless listed)."""
+    return tuple(problem.footprints.get(chiplet_type, (1, 1)))  # type: ignore[return-value]
+
+
+def has_multicell(problem: PlacementProblem) -> bool:
+    """True when some type with chiplets spans more than one cell."""
+    return any(footprint(problem, t) != (1, 1) for t in active_types(problem))
+
+
+def covered_cells(problem: PlacementProblem, anchor: int, chiplet_type: str) -> tuple[int, ...]:
+    """Return the cells a chiplet of ``chiplet_type`` anchored (top-left) at ``anchor`` covers, or ``()`` when its
+    footprint leaves the grid."""
+    (r, c), (h, w) = divmod(anchor, problem.cols), footprint(problem, chiplet_type)
+    if r + h > problem.rows or c + w > problem.cols:
+        return ()
+    return tuple((r + dr) * problem.cols + c + dc for dr in range(h) for dc in range(w))
+
+
+def chiplet_distance(problem: PlacementProblem, i: int, t: str, j: int, u: str) -> float:
+    """Return the hops between a chiplet of type ``t`` anchored at cell ``i`` and one of type ``u`` at ``j``:
+    Manhattan hops between footprint centers (:func:`manhattan` for one-cell chiplets)."""
+    if not problem.footprints:
+        return manhattan(problem, i, j)
+    (ri, ci), (rj, cj) = divmod(i, problem.cols), divmod(j, problem.cols)
+    (hi, wi), (hj, wj) = footprint(problem, t), footprint(problem, u)
+    return abs(ri - rj + (hi - hj) / 2) + abs(ci - cj + (wi - wj) / 2)
+
+
+def overlapping(problem: PlacementProblem, i: int, t: str, j: int, u: str) -> bool:
+    """True when chiplets of type ``t`` at anchor ``i`` and ``u`` at ``j`` would cover a common cell."""
+    return i == j or bool(set(covered_cells(problem, i, t)) & set(covered_cells(problem, j, u)))
 
 
 def active_types(problem: PlacementProblem) -> list[str]:
@@ -140,6 +184,12 @@ def volume_table(problem: PlacementProblem) -> dict[tuple[str, str], float]:
             msg = f"one value for both orders, got {table[t, u]} and {v}"
             raise SpecError(src, f"pair_volume[{t}, {u}]", msg)
         table[t, u] = table[u, t] = float(v)
+    for t, shape in problem.footprints.items():
+        if t not in problem.counts or tuple(shape) not in FOOTPRINTS:
+            raise SpecError(src, f"footprints.{t}", f"a type among {sorted(problem.counts)} with a footprint "
+                            f"among {FOOTPRINTS}, got {shape!r}")
+        if tuple(shape) != (1, 1) and problem.distance is not None:
+            raise SpecError(src, f"footprints.{t}", "one-cell chiplets when a distance matrix is given")
     return {k: v for k, v in table.items() if v > 0}
 
 
@@ -164,7 +214,9 @@ def placement_infeasibility(problem: PlacementProblem) -> str | None:
     Placement is a transportation problem (types with demand ``counts[t]``, cells with capacity 1), so by
     Hall's theorem it is feasible iff every set S of types fits its allowed cells: ``sum_{t in S} counts[t]
     <= |union_{t in S} allowed(t)|``. Sets containing an unrestricted type reduce to the total-cells check;
-    all sets of restricted types are checked when there are at most 12 of them (otherwise sets of <= 2).
+    all sets of restricted types are checked when there are at most 12 of them (otherwise sets of <= 2). With
+    multi-cell footprints (their types count as restricted, to their anchor cells) the checks are necessary only:
+    the covered area must fit the grid, and an instance that passes may still have no placement.
 
     Returns
     -------
@@ -174,9 +226,10 @@ def placement_infeasibility(problem: PlacementProblem) -> str | None:
     """
     volume_table(problem)
     n, total = problem.rows * problem.cols, sum(problem.counts.values())
-    if total > n:
-        return f"{total} chiplets need {total} cells, the grid has {n}"
-    restricted = [t for t in active_types(problem) if t in problem.allowed]
+    area = sum(c * math.prod(footprint(problem, t)) for t, c in problem.counts.items())
+    if area > n:
+        return f"{total} chiplets need {area} cells, the grid has {n}"
+    restricted = [t for t in active_types(problem) if t in problem.allowed or footprint(problem, t) != (1, 1)]
     ring = set(ring_of(problem))
     max_size = len(restricted) if len(restricted) <= 12 else 2
     for size in range(1, max_size + 1):
@@ -203,8 +256,9 @@ def check_placement(problem: PlacementProblem, decision: dict[int, str]) -> tupl
     -------
     (float, list[str])
         Objective in bytes x hops (sum over unordered pairs of placed chiplets of volume x Manhattan
-        distance; entries with an unknown type or an out-of-range cell are left out) and one message per
-        violation: cell out of range, unknown type, type on a disallowed cell, wrong count per type.
+        distance between footprint centers; entries with an unknown type or an out-of-range cell are left out)
+        and one message per violation: cell out of range, unknown type, footprint leaving the grid, type on a
+        disallowed cell, a cell covered twice, wrong count per type.
 
     References
     ----------
@@ -213,20 +267,29 @@ def check_placement(problem: PlacementProblem, decision: dict[int, str]) -> tupl
     vol, n = volume_table(problem), problem.rows * problem.cols
     violations: list[str] = []
     placed: list[tuple[int, str]] = []
+    cover: dict[int, int] = {}  # cell -> anchor of the chiplet covering it
     for cell, t in decision.items():
         if not isinstance(cell, Integral) or isinstance(cell, bool) or not 0 <= cell < n:
             violations.append(f"cell {cell!r} is outside the {problem.rows}x{problem.cols} grid")
         elif t not in problem.counts:
             violations.append(f"cell {cell} holds unknown type {t!r}")
         else:
-            if t in problem.allowed and cell not in set(problem.allowed[t]):
+            cells = covered_cells(problem, int(cell), t)
+            if not cells:
+                violations.append(f"cell {cell} holds {t}, whose {footprint(problem, t)} footprint leaves the grid")
+            elif t in problem.allowed and not set(problem.allowed[t]).issuperset(cells):
                 ok = allowed_cells(problem, t)
                 violations.append(f"cell {cell} holds {t}, which may only use cells {ok}")
+            for c in cells:
+                if c in cover:
+                    violations.append(f"cell {c} is covered by the chiplets at cells {cover[c]} and {cell}")
+                cover[c] = int(cell)
             placed.append((int(cell), t))
     got = Counter(t for _, t in placed)
     violations += [f"{t}: {got[t]} placed, {c} required" for t, c in problem.counts.items() if got[t] != c]
     placed.sort()
-    terms = (vol.get((t, u), 0.0) * manhattan(problem, i, j) for (i, t), (j, u) in combinations(placed, 2))
+    terms = (vol.get((t, u), 0.0) * chiplet_distance(problem, i, t, j, u)
+             for (i, t), (j, u) in combinations(placed, 2))
     return math.fsum(terms), violations
 
 
@@ -241,7 +304,9 @@ def _assign_keys(problem: PlacementProblem) -> list[tuple[int, str]]:
 def _pair_keys(problem: PlacementProblem, vol: dict[tuple[str, str], float]) -> list[PairKey]:
     """Return keys (i, t, j, u), i < j, of products z[i,t] * z[j,u] with nonzero volume between t and u."""
     assign = _assign_keys(problem)
-    return [(i, t, j, u) for i, t in assign for j, u in assign if i < j and (t, u) in vol]
+    multi = has_multicell(problem)
+    return [(i, t, j, u) for i, t in assign for j, u in assign
+            if i < j and (t, u) in vol and not (multi and overlapping(problem, i, t, j, u))]
 
 
 def _pair_groups(keys: list[PairKey]) -> tuple[dict, dict]:
@@ -293,16 +358,18 @@ def build_placement_milp(problem: PlacementProblem) -> pyo.ConcreteModel:
     y = m.cell_pair_assign
     m.volume_unit = pyo.Param(initialize=max(vol.values(), default=1.0), domain=pyo.PositiveReals)
     unit = pyo.value(m.volume_unit)
-    cost = sum(vol[t, u] / unit * manhattan(problem, i, j) * y[i, t, j, u] for i, t, j, u in m.cell_pair)
+    cost = sum(vol[t, u] / unit * chiplet_distance(problem, i, t, j, u) * y[i, t, j, u] for i, t, j, u in m.cell_pair)
     m.traffic_cost = pyo.Objective(expr=cost, sense=pyo.minimize)
     return m
 
 
 def add_cell_capacity_constraints(m: pyo.ConcreteModel, problem: PlacementProblem) -> None:
-    """Add ``sum_t z[i, t] <= 1`` for every cell i: a cell holds at most one chiplet (HYDRA Sec. IV-A)."""
+    """Add ``sum_t z[i, t] <= 1`` for every cell i: a cell holds at most one chiplet (HYDRA Sec. IV-A); with
+    multi-cell footprints the sum runs over every (anchor, type) whose footprint covers i."""
     by_cell: dict[int, list] = defaultdict(list)
     for i, t in m.cell_type:
-        by_cell[i].append((i, t))
+        for c in covered_cells(problem, i, t):
+            by_cell[c].append((i, t))
     if not by_cell:
         return
     m.cell_capacity_ub = pyo.Constraint(
@@ -425,7 +492,8 @@ def build_placement_cpsat(problem: PlacementProblem) -> tuple[cp_model.CpModel, 
     -------
     (CpModel, PlacementCpsatVars)
         The model (objective in integer units of ``vars.volume_unit`` bytes x hops, see
-        :func:`cpsat_weights`) and its variables.
+        :func:`cpsat_weights`; halved when some footprint spans two or four cells, the objective then counting
+        half hops) and its variables.
 
     References
     ----------
@@ -435,9 +503,13 @@ def build_placement_cpsat(problem: PlacementProblem) -> tuple[cp_model.CpModel, 
     vol = model_volumes(problem)
     model = cp_model.CpModel()
     z = {(i, t): model.new_bool_var(f"assign_{i}_{t}") for i, t in _assign_keys(problem)}
-    full = sum(problem.counts.values()) == problem.rows * problem.cols
+    full = sum(c * math.prod(footprint(problem, t)) for t, c in problem.counts.items()) == problem.rows * problem.cols
+    covering: dict[int, list] = defaultdict(list)
+    for (i, t), v in z.items():
+        for c in covered_cells(problem, i, t):
+            covering[c].append(v)
     for i in range(problem.rows * problem.cols):
-        at_cell = [v for (c, _), v in z.items() if c == i]
+        at_cell = covering[i]
         if at_cell:
             (model.add_exactly_one if full else model.add_at_most_one)(at_cell)
     for t in active_types(problem):
@@ -451,8 +523,13 @@ def build_placement_cpsat(problem: PlacementProblem) -> tuple[cp_model.CpModel, 
     by_type, _ = _pair_groups(keys)
     for (i, t, u), group in by_type.items():
         model.add(sum(y[k] for k in group) == (problem.counts[u] - (t == u)) * z[i, t])
-    model.minimize(sum(weights[t, u] * manhattan(problem, i, j) * y[i, t, j, u] for i, t, j, u in keys))
-    return model, PlacementCpsatVars(z, y, unit, error)
+    scale = 2 if has_multicell(problem) else 1  # footprint centers are half cells apart: count half hops
+
+    def hops(i: int, t: str, j: int, u: str) -> float:
+        return round(2 * chiplet_distance(problem, i, t, j, u)) if scale == 2 else manhattan(problem, i, j)
+
+    model.minimize(sum(weights[t, u] * hops(i, t, j, u) * y[i, t, j, u] for i, t, j, u in keys))
+    return model, PlacementCpsatVars(z, y, unit / scale, error)
 
 
 def hint_placement_cpsat(model: cp_model.CpModel, cp_vars: PlacementCpsatVars, decision: dict[int, str]) -> None:

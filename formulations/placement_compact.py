@@ -30,8 +30,9 @@ from chipdse.formulations.placement import (
     active_types,
     add_cell_capacity_constraints,
     add_type_count_constraints,
-    manhattan,
+    chiplet_distance,
     model_volumes,
+    overlapping,
 )
 
 
@@ -60,8 +61,8 @@ def build_placement_compact_milp(problem: PlacementProblem) -> pyo.ConcreteModel
     partners: dict[tuple[int, str], list[tuple[float, tuple[int, str]]]] = defaultdict(list)
     for i, t in keys:
         for j, u in keys:
-            if j != i and (t, u) in vol:
-                partners[i, t].append((vol[t, u] / unit * manhattan(problem, i, j), (j, u)))
+            if (t, u) in vol and not overlapping(problem, i, t, j, u):
+                partners[i, t].append((vol[t, u] / unit * chiplet_distance(problem, i, t, j, u), (j, u)))
     big_m = {}
     for (i, t), terms in partners.items():  # the n_u costliest cells of each partner type (z[i, t] may be 0)
         by_type: dict[str, list[float]] = defaultdict(list)

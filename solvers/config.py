@@ -54,6 +54,9 @@ RING_RELAXATIONS_PER_UNIT = 175_000
 0.031 CPU-s on the default B*)."""
 RING_ASSIGNMENTS_PER_UNIT = 19_000
 """Ring layouts bounded by an assignment problem per work unit in ``hbm-enum`` (measured: 300 in 0.016 CPU-s)."""
+RING_BNB_NODES_PER_UNIT = 10_000
+"""Partial ring layouts bounded by an assignment problem per work unit in ``hbm-bnb`` (solvers/placement_bnb.py;
+measured: 80,001 nodes in 6.7 CPU-s on the 7 x 7 calibration case, bench_placement_7x7.py)."""
 WALL_CAP_FACTOR = 10.0
 """Default wall-clock cap, seconds per work unit (plus WALL_CAP_FLOOR_S): a safety net an idle machine never
 reaches."""

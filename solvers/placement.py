@@ -1,8 +1,9 @@
 """Every placement method behind one entry point, :func:`solve_placement`, each returning a ``Solution``.
 
-Exact: ``"milp-highs"`` (RLT MILP through HiGHS), ``"cpsat"`` (CP-SAT) and ``"brute-force"`` (enumeration,
-tiny instances), and ``"hbm-enum"`` (enumerate the layouts of the ring-restricted chiplets up to the grid's
-symmetries, bound each by an assignment problem, solve the few still open by MILP; solvers/placement_decomp.py;
+Exact: ``"hbm-bnb"`` (best-first branch and bound over the ring layouts with a type-level assignment bound;
+solvers/placement_bnb.py), ``"milp-highs"`` (RLT MILP through HiGHS), ``"cpsat"`` (CP-SAT) and ``"brute-force"``
+(enumeration, tiny instances), and ``"hbm-enum"`` (enumerate the layouts of the ring-restricted chiplets up to the
+grid's symmetries, bound each by an assignment problem, solve the few still open by MILP; solvers/placement_decomp.py;
 it proves the default finalists in about 1.5 s). Heuristics (HYDRA Sec. VI-D baselines and more):
 ``"hydra-greedy"`` (HYDRA Sec. IV-A, Steps 1-2), ``"round-robin"``, ``"random"`` (best of 32 seeded samples)
 and ``"local-search"`` (pairwise swap descent from hydra-greedy).
@@ -26,10 +27,12 @@ from chipdse.formulations.placement import (
     build_placement_cpsat,
     build_placement_milp,
     check_placement,
+    chiplet_distance,
+    covered_cells,
     decode_placement_cpsat,
     decode_placement_milp,
+    has_multicell,
     hint_placement_cpsat,
-    manhattan,
     placement_infeasibility,
     set_placement_start,
     volume_table,
@@ -38,6 +41,7 @@ from chipdse.formulations.placement_compact import build_placement_compact_milp,
 from chipdse.solvers.backends import solve_cpsat, solve_pyomo
 from chipdse.solvers.common import ProblemKind, infeasible_solution, settle
 from chipdse.solvers.config import SolverConfig, limit_reason
+from chipdse.solvers.placement_bnb import solve_by_layout_bnb
 from chipdse.solvers.placement_decomp import DecompositionNotApplicable, solve_by_ring_enumeration
 from chipdse.solvers.placement_heuristics import (
     PlacementHeuristicError,
@@ -47,11 +51,14 @@ from chipdse.solvers.placement_heuristics import (
     round_robin_placement,
 )
 
-EXACT_METHODS = ("hbm-enum", "milp-highs", "milp-compact", "cpsat", "brute-force")
+EXACT_METHODS = ("hbm-bnb", "hbm-enum", "milp-highs", "milp-compact", "cpsat", "brute-force")
 """Methods that prove optimality given time (exact=True). ``milp-compact`` is the Kaufman-Broeckx linearization
 (formulations/placement_compact.py), kept to compare with RLT-1 (``milp-highs``)."""
 HEURISTIC_METHODS = ("hydra-greedy", "round-robin", "random", "local-search")
 PLACEMENT_METHODS = EXACT_METHODS + HEURISTIC_METHODS
+FOOTPRINT_METHODS = ("milp-highs", "milp-compact", "cpsat", "brute-force")
+"""Methods that place chiplets spanning 2 or 4 cells (``PlacementProblem.footprints``); the others return no
+placement with a reason naming these."""
 BRUTE_FORCE_MAX_ASSIGNMENTS = 2_000_000
 KIND = ProblemKind("placement", "min", frozenset(EXACT_METHODS), check_placement)
 """Checker, sense and exact methods of HYDRA Eq. 2 placement, for :func:`solvers.common.settle`."""
@@ -113,12 +120,18 @@ def solve_placement(
     reason = placement_infeasibility(problem)
     if reason is not None:
         return infeasible_solution(KIND, method, reason, t0)
+    if has_multicell(problem) and method not in FOOTPRINT_METHODS:
+        reason = f"{method} places one-cell chiplets only; multi-cell footprints: {', '.join(FOOTPRINT_METHODS)}"
+        return settle(KIND, problem, method, None, config, t0, termination=TerminationCondition.UNKNOWN,
+                      reason=reason)
     if method in ("milp-highs", "milp-compact"):
         return _solve_milp(problem, config, hint, method, t0)
     if method == "cpsat":
         return _solve_cpsat(problem, config, hint, t0)
     if method == "hbm-enum":
         return _solve_ring_enumeration(problem, config, t0)
+    if method == "hbm-bnb":
+        return _solve_layout_bnb(problem, config, hint, t0)
     if method == "brute-force":
         decision, n_assignments = brute_force_placement(problem)
         return settle(KIND, problem, method, decision, config, t0, extra={"assignments": n_assignments})
@@ -188,6 +201,18 @@ def _solve_ring_enumeration(problem: PlacementProblem, config: SolverConfig, t0:
                   log_summary=summary, reason=reason, extra={"work_units": res["work_units"]})
 
 
+def _solve_layout_bnb(problem: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None,
+                      t0: float) -> Solution:
+    """Branch and bound over the layouts of the ring-restricted chiplets (solvers/placement_bnb.py)."""
+    res = solve_by_layout_bnb(problem, config, solve_fixed=_solve_fixed_layout, hint=hint, t0=t0)
+    term = TerminationCondition.OPTIMAL if res["proven"] else res["stopped"] or TerminationCondition.WORK_LIMIT
+    summary = (f"hbm-bnb: {res['nodes']:,} partial layouts bounded, {res['leaves']:,} complete layouts scored, "
+               f"{res['subproblems']:,} solved by MILP, {res['work_units']:.3g} work units")
+    reason = "" if res["proven"] else limit_reason(config, term)
+    return settle(KIND, problem, "hbm-bnb", res["decision"], config, t0, bound=res["bound"], termination=term,
+                  start=hint, log_summary=summary, reason=reason, extra={"work_units": res["work_units"]})
+
+
 def _solve_fixed_layout(sub: PlacementProblem, config: SolverConfig, hint: dict[int, str] | None) -> Solution:
     """The exact solve of one open ring layout in ``hbm-enum`` (the RLT-1 MILP, warm-started)."""
     return solve_placement(sub, "milp-highs", config, hint=hint)
@@ -211,14 +236,17 @@ def _heuristic_placement(problem: PlacementProblem, method: str, seed: int,
 def count_placements(problem: PlacementProblem) -> int:
     """Return the number of distinct placements (type multiset arrangements respecting allowed cells).
 
-    Counted by dynamic programming over cells with the remaining count per type as state; when that state
-    space is above 2e6 the multinomial upper bound ``n! / (prod_t c_t! (n - sum c)!)`` is returned instead
+    Counted by dynamic programming over cells with the remaining count per type as state (with multi-cell
+    footprints: the product over types of C(anchor cells, count), an upper bound that ignores overlaps); when that
+    state space is above 2e6 the multinomial upper bound ``n! / (prod_t c_t! (n - sum c)!)`` is returned instead
     if it is above :data:`BRUTE_FORCE_MAX_ASSIGNMENTS` (the exact count is then not needed).
     """
     n, types = problem.rows * problem.cols, active_types(problem)
     counts = tuple(problem.counts[t] for t in types)
     if sum(counts) > n:
         return 0
+    if has_multicell(problem):  # overlaps ignored: an upper bound
+        return math.prod(math.comb(len(allowed_cells(problem, t)), c) for t, c in zip(types, counts, strict=True))
     upper = math.factorial(n) // math.prod(math.factorial(c) for c in counts) // math.factorial(n - sum(counts))
     if n * math.prod(c + 1 for c in counts) > 2_000_000 and upper > BRUTE_FORCE_MAX_ASSIGNMENTS:
         return upper
@@ -243,9 +271,10 @@ def count_placements(problem: PlacementProblem) -> int:
 def brute_force_placement(problem: PlacementProblem) -> tuple[dict[int, str], int]:
     """Enumerate every placement and return an optimal one and the number of placements.
 
-    Chiplets are placed type by type, each on a free allowed cell above the previous chiplet of its type (so
-    every distinct placement is enumerated once); partial costs are nondecreasing (volumes >= 0), so a
-    branch whose partial cost already reaches the incumbent is cut. The first optimum found is returned.
+    Chiplets are placed type by type, each on a free allowed anchor cell (its whole footprint free) above the
+    previous chiplet of its type (so every distinct placement is enumerated once); partial costs are nondecreasing
+    (volumes >= 0), so a branch whose partial cost already reaches the incumbent is cut. The first optimum found is
+    returned.
 
     Raises
     ------
@@ -262,8 +291,10 @@ def brute_force_placement(problem: PlacementProblem) -> tuple[dict[int, str], in
     types, vol, n = active_types(problem), volume_table(problem), problem.rows * problem.cols
     items = [k for k, t in enumerate(types) for _ in range(problem.counts[t])]
     weight = [[vol.get((t, u), 0.0) for u in types] for t in types]
-    dist = [[manhattan(problem, i, j) for j in range(n)] for i in range(n)]
+    dist = [[[[chiplet_distance(problem, i, t, j, u) for j in range(n)] for u in types] for i in range(n)]
+            for t in types]  # dist[k][cell][q][c]: type k at cell to type q at c
     ok = [allowed_cells(problem, t) for t in types]
+    cover = [[covered_cells(problem, i, t) for i in range(n)] for t in types]
     occupied = [False] * n
     placed: list[tuple[int, int]] = []
     best: list = [math.inf, None]
@@ -275,16 +306,18 @@ def brute_force_placement(problem: PlacementProblem) -> tuple[dict[int, str], in
         k = items[depth]
         low = placed[-1][0] + 1 if depth and items[depth - 1] == k else 0
         for cell in ok[k]:
-            if cell < low or occupied[cell]:
+            if cell < low or any(occupied[c] for c in cover[k][cell]):
                 continue
-            new = cost + sum(weight[k][q] * dist[cell][c] for c, q in placed)
+            new = cost + sum(weight[k][q] * dist[k][cell][q][c] for c, q in placed)
             if new >= best[0]:
                 continue
-            occupied[cell] = True
+            for c in cover[k][cell]:
+                occupied[c] = True
             placed.append((cell, k))
             extend(depth + 1, new)
             placed.pop()
-            occupied[cell] = False
+            for c in cover[k][cell]:
+                occupied[c] = False
 
     extend(0, 0.0)
     if best[1] is None:

@@ -41,6 +41,11 @@ MAX_KEY_STATES = 2**62
 """Layout codes must fit an int64 for the symmetry test; larger instances skip the reduction."""
 
 
+SolveFixed = Callable[[PlacementProblem, SolverConfig, "dict[int, str] | None"], Solution]
+"""The exact solve of one complete layout (its restricted chiplets fixed through ``allowed``): problem, config and
+an optional hint in, a Solution out (the dispatcher passes its RLT-1 MILP method)."""
+
+
 class DecompositionNotApplicable(ValueError):
     """The instance has too many layouts of its restricted chiplets to enumerate."""
 
@@ -135,7 +140,7 @@ def canonical_layouts(layouts: np.ndarray, ring: tuple[int, ...], symmetries: li
 
 
 def solve_by_ring_enumeration(problem: PlacementProblem, config: SolverConfig, max_layouts: int = 3_000_000, *,
-                              solve_fixed: Callable[[PlacementProblem, SolverConfig, dict[int, str] | None], Solution],
+                              solve_fixed: SolveFixed,
                               t0: float | None = None) -> dict:
     """Run the exact decomposition; return decision, bound, proven flag and counters.
 

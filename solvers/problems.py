@@ -99,7 +99,8 @@ def placement_problem(sc: LoadedScenario, point: PointSpec, capacity_rps: float)
     Volumes are bytes per second at the point's capacity: each compute type's share of its phase's HBM
     traffic (attention-only blocks on attention chiplets, Mamba-only on Mamba chiplets, shared blocks split in
     proportion to chiplet counts), per chiplet and per stack of the group; plus the prefill -> decode KV/state
-    hand-off and stage-to-stage activations, spread evenly over the chiplet pairs that carry them.
+    hand-off and stage-to-stage activations, spread evenly over the chiplet pairs that carry them. Dies whose
+    library ``footprint`` spans several cells get it as ``footprints`` (every default die spans one cell).
     """
     t = block_table(sc.model)
     ln = sc.lengths
@@ -143,9 +144,12 @@ def placement_problem(sc: LoadedScenario, point: PointSpec, capacity_rps: float)
     counts.update({f"hbm:{g}": n for g, n in point.hbm.items()})
     ring = sc.package.ring_cells()
     allowed = {f"hbm:{g}": ring for g in point.hbm} if sc.package.hbm_on_ring else {}
+    shapes = {ty: sc.library.by_name(ty).footprint for ty in types}
+    shapes.update({f"hbm:{g}": sc.library.memory.footprint for g in point.hbm})
+    footprints = {ty: (int(fp[0]), int(fp[2])) for ty, fp in shapes.items() if fp != "1x1"}  # "RxC"
     return PlacementProblem(rows=sc.package.rows, cols=sc.package.cols, counts=counts, pair_volume=vol,
                             allowed=allowed, ring_cells=ring, name=f"{sc.spec.name}-placement",
-                            model_volume_floor=1e-3)
+                            model_volume_floor=1e-3, footprints=footprints)
 
 
 _SCORED: dict[str, object] = {}

@@ -169,6 +169,12 @@ class D2DPhy(_Spec):
         return self.ports_per_chiplet * math.ceil(link_GBps / self.GBps_per_phy - 1e-9) * self.area_mm2
 
 
+FOOTPRINT_DESCRIPTION = (
+    "Package grid cells the die spans, rows x cols: 1x1, 1x2, 2x1 or 2x2. The exact placement models (milp-highs, "
+    "milp-compact, cpsat, brute-force) keep every covered cell free of other dies and count hops between footprint "
+    "centers; the other placement methods place 1x1 dies only.")
+
+
 class ComputeChiplet(_Spec):
     """A compute chiplet type whose core area (die cap minus PHY and fixed overhead) splits into compute and SRAM.
 
@@ -191,6 +197,7 @@ class ComputeChiplet(_Spec):
     sram_MB_per_mm2: float = Field(gt=0, le=100, description="SRAM density, MB (1e6 bytes) per mm^2 (at most "
                                    "100: 5 nm SRAM is about 4).")
     utilization: float = Field(0.8, gt=0, le=1, description="Sustained fraction of peak compute.")
+    footprint: Literal["1x1", "1x2", "2x1", "2x2"] = Field("1x1", description=FOOTPRINT_DESCRIPTION)
     source: str = Field("", description="Where the numbers come from.")
 
 
@@ -204,6 +211,7 @@ class MemoryChiplet(_Spec):
                                   "gives about 2,000).")
     area_mm2: float = Field(gt=0, le=MAX_AREA_MM2, description="Footprint, mm^2 (at most the 858 mm^2 reticle "
                             "limit).")
+    footprint: Literal["1x1", "1x2", "2x1", "2x2"] = Field("1x1", description=FOOTPRINT_DESCRIPTION)
     source: str = Field("", description="Where the numbers come from.")
 
 
