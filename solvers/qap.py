@@ -96,10 +96,12 @@ def _solve_bnb(inst: QapInstance, method: str, config: SolverConfig, t0: float) 
         if warm.decision is not None:
             start = decision_to_perm(inst, warm.decision)
             cost = qap_cost(inst, start)
-    faq_perm, faq_cost, faq_units = faq_two_opt(inst.flow, inst.distance, seed=config.seed)
-    budget.spend(faq_units)
-    if faq_cost < cost:
-        start = faq_perm
+    faq_cost, faq_units = np.inf, 0.0
+    if budget.wall_left_s > 0:  # the wall cap (a safety net) may already be spent by the local search
+        faq_perm, faq_cost, faq_units = faq_two_opt(inst.flow, inst.distance, seed=config.seed)
+        budget.spend(faq_units)
+        if faq_cost < cost:
+            start = faq_perm
     search = qap_rlt_bnb if method == "rlt1-bnb" else qap_glb_bnb
     res = search(inst.flow, inst.distance, max(budget.left, 0.0), start=start,
                  time_limit_s=max(budget.wall_left_s, 0.0))
