@@ -457,7 +457,8 @@ def solve(
         "--method", help="Method of the problem (not for qap): {methods}.",
         show_default=False)] = None,
     solver_opt: Annotated[str | None, typer.Option(
-        "--solver", help="qap only: highs (RLT-1 MILP, default), cpsat, or bnb (Gilmore-Lawler branch and bound); "
+        "--solver", help="qap only: highs (RLT-1 MILP, default), cpsat, bnb (branch and bound on the RLT-1 dual "
+        "ascent bound) or glb (Gilmore-Lawler branch and bound); "
         "the other problems choose with --method.", show_default=False)] = None,
     point_opt: Annotated[str | None, typer.Option(
         "--point", help="HYDRA problems: which finalist, b-star (default) or m-t.", show_default=False)] = None,

@@ -49,6 +49,12 @@ HIGHS_MIP_ITERATIONS_PER_UNIT = 5_400
 QAP_BNB_OPS_PER_UNIT = 4.0e7
 """Units of m^4 (m free facilities at a node) per work unit in the GLB branch and bound (measured on a random
 n = 12 instance: 0.05 CPU-s per unit at 2e6)."""
+QAP_RLT_OPS_PER_UNIT = 6.0e8
+"""Assignment work (r^3 plus a fixed call overhead per r x r problem, ``solvers.qap_rlt.lap_ops``) per work unit in
+the RLT-1 dual ascent branch and bound (measured: nug14 proven with 1.0e10 such units charged in 5.4 CPU-s,
+assignment duals and child bounds included)."""
+QAP_FAQ_OPS_PER_UNIT = 1.0e8
+"""n^3 per FAQ iteration or 2-opt pass per work unit in the QAP root incumbent (scipy quadratic_assignment)."""
 RING_RELAXATIONS_PER_UNIT = 175_000
 """Ring layouts bounded by the vectorized relaxation per work unit in ``hbm-enum`` (measured: 5,502 layouts in
 0.031 CPU-s on the default B*)."""

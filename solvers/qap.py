@@ -1,8 +1,10 @@
 """Solve a QAPLIB instance with the placement formulation's exact models (QAP mode; ``formulations.qap``).
 
 ``solver="highs"`` is the RLT-1 MILP through Pyomo + HiGHS (``milp-highs``), ``"cpsat"`` the CP-SAT model; both
-are warm-started from pairwise-swap local search. ``"bnb"`` is the Gilmore-Lawler branch and bound of
-``solvers.qap_bnb`` (the fastest proof for n <= 15 here), started from the same local search.
+are warm-started from pairwise-swap local search. ``"bnb"`` is the branch and bound on the RLT-1 dual ascent
+bound (``solvers.qap_bnb.qap_rlt_bnb``; the fastest proof here), ``"glb"`` the Gilmore-Lawler branch and bound;
+both start from the best of the local search and FAQ with 2-opt (``solvers.qap_bnb.faq_two_opt``), so neither
+returns worse than those heuristics.
 The returned :class:`~chipdse.core.solution.Solution` carries the
 QAP cost recomputed from the permutation (``decision``: facility -> location, 0-based), the solver's proven
 bound and the gap.
@@ -18,11 +20,11 @@ import numpy as np
 from chipdse.core.solution import Solution, TerminationCondition
 from chipdse.formulations.qap import QapInstance, decision_to_perm, qap_cost, to_placement_problem
 from chipdse.solvers.common import ProblemKind, settle
-from chipdse.solvers.config import SolverConfig, limit_reason
+from chipdse.solvers.config import SolverConfig, WorkBudget, limit_reason
 from chipdse.solvers.placement import solve_placement
-from chipdse.solvers.qap_bnb import qap_glb_bnb
+from chipdse.solvers.qap_bnb import faq_two_opt, qap_glb_bnb, qap_rlt_bnb
 
-QAP_SOLVERS = {"highs": "milp-highs", "cpsat": "cpsat", "bnb": "glb-bnb"}
+QAP_SOLVERS = {"highs": "milp-highs", "cpsat": "cpsat", "bnb": "rlt1-bnb", "glb": "glb-bnb"}
 MAX_PRODUCT_VARIABLES = 150_000
 """Largest RLT-1 model built (product variables y; n = 24 with dense flow is about 150,000). Beyond it the Pyomo
 build alone takes minutes and gigabytes, outside any solver time limit."""
@@ -35,7 +37,7 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
     ----------
     inst : QapInstance
     solver : str
-        ``"highs"``, ``"cpsat"`` or ``"bnb"``.
+        ``"highs"``, ``"cpsat"``, ``"bnb"`` (RLT-1 dual ascent) or ``"glb"`` (Gilmore-Lawler).
     config : SolverConfig, optional
         Work limit, wall cap, relative gap, threads, seed.
 
@@ -58,8 +60,8 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
         raise ValueError(msg)
     config = config or SolverConfig()
     t0 = time.perf_counter()
-    if solver == "bnb":
-        return _solve_bnb(inst, config, t0)
+    if solver in ("bnb", "glb"):
+        return _solve_bnb(inst, QAP_SOLVERS[solver], config, t0)
     swapped = not np.array_equal(inst.flow, inst.flow.T) and np.array_equal(inst.distance, inst.distance.T)
     if swapped:  # sum A_ij B_p(i)p(j) = sum B_kl A_q(k)q(l) with q = p^-1: solve with the roles exchanged
         inst = QapInstance(inst.name, inst.distance, inst.flow, inst.source)
@@ -81,21 +83,34 @@ def solve_qap(inst: QapInstance, solver: str = "highs", config: SolverConfig | N
                    wall_s=time.perf_counter() - t0)
 
 
-def _solve_bnb(inst: QapInstance, config: SolverConfig, t0: float) -> Solution:
-    """GLB branch and bound from a local-search start (any square matrices, no symmetry needed)."""
-    start = None
+def _solve_bnb(inst: QapInstance, method: str, config: SolverConfig, t0: float) -> Solution:
+    """Branch and bound (``method`` ``"rlt1-bnb"`` or ``"glb-bnb"``) from the best of swap local search (symmetric
+    instances) and FAQ + 2-opt; any square matrices, no symmetry needed. The heuristics' work is charged to the
+    work limit first; the search gets the rest."""
+    budget = WorkBudget.of(config, t0)
+    start, cost = None, np.inf
     if np.array_equal(inst.flow, inst.flow.T) and not np.any(np.diag(inst.flow)) and not np.any(
             np.diag(inst.distance)):
         problem = to_placement_problem(inst)
         warm = solve_placement(problem, "local-search", config, seed=config.seed)
         if warm.decision is not None:
             start = decision_to_perm(inst, warm.decision)
-    left = max(0.0, config.time_limit_s - (time.perf_counter() - t0))
-    res = qap_glb_bnb(inst.flow, inst.distance, config.work_limit, start=start, time_limit_s=left)
+            cost = qap_cost(inst, start)
+    faq_cost, faq_units = np.inf, 0.0
+    if budget.wall_left_s > 0:  # the wall cap (a safety net) may already be spent by the local search
+        faq_perm, faq_cost, faq_units = faq_two_opt(inst.flow, inst.distance, seed=config.seed)
+        budget.spend(faq_units)
+        if faq_cost < cost:
+            start = faq_perm
+    search = qap_rlt_bnb if method == "rlt1-bnb" else qap_glb_bnb
+    res = search(inst.flow, inst.distance, max(budget.left, 0.0), start=start,
+                 time_limit_s=max(budget.wall_left_s, 0.0))
     term = TerminationCondition.OPTIMAL if res["proven"] else res["stopped"]
     reason = "" if res["proven"] else limit_reason(config, term, f"after {res['nodes']:,} nodes")
-    return settle(QAP_KIND, inst, "glb-bnb", [int(x) for x in res["perm"]], config, t0, bound=float(res["bound"]),
-                  termination=term, reason=reason, extra={"nodes": res["nodes"], "work_units": res["work_units"]})
+    return settle(QAP_KIND, inst, method, [int(x) for x in res["perm"]], config, t0, bound=float(res["bound"]),
+                  termination=term, reason=reason,
+                  extra={"nodes": res["nodes"], "work_units": res["work_units"] + faq_units,
+                         "start_cost": float(min(cost, faq_cost))})
 
 
 def check_qap(inst: QapInstance, decision: list[int]) -> tuple[float, list[str]]:
@@ -106,5 +121,5 @@ def check_qap(inst: QapInstance, decision: list[int]) -> tuple[float, list[str]]
     return float(qap_cost(inst, np.array(decision))), []
 
 
-QAP_KIND = ProblemKind("qap", "min", frozenset({"glb-bnb"}), check_qap)
+QAP_KIND = ProblemKind("qap", "min", frozenset({"glb-bnb", "rlt1-bnb"}), check_qap)
 """Checker and sense of the QAP (for :func:`solvers.common.settle`)."""

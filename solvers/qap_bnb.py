@@ -23,19 +23,33 @@ where the RLT-1 MILP gets no dual bound from HiGHS within minutes (``benchmarks/
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from functools import cache
 from itertools import permutations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
+from scipy.optimize import linear_sum_assignment, quadratic_assignment
 
 from chipdse.core.solution import TerminationCondition
-from chipdse.solvers.config import QAP_BNB_OPS_PER_UNIT, WorkBudget, wall_cap_s
+from chipdse.solvers.config import (
+    QAP_BNB_OPS_PER_UNIT,
+    QAP_FAQ_OPS_PER_UNIT,
+    QAP_RLT_OPS_PER_UNIT,
+    WorkBudget,
+    wall_cap_s,
+)
+from chipdse.solvers.qap_rlt import ReducedQap, lap_ops
 
 INCUMBENT_DEPTH = 3
 """Nodes up to this depth turn their assignment into a full permutation and try it as the incumbent."""
+RLT_ROOT_ROUNDS = 60
+"""Dual ascent rounds at the root of :func:`qap_rlt_bnb` (nug20: 2057 after one, 2134 after 60)."""
+RLT_NODE_ROUNDS = 2
+"""Dual ascent rounds at every other node (warm-started from the parent's reduced costs)."""
+FAQ_RESTARTS = 8
+"""FAQ runs of the root incumbent (:func:`faq_two_opt`)."""
 
 
 @cache
@@ -94,7 +108,6 @@ def qap_glb_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float,
     Source: Gilmore (1962), Lawler (1963); the bound of QAPLIB's early branch-and-bound codes.
     """
     budget = WorkBudget(work_limit, wall_cap_s(work_limit) if time_limit_s is None else time_limit_s)
-    t0 = budget.t0
     a = np.asarray(flow, dtype=float)
     b = np.asarray(distance, dtype=float)
     n = a.shape[0]
@@ -174,12 +187,212 @@ def qap_glb_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float,
                 children.append((child_bound, (*locs, int(free_l[k]))))
         children.sort(key=lambda x: -x[0])
         stack.extend(children)
-    open_bounds = [bd for bd, _ in stack if bd <= best - slack]
+    return _result(best_perm, best, stack, stopped, slack, integral, nodes, budget)
+
+
+def _result(best_perm: np.ndarray, best: float, stack: list, stopped: TerminationCondition | None, slack: float,
+            integral: bool, nodes: int, budget: WorkBudget, extra: dict | None = None) -> dict:
+    """The result dict of a search that ended with open entries ``stack`` (each starting with its bound)."""
+    open_bounds = [entry[0] for entry in stack if entry[0] <= best - slack]
     if stopped and open_bounds:
-        lower = min(open_bounds)
-        lower = math.ceil(lower - 1e-9) if integral else lower
+        lower = max(min(open_bounds), (extra or {}).get("root_bound") or -math.inf)
+        lower = math.ceil(lower - 1e-6) if integral else lower
         bound, proven = min(best, float(lower)), False
     else:
         bound, proven, stopped = best, True, None
     return {"perm": best_perm, "cost": best, "bound": bound, "proven": proven, "stopped": stopped, "nodes": nodes,
-            "work_units": budget.used, "wall_s": time.perf_counter() - t0}
+            "work_units": budget.used, "wall_s": time.perf_counter() - budget.t0, **(extra or {})}
+
+
+def faq_two_opt(flow: np.ndarray, distance: np.ndarray, restarts: int = FAQ_RESTARTS,
+                seed: int = 0) -> tuple[np.ndarray, float, float]:
+    """Heuristic QAP incumbent: ``scipy.optimize.quadratic_assignment`` FAQ from the barycenter and from
+    ``restarts - 1`` seeded random doubly stochastic starts, then its 2-opt from the best of them.
+
+    Parameters
+    ----------
+    flow, distance : ndarray, shape (n, n)
+        Matrices A and B (any square, non-negative).
+    restarts : int
+        FAQ runs (the first from the barycenter start).
+    seed : int
+        Seed of the random starts (``numpy.random.default_rng(seed)``): the result is a function of the inputs.
+
+    Returns
+    -------
+    (perm, cost, work_units)
+        Best permutation (facility -> location), its cost sum_ij A_ij B_perm(i)perm(j), and the work units
+        charged (:data:`solvers.config.QAP_FAQ_OPS_PER_UNIT`, n^3 per FAQ iteration and per 2-opt sweep).
+
+    Source: Vogelstein et al., "Fast approximate quadratic programming for graph matching", PLoS ONE (2015);
+    scipy.optimize.quadratic_assignment.
+    """
+    a = np.asarray(flow, dtype=float)
+    b = np.asarray(distance, dtype=float)
+    n = a.shape[0]
+    if n < 2:
+        return np.arange(n), _cost(a, b, np.arange(n)), 0.0
+    rng = np.random.default_rng(seed)
+    best_perm, best, ops = np.arange(n), _cost(a, b, np.arange(n)), 0
+    for r in range(max(int(restarts), 1)):
+        options = {"P0": "barycenter" if r == 0 else "randomized", "rng": rng}
+        res = quadratic_assignment(a, b, method="faq", options=options)
+        ops += (res.nit + 1) * n ** 3
+        perm = np.asarray(res.col_ind, dtype=np.intp)
+        c = _cost(a, b, perm)
+        if c < best:
+            best, best_perm = c, perm
+    guess = np.column_stack([np.arange(n), best_perm])
+    res = quadratic_assignment(a, b, method="2opt", options={"partial_guess": guess, "rng": rng})
+    ops += (res.nit + 1) * n ** 3
+    perm = np.asarray(res.col_ind, dtype=np.intp)
+    c = _cost(a, b, perm)
+    if c < best:
+        best, best_perm = c, perm
+    return best_perm, best, ops / QAP_FAQ_OPS_PER_UNIT
+
+
+def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start: np.ndarray | None = None,
+                time_limit_s: float | None = None, root_rounds: int = RLT_ROOT_ROUNDS,
+                node_rounds: int = RLT_NODE_ROUNDS) -> dict:
+    """Solve a QAP by depth-first branch and bound on the RLT-1 dual ascent bound (``solvers.qap_rlt``), to
+    optimality or to the work limit (or the wall cap).
+
+    Every node keeps the exact rewriting of its subproblem (constant ``lb``, non-negative linear and quadratic
+    costs) and a child starts from its parent's (the warm start): fixing facility i at location k adds c[i, k]
+    to the constant, so the parent's reduced costs prune children before any work. A node runs ``node_rounds``
+    ascent rounds (the root ``root_rounds``), stopping as soon as its bound reaches the incumbent; it branches on
+    the facility or location (row or column of its linear costs) whose children are pruned most, then have the
+    largest cost, and visits the children in increasing order of ``lb' + LAP(c')``. Each node's linear
+    assignment completes its partial permutation into a candidate incumbent. Subproblems of at most three
+    facilities are enumerated.
+
+    Parameters
+    ----------
+    flow, distance : ndarray, shape (n, n)
+        Non-negative matrices A and B (either may be asymmetric, diagonals included).
+    work_limit : float
+        Work units (deterministic): assignment-problem work counted by ``solvers.qap_rlt.lap_ops``,
+        :data:`solvers.config.QAP_RLT_OPS_PER_UNIT` per unit, charged before the work is done.
+    start : ndarray, shape (n,), optional
+        A permutation (facility -> location) used as the first incumbent.
+    time_limit_s : float, optional
+        Wall-clock cap, s (default ``solvers.config.wall_cap_s(work_limit)``).
+    root_rounds, node_rounds : int
+        Ascent rounds at the root and at every other node.
+
+    Returns
+    -------
+    dict
+        ``perm``, ``cost``, ``bound`` (proven lower bound: the least bound of the open nodes, rounded up for
+        integer data; equals ``cost`` when ``proven``), ``proven``, ``stopped`` (None, or the
+        TerminationCondition of the limit that ended the search), ``nodes``, ``work_units``, ``wall_s``,
+        ``root_bound`` (the root's bound after its ascent).
+
+    Source: Hahn and Grant (1998), Hahn, Grant and Hall (1998, European J. Oper. Res. 108: branch and bound on
+    the dual ascent with inherited reduced costs).
+    """
+    budget = WorkBudget(work_limit, wall_cap_s(work_limit) if time_limit_s is None else time_limit_s)
+    a = np.asarray(flow, dtype=float)
+    b = np.asarray(distance, dtype=float)
+    n = a.shape[0]
+    integral = bool(np.all(a == np.round(a)) and np.all(b == np.round(b)))
+    best_perm = np.arange(n) if start is None else np.asarray(start, dtype=np.intp)
+    best = _cost(a, b, best_perm)
+    slack = 1.0 - 1e-6 if integral else 1e-9 * max(1.0, abs(best))  # prune when bound > best - slack
+    rank, twin = _static_order(a)
+    # open entries: (bound, parent rewriting or None for the root, local facility, local location,
+    # facilities and locations of the parent's local indices, partial permutation of the parent)
+    root = ReducedQap.of(a, b)
+    stack: list[tuple[float, ReducedQap | None, int, int, np.ndarray, np.ndarray, np.ndarray]] = [
+        (_root_bound(a, b), None, -1, -1, np.arange(n), np.arange(n), np.full(n, -1, dtype=np.intp))]
+    nodes, stopped, root_bound = 0, None, None
+    while stack:
+        bound, parent, i0, k0, fac, loc, partial = stack.pop()
+        if bound > best - slack:
+            continue
+        m = len(fac) - (parent is not None)
+        rounds = root_rounds if parent is None else node_rounds
+        cost = (rounds * (m * m * lap_ops(m - 1) + lap_ops(m)) + m * lap_ops(m - 1) + m ** 4) / QAP_RLT_OPS_PER_UNIT
+        stopped = budget.stop() or (TerminationCondition.WORK_LIMIT if cost > budget.left else None)
+        if stopped:
+            stack.append((bound, parent, i0, k0, fac, loc, partial))
+            break
+        nodes += 1
+        budget.spend(cost)
+        if parent is None:
+            red = root
+        else:
+            red = parent.child(i0, k0)
+            partial = partial.copy()
+            partial[fac[i0]] = loc[k0]
+            fac, loc = np.delete(fac, i0), np.delete(loc, k0)
+        if m <= 3:  # enumerate the completions
+            for tail in permutations(loc):
+                perm = partial.copy()
+                perm[fac] = tail
+                c = _cost(a, b, perm)
+                if c < best:
+                    best, best_perm = c, perm
+            continue
+        cols = red.ascend(rounds, stop_at=best - slack, spread=parent is not None)
+        if parent is None:
+            root_bound = red.lb
+        perm = partial.copy()
+        perm[fac] = loc[cols]
+        c = _cost(a, b, perm)
+        if c < best:
+            best, best_perm = c, perm
+        if red.lb > best - slack:
+            continue
+        i = int(np.argmax(rank[fac]))  # the next facility of the static order
+        after = partial[twin[fac[i]]] if twin[fac[i]] >= 0 else -1  # an identical facility fixed before it
+        pairs = [(i, k) for k in range(m) if red.lb + red.c[i, k] <= best - slack and loc[k] > after]
+        bounds = red.child_bounds(pairs)
+        children = [(float(bd), red, i, k, fac, loc, partial) for bd, (i, k) in zip(bounds, pairs, strict=True)
+                    if bd <= best - slack]
+        children.sort(key=lambda x: -x[0])
+        stack.extend(children)
+    return _result(best_perm, best, stack, stopped, slack, integral, nodes, budget,
+                   extra={"root_bound": root_bound})
+
+
+
+def _static_order(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Branching order of :func:`qap_rlt_bnb` and its symmetry classes.
+
+    Facilities are fixed in decreasing order of total flow; interchangeable facilities (i and j with the same
+    flows to every other facility in both directions, A_ij = A_ji and A_ii = A_jj: swapping them leaves every
+    permutation's cost unchanged) come one after another, and each may only take a location above its
+    predecessor's in the class, which keeps one of every g! equivalent placements of a class of g (for example
+    the facilities without any flow in QAPLIB's esc instances).
+
+    Returns
+    -------
+    (rank, twin) : ndarrays of int, shape (n,)
+        ``rank[i]``: higher is fixed first; ``twin[i]``: the interchangeable facility fixed just before i, or -1.
+    """
+    n = a.shape[0]
+    cls = np.arange(n)
+    for i in range(n):
+        for j in range(i):
+            if cls[j] == j and _interchangeable(a, i, j):
+                cls[i] = j
+                break
+    weight = a.sum(axis=0) + a.sum(axis=1)
+    order = sorted(range(n), key=lambda i: (-weight[i], cls[i], i))
+    rank = np.empty(n, dtype=float)
+    rank[order] = -np.arange(n, dtype=float)
+    twin = np.full(n, -1, dtype=np.intp)
+    for prev, cur in itertools.pairwise(order):
+        if cls[prev] == cls[cur]:
+            twin[cur] = prev
+    return rank, twin
+
+
+def _interchangeable(a: np.ndarray, i: int, j: int) -> bool:
+    """Whether facilities i and j of flow matrix ``a`` can swap places without changing any cost."""
+    rest = np.ones(a.shape[0], dtype=bool)
+    rest[[i, j]] = False
+    return bool(a[i, i] == a[j, j] and a[i, j] == a[j, i] and np.array_equal(a[i, rest], a[j, rest])
+                and np.array_equal(a[rest, i], a[rest, j]))

@@ -55,7 +55,7 @@ def test_milp_proves_the_published_optimum(name: str) -> None:
 
 @pytest.mark.parametrize("name", SMALL)
 def test_branch_and_bound_proves_every_small_qaplib_optimum(name: str) -> None:
-    """Gilmore-Lawler branch and bound: objective and bound equal to the published optimum (about 1 s each)."""
+    """RLT-1 dual ascent branch and bound: objective and bound equal to the published optimum (about 1 s each)."""
     folder = shared_or_skip("qaplib")
     opt = _optima(folder)[name]
     inst = read_qaplib(folder / f"{name}.dat")
