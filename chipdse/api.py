@@ -479,7 +479,7 @@ class SolveRun:
 def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, solver: str | None = None,
           point: str | None = None, work_limit: float | None = None, time_limit_s: float | None = None) -> SolveRun:
     """Solve one decision problem with one method (``chipdse solve``): a QAPLIB file with the placement
-    formulation in QAP mode (``problem="qap"``, ``solver`` highs, cpsat or bnb), or a registered problem on a
+    formulation in QAP mode (``problem="qap"``, ``solver`` highs, cpsat, bnb or glb), or a registered problem on a
     scenario's instance with ``method``.
 
     Parameters
@@ -492,7 +492,7 @@ def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, 
     method : str
         The method of a registered problem (required for those; not for qap).
     solver : str, optional
-        qap only: ``highs`` (default), ``cpsat`` or ``bnb``.
+        qap only: ``highs`` (default), ``cpsat``, ``bnb`` (RLT-1 dual ascent) or ``glb`` (Gilmore-Lawler).
     point : str, optional
         HYDRA problems: ``"b-star"`` (default) or ``"m-t"``.
     work_limit, time_limit_s : float, optional
@@ -515,7 +515,7 @@ def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, 
             msg = "chipdse solve qap needs a QAPLIB .dat file"
             raise ValueError(msg)
         if method is not None:
-            msg = "chipdse solve qap takes --solver highs|cpsat|bnb, not --method"
+            msg = "chipdse solve qap takes --solver highs|cpsat|bnb|glb, not --method"
             raise ValueError(msg)
         _finalist(problem, point)
         solver = "highs" if solver is None else solver
