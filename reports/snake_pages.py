@@ -37,8 +37,9 @@ CSV = ("speedups.csv", "speedups")
 """The report's CSV: its file name and the result's table (SNAKE's decode speedup per baseline, model and batch)."""
 
 
-def columns(s: SnakeStudy) -> dict[str, tuple[str, str]]:
-    """Every speedups.csv column: ``{name: (unit, description)}`` ("-" for unitless)."""
+def columns(s: SnakeStudy | None) -> dict[str, tuple[str, str]]:
+    """Every speedups.csv column: ``{name: (unit, description)}`` ("-" for unitless); ``s`` None gives the
+    descriptions without the study's numbers (the budget)."""
     return {
         "model": ("-", "model card key"),
         "batch": ("requests", "decode batch"),
@@ -56,8 +57,8 @@ def columns(s: SnakeStudy) -> dict[str, tuple[str, str]]:
                                "snake_step_J): the TP group's devices make the batch's tokens together)"),
         "baseline_tokens_per_J": ("tokens/J", "the baseline's output tokens per joule (batch / (TP x "
                                   "baseline_step_J))"),
-        "snake_power_W": ("W", f"SNAKE's average logic-die power over the step (the budget is "
-                          f"{_budget(s):.0f} W)"),
+        "snake_power_W": ("W", "SNAKE's average logic-die power over the step" + (
+            "" if s is None else f" (the budget is {_budget(s):.0f} W)")),
     }
 
 
