@@ -16,7 +16,6 @@ M. Horowitz, "Computing's energy problem (and what we can do about it)", ISSCC 2
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -275,10 +274,3 @@ class EnergyBreakdown:
         """Return ``{part: J}`` plus ``"total"``, for CSV / JSON output."""
         return {**self.parts_J, "total": self.total_J}
 
-
-def sum_breakdowns(items: Iterable[EnergyBreakdown]) -> EnergyBreakdown:
-    """Return the part-wise sum of ``items`` (an empty breakdown when there are none)."""
-    total = EnergyBreakdown()
-    for b in items:
-        total = total + b
-    return total
