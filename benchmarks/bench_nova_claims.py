@@ -31,7 +31,7 @@ SWEEPS: tuple[tuple[str, tuple[float, ...], tuple[str, ...]], ...] = (
      ("throughput_x", "pimba_vs_gpu_hybrid", "nova_vs_pimba_hybrid", "e2e_change")),
     ("gpu_expert_efficiency", (0.4, 0.7, 1.0),
      ("throughput_x", "qwen_throughput_x", "nova_vs_pimba_hybrid", "gain_grows_with_batch")),
-    ("gpu_attention_efficiency", (0.3, 0.4, 0.5, 0.7),
+    ("gpu_attention_efficiency", (0.3, 0.35, 0.4, 0.5, 0.7),
      ("throughput_x", "attacc_vs_gpu_min", "gain_grows_with_length")),
     ("nova_gpu_onchip", (0.0, 2.0, 4.0, 8.0),
      ("energy_x", "energy_hybrid_x", "energy_qwen_x", "duplex_energy_qwen_x", "base_die_energy_qwen_x",

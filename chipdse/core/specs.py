@@ -689,8 +689,9 @@ class NovaSystemSpec(_Spec):
 
     gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS and of its "
                                   "HBM bandwidth on dense GEMMs (projections, LM head, prefill).")
-    gpu_attention_efficiency: float = Field(0.4, gt=0, le=1, description="The same share for the GQA core on the "
-                                            "GPU.")
+    gpu_attention_efficiency: float = Field(0.35, gt=0, le=1, description="The same share for the GQA core on "
+                                            "the GPU (0.35: the largest share swept at which NOVA's gain grows with "
+                                            "L_in / L_out on every case, as NOVA Sec. VI-C states).")
     gpu_expert_efficiency: float = Field(0.7, gt=0, le=1, description="The same share for routed experts on the GPU "
                                          "(small GEMMs of a few tokens each).")
     gpu_ssm_efficiency: float = Field(0.1, gt=0, le=1, description="The same share for the SSM state update on the "

@@ -213,7 +213,7 @@ def _designs(spec: NovaScenario, designs: tuple[NovaDesign, ...] = DESIGNS) -> l
     return [replace(d, in_die_flops=s.in_die_TFLOPS * 1e12, in_die_Bps=s.in_die_TBps * 1e12) for d in designs]
 
 
-SERVED = ("GPU", "AttAcc", "PIMBA", "Duplex", "NOVA", "NOVA k*", "NOVA energy-first")
+SERVED = ("GPU", "AttAcc", "PIMBA", "Duplex", "NOVA", "NOVA k*", "NOVA energy-first", "NOVA 1:9")
 """Designs served with continuous batching (the exact split would need a MILP per batch size of the stream)."""
 
 
@@ -275,7 +275,8 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
                         split_rows.append({"model": key, "batch": b, "design": d.name, "experts": len(c.tokens),
                                            "requested": c.method, "used": o.method, "makespan_s": o.makespan_s,
                                            "note": o.note, "solution": o.solution})
-                stream = _splits_for(model, served, list(range(1, b + 1)), system, cfg, solved)
+                stream = _splits_for(model, [d.serving() for d in served], list(range(1, b + 1)), system, cfg,
+                                     solved)
                 requests = spec.system.serving_requests or 2 * b
                 lines = {d.name: step_lines.setdefault((key, d.name), {}) for d in served}
                 for l_in, l_out in spec.lengths:
