@@ -35,25 +35,25 @@ _ACT = ("the activations per bit of each near-memory path (the paper gives none;
         "8x the base-die's rows per bit, 256-bit in-die PIM 8x more, and a first-tier expert re-activates its rows "
         "per routed token, evaluators/nova_energy.py)")
 
-_SWEPT_TP = ("GPU SSM share 0.05-0.3: 5.81-4.15x; GPU expert share 0.4-1.0: 6.72-4.05x; GPU attention share 0.3-0.7: "
-             "5.07-4.47x (benchmarks/bench_nova_claims.py)")
+_SWEPT_TP = ("GPU SSM share 0.05-0.3: 6.07-4.38x; GPU expert share 0.4-1.0: 7.02-4.27x; GPU attention share 0.3-0.7: "
+             "5.21-4.59x (benchmarks/bench_nova_claims.py)")
 
 NOVA_CLAIMS: tuple[Claim, ...] = (
     Claim("throughput_x", "NOVA over the GPU: decoding throughput, served stream, mean", 4.5, "x",
           "abstract; Sec. VI-C, Fig. 11(a)", _GPU + "every gain over the GPU moves with them",
-          _SWEPT_TP + "; the paper's 4.5x lies between SSM shares 0.1 and 0.2 and between expert shares 0.7 and 1.0"),
+          _SWEPT_TP + "; the paper's 4.5x lies between SSM shares 0.2 and 0.3 and between expert shares 0.7 and 1.0"),
     Claim("throughput_decode_x", "NOVA over the GPU: decode step of a static batch, mean", 4.5, "x",
           "abstract; Sec. VI-C, Fig. 11(a)", _GPU + "see the served row", "as the served row"),
     Claim("e2e_change", "NOVA over the GPU: E2E latency change, served stream, mean", -69.8, "%",
           "abstract; Sec. VI-C, Fig. 11(b)", _GPU + "prefill runs on the GPU for every design and bounds the gain",
-          "GPU SSM share 0.05-0.3: -71.2% to -59.1%; the paper's -69.8% lies between 0.05 and 0.1"),
+          "GPU SSM share 0.05-0.3: -72.1% to -60.5%; the paper's -69.8% lies between 0.05 and 0.1"),
     Claim("e2e_change_static", "NOVA over the GPU: E2E latency change, one static batch, mean", -69.8, "%",
           "abstract; Sec. VI-C, Fig. 11(b)", _GPU + "see the served row", "as the served row"),
     Claim("hybrid_throughput_x", "NOVA over the GPU on the hybrids: decoding throughput, mean", 4.2, "x",
           "Sec. VI-C", _GPU + "see the first row", "as the first row (the SSM share moves only the hybrids)"),
     Claim("qwen_throughput_x", "NOVA over the GPU on Qwen3 (no SSM): decoding throughput, mean", 4.8, "x",
           "Sec. VI-C", _GPU + "GPU expert share swept 0.4-1.0",
-          "GPU expert share 0.4-1.0: 7.58-4.39x; the paper's 4.8x lies between 0.7 (5.30x) and 1.0"),
+          "GPU expert share 0.4-1.0: 8.16-4.86x; the paper's 4.8x lies at about 1.0"),
     Claim("hybrid_e2e_change", "NOVA over the GPU on the hybrids: E2E latency change, mean", -69.2, "%",
           "Sec. VI-C", _GPU + "see the first row", "as the served E2E row"),
     Claim("qwen_e2e_change", "NOVA over the GPU on Qwen3: E2E latency change, mean", -70.3, "%", "Sec. VI-C",
@@ -61,21 +61,21 @@ NOVA_CLAIMS: tuple[Claim, ...] = (
     Claim("pimba_vs_gpu_hybrid", "PIMBA over the GPU on the hybrids: decoding throughput, mean", 3.0, "x",
           "Sec. VI-C (NOVA 4.2x over the GPU, 1.4x over PIMBA: 4.2 / 1.4)",
           _GPU + "PIMBA leaves MoE on the GPU; the paper's 3.0x needs the GPU's SSM and GQA to outweigh its "
-          "experts: GPU SSM share swept 0.05-0.3 gives 2.5-1.35x, the paper's value lies below 0.05"),
+          "experts: GPU SSM share swept 0.05-0.3 gives 2.54-1.39x, the paper's value lies below 0.05"),
     Claim("pimba_vs_gpu_min", "PIMBA over the GPU: decoding throughput, lowest run", 1.0, "x",
           "Sec. VI-C, Fig. 11(a) (PIMBA gains on every hybrid)",
-          _IN_DIE + "swept 1-16x the interface: PIMBA's lowest gain 0.86x at 1x, 1.00x at 2-2.6x (its GQA back on "
-          "the GPU where that is faster), 1.11-1.15x at 9-16x"),
+          _IN_DIE + "swept 1-16x the interface: PIMBA's lowest gain 0.90x at 1x, 1.00x at 2-2.6x (its GQA back on "
+          "the GPU where that is faster), 1.14-1.18x at 9-16x"),
     Claim("attacc_vs_gpu_min", "AttAcc over the GPU: decoding throughput, lowest run", 1.0, "x",
           "Sec. VI-C ('marginal improvements' on the hybrids)", _IN_DIE + _SYNC),
     Claim("nova_vs_pimba_hybrid", "NOVA over PIMBA on the hybrids: decoding throughput, mean", 1.4, "x",
-          "Sec. VI-C", _GPU + "PIMBA's MoE runs on the GPU at the expert share (swept 0.4-1.0: 5.0-2.5x; the "
+          "Sec. VI-C", _GPU + "PIMBA's MoE runs on the GPU at the expert share (swept 0.4-1.0: 5.10-2.54x; the "
           "paper's 1.4x lies beyond a GPU streaming its experts at the full 10 TB/s)"),
     Claim("nova_vs_duplex_qwen", "NOVA over Duplex on Qwen3: decoding throughput, mean", 1.43, "x", "Sec. VI-C",
           "none; Duplex's base-die MoE streams cold experts at 4 TB/s against NOVA's Tier-1 at 16 TB/s per "
           "cube (the per-operator MoE row)"),
     Claim("gqa_vs_attacc", "per-operator GQA: NOVA over AttAcc, mean", 2.61, "x", "Sec. VI-C, Fig. 12",
-          _IN_DIE + "swept 1-16x of the interface: 7.7-1.7x, the paper's value near 9x"),
+          _IN_DIE + "swept 1-16x of the interface: 8.3-1.7x, the paper's value near 9x"),
     Claim("gqa_vs_duplex", "per-operator GQA: NOVA over Duplex, mean", 1.96, "x", "Sec. VI-C, Fig. 12",
           "none; on the papers' rooflines NOVA's cross-tier GQA reaches 80 TFLOPS against Duplex's 64 at 16 "
           "Op/B (1.25x) and 40 against 24 at 6 Op/B; the paper's simulated tiling and softmax overlap (Sec. V-C) "
@@ -97,19 +97,19 @@ NOVA_CLAIMS: tuple[Claim, ...] = (
           "rebalanced at every decode step). Served with the static 1:9 split of Figs. 11-15 instead (design "
           "'NOVA 1:9'), Qwen3's gain falls: its top-8 of 128 routes 3-4 tokens to each cold expert at batch 64 "
           "under Fig. 4(b)'s 5x skew, past Tier-1's 2 Op/B knee, so the MoE time grows 1.82x against the GPU's 1.21x",
-          "GPU expert share 0.4-1.0 with the static split: 0.75-0.83 (the note gives the static split's cases)"),
+          "GPU expert share 0.4-1.0: 0.75-1.0 (1.0 from 0.7); the note gives the static split's cases"),
     Claim("gain_grows_with_length", "NOVA's gain over the GPU grows from the shortest to the longest L_in / L_out: "
           "share of (model, batch)", 1.0, "share", "Sec. VI-C ('as the sequence length ... increase')",
           _GPU + "where NOVA's gain exceeds its GQA gain, more KV lowers it: GPU attention share swept 0.3-0.7 "
-          "gives 1.0-0.38"),
+          "gives 1.0-0.25 (1.0 up to 0.35, the default)"),
     Claim("ablation_nova_best", "Fig. 14: NOVA is the fastest of the five NMP variants: share of runs", 1.0, "share",
           "Sec. VI-E 'Ablation Study', Fig. 14", "the in-die variants' bandwidth (see the in-die rows)"),
     Claim("peri_only_nano", "Fig. 14: peri-die only over the GPU on Nemotron3-Nano", 4.25, "x",
           "Sec. VI-E 'Ablation Study'", _GPU + "every gain over the GPU moves with them (first row)",
-          "as the first row (NOVA's gain 4.05-6.72x over the GPU shares swept)"),
+          "as the first row (NOVA's gain 4.27-7.02x over the GPU shares swept)"),
     Claim("in_die_only_nano", "Fig. 14: in-die only over the GPU on Nemotron3-Nano", 2.2, "x",
-          "Sec. VI-E 'Ablation Study'", _IN_DIE + "swept 1-16x: 1.20-6.02x, the paper's 2.2x between 2.6x (1.63x) "
-          "and 9x (4.13x); the paper's in-die MoE pays 256-bit activations in time, here only in energy"),
+          "Sec. VI-E 'Ablation Study'", _IN_DIE + "swept 1-16x: 1.20-6.06x, the paper's 2.2x between 2.6x (1.62x) "
+          "and 9x (4.15x); the paper's in-die MoE pays 256-bit activations in time, here only in energy"),
     Claim("nova_vs_in_die_base_die_nano", "Fig. 14: NOVA over in-die + base-die on Nemotron3-Nano", 1.7, "x",
           "Sec. VI-E 'Ablation Study'", _IN_DIE + "swept 1-16x: 2.28-0.96x (NOVA loses above about 14x)"),
     Claim("nova_vs_in_die_base_die_qwen", "Fig. 14: NOVA over in-die + base-die on Qwen3", 3.0, "x",
@@ -121,25 +121,25 @@ NOVA_CLAIMS: tuple[Claim, ...] = (
           "the design's density"),
     Claim("energy_x", "NOVA over the GPU: E2E energy efficiency (tokens/J), one static batch, mean", 5.0, "x",
           "abstract; Sec. VI-C, Fig. 11(c)", _GPU_J,
-          "nova_gpu_onchip 0-8 pJ/bit: 1.55-2.58x; nova_peri_activation 409-3272 pJ: 2.15-1.05x; the paper's 5x "
+          "nova_gpu_onchip 0-8 pJ/bit: 1.56-2.59x; nova_peri_activation 409-3272 pJ: 2.16-1.05x; the paper's 5x "
           "lies beyond both ranges"),
     Claim("energy_hybrid_x", "NOVA over the GPU on the hybrids: E2E energy efficiency, mean", 7.5, "x",
           "Sec. VI-C 'End-to-End Energy Efficiency'", _GPU_J,
           "nova_gpu_onchip 0-8 pJ/bit: 1.51-2.38x; the paper's 7.5x lies beyond the range and above the prefill cap"),
     Claim("energy_qwen_x", "NOVA over the GPU on Qwen3: E2E energy efficiency, mean", 2.4, "x",
           "Sec. VI-C 'End-to-End Energy Efficiency'", _GPU_J,
-          "nova_gpu_onchip 0-8 pJ/bit: 1.68-3.19x, the paper's 2.4x near 4; nova_peri_activation 409-3272 pJ: "
-          "2.56-0.97x"),
+          "nova_gpu_onchip 0-8 pJ/bit: 1.70-3.21x, the paper's 2.4x near 4; nova_peri_activation 409-3272 pJ: "
+          "2.58-0.98x"),
     Claim("duplex_energy_qwen_x", "Duplex over the GPU on Qwen3: E2E energy efficiency, mean", 6.7, "x",
           "Sec. VI-C 'End-to-End Energy Efficiency'", _GPU_J,
-          "nova_gpu_onchip 0-8 pJ/bit: 1.93-3.63x; hbm4_activation 909-3636 pJ: 2.37-2.20x; the paper's 6.7x lies "
+          "nova_gpu_onchip 0-8 pJ/bit: 1.95-3.65x; hbm4_activation 909-3636 pJ: 2.40-2.23x; the paper's 6.7x lies "
           "beyond both"),
     Claim("base_die_energy_qwen_x", "Fig. 14: base-die only over the GPU on Qwen3: energy efficiency", 6.4, "x",
           "Sec. VI-E 'Ablation Study'", _GPU_J, "as the Duplex row (the same base-die path here)"),
     Claim("in_die_energy_qwen_x", "Fig. 14: in-die only over the GPU on Qwen3: energy efficiency", 0.14, "x",
           "Sec. VI-E 'Ablation Study'", _ACT,
           "hbm4_activation 909-3636 pJ per 1 KB page: 0.48-0.14x, the paper's 0.14x at 4x common.yaml's 909 pJ; "
-          "nova_gpu_onchip 0-8 pJ/bit: 0.38-0.76x"),
+          "nova_gpu_onchip 0-8 pJ/bit: 0.39-0.77x"),
     Claim("duplex_over_nova_energy_qwen", "Duplex over NOVA on Qwen3: E2E energy efficiency, mean", 6.7 / 2.4, "x",
           "Sec. VI-C (6.7x / 2.4x over the GPU)", _ACT,
           "nova_peri_activation 409-3272 pJ: 0.93-2.48x, the paper's 2.79x just beyond 4x the assumed 818 pJ"),
