@@ -23,6 +23,7 @@ where the RLT-1 MILP gets no dual bound from HiGHS within minutes (``benchmarks/
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import time
@@ -48,6 +49,9 @@ RLT_ROOT_ROUNDS = 60
 """Dual ascent rounds at the root of :func:`qap_rlt_bnb` (nug20: 2057 after one, 2134 after 60)."""
 RLT_NODE_ROUNDS = 2
 """Dual ascent rounds at every other node (warm-started from the parent's reduced costs)."""
+BEST_FIRST_BYTES = 1.0e9
+"""Bytes of parents' rewritings the open nodes of :func:`qap_rlt_bnb` may hold before it dives depth first
+(nug20 best first: about 0.35 GB per 1,000 expanded nodes)."""
 FAQ_RESTARTS = 8
 """FAQ runs of the root incumbent (:func:`faq_two_opt`)."""
 
@@ -254,18 +258,20 @@ def faq_two_opt(flow: np.ndarray, distance: np.ndarray, restarts: int = FAQ_REST
 
 def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start: np.ndarray | None = None,
                 time_limit_s: float | None = None, root_rounds: int = RLT_ROOT_ROUNDS,
-                node_rounds: int = RLT_NODE_ROUNDS) -> dict:
-    """Solve a QAP by depth-first branch and bound on the RLT-1 dual ascent bound (``solvers.qap_rlt``), to
+                node_rounds: int = RLT_NODE_ROUNDS, best_first_bytes: float = BEST_FIRST_BYTES) -> dict:
+    """Solve a QAP by best-first branch and bound on the RLT-1 dual ascent bound (``solvers.qap_rlt``), to
     optimality or to the work limit (or the wall cap).
 
     Every node keeps the exact rewriting of its subproblem (constant ``lb``, non-negative linear and quadratic
     costs) and a child starts from its parent's (the warm start): fixing facility i at location k adds c[i, k]
     to the constant, so the parent's reduced costs prune children before any work. A node runs ``node_rounds``
     ascent rounds (the root ``root_rounds``), stopping as soon as its bound reaches the incumbent; it branches on
-    the facility or location (row or column of its linear costs) whose children are pruned most, then have the
-    largest cost, and visits the children in increasing order of ``lb' + LAP(c')``. Each node's linear
-    assignment completes its partial permutation into a candidate incumbent. Subproblems of at most three
-    facilities are enumerated.
+    the next facility of a static order (most flow first; interchangeable facilities in increasing location
+    order) and bounds its children by ``lb' + LAP(c')``. The open node of least bound is expanded next (best
+    first: the proven bound, the least open bound, rises with every node); while the rewritings that open nodes
+    hold exceed ``best_first_bytes``, the search dives depth first from the newest node (best child first), which
+    closes subtrees and frees them. Each node's linear assignment completes its partial permutation into a
+    candidate incumbent. Subproblems of at most three facilities are enumerated.
 
     Parameters
     ----------
@@ -280,6 +286,8 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
         Wall-clock cap, s (default ``solvers.config.wall_cap_s(work_limit)``).
     root_rounds, node_rounds : int
         Ascent rounds at the root and at every other node.
+    best_first_bytes : float
+        Memory cap of the best-first order, bytes (:data:`BEST_FIRST_BYTES`).
 
     Returns
     -------
@@ -301,14 +309,29 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     best = _cost(a, b, best_perm)
     slack = 1.0 - 1e-6 if integral else 1e-9 * max(1.0, abs(best))  # prune when bound > best - slack
     rank, twin = _static_order(a)
-    # open entries: (bound, parent rewriting or None for the root, local facility, local location,
-    # facilities and locations of the parent's local indices, partial permutation of the parent)
+    # open entries by sequence number: (bound, parent rewriting or None for the root, local facility, local
+    # location, facilities and locations of the parent's local indices, partial permutation of the parent)
     root = ReducedQap.of(a, b)
-    stack: list[tuple[float, ReducedQap | None, int, int, np.ndarray, np.ndarray, np.ndarray]] = [
-        (_root_bound(a, b), None, -1, -1, np.arange(n), np.arange(n), np.full(n, -1, dtype=np.intp))]
+    entries: dict[int, tuple[float, ReducedQap | None, int, int, np.ndarray, np.ndarray, np.ndarray]] = {
+        0: (_root_bound(a, b), None, -1, -1, np.arange(n), np.arange(n), np.full(n, -1, dtype=np.intp))}
+    heap, lifo, seq = [(entries[0][0], 0)], [0], itertools.count(1)
+    live: dict[int, list] = {}  # id(parent) -> [open children, bytes of its rewriting]
+    live_bytes = 0
     nodes, stopped, root_bound = 0, None, None
-    while stack:
-        bound, parent, i0, k0, fac, loc, partial = stack.pop()
+    while entries:
+        order = lifo if live_bytes > best_first_bytes else None  # depth first while memory is over the cap
+        while True:
+            key = order.pop() if order is not None else heapq.heappop(heap)[1]
+            if key in entries:
+                break
+        entry = entries.pop(key)
+        bound, parent, i0, k0, fac, loc, partial = entry
+        if parent is not None:
+            held = live[id(parent)]
+            held[0] -= 1
+            if not held[0]:
+                live_bytes -= held[1]
+                del live[id(parent)]
         if bound > best - slack:
             continue
         m = len(fac) - (parent is not None)
@@ -316,7 +339,7 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
         cost = (rounds * (m * m * lap_ops(m - 1) + lap_ops(m)) + m * lap_ops(m - 1) + m ** 4) / QAP_RLT_OPS_PER_UNIT
         stopped = budget.stop() or (TerminationCondition.WORK_LIMIT if cost > budget.left else None)
         if stopped:
-            stack.append((bound, parent, i0, k0, fac, loc, partial))
+            entries[key] = entry
             break
         nodes += 1
         budget.spend(cost)
@@ -351,9 +374,18 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
         bounds = red.child_bounds(pairs)
         children = [(float(bd), red, i, k, fac, loc, partial) for bd, (i, k) in zip(bounds, pairs, strict=True)
                     if bd <= best - slack]
-        children.sort(key=lambda x: -x[0])
-        stack.extend(children)
-    return _result(best_perm, best, stack, stopped, slack, integral, nodes, budget,
+        if not children:
+            continue
+        children.sort(key=lambda x: -x[0])  # the best child is the last pushed: the first of a dive
+        for child in children:
+            key = next(seq)
+            entries[key] = child
+            heapq.heappush(heap, (child[0], key))
+            lifo.append(key)
+        held_bytes = red.q.nbytes + red.c.nbytes
+        live[id(red)] = [len(children), held_bytes]
+        live_bytes += held_bytes
+    return _result(best_perm, best, list(entries.values()), stopped, slack, integral, nodes, budget,
                    extra={"root_bound": root_bound})
 
 

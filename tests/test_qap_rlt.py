@@ -71,13 +71,15 @@ def test_rewriting_is_exact_for_every_permutation_and_its_constant_a_bound(seed:
     assert rlt1_dual_bound(a, b, 1) <= red.lb + 1e-9 <= _brute(a, b) + 1e-6
 
 
-@given(seed=st.integers(0, 10**6), n=st.integers(1, 8), symmetric=st.booleans())
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 8), symmetric=st.booleans(),
+       cap=st.sampled_from([0.0, 2e4, 1e9]))
 @settings(max_examples=30, deadline=None)
-def test_branch_and_bound_equals_brute_force(seed: int, n: int, symmetric: bool) -> None:
-    """Any square non-negative matrices, asymmetric ones and nonzero diagonals included."""
+def test_branch_and_bound_equals_brute_force(seed: int, n: int, symmetric: bool, cap: float) -> None:
+    """Any square non-negative matrices, asymmetric ones and nonzero diagonals included; best first, depth first
+    (memory cap 0) and switching between them (a cap of a few rewritings)."""
     a, b = _random(seed, n, symmetric)
     brute = _brute(a, b)
-    res = qap_rlt_bnb(a, b, 30.0)
+    res = qap_rlt_bnb(a, b, 30.0, best_first_bytes=cap)
     assert res["proven"] and res["cost"] == brute == res["bound"]
     assert qap_cost(QapInstance("random", a, b), res["perm"]) == brute
 
