@@ -52,6 +52,9 @@ RLT_NODE_ROUNDS = 2
 BEST_FIRST_BYTES = 1.0e9
 """Bytes of parents' rewritings the open nodes of :func:`qap_rlt_bnb` may hold before it dives depth first
 (nug20 best first: about 0.35 GB per 1,000 expanded nodes)."""
+DIVE_EVERY = 200
+"""Every this many nodes :func:`qap_rlt_bnb` dives depth first (up to n nodes) from the node it just expanded, whose
+subtree's leaves and assignments give incumbents that best-first order alone reaches late."""
 FAQ_RESTARTS = 8
 """FAQ runs of the root incumbent (:func:`faq_two_opt`)."""
 
@@ -208,6 +211,17 @@ def _result(best_perm: np.ndarray, best: float, stack: list, stopped: Terminatio
             "work_units": budget.used, "wall_s": time.perf_counter() - budget.t0, **(extra or {})}
 
 
+def _two_opt(a: np.ndarray, b: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, float]:
+    """Pairwise-exchange local search (``scipy.optimize.quadratic_assignment``, method ``"2opt"``) from ``perm``;
+    the better of the two permutations and the work it took (n^3 per sweep)."""
+    n = len(perm)
+    res = quadratic_assignment(a, b, method="2opt",
+                               options={"partial_guess": np.column_stack([np.arange(n), perm]),
+                                        "rng": np.random.default_rng(0)})
+    out = np.asarray(res.col_ind, dtype=np.intp)
+    return (out if _cost(a, b, out) < _cost(a, b, perm) else perm), float((res.nit + 1) * n ** 3)
+
+
 def faq_two_opt(flow: np.ndarray, distance: np.ndarray, restarts: int = FAQ_RESTARTS,
                 seed: int = 0) -> tuple[np.ndarray, float, float]:
     """Heuristic QAP incumbent: ``scipy.optimize.quadratic_assignment`` FAQ from the barycenter and from
@@ -270,7 +284,8 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     order) and bounds its children by ``lb' + LAP(c')``. The open node of least bound is expanded next (best
     first: the proven bound, the least open bound, rises with every node); while the rewritings that open nodes
     hold exceed ``best_first_bytes``, the search dives depth first from the newest node (best child first), which
-    closes subtrees and frees them. Each node's linear assignment completes its partial permutation into a
+    closes subtrees and frees them; every :data:`DIVE_EVERY` nodes it also dives up to n nodes deep for an
+    incumbent. Each node's linear assignment completes its partial permutation into a
     candidate incumbent. Subproblems of at most three facilities are enumerated.
 
     Parameters
@@ -317,9 +332,11 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     heap, lifo, seq = [(entries[0][0], 0)], [0], itertools.count(1)
     live: dict[int, list] = {}  # id(parent) -> [open children, bytes of its rewriting]
     live_bytes = 0
-    nodes, stopped, root_bound = 0, None, None
+    nodes, stopped, root_bound, dive_left = 0, None, None, 0
     while entries:
-        order = lifo if live_bytes > best_first_bytes else None  # depth first while memory is over the cap
+        # depth first during a dive (an incumbent from the best node's subtree) and while memory is over the cap
+        order = lifo if dive_left or live_bytes > best_first_bytes else None
+        dive_left = max(dive_left - 1, 0)
         while True:
             key = order.pop() if order is not None else heapq.heappop(heap)[1]
             if key in entries:
@@ -343,6 +360,8 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
             break
         nodes += 1
         budget.spend(cost)
+        if nodes % DIVE_EVERY == 0:
+            dive_left = n
         if parent is None:
             red = root
         else:
@@ -363,6 +382,9 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
             root_bound = red.lb
         perm = partial.copy()
         perm[fac] = loc[cols]
+        if dive_left == n:  # a dive starts here: its completion improved by 2-opt
+            perm, ops = _two_opt(a, b, perm)
+            budget.spend(ops / QAP_RLT_OPS_PER_UNIT)
         c = _cost(a, b, perm)
         if c < best:
             best, best_perm = c, perm
