@@ -27,6 +27,7 @@ import heapq
 import itertools
 import math
 import time
+from dataclasses import dataclass
 from functools import cache
 from itertools import permutations
 
@@ -50,8 +51,9 @@ RLT_ROOT_ROUNDS = 60
 RLT_NODE_ROUNDS = 2
 """Dual ascent rounds at every other node (warm-started from the parent's reduced costs)."""
 BEST_FIRST_BYTES = 1.0e9
-"""Bytes of parents' rewritings the open nodes of :func:`qap_rlt_bnb` may hold before it dives depth first
-(nug20 best first: about 0.35 GB per 1,000 expanded nodes)."""
+"""Bytes of parents' rewritings the open nodes of :func:`qap_rlt_bnb` may hold; beyond it the rewritings of the
+least promising parents are dropped and rebuilt on demand (nug20 best first: about 0.35 GB per 1,000 expanded
+nodes)."""
 DIVE_EVERY = 200
 """Every this many nodes :func:`qap_rlt_bnb` dives depth first (up to n nodes) from the node it just expanded, whose
 subtree's leaves and assignments give incumbents that best-first order alone reaches late."""
@@ -211,6 +213,28 @@ def _result(best_perm: np.ndarray, best: float, stack: list, stopped: Terminatio
             "work_units": budget.used, "wall_s": time.perf_counter() - budget.t0, **(extra or {})}
 
 
+@dataclass
+class _Parent:
+    """An expanded node of :func:`qap_rlt_bnb` with open children: its rewriting (None once evicted), the bytes
+    it holds, how many children are open and their entry keys."""
+
+    red: ReducedQap | None
+    nbytes: int
+    open: int
+    keys: list[int]
+
+
+def _release(live: dict[int, _Parent], held: list[int], owner: _Parent | None, partial: np.ndarray) -> None:
+    """One child of ``owner`` left the open list: forget the parent once none is left."""
+    if owner is None:
+        return
+    owner.open -= 1
+    if not owner.open:
+        if owner.red is not None:
+            held[0] -= owner.nbytes
+        del live[id(partial)]
+
+
 def _two_opt(a: np.ndarray, b: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, float]:
     """Pairwise-exchange local search (``scipy.optimize.quadratic_assignment``, method ``"2opt"``) from ``perm``;
     the better of the two permutations and the work it took (n^3 per sweep)."""
@@ -282,11 +306,12 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     ascent rounds (the root ``root_rounds``), stopping as soon as its bound reaches the incumbent; it branches on
     the next facility of a static order (most flow first; interchangeable facilities in increasing location
     order) and bounds its children by ``lb' + LAP(c')``. The open node of least bound is expanded next (best
-    first: the proven bound, the least open bound, rises with every node); while the rewritings that open nodes
-    hold exceed ``best_first_bytes``, the search dives depth first from the newest node (best child first), which
-    closes subtrees and frees them; every :data:`DIVE_EVERY` nodes it also dives up to n nodes deep for an
-    incumbent. Each node's linear assignment completes its partial permutation into a
-    candidate incumbent. Subproblems of at most three facilities are enumerated.
+    first: the proven bound, the least open bound, rises with every node); every :data:`DIVE_EVERY` nodes the
+    search dives depth first up to n nodes deep for an incumbent. When the rewritings that open nodes hold exceed
+    ``best_first_bytes``, those of the parents whose best open child is worst are dropped and built again from
+    the root (one child and ascent per level) when one of their children comes up. Each node's linear assignment
+    completes its partial permutation into a candidate incumbent. Subproblems of at most three facilities are
+    enumerated.
 
     Parameters
     ----------
@@ -302,7 +327,8 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     root_rounds, node_rounds : int
         Ascent rounds at the root and at every other node.
     best_first_bytes : float
-        Memory cap of the best-first order, bytes (:data:`BEST_FIRST_BYTES`).
+        Bytes of parents' rewritings the open nodes may hold (:data:`BEST_FIRST_BYTES`); more are dropped and
+        rebuilt when needed.
 
     Returns
     -------
@@ -324,18 +350,50 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     best = _cost(a, b, best_perm)
     slack = 1.0 - 1e-6 if integral else 1e-9 * max(1.0, abs(best))  # prune when bound > best - slack
     rank, twin = _static_order(a)
-    # open entries by sequence number: (bound, parent rewriting or None for the root, local facility, local
-    # location, facilities and locations of the parent's local indices, partial permutation of the parent)
+    # open entries by sequence number: (bound, parent rewriting, or None for the root and for a parent whose
+    # rewriting was evicted, local facility, local location, facilities and locations of the parent's local
+    # indices, partial permutation of the parent); siblings share their parent's ``partial`` array
     root = ReducedQap.of(a, b)
     entries: dict[int, tuple[float, ReducedQap | None, int, int, np.ndarray, np.ndarray, np.ndarray]] = {
         0: (_root_bound(a, b), None, -1, -1, np.arange(n), np.arange(n), np.full(n, -1, dtype=np.intp))}
     heap, lifo, seq = [(entries[0][0], 0)], [0], itertools.count(1)
-    live: dict[int, list] = {}  # id(parent) -> [open children, bytes of its rewriting]
-    live_bytes = 0
+    live: dict[int, _Parent] = {}  # id(parent's partial) -> its open children and rewriting
+    held = [0]  # bytes of the rewritings the open nodes hold
+
+    def node_cost(m: int, rounds: int) -> float:
+        return (rounds * (m * m * lap_ops(m - 1) + lap_ops(m)) + m * lap_ops(m - 1) + m ** 4) / QAP_RLT_OPS_PER_UNIT
+
+    def evict() -> None:
+        """Drop the rewritings of the parents whose best open child is worst until a quarter of the cap is free."""
+        bests = sorted(((min((entries[k][0] for k in p.keys if k in entries), default=math.inf), pid)
+                        for pid, p in live.items()
+                        if p.red is not None and p.red is not root), reverse=True)
+        for _, pid in bests:
+            if held[0] <= 0.75 * best_first_bytes:
+                break
+            p = live[pid]
+            for k in p.keys:
+                if k in entries:
+                    entries[k] = (entries[k][0], None, *entries[k][2:])
+            held[0] -= p.nbytes
+            p.red = None
+
+    def rebuild(partial: np.ndarray) -> tuple[ReducedQap, float]:
+        """The rewriting of the node with fixed facilities ``partial`` again: from the root, one level per fixed
+        facility in the static order, with the node's ascent rounds (a valid bound whatever the incumbent)."""
+        red, fac, loc, work = root, np.arange(n), np.arange(n), 0.0
+        for f in sorted(np.flatnonzero(partial >= 0), key=lambda f: -rank[f]):
+            i, k = int(np.flatnonzero(fac == f)[0]), int(np.flatnonzero(loc == partial[f])[0])
+            work += node_cost(red.m - 1, node_rounds)
+            red = red.child(i, k)
+            fac, loc = np.delete(fac, i), np.delete(loc, k)
+            red.ascend(node_rounds, stop_at=best - slack, spread=True)
+        return red, work
+
     nodes, stopped, root_bound, dive_left = 0, None, None, 0
     while entries:
-        # depth first during a dive (an incumbent from the best node's subtree) and while memory is over the cap
-        order = lifo if dive_left or live_bytes > best_first_bytes else None
+        # depth first during a dive (an incumbent from the best node's subtree); best first otherwise
+        order = lifo if dive_left else None
         dive_left = max(dive_left - 1, 0)
         while True:
             key = order.pop() if order is not None else heapq.heappop(heap)[1]
@@ -343,26 +401,33 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
                 break
         entry = entries.pop(key)
         bound, parent, i0, k0, fac, loc, partial = entry
-        if parent is not None:
-            held = live[id(parent)]
-            held[0] -= 1
-            if not held[0]:
-                live_bytes -= held[1]
-                del live[id(parent)]
+        owner = live.get(id(partial))
         if bound > best - slack:
+            _release(live, held, owner, partial)
             continue
-        m = len(fac) - (parent is not None)
-        rounds = root_rounds if parent is None else node_rounds
-        cost = (rounds * (m * m * lap_ops(m - 1) + lap_ops(m)) + m * lap_ops(m - 1) + m ** 4) / QAP_RLT_OPS_PER_UNIT
+        m = len(fac) - (i0 >= 0)
+        rounds = root_rounds if i0 < 0 else node_rounds
+        cost = node_cost(m, rounds)
+        if parent is None and i0 >= 0:  # its parent's rewriting was evicted: build it again
+            cost += sum(node_cost(n - d, node_rounds) for d in range(1, int((partial >= 0).sum()) + 1))
         stopped = budget.stop() or (TerminationCondition.WORK_LIMIT if cost > budget.left else None)
         if stopped:
             entries[key] = entry
             break
+        if parent is None and i0 >= 0:
+            parent, work = rebuild(partial)
+            budget.spend(work)
+            owner.red = parent
+            held[0] += owner.nbytes
+            for k in owner.keys:
+                if k in entries:
+                    entries[k] = (entries[k][0], parent, *entries[k][2:])
+        _release(live, held, owner, partial)
         nodes += 1
-        budget.spend(cost)
+        budget.spend(node_cost(m, rounds))
         if nodes % DIVE_EVERY == 0:
             dive_left = n
-        if parent is None:
+        if i0 < 0:
             red = root
         else:
             red = parent.child(i0, k0)
@@ -377,8 +442,8 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
                 if c < best:
                     best, best_perm = c, perm
             continue
-        cols = red.ascend(rounds, stop_at=best - slack, spread=parent is not None)
-        if parent is None:
+        cols = red.ascend(rounds, stop_at=best - slack, spread=i0 >= 0)
+        if i0 < 0:
             root_bound = red.lb
         perm = partial.copy()
         perm[fac] = loc[cols]
@@ -399,14 +464,17 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
         if not children:
             continue
         children.sort(key=lambda x: -x[0])  # the best child is the last pushed: the first of a dive
+        keys = []
         for child in children:
             key = next(seq)
+            keys.append(key)
             entries[key] = child
             heapq.heappush(heap, (child[0], key))
             lifo.append(key)
-        held_bytes = red.q.nbytes + red.c.nbytes
-        live[id(red)] = [len(children), held_bytes]
-        live_bytes += held_bytes
+        live[id(partial)] = _Parent(red, red.q.nbytes + red.c.nbytes, len(children), keys)
+        held[0] += live[id(partial)].nbytes
+        if held[0] > best_first_bytes:
+            evict()
     return _result(best_perm, best, list(entries.values()), stopped, slack, integral, nodes, budget,
                    extra={"root_bound": root_bound})
 
