@@ -172,6 +172,12 @@ def _choice(field: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+MAX_TRANSFER_UTILIZATION = 0.95
+"""Highest utilization of the busiest HBM port or NoI link the estimator plans with: the transfer wait is taken at
+most at this load, and a design whose capacity would load that resource more is held to this load
+(:meth:`Screen._state`)."""
+
+
 def transfer_wait(utilization: np.ndarray, sources: np.ndarray | float | None = None) -> np.ndarray:
     """Mean queueing delay of a transfer on the shared HBM ports and NoI links, in units of its own transfer
     time: the M/D/1 wait rho' / (2 (1 - rho')) at the load rho' = rho (m - 1) / m the other m - 1 sources put on
@@ -198,7 +204,7 @@ def transfer_wait(utilization: np.ndarray, sources: np.ndarray | float | None = 
     ports and links); with the open-stream wait it underrated designs with one or two decode chiplets of a family
     by 1.3-1.8x (benchmarks/RESULTS.md, "Estimator fidelity: competing sources").
     """
-    rho = np.clip(np.asarray(utilization, dtype=float), 0.0, 0.95)
+    rho = np.clip(np.asarray(utilization, dtype=float), 0.0, MAX_TRANSFER_UTILIZATION)
     if sources is not None:  # the load of the other m - 1 sources
         rho = rho * (1.0 - 1.0 / np.maximum(np.asarray(sources, dtype=float), 1.0))
     return mg1_wait_s(rho, 1.0, 1.0)  # deterministic service of unit length: E[S^2] = E[S]^2 = 1
@@ -551,7 +557,9 @@ class Screen:
 
         Capacity has the transfer waits at its own load (a few fixed-point steps from the uncontended one); TTFT
         has them at the offered load. Returns :meth:`serving_metrics`' dict plus ``stages`` (decode stages S),
-        ``n_conc`` and ``iter_s`` (decode iteration at full load), each shape (n,).
+        ``n_conc``, ``iter_s`` (decode iteration at full load), ``transfer_bound_rps`` (requests/s at which the
+        busiest port or link reaches :data:`MAX_TRANSFER_UTILIZATION`, which caps the rates) and the rates before
+        that cap (``prefill_rps_unbounded``, ``decode_rps_unbounded``), each shape (n,).
         """
         pts, d2d, stacks, caps, hops = ctx["pts"], ctx["d2d"], ctx["stacks"], ctx["caps"], ctx["hops"]
         n = len(d2d)
@@ -624,9 +632,10 @@ class Screen:
             return self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible, coupled=False)[
                 "capacity_rps"] * bytes_per_req - x
 
-        # utilization rho* with rho* = capacity(wait(rho*)) * busiest seconds per request, on [0, 0.95]: the
+        # utilization rho* with rho* = capacity(wait(rho*)) * busiest seconds per request, on [0, 0.95] (above, the
+        # capacity is the resource's own bound, 0.95 / busiest seconds per request): the
         # Illinois variant of regula falsi keeps the root bracketed and converges superlinearly
-        lo, hi = np.zeros(n), np.full(n, 0.95)
+        lo, hi = np.zeros(n), np.full(n, MAX_TRANSFER_UTILIZATION)
         g_lo, g_hi = excess(lo), excess(hi)
         saturated = g_hi >= 0
         g_lo = np.maximum(g_lo, 0.0)
@@ -640,8 +649,17 @@ class Screen:
             lo, g_lo = np.where(up, x, lo), np.where(up, g, np.where(side < 0, g_lo / 2, g_lo))
             hi, g_hi = np.where(up, hi, x), np.where(up, np.where(side > 0, g_hi / 2, g_hi), np.minimum(g, -0.0))
             side = np.where(up, 1.0, -1.0)
-        t_p, w_p, iter_s = times(wait_at(np.where(saturated, 0.95, x)))
+        t_p, w_p, iter_s = times(wait_at(np.where(saturated, MAX_TRANSFER_UTILIZATION, x)))
         m = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible)
+        # where even the waits at the cap leave more capacity than the busiest port or link carries, that resource
+        # is the bottleneck: no phase serves more requests than it moves the bytes of (the elastic chain compares
+        # the phases' rates before this bound, and applies it to its result)
+        bound = np.divide(MAX_TRANSFER_UTILIZATION, bytes_per_req, out=np.full(n, np.inf), where=bytes_per_req > 0)
+        m["transfer_bound_rps"] = bound
+        m["prefill_rps_unbounded"], m["decode_rps_unbounded"] = m["prefill_rps"], m["decode_rps"]
+        for key in ("prefill_rps", "decode_rps", "capacity_rps"):
+            m[key] = np.where(saturated, np.minimum(m[key], bound), m[key])
+        m["stable"] = m["stable"] & (m["capacity_rps"] > self.lam)
         t_p_l, w_p_l, iter_l = times(waits(np.minimum(self.lam, m["capacity_rps"])))
         m["ttft_s"] = np.where(m["stable"], self.serving_metrics(t_p_l, w_p_l, iter_l, n_conc, b_eff,
                                                                  feasible)["ttft_s"], np.nan)
@@ -675,7 +693,7 @@ class Screen:
             return self._state(pre, dec, ctx)
 
         def surplus(m: dict[str, np.ndarray]) -> np.ndarray:
-            return m["prefill_rps"] - m["decode_rps"]
+            return m["prefill_rps_unbounded"] - m["decode_rps_unbounded"]
 
         f0 = surplus(pinned)
         up = f0 < 0  # prefill is the bottleneck: lend decode chiplets to prefill
@@ -692,13 +710,15 @@ class Screen:
         pi_hi = fluid_bracket_occupancy(surplus(m_lo), surplus(m_hi))
         pi_hi = np.where(np.isfinite(pi_hi), pi_hi, 0.0)
         out = dict(pinned)
-        out["capacity_rps"] = np.where(ctx["feasible"], (1 - pi_hi) * np.nan_to_num(m_lo["decode_rps"])
-                                       + pi_hi * np.nan_to_num(m_hi["decode_rps"]), 0.0)
+        out["capacity_rps"] = np.where(ctx["feasible"], (1 - pi_hi) * np.nan_to_num(m_lo["decode_rps_unbounded"])
+                                       + pi_hi * np.nan_to_num(m_hi["decode_rps_unbounded"]), 0.0)
         # the scheduler keeps the preferred chiplet unless moving a job helps (Sec. IV-C): where the transfer waits
         # of the busier states eat the gain (a fraction of a percent at most on the default space), s* stays
         out["capacity_rps"] = np.maximum(out["capacity_rps"], pinned["capacity_rps"])
-        out["prefill_rps"] = (1 - pi_hi) * m_lo["prefill_rps"] + pi_hi * m_hi["prefill_rps"]
-        out["decode_rps"] = (1 - pi_hi) * m_lo["decode_rps"] + pi_hi * m_hi["decode_rps"]
+        # and no state serves more than the busiest port or link of the preferred one carries (:meth:`_state`)
+        out["capacity_rps"] = np.minimum(out["capacity_rps"], pinned["transfer_bound_rps"])
+        out["prefill_rps"] = (1 - pi_hi) * m_lo["prefill_rps_unbounded"] + pi_hi * m_hi["prefill_rps_unbounded"]
+        out["decode_rps"] = (1 - pi_hi) * m_lo["decode_rps_unbounded"] + pi_hi * m_hi["decode_rps_unbounded"]
         # the bracket state nearer s* first: lo when lending to prefill (offsets >= 0), hi otherwise
         ttft = pinned["ttft_s"]
         for cand in (np.where(up, m_lo["ttft_s"], m_hi["ttft_s"]), np.where(up, m_hi["ttft_s"], m_lo["ttft_s"])):

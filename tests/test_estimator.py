@@ -7,8 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from chipdse.core.design_space import DesignPoints, enumerate_points
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import (
+    MAX_TRANSFER_UTILIZATION,
     Screen,
     _balance_times,
     best_partition,
@@ -134,6 +136,31 @@ def test_transfer_wait_with_few_sources_matches_a_closed_queue(sources: int, rho
     if sources == 2:
         assert transfer_wait(util) > 1.8 * wait
     assert transfer_wait(np.array([0.9]), 1) == 0.0
+
+
+def test_capacity_never_loads_the_stacks_beyond_the_cap() -> None:
+    """Every chiplet's Eq. 3 task time counts a whole stack's bandwidth for its own reads, so with slow stacks many
+    chiplets per stack would together move more bytes than the stacks carry. The ports' utilization at the
+    capacity, capacity x (prefill bytes + L_d decode iterations' bytes / k) / (stacks x B_HBM), summed by hand
+    from the blocks' byte costs (dynamic batching, k requests per micro-batch, no NoI links: fixed hops), stays
+    at or below the planning cap, and the cap is reached (before it was applied, up to 1.36x on these points)."""
+    sc = load_scenario()
+    pts, _ = enumerate_points(sc)
+    keep = np.flatnonzero((pts.n_hbm == 3) & (pts.max_batch == 64) & (pts.d2d_GBps == 256))
+    sub = DesignPoints(pts.types, pts.counts[keep], pts.n_hbm[keep], pts.d2d_GBps[keep], pts.max_batch[keep])
+    scr = Screen(sc, batching="dynamic", scheduling="static", hop_model="fixed")
+    scr.fixed_hops = 0.0
+    scr.hbm_GBps = 200.0
+    df = scr.score(sub)
+    ok = df["feasible"].to_numpy() & (df["capacity_rps"].to_numpy() > 0)
+    k = np.ceil(df["decode_concurrency"].to_numpy() / df["decode_stages"].to_numpy())
+    per_req = scr.pre_costs.bytes0.sum() + scr.mean_ld * np.array([scr.dec_costs.bytes_at(float(x)).sum() / x
+                                                                    for x in k])
+    port_s = per_req / (df["n_hbm"].to_numpy() * scr.hbm_GBps * 1e9)
+    load = df["capacity_rps"].to_numpy() * port_s
+    assert ok.sum() > 20
+    assert load[ok].max() <= MAX_TRANSFER_UTILIZATION * (1 + 1e-9)
+    assert load[ok].max() >= 0.99 * MAX_TRANSFER_UTILIZATION
 
 
 def test_static_batch_work_is_max_iterations_plus_request_iterations() -> None:
