@@ -197,8 +197,10 @@ def transfer_wait(utilization: np.ndarray, sources: np.ndarray | float | None = 
         Wait per unit of transfer time, the inputs' broadcast shape.
 
     ``Screen`` takes rho as the larger of the ports' mean utilization and the busiest NoI link's (the stripes of
-    every stage cross both, store-and-forward, :mod:`chipdse.evaluators.sim_noi`) and m as the decode chiplets of
-    the family streaming the busiest HBM group. The simulator holds a stage's chiplet while its stripes wait for
+    every stage cross both, store-and-forward, :mod:`chipdse.evaluators.sim_noi`) and m = 1 / s, s the share of
+    the busiest HBM group's decode bytes that one decode chiplet of its family reads (:meth:`Screen.transfer_sources`;
+    s = 1 / m for m equal sources; a Monte Carlo of unequal sources at one port checks the tagged source's wait at
+    rho (1 - s), tests/test_estimator.py). The simulator holds a stage's chiplet while its stripes wait for
     busy ports and links; without this term the estimator overrates HBM- and NoI-heavy designs (on the default
     scenario's top designs the simulator ran at 0.65 of the uncontended capacity, and at 1.02 with 1000x faster
     ports and links); with the open-stream wait it underrated designs with one or two decode chiplets of a family
@@ -431,6 +433,45 @@ class Screen:
         weights and state)."""
         return np.array([self.sc.library.by_name(x).family == family for x in types])
 
+    def transfer_sources(self, types: list[str], counts: np.ndarray, stacks: np.ndarray, batch: np.ndarray
+                         ) -> np.ndarray:
+        """Sources m competing at each HBM group's ports, as a decode chiplet of the group's family sees them,
+        shape (n, 2): m = 1 / s, s = that chiplet's share of the bytes all decode chiplets read from the group per
+        request (:meth:`hop_weights`).
+
+        The wait its transfers see is the M/D/1 wait at the load of the others, rho (1 - s) (:func:`transfer_wait`
+        with ``sources=m``). When the family's m decode chiplets are the group's only readers, s = 1 / m. But a
+        group also holds the shared blocks of its layers (MLP, MoE, embedding, head), which the chiplets running
+        them read, of either family: on Jamba-tiny the 16 attention-decode chiplets of Ap1-Ad16-Mp2-Md2 read 72%
+        of the Mamba group's decode bytes (its layers' MoE experts), so each of the 2 Mamba-decode chiplets reads
+        14% of them, not half (m = 7.2, not 2). A family that reads nothing from the group gets m = inf (the open
+        wait).
+
+        Parameters
+        ----------
+        types : list of str, length T
+        counts : numpy.ndarray, shape (n, T)
+            Chiplets of each type (their phase is the type's).
+        stacks : numpy.ndarray, shape (n, 2)
+        batch : numpy.ndarray, shape (n,)
+            Effective decode batch.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, 2)
+            m per group (attention, mamba), >= 1 where finite.
+        """
+        w = self.hop_weights(types, counts, stacks, batch)  # bytes per request of each type from each group
+        c = np.asarray(counts, dtype=float)
+        is_dec = np.array([self.sc.library.by_name(x).phase != "prefill" for x in types])
+        out = np.empty((len(c), 2))
+        for g, fam in enumerate(GROUP_NAMES):
+            own = self._family_mask(types, fam) & is_dec
+            fam_bytes, fam_n = w[:, own, g].sum(axis=1), c[:, own].sum(axis=1)
+            out[:, g] = np.divide(w[:, is_dec, g].sum(axis=1) * fam_n, fam_bytes, out=np.full(len(c), np.inf),
+                                  where=fam_bytes > 0)
+        return out
+
     def _phase_time(self, s: dict[str, np.ndarray], batch: np.ndarray, alloc: np.ndarray,
                     types: list[str], d2d: np.ndarray, stacks: np.ndarray,
                     caps_by_type: dict[str, ChipletCaps], hops: np.ndarray, wait: np.ndarray | float = 0.0
@@ -513,7 +554,8 @@ class Screen:
         d2d = pts.d2d_GBps.astype(float)
         hops, link_share = self.geometry(pts, stacks, b_eff)
         ctx = {"pts": pts, "d2d": d2d, "stacks": stacks, "caps": self._caps(pts.types, d2d), "hops": hops,
-               "link_share": link_share, "b_eff": b_eff, "r_mem": np.maximum(r_mem, 1), "feasible": feasible}
+               "link_share": link_share, "b_eff": b_eff, "r_mem": np.maximum(r_mem, 1), "feasible": feasible,
+               "sources": self.transfer_sources(pts.types, pts.counts, stacks, b_eff)}
         is_pre = np.array([self.sc.library.by_name(x).phase == "prefill" for x in pts.types])
         counts = pts.counts.astype(float)
         pinned = self._state(counts * is_pre, counts * ~is_pre, ctx)
@@ -610,12 +652,12 @@ class Screen:
             np.divide(group_bytes.sum(axis=0), port_bps, out=np.zeros(n), where=port_bps > 0),
             ctx["link_share"] * group_bytes.sum(axis=0) / (d2d * 1e9))
 
-        # transfers of one chiplet never queue behind each other: the sources competing at the busiest HBM group's
-        # ports are the decode chiplets of the family that streams it
-        fam_dec = np.stack([(dec_alloc * self._family_mask(pts.types, fam)).sum(axis=1) for fam in GROUP_NAMES])
+        # transfers of one chiplet never queue behind each other: a decode chiplet of the family that streams the
+        # busiest HBM group waits behind the others' share of its load (:meth:`transfer_sources`, from the pinned
+        # allocation's counts)
         with np.errstate(divide="ignore", invalid="ignore"):
             rho_g = np.where(group_bytes_per_s > 0, group_bytes / group_bytes_per_s, 0.0)
-        sources = fam_dec[np.argmax(rho_g, axis=0), np.arange(n)]
+        sources = ctx["sources"][np.arange(n), np.argmax(rho_g, axis=0)]
 
         def wait_at(x: np.ndarray) -> np.ndarray:
             """Transfer wait at the busiest resource's utilization ``x`` with this point's sources."""

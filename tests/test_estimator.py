@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from chipdse.core.design_space import DesignPoints, enumerate_points
-from chipdse.core.scenario import load_scenario
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import load_scenario, model_scenarios
 from chipdse.evaluators.estimator import (
     MAX_TRANSFER_UTILIZATION,
     Screen,
@@ -19,6 +20,7 @@ from chipdse.evaluators.estimator import (
     mg1_wait_s,
     transfer_wait,
 )
+from chipdse.evaluators.latency import FAMILY_ATTENTION, FAMILY_MAMBA, FAMILY_SHARED, GROUP_ATTENTION, GROUP_MAMBA
 from chipdse.evaluators.selection import pareto_mask
 
 
@@ -136,6 +138,62 @@ def test_transfer_wait_with_few_sources_matches_a_closed_queue(sources: int, rho
     if sources == 2:
         assert transfer_wait(util) > 1.8 * wait
     assert transfer_wait(np.array([0.9]), 1) == 0.0
+
+
+def _tagged_source_wait(think_means: list[float], n: int, seed: int) -> tuple[float, float, float]:
+    """Monte Carlo of sources with unequal exponential think times (means ``think_means``), each followed by a unit
+    deterministic transfer at one FIFO server: (mean wait in queue of source 0, its share of the transfers, server
+    utilization)."""
+    rng = np.random.default_rng(seed)
+    think = np.asarray(think_means, dtype=float)
+    arrive = rng.exponential(think)
+    free, waits, own = 0.0, [], 0
+    for _ in range(n):
+        i = int(np.argmin(arrive))
+        start = max(arrive[i], free)
+        if i == 0:
+            waits.append(start - arrive[i])
+            own += 1
+        free = start + 1.0
+        arrive[i] = free + rng.exponential(think[i])
+    return float(np.mean(waits[len(waits) // 20:])), own / n, n / free
+
+
+@pytest.mark.parametrize("think", [[10.0] + [30.0] * 7, [3.0] + [60.0] * 4, [4.0] + [12.0] * 6, [1.5] + [10.0] * 3,
+                                   [6.0] + [40.0] * 15])
+def test_transfer_wait_of_a_source_with_its_share_of_the_load(think: list[float]) -> None:
+    """Unequal sources at one port: a source carrying a share s of the transfers waits as the M/D/1 queue at the
+    others' load rho (1 - s) (``sources=1/s``), within 25% of the simulated wait, and closer than both the open
+    wait and the wait behind the other m - 1 sources counted as equals (the estimator's model before
+    :meth:`Screen.transfer_sources`)."""
+    wait, share, util = _tagged_source_wait(think, 60_000, seed=len(think))
+    est = float(transfer_wait(util, 1.0 / share))
+    assert est == pytest.approx(wait, rel=0.25)
+    for other in (float(transfer_wait(util)), float(transfer_wait(util, len(think)))):
+        assert abs(est - wait) < abs(other - wait)
+
+
+def test_transfer_sources_by_hand_on_jamba() -> None:
+    """Jamba-tiny on Ap1-Ad16-Mp2-Md2-HBM3 (B64): the Mamba group holds the Mamba mixers and the MLP / MoE blocks of
+    the Mamba layers; the decode phase spreads shared blocks over its 18 chiplets by count, so each Md chiplet
+    reads (Mamba-family bytes + 2/18 shared bytes) / 2 of the group's decode bytes: m = their sum over that. The
+    attention group: the Ad chiplets' attention blocks plus 16/18 of its shared blocks, over 16 chiplets."""
+    sc = model_scenarios(load_scenario(instances_dir() / "scenarios" / "hydra-table4-chat.yaml"),
+                         ["jamba-tiny-dev"])[0]
+    scr = Screen(sc)
+    types = ["Ap", "Ad", "Mp", "Md"]
+    counts = np.array([[1, 16, 2, 2]])
+    stacks = np.array([[1, 2]])
+    t = scr.table
+    by = scr.dec_costs.bytes_at(64.0)
+    want = []
+    for g, fam, n_own in ((GROUP_ATTENTION, FAMILY_ATTENTION, 16), (GROUP_MAMBA, FAMILY_MAMBA, 2)):
+        in_g = t.group == g
+        own = by[in_g & (t.family == fam)].sum() + n_own / 18 * by[in_g & (t.family == FAMILY_SHARED)].sum()
+        want.append(by[in_g].sum() / (own / n_own))
+    got = scr.transfer_sources(types, counts, stacks, np.array([64]))[0]
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    assert got[GROUP_MAMBA] == pytest.approx(7.2, abs=0.05)  # not the 2 Md chiplets
 
 
 def test_capacity_never_loads_the_stacks_beyond_the_cap() -> None:
