@@ -172,6 +172,12 @@ def _choice(field: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+MAX_TRANSFER_UTILIZATION = 0.95
+"""Highest utilization of the busiest HBM port or NoI link the estimator plans with: the transfer wait is taken at
+most at this load, and a design whose capacity would load that resource more is held to this load
+(:meth:`Screen._state`)."""
+
+
 def transfer_wait(utilization: np.ndarray, sources: np.ndarray | float | None = None) -> np.ndarray:
     """Mean queueing delay of a transfer on the shared HBM ports and NoI links, in units of its own transfer
     time: the M/D/1 wait rho' / (2 (1 - rho')) at the load rho' = rho (m - 1) / m the other m - 1 sources put on
@@ -191,14 +197,16 @@ def transfer_wait(utilization: np.ndarray, sources: np.ndarray | float | None = 
         Wait per unit of transfer time, the inputs' broadcast shape.
 
     ``Screen`` takes rho as the larger of the ports' mean utilization and the busiest NoI link's (the stripes of
-    every stage cross both, store-and-forward, :mod:`chipdse.evaluators.sim_noi`) and m as the decode chiplets of
-    the family streaming the busiest HBM group. The simulator holds a stage's chiplet while its stripes wait for
+    every stage cross both, store-and-forward, :mod:`chipdse.evaluators.sim_noi`) and m = 1 / s, s the share of
+    the busiest HBM group's decode bytes that one decode chiplet of its family reads (:meth:`Screen.transfer_sources`;
+    s = 1 / m for m equal sources; a Monte Carlo of unequal sources at one port checks the tagged source's wait at
+    rho (1 - s), tests/test_estimator.py). The simulator holds a stage's chiplet while its stripes wait for
     busy ports and links; without this term the estimator overrates HBM- and NoI-heavy designs (on the default
     scenario's top designs the simulator ran at 0.65 of the uncontended capacity, and at 1.02 with 1000x faster
     ports and links); with the open-stream wait it underrated designs with one or two decode chiplets of a family
     by 1.3-1.8x (benchmarks/RESULTS.md, "Estimator fidelity: competing sources").
     """
-    rho = np.clip(np.asarray(utilization, dtype=float), 0.0, 0.95)
+    rho = np.clip(np.asarray(utilization, dtype=float), 0.0, MAX_TRANSFER_UTILIZATION)
     if sources is not None:  # the load of the other m - 1 sources
         rho = rho * (1.0 - 1.0 / np.maximum(np.asarray(sources, dtype=float), 1.0))
     return mg1_wait_s(rho, 1.0, 1.0)  # deterministic service of unit length: E[S^2] = E[S]^2 = 1
@@ -425,6 +433,45 @@ class Screen:
         weights and state)."""
         return np.array([self.sc.library.by_name(x).family == family for x in types])
 
+    def transfer_sources(self, types: list[str], counts: np.ndarray, stacks: np.ndarray, batch: np.ndarray
+                         ) -> np.ndarray:
+        """Sources m competing at each HBM group's ports, as a decode chiplet of the group's family sees them,
+        shape (n, 2): m = 1 / s, s = that chiplet's share of the bytes all decode chiplets read from the group per
+        request (:meth:`hop_weights`).
+
+        The wait its transfers see is the M/D/1 wait at the load of the others, rho (1 - s) (:func:`transfer_wait`
+        with ``sources=m``). When the family's m decode chiplets are the group's only readers, s = 1 / m. But a
+        group also holds the shared blocks of its layers (MLP, MoE, embedding, head), which the chiplets running
+        them read, of either family: on Jamba-tiny the 16 attention-decode chiplets of Ap1-Ad16-Mp2-Md2 read 72%
+        of the Mamba group's decode bytes (its layers' MoE experts), so each of the 2 Mamba-decode chiplets reads
+        14% of them, not half (m = 7.2, not 2). A family that reads nothing from the group gets m = inf (the open
+        wait).
+
+        Parameters
+        ----------
+        types : list of str, length T
+        counts : numpy.ndarray, shape (n, T)
+            Chiplets of each type (their phase is the type's).
+        stacks : numpy.ndarray, shape (n, 2)
+        batch : numpy.ndarray, shape (n,)
+            Effective decode batch.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, 2)
+            m per group (attention, mamba), >= 1 where finite.
+        """
+        w = self.hop_weights(types, counts, stacks, batch)  # bytes per request of each type from each group
+        c = np.asarray(counts, dtype=float)
+        is_dec = np.array([self.sc.library.by_name(x).phase != "prefill" for x in types])
+        out = np.empty((len(c), 2))
+        for g, fam in enumerate(GROUP_NAMES):
+            own = self._family_mask(types, fam) & is_dec
+            fam_bytes, fam_n = w[:, own, g].sum(axis=1), c[:, own].sum(axis=1)
+            out[:, g] = np.divide(w[:, is_dec, g].sum(axis=1) * fam_n, fam_bytes, out=np.full(len(c), np.inf),
+                                  where=fam_bytes > 0)
+        return out
+
     def _phase_time(self, s: dict[str, np.ndarray], batch: np.ndarray, alloc: np.ndarray,
                     types: list[str], d2d: np.ndarray, stacks: np.ndarray,
                     caps_by_type: dict[str, ChipletCaps], hops: np.ndarray, wait: np.ndarray | float = 0.0
@@ -507,7 +554,8 @@ class Screen:
         d2d = pts.d2d_GBps.astype(float)
         hops, link_share = self.geometry(pts, stacks, b_eff)
         ctx = {"pts": pts, "d2d": d2d, "stacks": stacks, "caps": self._caps(pts.types, d2d), "hops": hops,
-               "link_share": link_share, "b_eff": b_eff, "r_mem": np.maximum(r_mem, 1), "feasible": feasible}
+               "link_share": link_share, "b_eff": b_eff, "r_mem": np.maximum(r_mem, 1), "feasible": feasible,
+               "sources": self.transfer_sources(pts.types, pts.counts, stacks, b_eff)}
         is_pre = np.array([self.sc.library.by_name(x).phase == "prefill" for x in pts.types])
         counts = pts.counts.astype(float)
         pinned = self._state(counts * is_pre, counts * ~is_pre, ctx)
@@ -551,7 +599,9 @@ class Screen:
 
         Capacity has the transfer waits at its own load (a few fixed-point steps from the uncontended one); TTFT
         has them at the offered load. Returns :meth:`serving_metrics`' dict plus ``stages`` (decode stages S),
-        ``n_conc`` and ``iter_s`` (decode iteration at full load), each shape (n,).
+        ``n_conc``, ``iter_s`` (decode iteration at full load), ``transfer_bound_rps`` (requests/s at which the
+        busiest port or link reaches :data:`MAX_TRANSFER_UTILIZATION`, which caps the rates) and the rates before
+        that cap (``prefill_rps_unbounded``, ``decode_rps_unbounded``), each shape (n,).
         """
         pts, d2d, stacks, caps, hops = ctx["pts"], ctx["d2d"], ctx["stacks"], ctx["caps"], ctx["hops"]
         n = len(d2d)
@@ -602,12 +652,12 @@ class Screen:
             np.divide(group_bytes.sum(axis=0), port_bps, out=np.zeros(n), where=port_bps > 0),
             ctx["link_share"] * group_bytes.sum(axis=0) / (d2d * 1e9))
 
-        # transfers of one chiplet never queue behind each other: the sources competing at the busiest HBM group's
-        # ports are the decode chiplets of the family that streams it
-        fam_dec = np.stack([(dec_alloc * self._family_mask(pts.types, fam)).sum(axis=1) for fam in GROUP_NAMES])
+        # transfers of one chiplet never queue behind each other: a decode chiplet of the family that streams the
+        # busiest HBM group waits behind the others' share of its load (:meth:`transfer_sources`, from the pinned
+        # allocation's counts)
         with np.errstate(divide="ignore", invalid="ignore"):
             rho_g = np.where(group_bytes_per_s > 0, group_bytes / group_bytes_per_s, 0.0)
-        sources = fam_dec[np.argmax(rho_g, axis=0), np.arange(n)]
+        sources = ctx["sources"][np.arange(n), np.argmax(rho_g, axis=0)]
 
         def wait_at(x: np.ndarray) -> np.ndarray:
             """Transfer wait at the busiest resource's utilization ``x`` with this point's sources."""
@@ -624,9 +674,10 @@ class Screen:
             return self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible, coupled=False)[
                 "capacity_rps"] * bytes_per_req - x
 
-        # utilization rho* with rho* = capacity(wait(rho*)) * busiest seconds per request, on [0, 0.95]: the
+        # utilization rho* with rho* = capacity(wait(rho*)) * busiest seconds per request, on [0, 0.95] (above, the
+        # capacity is the resource's own bound, 0.95 / busiest seconds per request): the
         # Illinois variant of regula falsi keeps the root bracketed and converges superlinearly
-        lo, hi = np.zeros(n), np.full(n, 0.95)
+        lo, hi = np.zeros(n), np.full(n, MAX_TRANSFER_UTILIZATION)
         g_lo, g_hi = excess(lo), excess(hi)
         saturated = g_hi >= 0
         g_lo = np.maximum(g_lo, 0.0)
@@ -640,8 +691,17 @@ class Screen:
             lo, g_lo = np.where(up, x, lo), np.where(up, g, np.where(side < 0, g_lo / 2, g_lo))
             hi, g_hi = np.where(up, hi, x), np.where(up, np.where(side > 0, g_hi / 2, g_hi), np.minimum(g, -0.0))
             side = np.where(up, 1.0, -1.0)
-        t_p, w_p, iter_s = times(wait_at(np.where(saturated, 0.95, x)))
+        t_p, w_p, iter_s = times(wait_at(np.where(saturated, MAX_TRANSFER_UTILIZATION, x)))
         m = self.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible)
+        # where even the waits at the cap leave more capacity than the busiest port or link carries, that resource
+        # is the bottleneck: no phase serves more requests than it moves the bytes of (the elastic chain compares
+        # the phases' rates before this bound, and applies it to its result)
+        bound = np.divide(MAX_TRANSFER_UTILIZATION, bytes_per_req, out=np.full(n, np.inf), where=bytes_per_req > 0)
+        m["transfer_bound_rps"] = bound
+        m["prefill_rps_unbounded"], m["decode_rps_unbounded"] = m["prefill_rps"], m["decode_rps"]
+        for key in ("prefill_rps", "decode_rps", "capacity_rps"):
+            m[key] = np.where(saturated, np.minimum(m[key], bound), m[key])
+        m["stable"] = m["stable"] & (m["capacity_rps"] > self.lam)
         t_p_l, w_p_l, iter_l = times(waits(np.minimum(self.lam, m["capacity_rps"])))
         m["ttft_s"] = np.where(m["stable"], self.serving_metrics(t_p_l, w_p_l, iter_l, n_conc, b_eff,
                                                                  feasible)["ttft_s"], np.nan)
@@ -675,7 +735,7 @@ class Screen:
             return self._state(pre, dec, ctx)
 
         def surplus(m: dict[str, np.ndarray]) -> np.ndarray:
-            return m["prefill_rps"] - m["decode_rps"]
+            return m["prefill_rps_unbounded"] - m["decode_rps_unbounded"]
 
         f0 = surplus(pinned)
         up = f0 < 0  # prefill is the bottleneck: lend decode chiplets to prefill
@@ -692,13 +752,15 @@ class Screen:
         pi_hi = fluid_bracket_occupancy(surplus(m_lo), surplus(m_hi))
         pi_hi = np.where(np.isfinite(pi_hi), pi_hi, 0.0)
         out = dict(pinned)
-        out["capacity_rps"] = np.where(ctx["feasible"], (1 - pi_hi) * np.nan_to_num(m_lo["decode_rps"])
-                                       + pi_hi * np.nan_to_num(m_hi["decode_rps"]), 0.0)
+        out["capacity_rps"] = np.where(ctx["feasible"], (1 - pi_hi) * np.nan_to_num(m_lo["decode_rps_unbounded"])
+                                       + pi_hi * np.nan_to_num(m_hi["decode_rps_unbounded"]), 0.0)
         # the scheduler keeps the preferred chiplet unless moving a job helps (Sec. IV-C): where the transfer waits
         # of the busier states eat the gain (a fraction of a percent at most on the default space), s* stays
         out["capacity_rps"] = np.maximum(out["capacity_rps"], pinned["capacity_rps"])
-        out["prefill_rps"] = (1 - pi_hi) * m_lo["prefill_rps"] + pi_hi * m_hi["prefill_rps"]
-        out["decode_rps"] = (1 - pi_hi) * m_lo["decode_rps"] + pi_hi * m_hi["decode_rps"]
+        # and no state serves more than the busiest port or link of the preferred one carries (:meth:`_state`)
+        out["capacity_rps"] = np.minimum(out["capacity_rps"], pinned["transfer_bound_rps"])
+        out["prefill_rps"] = (1 - pi_hi) * m_lo["prefill_rps_unbounded"] + pi_hi * m_hi["prefill_rps_unbounded"]
+        out["decode_rps"] = (1 - pi_hi) * m_lo["decode_rps_unbounded"] + pi_hi * m_hi["decode_rps_unbounded"]
         # the bracket state nearer s* first: lo when lending to prefill (offsets >= 0), hi otherwise
         ttft = pinned["ttft_s"]
         for cand in (np.where(up, m_lo["ttft_s"], m_hi["ttft_s"]), np.where(up, m_hi["ttft_s"], m_lo["ttft_s"])):

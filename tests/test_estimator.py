@@ -7,8 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from chipdse.core.scenario import load_scenario
+from chipdse.core.design_space import DesignPoints, enumerate_points
+from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import load_scenario, model_scenarios
 from chipdse.evaluators.estimator import (
+    MAX_TRANSFER_UTILIZATION,
     Screen,
     _balance_times,
     best_partition,
@@ -17,6 +20,7 @@ from chipdse.evaluators.estimator import (
     mg1_wait_s,
     transfer_wait,
 )
+from chipdse.evaluators.latency import FAMILY_ATTENTION, FAMILY_MAMBA, FAMILY_SHARED, GROUP_ATTENTION, GROUP_MAMBA
 from chipdse.evaluators.selection import pareto_mask
 
 
@@ -134,6 +138,87 @@ def test_transfer_wait_with_few_sources_matches_a_closed_queue(sources: int, rho
     if sources == 2:
         assert transfer_wait(util) > 1.8 * wait
     assert transfer_wait(np.array([0.9]), 1) == 0.0
+
+
+def _tagged_source_wait(think_means: list[float], n: int, seed: int) -> tuple[float, float, float]:
+    """Monte Carlo of sources with unequal exponential think times (means ``think_means``), each followed by a unit
+    deterministic transfer at one FIFO server: (mean wait in queue of source 0, its share of the transfers, server
+    utilization)."""
+    rng = np.random.default_rng(seed)
+    think = np.asarray(think_means, dtype=float)
+    arrive = rng.exponential(think)
+    free, waits, own = 0.0, [], 0
+    for _ in range(n):
+        i = int(np.argmin(arrive))
+        start = max(arrive[i], free)
+        if i == 0:
+            waits.append(start - arrive[i])
+            own += 1
+        free = start + 1.0
+        arrive[i] = free + rng.exponential(think[i])
+    return float(np.mean(waits[len(waits) // 20:])), own / n, n / free
+
+
+@pytest.mark.parametrize("think", [[10.0] + [30.0] * 7, [3.0] + [60.0] * 4, [4.0] + [12.0] * 6, [1.5] + [10.0] * 3,
+                                   [6.0] + [40.0] * 15])
+def test_transfer_wait_of_a_source_with_its_share_of_the_load(think: list[float]) -> None:
+    """Unequal sources at one port: a source carrying a share s of the transfers waits as the M/D/1 queue at the
+    others' load rho (1 - s) (``sources=1/s``), within 25% of the simulated wait, and closer than both the open
+    wait and the wait behind the other m - 1 sources counted as equals (the estimator's model before
+    :meth:`Screen.transfer_sources`)."""
+    wait, share, util = _tagged_source_wait(think, 60_000, seed=len(think))
+    est = float(transfer_wait(util, 1.0 / share))
+    assert est == pytest.approx(wait, rel=0.25)
+    for other in (float(transfer_wait(util)), float(transfer_wait(util, len(think)))):
+        assert abs(est - wait) < abs(other - wait)
+
+
+def test_transfer_sources_by_hand_on_jamba() -> None:
+    """Jamba-tiny on Ap1-Ad16-Mp2-Md2-HBM3 (B64): the Mamba group holds the Mamba mixers and the MLP / MoE blocks of
+    the Mamba layers; the decode phase spreads shared blocks over its 18 chiplets by count, so each Md chiplet
+    reads (Mamba-family bytes + 2/18 shared bytes) / 2 of the group's decode bytes: m = their sum over that. The
+    attention group: the Ad chiplets' attention blocks plus 16/18 of its shared blocks, over 16 chiplets."""
+    sc = model_scenarios(load_scenario(instances_dir() / "scenarios" / "hydra-table4-chat.yaml"),
+                         ["jamba-tiny-dev"])[0]
+    scr = Screen(sc)
+    types = ["Ap", "Ad", "Mp", "Md"]
+    counts = np.array([[1, 16, 2, 2]])
+    stacks = np.array([[1, 2]])
+    t = scr.table
+    by = scr.dec_costs.bytes_at(64.0)
+    want = []
+    for g, fam, n_own in ((GROUP_ATTENTION, FAMILY_ATTENTION, 16), (GROUP_MAMBA, FAMILY_MAMBA, 2)):
+        in_g = t.group == g
+        own = by[in_g & (t.family == fam)].sum() + n_own / 18 * by[in_g & (t.family == FAMILY_SHARED)].sum()
+        want.append(by[in_g].sum() / (own / n_own))
+    got = scr.transfer_sources(types, counts, stacks, np.array([64]))[0]
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    assert got[GROUP_MAMBA] == pytest.approx(7.2, abs=0.05)  # not the 2 Md chiplets
+
+
+def test_capacity_never_loads_the_stacks_beyond_the_cap() -> None:
+    """Every chiplet's Eq. 3 task time counts a whole stack's bandwidth for its own reads, so with slow stacks many
+    chiplets per stack would together move more bytes than the stacks carry. The ports' utilization at the
+    capacity, capacity x (prefill bytes + L_d decode iterations' bytes / k) / (stacks x B_HBM), summed by hand
+    from the blocks' byte costs (dynamic batching, k requests per micro-batch, no NoI links: fixed hops), stays
+    at or below the planning cap, and the cap is reached (before it was applied, up to 1.36x on these points)."""
+    sc = load_scenario()
+    pts, _ = enumerate_points(sc)
+    keep = np.flatnonzero((pts.n_hbm == 3) & (pts.max_batch == 64) & (pts.d2d_GBps == 256))
+    sub = DesignPoints(pts.types, pts.counts[keep], pts.n_hbm[keep], pts.d2d_GBps[keep], pts.max_batch[keep])
+    scr = Screen(sc, batching="dynamic", scheduling="static", hop_model="fixed")
+    scr.fixed_hops = 0.0
+    scr.hbm_GBps = 200.0
+    df = scr.score(sub)
+    ok = df["feasible"].to_numpy() & (df["capacity_rps"].to_numpy() > 0)
+    k = np.ceil(df["decode_concurrency"].to_numpy() / df["decode_stages"].to_numpy())
+    per_req = scr.pre_costs.bytes0.sum() + scr.mean_ld * np.array([scr.dec_costs.bytes_at(float(x)).sum() / x
+                                                                    for x in k])
+    port_s = per_req / (df["n_hbm"].to_numpy() * scr.hbm_GBps * 1e9)
+    load = df["capacity_rps"].to_numpy() * port_s
+    assert ok.sum() > 20
+    assert load[ok].max() <= MAX_TRANSFER_UTILIZATION * (1 + 1e-9)
+    assert load[ok].max() >= 0.99 * MAX_TRANSFER_UTILIZATION
 
 
 def test_static_batch_work_is_max_iterations_plus_request_iterations() -> None:

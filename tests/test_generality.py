@@ -167,8 +167,9 @@ def test_bundled_table_iv_all_model_design_within_hydras_14_percent() -> None:
     assert out["points"] == 174_720 and out["names"] == ["Jamba", "Zamba", "Nemo"]
     everything = out["scores"]["B*"]["Jamba + Zamba + Nemo"]
     # HYDRA: the all-model design "limits the worst-case degradation to 14%" (0.86); held here to 10% of it (the
-    # claims page reports the exact ratio; with the estimator's competing-sources transfer wait the worst cell,
-    # Jamba's, is 0.81): it must not fall below 0.774
+    # claims page reports the exact ratio; with the estimator's transfer wait behind the other sources' share of
+    # the busiest group's bytes the worst cell, Nemo's, is 0.88; it was Jamba's 0.81 when only the group's family
+    # counted): it must not fall below 0.774
     assert min(everything.values()) >= 0.86 * 0.90
     assert all(out["stable"]["B*"]["Jamba + Zamba + Nemo"].values())
 
