@@ -235,13 +235,15 @@ def _release(live: dict[int, _Parent], held: list[int], owner: _Parent | None, p
         del live[id(partial)]
 
 
-def _two_opt(a: np.ndarray, b: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, float]:
+def _two_opt(a: np.ndarray, b: np.ndarray, perm: np.ndarray,
+             rng: np.random.Generator | None = None) -> tuple[np.ndarray, float]:
     """Pairwise-exchange local search (``scipy.optimize.quadratic_assignment``, method ``"2opt"``) from ``perm``;
-    the better of the two permutations and the work it took (n^3 per sweep)."""
+    the better of the two permutations and the work it took (n^3 per sweep). ``rng``: scipy's generator (default
+    ``numpy.random.default_rng(0)``)."""
     n = len(perm)
+    rng = np.random.default_rng(0) if rng is None else rng
     res = quadratic_assignment(a, b, method="2opt",
-                               options={"partial_guess": np.column_stack([np.arange(n), perm]),
-                                        "rng": np.random.default_rng(0)})
+                               options={"partial_guess": np.column_stack([np.arange(n), perm]), "rng": rng})
     out = np.asarray(res.col_ind, dtype=np.intp)
     return (out if _cost(a, b, out) < _cost(a, b, perm) else perm), float((res.nit + 1) * n ** 3)
 
@@ -284,14 +286,8 @@ def faq_two_opt(flow: np.ndarray, distance: np.ndarray, restarts: int = FAQ_REST
         c = _cost(a, b, perm)
         if c < best:
             best, best_perm = c, perm
-    guess = np.column_stack([np.arange(n), best_perm])
-    res = quadratic_assignment(a, b, method="2opt", options={"partial_guess": guess, "rng": rng})
-    ops += (res.nit + 1) * n ** 3
-    perm = np.asarray(res.col_ind, dtype=np.intp)
-    c = _cost(a, b, perm)
-    if c < best:
-        best, best_perm = c, perm
-    return best_perm, best, ops / QAP_FAQ_OPS_PER_UNIT
+    best_perm, two_opt_ops = _two_opt(a, b, best_perm, rng)
+    return best_perm, _cost(a, b, best_perm), (ops + two_opt_ops) / QAP_FAQ_OPS_PER_UNIT
 
 
 def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start: np.ndarray | None = None,
@@ -378,17 +374,16 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
             held[0] -= p.nbytes
             p.red = None
 
-    def rebuild(partial: np.ndarray) -> tuple[ReducedQap, float]:
+    def rebuild(partial: np.ndarray) -> ReducedQap:
         """The rewriting of the node with fixed facilities ``partial`` again: from the root, one level per fixed
         facility in the static order, with the node's ascent rounds (a valid bound whatever the incumbent)."""
-        red, fac, loc, work = root, np.arange(n), np.arange(n), 0.0
+        red, fac, loc = root, np.arange(n), np.arange(n)
         for f in sorted(np.flatnonzero(partial >= 0), key=lambda f: -rank[f]):
             i, k = int(np.flatnonzero(fac == f)[0]), int(np.flatnonzero(loc == partial[f])[0])
-            work += node_cost(red.m - 1, node_rounds)
             red = red.child(i, k)
             fac, loc = np.delete(fac, i), np.delete(loc, k)
             red.ascend(node_rounds, stop_at=best - slack, spread=True)
-        return red, work
+        return red
 
     nodes, stopped, root_bound, dive_left = 0, None, None, 0
     while entries:
@@ -415,8 +410,7 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
             entries[key] = entry
             break
         if parent is None and i0 >= 0:
-            parent, work = rebuild(partial)
-            budget.spend(work)
+            parent = rebuild(partial)
             owner.red = parent
             held[0] += owner.nbytes
             for k in owner.keys:
@@ -424,7 +418,7 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
                     entries[k] = (entries[k][0], parent, *entries[k][2:])
         _release(live, held, owner, partial)
         nodes += 1
-        budget.spend(node_cost(m, rounds))
+        budget.spend(cost)  # the node, and the rebuild of its parent's rewriting if it had to be built again
         if nodes % DIVE_EVERY == 0:
             dive_left = n
         if i0 < 0:
@@ -447,7 +441,7 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
             root_bound = red.lb
         perm = partial.copy()
         perm[fac] = loc[cols]
-        if dive_left == n:  # a dive starts here: its completion improved by 2-opt
+        if nodes % DIVE_EVERY == 0:  # a dive starts here: its completion improved by 2-opt
             perm, ops = _two_opt(a, b, perm)
             budget.spend(ops / QAP_RLT_OPS_PER_UNIT)
         c = _cost(a, b, perm)
