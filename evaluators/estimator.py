@@ -407,7 +407,7 @@ class Screen:
         t = self.table
         lib = self.sc.library
         fam = np.array([FAMILY_ATTENTION if lib.by_name(x).family == "attention" else FAMILY_MAMBA for x in types])
-        is_pre = np.array([lib.by_name(x).phase == "prefill" for x in types])
+        is_pre = self._prefill_mask(types)
         weights = np.zeros((n, n_types, 2))
         ub, b_inv = np.unique(np.asarray(batch), return_inverse=True)
         b_inv = np.asarray(b_inv).ravel()
@@ -432,6 +432,10 @@ class Screen:
         """Bool mask (shape (T,)) of the compute types of ``family`` (the HBM group of the same name holds its
         weights and state)."""
         return np.array([self.sc.library.by_name(x).family == family for x in types])
+
+    def _prefill_mask(self, types: list[str]) -> np.ndarray:
+        """Bool mask (shape (T,)) of the prefill compute types (the others decode)."""
+        return np.array([self.sc.library.by_name(x).phase == "prefill" for x in types])
 
     def transfer_sources(self, types: list[str], counts: np.ndarray, stacks: np.ndarray, batch: np.ndarray
                          ) -> np.ndarray:
@@ -463,7 +467,7 @@ class Screen:
         """
         w = self.hop_weights(types, counts, stacks, batch)  # bytes per request of each type from each group
         c = np.asarray(counts, dtype=float)
-        is_dec = np.array([self.sc.library.by_name(x).phase != "prefill" for x in types])
+        is_dec = ~self._prefill_mask(types)
         out = np.empty((len(c), 2))
         for g, fam in enumerate(GROUP_NAMES):
             own = self._family_mask(types, fam) & is_dec
@@ -556,7 +560,7 @@ class Screen:
         ctx = {"pts": pts, "d2d": d2d, "stacks": stacks, "caps": self._caps(pts.types, d2d), "hops": hops,
                "link_share": link_share, "b_eff": b_eff, "r_mem": np.maximum(r_mem, 1), "feasible": feasible,
                "sources": self.transfer_sources(pts.types, pts.counts, stacks, b_eff)}
-        is_pre = np.array([self.sc.library.by_name(x).phase == "prefill" for x in pts.types])
+        is_pre = self._prefill_mask(pts.types)
         counts = pts.counts.astype(float)
         pinned = self._state(counts * is_pre, counts * ~is_pre, ctx)
         m = pinned if self.scheduling == "static" else self._elastic(counts, is_pre, pinned, ctx)
