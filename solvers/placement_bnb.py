@@ -24,8 +24,12 @@ and a QAP has not:
 * **Decomposition.** A complete layout gets ``hbm-enum``'s per-layout assignment bound and its assignment, scored
   by the checker, is a candidate incumbent; a layout whose bound is still below the incumbent (beyond the
   relative gap) is solved exactly afterwards (the RLT-1 MILP with its stacks fixed), least bound first.
-* **Warm start.** The incumbent starts from swap local search (from the HYDRA greedy placement, and from the given
-  hint); every new incumbent is polished by the same local search.
+* **Incumbents.** The incumbent starts from swap local search (from the HYDRA greedy placement, and from the given
+  hint) and from a depth-first dive at the root (least-bound child first, the complete layout's assignment); every
+  :data:`DIVE_EVERY` expanded nodes another dive starts from the node just expanded. Every new incumbent is
+  polished by the same local search. Swaps cannot move a whole cluster of chiplets to another part of a package
+  with empty cells; the dives follow the bound there (8 x 8, 36 compute + 12 stacks: 1.7% below the swap local
+  search's placement).
 
 Best first (least bound; ties: the deeper node). Deterministic: the work is counted in bounded nodes
 (:data:`solvers.config.RING_BNB_NODES_PER_UNIT` per unit), never in seconds; on a limit the bound returned is the
@@ -65,7 +69,10 @@ BIG = 1e30
 EMPTY = -1
 """Label of a position left to the compute chiplets."""
 DIVE_NODES = 2_000
-"""Most nodes the first depth-first dive (for an incumbent) may bound."""
+"""Most nodes a depth-first dive (for an incumbent) may bound."""
+DIVE_EVERY = 1_000
+"""Expanded nodes between two dives during the best-first search: each dives from the node just expanded, the
+least bound the search has open, so the incumbents follow the bound into the part of the tree still open."""
 
 
 @dataclass
@@ -293,7 +300,7 @@ def solve_by_layout_bnb(problem: PlacementProblem, config: SolverConfig, *, solv
     if dived is not None:
         offer(dived)
     heap = [(tree.bound(root), 0, 0, root)]  # (bound, -level, serial, node): ties go to the deeper node
-    serial, n_leaves, stopped = 0, 0, None
+    serial, n_leaves, expanded, stopped = 0, 0, 0, None
     leaves: list[tuple[float, int, np.ndarray]] = []
     while heap and heap[0][0] < best * (1 - config.rel_gap):
         stopped = budget.stop()
@@ -309,6 +316,11 @@ def solve_by_layout_bnb(problem: PlacementProblem, config: SolverConfig, *, solv
             if max(leaf_lb, lb) < best * (1 - config.rel_gap):
                 leaves.append((max(leaf_lb, lb), n_leaves, lay))
             continue
+        expanded += 1
+        if expanded % DIVE_EVERY == 0:
+            dived = _dive(tree, node, budget)
+            if dived is not None:
+                offer(dived)
         for child in tree.children(node):
             child_lb = max(tree.bound(child), lb)
             budget.spend(1 / RING_BNB_NODES_PER_UNIT)
