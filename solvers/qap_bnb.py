@@ -19,6 +19,14 @@ node's assignment also gives a full permutation, evaluated as a candidate incumb
 
 This is the exact method that closes the dense QAPLIB instances with n <= 12 (nug12, had12, rou12, tai12a/b),
 where the RLT-1 MILP gets no dual bound from HiGHS within minutes (``benchmarks/RESULTS.md``).
+
+:func:`qap_rlt_bnb` is the stronger search (the RLT-1 dual ascent bound, best first). Both symmetries of a QAP
+that leave every cost unchanged are used there: interchangeable facilities are fixed in increasing location order,
+and automorphisms of the distance matrix (:func:`location_automorphisms`: the grid's mirror images, the
+hypercube's 384 maps in QAPLIB's esc16 instances) restrict the next facility to one location per orbit of the
+automorphisms that fix the locations already used (orbital branching; F. Margot, "Symmetry in integer linear
+programming", 50 Years of Integer Programming, 2010; J. Ostrowski et al., "Orbital branching", Math. Prog. 126,
+2011).
 """
 
 from __future__ import annotations
@@ -57,6 +65,10 @@ nodes)."""
 DIVE_EVERY = 200
 """Every this many nodes :func:`qap_rlt_bnb` dives depth first (up to n nodes) from the node it just expanded, whose
 subtree's leaves and assignments give incumbents that best-first order alone reaches late."""
+AUTOMORPHISMS_MAX = 5_000
+"""Most automorphisms of the distance matrix the search collects (the hypercube of QAPLIB's esc16 has 384)."""
+AUTOMORPHISM_STEPS_MAX = 1_000_000
+"""Most candidate images the automorphism search tries (deterministic; any subset found is valid)."""
 FAQ_RESTARTS = 8
 """FAQ runs of the root incumbent (:func:`faq_two_opt`)."""
 
@@ -292,7 +304,8 @@ def faq_two_opt(flow: np.ndarray, distance: np.ndarray, restarts: int = FAQ_REST
 
 def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start: np.ndarray | None = None,
                 time_limit_s: float | None = None, root_rounds: int = RLT_ROOT_ROUNDS,
-                node_rounds: int = RLT_NODE_ROUNDS, best_first_bytes: float = BEST_FIRST_BYTES) -> dict:
+                node_rounds: int = RLT_NODE_ROUNDS, best_first_bytes: float = BEST_FIRST_BYTES,
+                location_symmetry: bool = True) -> dict:
     """Solve a QAP by best-first branch and bound on the RLT-1 dual ascent bound (``solvers.qap_rlt``), to
     optimality or to the work limit (or the wall cap).
 
@@ -301,7 +314,8 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     to the constant, so the parent's reduced costs prune children before any work. A node runs ``node_rounds``
     ascent rounds (the root ``root_rounds``), stopping as soon as its bound reaches the incumbent; it branches on
     the next facility of a static order (most flow first; interchangeable facilities in increasing location
-    order) and bounds its children by ``lb' + LAP(c')``. The open node of least bound is expanded next (best
+    order; a facility without such a twin only at one location per orbit of the distance matrix's automorphisms
+    that fix the used locations) and bounds its children by ``lb' + LAP(c')``. The open node of least bound is expanded next (best
     first: the proven bound, the least open bound, rises with every node); every :data:`DIVE_EVERY` nodes the
     search dives depth first up to n nodes deep for an incumbent. When the rewritings that open nodes hold exceed
     ``best_first_bytes``, those of the parents whose best open child is worst are dropped and built again from
@@ -325,6 +339,9 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     best_first_bytes : float
         Bytes of parents' rewritings the open nodes may hold (:data:`BEST_FIRST_BYTES`); more are dropped and
         rebuilt when needed.
+    location_symmetry : bool
+        Branch only on orbit representatives of the distance matrix's automorphisms
+        (:func:`location_automorphisms`) where the facility has no interchangeable twin (default True).
 
     Returns
     -------
@@ -346,6 +363,9 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     best = _cost(a, b, best_perm)
     slack = 1.0 - 1e-6 if integral else 1e-9 * max(1.0, abs(best))  # prune when bound > best - slack
     rank, twin = _static_order(a)
+    has_twin = (twin >= 0) | np.isin(np.arange(n), twin)
+    auts, aut_steps = location_automorphisms(b) if location_symmetry else (np.arange(n)[None], 0)
+    budget.spend(aut_steps * n / QAP_RLT_OPS_PER_UNIT)
     # open entries by sequence number: (bound, parent rewriting, or None for the root and for a parent whose
     # rewriting was evicted, local facility, local location, facilities and locations of the parent's local
     # indices, partial permutation of the parent); siblings share their parent's ``partial`` array
@@ -451,7 +471,9 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
             continue
         i = int(np.argmax(rank[fac]))  # the next facility of the static order
         after = partial[twin[fac[i]]] if twin[fac[i]] >= 0 else -1  # an identical facility fixed before it
-        pairs = [(i, k) for k in range(m) if red.lb + red.c[i, k] <= best - slack and loc[k] > after]
+        keep = _orbit_representatives(auts, partial) if len(auts) > 1 and not has_twin[fac[i]] else None
+        pairs = [(i, k) for k in range(m) if red.lb + red.c[i, k] <= best - slack and loc[k] > after
+                 and (keep is None or keep[loc[k]])]
         bounds = red.child_bounds(pairs)
         children = [(float(bd), red, i, k, fac, loc, partial) for bd, (i, k) in zip(bounds, pairs, strict=True)
                     if bd <= best - slack]
@@ -504,6 +526,95 @@ def _static_order(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if cls[prev] == cls[cur]:
             twin[cur] = prev
     return rank, twin
+
+
+def location_automorphisms(b: np.ndarray, max_count: int = AUTOMORPHISMS_MAX,
+                           max_steps: int = AUTOMORPHISM_STEPS_MAX) -> tuple[np.ndarray, int]:
+    """Permutations s of the locations with ``b[s[k], s[l]] == b[k, l]`` for all k, l (diagonal included): a
+    solution p and s o p cost the same for every flow matrix.
+
+    Depth-first search over images, locations with the fewest candidates first; a candidate image must have the
+    same sorted row, sorted column and diagonal entry, and agree with every image already chosen. The search
+    stops after ``max_count`` automorphisms or ``max_steps`` candidates tried (deterministic); what it found is
+    a valid set either way (each member is an automorphism), only a smaller one.
+
+    Parameters
+    ----------
+    b : ndarray, shape (n, n)
+        Distance matrix (any square matrix).
+
+    Returns
+    -------
+    (auts, steps) : ndarray of int, shape (k, n), and int
+        The automorphisms found, the identity first (k >= 1), and the candidates tried.
+    """
+    n = b.shape[0]
+    sig = [(b[k, k], *np.sort(b[k]).tolist(), *np.sort(b[:, k]).tolist()) for k in range(n)]
+    cand = [[l_ for l_ in range(n) if sig[l_] == sig[k]] for k in range(n)]
+    order = sorted(range(n), key=lambda k: (len(cand[k]), k))
+    image, used = np.full(n, -1, dtype=np.intp), np.zeros(n, dtype=bool)
+    found: list[np.ndarray] = []
+    steps = 0
+    # explicit stack of (depth, next candidate index); the identity is found first (candidates in index order)
+    stack = [0]
+    while stack and len(found) < max_count and steps < max_steps:
+        d = len(stack) - 1
+        if d == n:
+            found.append(image.copy())
+            stack.pop()
+            _unassign(stack, order, image, used)
+            continue
+        k, c = order[d], stack[-1]
+        done = np.array(order[:d], dtype=np.intp)
+        while c < len(cand[k]):
+            l_ = cand[k][c]
+            c += 1
+            steps += 1
+            if used[l_] or (d and (np.any(b[done, k] != b[image[done], l_])
+                                    or np.any(b[k, done] != b[l_, image[done]]))):
+                continue
+            break
+        else:
+            stack.pop()
+            _unassign(stack, order, image, used)
+            continue
+        stack[-1] = c
+        image[k], used[l_] = l_, True
+        stack.append(0)
+    if not found:  # the step cap hit before the identity completed (n beyond any QAPLIB size)
+        found.append(np.arange(n))
+    return np.array(found, dtype=np.intp).reshape(len(found), n), steps
+
+
+def _unassign(stack: list[int], order: list[int], image: np.ndarray, used: np.ndarray) -> None:
+    """Undo the image chosen at the depth the search returns to."""
+    if stack:
+        k = order[len(stack) - 1]
+        if image[k] >= 0:
+            used[image[k]] = False
+            image[k] = -1
+
+
+def _orbit_representatives(auts: np.ndarray, partial: np.ndarray) -> np.ndarray | None:
+    """Which locations the next facility may take: the least of each orbit of the free locations under the
+    automorphisms in ``auts`` that fix every location ``partial`` uses (None when only the identity does).
+
+    Valid when the facility to branch on has no interchangeable twin: any completion with the facility at k maps,
+    by such an automorphism, to one of equal cost with the facility at k's representative and the fixed part
+    unchanged (interchangeable facilities of a class not yet fixed are re-sorted afterwards; a class is fixed
+    either wholly or not at all, since the static order keeps it together)."""
+    used = partial[partial >= 0]
+    stab = auts[(auts[:, used] == used).all(axis=1)] if used.size else auts
+    if len(stab) <= 1:
+        return None
+    rep = np.arange(auts.shape[1])
+    while True:  # least location of each orbit of the group the stabilizing automorphisms generate
+        nxt = np.minimum(rep, rep[stab].min(axis=0))
+        nxt = nxt[nxt]
+        if np.array_equal(nxt, rep):
+            break
+        rep = nxt
+    return rep == np.arange(auts.shape[1])
 
 
 def _interchangeable(a: np.ndarray, i: int, j: int) -> bool:

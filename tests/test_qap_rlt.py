@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from chipdse.formulations.qap import QapInstance, qap_cost, read_qaplib
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.qap import solve_qap
-from chipdse.solvers.qap_bnb import _static_order, faq_two_opt, qap_rlt_bnb
+from chipdse.solvers.qap_bnb import _static_order, faq_two_opt, location_automorphisms, qap_rlt_bnb
 from chipdse.solvers.qap_rlt import ReducedQap, lap_duals, rlt1_dual_bound
 from tests.conftest import shared_or_skip
 
@@ -139,3 +139,35 @@ def test_interchangeable_facilities_keep_the_brute_force_optimum(seed: int, n: i
     assert (_static_order(a)[1] >= 0).sum() >= k  # the copies are recognized as interchangeable
     res = qap_rlt_bnb(a, b, 30.0)
     assert res["proven"] and res["cost"] == _brute(a, b) == res["bound"]
+
+
+def _grid_hops(rows: int, cols: int) -> np.ndarray:
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    return np.abs(r[:, None] - r[None, :]) + np.abs(c[:, None] - c[None, :])
+
+
+@given(seed=st.integers(0, 10**6), shape=st.sampled_from([(2, 2), (2, 3), (2, 4), (1, 7), (3, 3)]),
+       copies=st.integers(0, 3), cube=st.booleans())
+@settings(max_examples=30, deadline=None)
+def test_symmetric_distances_keep_the_brute_force_optimum(seed: int, shape: tuple[int, int], copies: int,
+                                                          cube: bool) -> None:
+    """Distances with automorphisms (grid hops: mirror images and turns; the 3-cube's Hamming distance: 48), the
+    symmetry the search breaks by branching only on orbit representatives, with interchangeable facilities beside
+    it: the brute-force optimum, and every automorphism found preserves the distances."""
+    b = (np.array([[bin(i ^ j).count("1") for j in range(8)] for i in range(8)]) if cube
+         else _grid_hops(*shape))
+    n = b.shape[0]
+    a, _ = _random(seed, n, True)
+    k = min(copies, n - 1)
+    for j in range(1, k + 1):  # facility j a copy of facility 0
+        a[j, :], a[:, j] = a[0, :], a[:, 0]
+    a[: k + 1, : k + 1] = 0
+    np.fill_diagonal(a, 0)
+    assert (_static_order(a)[1] >= 0).sum() >= k
+    auts, _ = location_automorphisms(b)
+    assert all(np.array_equal(b[np.ix_(s, s)], b) for s in auts)
+    assert len({tuple(s) for s in auts}) == len(auts) == {8: 48 if cube else 4, 4: 8, 6: 4, 7: 2, 9: 8}[n]
+    res = qap_rlt_bnb(a, b, 30.0)
+    assert res["proven"] and res["cost"] == _brute(a, b) == res["bound"]
+    plain = qap_rlt_bnb(a, b, 30.0, location_symmetry=False)
+    assert plain["cost"] == res["cost"] and res["nodes"] <= plain["nodes"]
