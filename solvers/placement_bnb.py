@@ -17,7 +17,10 @@ and a QAP has not:
   t's partner volumes, sorted down, and i's hops to the other cells, sorted up). The node's bound is the optimal
   assignment of the compute chiplets to the cells no stack holds under these costs
   (``scipy.optimize.linear_sum_assignment``), plus the stack-to-stack traffic already fixed: every completion of
-  the partial layout costs at least that much.
+  the partial layout costs at least that much. The stacks still to place join the assignment as rows of cost 0
+  that may only take their pool's undecided positions, so the compute chiplets cannot crowd the ring cells the
+  stacks will need (an arc whose counts put 5 stacks on its 7 positions leaves 2 of them to compute: on a full
+  8 x 8 grid the bound with the counts fixed rises from 14.2% to 11.6% below the incumbent).
 * **Symmetry.** Grid automorphisms (:func:`solvers.placement_decomp.grid_symmetries`) that map arcs onto arcs
   (the quarter and half turns of the ring) permute the arcs' count vectors; only the lexicographically smallest
   count sequence of each orbit is kept.
@@ -132,6 +135,13 @@ class _Tree:
         else:
             self.gl_cc = np.zeros((n, len(free)))
         self.shifts = self._arc_shifts(problem)
+        # pool_cells[table][index]: the cells of a pool's undecided positions (a suffix of one arc; the arcs from
+        # one on), where its stacks will stand
+        cell_mask = np.zeros((len(cells), n), dtype=bool)
+        cell_mask[np.arange(len(cells)), self.pos_cells] = True
+        self.pool_cells = {
+            "suffix": [cell_mask[p:self.bounds[self.arc_of[p] + 1]].any(axis=0) for p in range(len(cells))],
+            "pool": [cell_mask[self.bounds[a]:].any(axis=0) for a in range(m)]}
         self.nodes = 0
 
     def _cumulative(self, g: int, positions: range) -> np.ndarray:
@@ -176,7 +186,9 @@ class _Tree:
         """Lower bound, bytes x hops, of every completion of ``node`` (see the module docstring)."""
         self.nodes += 1
         cost = node.dfix @ self.v_fg.T + self.gl_cc  # (cells, free types)
+        stack_rows = []
         for table, index, rem in self._pools(node):
+            stack_rows += [np.where(self.pool_cells[table][index], 0.0, np.inf)] * int(rem.sum())
             tables = self.cum_suffix if table == "suffix" else self.cum_pool
             if self.shared:  # the heavier group takes the nearer positions
                 cum, counts = tables[0][index], rem[self.group_order]  # (cells, k + 1), (free types, groups)
@@ -190,9 +202,14 @@ class _Tree:
         occupied = np.zeros(self.n, dtype=bool)
         occupied[self.pos_cells[node.layout >= 0]] = True
         matrix = cost[~occupied][:, self.rows_type].T  # (chiplets, open cells)
+        if stack_rows:  # the stacks still to place keep their pools' cells from the compute chiplets
+            matrix = np.vstack([matrix, np.array(stack_rows)[:, ~occupied]])
         if matrix.shape[0] > matrix.shape[1]:
             return math.inf
-        r, c = linear_sum_assignment(matrix)
+        try:
+            r, c = linear_sum_assignment(matrix)
+        except ValueError:  # no assignment avoids the closed cells
+            return math.inf
         return node.const + float(matrix[r, c].sum())
 
     def children(self, node: _Node) -> list[_Node]:
