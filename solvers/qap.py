@@ -110,7 +110,7 @@ def _solve_bnb(inst: QapInstance, method: str, config: SolverConfig, t0: float) 
     return settle(QAP_KIND, inst, method, [int(x) for x in res["perm"]], config, t0, bound=float(res["bound"]),
                   termination=term, reason=reason,
                   extra={"nodes": res["nodes"], "work_units": res["work_units"] + faq_units,
-                         "start_cost": float(min(cost, faq_cost))})
+                         "start_cost": float(min(cost, faq_cost)), "roles_exchanged": bool(res.get("exchanged"))})
 
 
 def check_qap(inst: QapInstance, decision: list[int]) -> tuple[float, list[str]]:

@@ -305,7 +305,7 @@ def faq_two_opt(flow: np.ndarray, distance: np.ndarray, restarts: int = FAQ_REST
 def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start: np.ndarray | None = None,
                 time_limit_s: float | None = None, root_rounds: int = RLT_ROOT_ROUNDS,
                 node_rounds: int = RLT_NODE_ROUNDS, best_first_bytes: float = BEST_FIRST_BYTES,
-                location_symmetry: bool = True) -> dict:
+                location_symmetry: bool = True, exchange_roles: bool | None = None) -> dict:
     """Solve a QAP by best-first branch and bound on the RLT-1 dual ascent bound (``solvers.qap_rlt``), to
     optimality or to the work limit (or the wall cap).
 
@@ -342,6 +342,11 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     location_symmetry : bool
         Branch only on orbit representatives of the distance matrix's automorphisms
         (:func:`location_automorphisms`) where the facility has no interchangeable twin (default True).
+    exchange_roles : bool, optional
+        Solve sum B_kl A_q(k)q(l) over q = p^-1 instead (the same costs), so that the flow matrix's automorphisms
+        (QAPLIB's nug instances: the grid's mirror images) become location automorphisms the search can use.
+        Default: exchange when the flow matrix has more automorphisms than the distance matrix (both searches
+        complete), no interchangeable facilities, and ``location_symmetry`` is on.
 
     Returns
     -------
@@ -354,10 +359,18 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     Source: Hahn and Grant (1998), Hahn, Grant and Hall (1998, European J. Oper. Res. 108: branch and bound on
     the dual ascent with inherited reduced costs).
     """
-    budget = WorkBudget(work_limit, wall_cap_s(work_limit) if time_limit_s is None else time_limit_s)
     a = np.asarray(flow, dtype=float)
     b = np.asarray(distance, dtype=float)
     n = a.shape[0]
+    if exchange_roles is None:
+        auts_a, auts_b = location_automorphisms(a)[0], location_automorphisms(b)[0]
+        exchange_roles = (location_symmetry and len(auts_b) < len(auts_a) < AUTOMORPHISMS_MAX
+                          and not (_static_order(a)[1] >= 0).any())  # twins are kept in order instead
+    if exchange_roles:
+        res = qap_rlt_bnb(b, a, work_limit, None if start is None else np.argsort(start), time_limit_s,
+                          root_rounds, node_rounds, best_first_bytes, location_symmetry, exchange_roles=False)
+        return {**res, "perm": np.argsort(res["perm"]), "exchanged": True}
+    budget = WorkBudget(work_limit, wall_cap_s(work_limit) if time_limit_s is None else time_limit_s)
     integral = bool(np.all(a == np.round(a)) and np.all(b == np.round(b)))
     best_perm = np.arange(n) if start is None else np.asarray(start, dtype=np.intp)
     best = _cost(a, b, best_perm)
