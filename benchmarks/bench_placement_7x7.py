@@ -9,16 +9,20 @@ bound, gap, status, wall and CPU seconds within the work limit (default 60 units
 With ``--busy`` the table is printed twice: once as the machine is, once with two extra processes spinning on
 the CPU (both cores of the reference machine kept busy); the work limits are deterministic, so the two tables must
 agree in every column but the times, and the script says whether they do.
-Run: python benchmarks/bench_placement_7x7.py [WORK_LIMIT] [--busy] [--methods M1,M2,...]
+With ``--frozen`` the instance is the one measured on 2026-12-01 (``calibration_7x7_2026-12-01.json``) instead of
+today's B* volumes.
+Run: python benchmarks/bench_placement_7x7.py [WORK_LIMIT] [--busy] [--frozen] [--methods=M1,M2,...]
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import platform
 import sys
 import time
+from pathlib import Path
 
 from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.scenario import load_scenario
@@ -30,6 +34,8 @@ from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import placement_problem
 
 COUNTS = {"Ap": 3, "Ad": 5, "Mp": 6, "Md": 10, "hbm:attention": 6, "hbm:mamba": 10}
+FROZEN = Path(__file__).with_name("calibration_7x7_2026-12-01.json")
+"""The calibration case's volumes on the day issue 18 measured it (B* has moved since with the estimator)."""
 METHODS = ["hydra-greedy", "local-search", "hbm-bnb", "hbm-enum", "milp-highs", "cpsat"]
 BUSY_PROCESSES = 2
 
@@ -44,6 +50,14 @@ def calibration_problem() -> PlacementProblem:
     return PlacementProblem(7, 7, COUNTS, dict(base.pair_volume),
                             allowed={t: ring for t in COUNTS if t.startswith("hbm:")}, ring_cells=ring,
                             name="7x7-16hbm-24compute", model_volume_floor=base.model_volume_floor)
+
+
+def frozen_problem() -> PlacementProblem:
+    """The calibration instance as measured on 2026-12-01 (its volumes frozen in FROZEN)."""
+    d = json.loads(FROZEN.read_text())
+    return PlacementProblem(7, 7, d["counts"], {(a, b): v for a, b, v in d["pair_volume"]},
+                            allowed={t: tuple(c) for t, c in d["allowed"].items()}, ring_cells=tuple(d["ring"]),
+                            name="7x7-16hbm-24compute (2026-12-01)", model_volume_floor=d["floor"])
 
 
 def table(problem: PlacementProblem, methods: list[str], cfg: SolverConfig) -> list[tuple]:
@@ -79,7 +93,7 @@ def main() -> None:
     for a in sys.argv[1:]:
         if a.startswith("--methods="):
             methods = a.split("=", 1)[1].split(",")
-    problem = calibration_problem()
+    problem = frozen_problem() if "--frozen" in sys.argv else calibration_problem()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
           f"{problem.name}: {sum(COUNTS.values())} chiplets on 49 cells, {len(problem.pair_volume)} type pairs with "
           f"traffic, work limit {limit:g} units per exact solve; {time.strftime('%Y-%m-%d %H:%M')}")
