@@ -67,8 +67,9 @@ DIVE_EVERY = 200
 subtree's leaves and assignments give incumbents that best-first order alone reaches late."""
 AUTOMORPHISMS_MAX = 5_000
 """Most automorphisms of the distance matrix the search collects (the hypercube of QAPLIB's esc16 has 384)."""
-AUTOMORPHISM_STEPS_MAX = 1_000_000
-"""Most candidate images the automorphism search tries (deterministic; any subset found is valid)."""
+AUTOMORPHISM_STEPS_MAX = 300_000
+"""Most candidate images the automorphism search tries (deterministic; any subset found is valid): about 1.5 CPU-s
+on a rigid regular matrix that has almost none (esc16's hypercube needs 75,024)."""
 FAQ_RESTARTS = 8
 """FAQ runs of the root incumbent (:func:`faq_two_opt`)."""
 
@@ -359,26 +360,29 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     Source: Hahn and Grant (1998), Hahn, Grant and Hall (1998, European J. Oper. Res. 108: branch and bound on
     the dual ascent with inherited reduced costs).
     """
+    budget = WorkBudget(work_limit, wall_cap_s(work_limit) if time_limit_s is None else time_limit_s)
     a = np.asarray(flow, dtype=float)
     b = np.asarray(distance, dtype=float)
     n = a.shape[0]
+    auts, aut_steps = location_automorphisms(b) if location_symmetry else (np.arange(n)[None], 0)
+    budget.spend(aut_steps * n / QAP_RLT_OPS_PER_UNIT)
     if exchange_roles is None:
-        auts_a, auts_b = location_automorphisms(a)[0], location_automorphisms(b)[0]
-        exchange_roles = (location_symmetry and len(auts_b) < len(auts_a) < AUTOMORPHISMS_MAX
+        auts_a, steps_a = location_automorphisms(a) if location_symmetry else (auts, 0)
+        budget.spend(steps_a * n / QAP_RLT_OPS_PER_UNIT)
+        exchange_roles = (location_symmetry and len(auts) < len(auts_a) < AUTOMORPHISMS_MAX
                           and not (_static_order(a)[1] >= 0).any())  # twins are kept in order instead
     if exchange_roles:
-        res = qap_rlt_bnb(b, a, work_limit, None if start is None else np.argsort(start), time_limit_s,
-                          root_rounds, node_rounds, best_first_bytes, location_symmetry, exchange_roles=False)
-        return {**res, "perm": np.argsort(res["perm"]), "exchanged": True}
-    budget = WorkBudget(work_limit, wall_cap_s(work_limit) if time_limit_s is None else time_limit_s)
+        res = qap_rlt_bnb(b, a, max(budget.left, 0.0), None if start is None else np.argsort(start),
+                          max(budget.wall_left_s, 0.0), root_rounds, node_rounds, best_first_bytes,
+                          location_symmetry, exchange_roles=False)
+        return {**res, "perm": np.argsort(res["perm"]), "exchanged": True,
+                "work_units": res["work_units"] + budget.used}
     integral = bool(np.all(a == np.round(a)) and np.all(b == np.round(b)))
     best_perm = np.arange(n) if start is None else np.asarray(start, dtype=np.intp)
     best = _cost(a, b, best_perm)
     slack = 1.0 - 1e-6 if integral else 1e-9 * max(1.0, abs(best))  # prune when bound > best - slack
     rank, twin = _static_order(a)
     has_twin = (twin >= 0) | np.isin(np.arange(n), twin)
-    auts, aut_steps = location_automorphisms(b) if location_symmetry else (np.arange(n)[None], 0)
-    budget.spend(aut_steps * n / QAP_RLT_OPS_PER_UNIT)
     # open entries by sequence number: (bound, parent rewriting, or None for the root and for a parent whose
     # rewriting was evicted, local facility, local location, facilities and locations of the parent's local
     # indices, partial permutation of the parent); siblings share their parent's ``partial`` array
