@@ -316,13 +316,13 @@ def qap_rlt_bnb(flow: np.ndarray, distance: np.ndarray, work_limit: float, start
     ascent rounds (the root ``root_rounds``), stopping as soon as its bound reaches the incumbent; it branches on
     the next facility of a static order (most flow first; interchangeable facilities in increasing location
     order; a facility without such a twin only at one location per orbit of the distance matrix's automorphisms
-    that fix the used locations) and bounds its children by ``lb' + LAP(c')``. The open node of least bound is expanded next (best
-    first: the proven bound, the least open bound, rises with every node); every :data:`DIVE_EVERY` nodes the
-    search dives depth first up to n nodes deep for an incumbent. When the rewritings that open nodes hold exceed
-    ``best_first_bytes``, those of the parents whose best open child is worst are dropped and built again from
-    the root (one child and ascent per level) when one of their children comes up. Each node's linear assignment
-    completes its partial permutation into a candidate incumbent. Subproblems of at most three facilities are
-    enumerated.
+    that fix the used locations) and bounds its children by ``lb' + LAP(c')``. The open node of least bound is
+    expanded next (best first: the proven bound, the least open bound, rises with every node); every
+    :data:`DIVE_EVERY` nodes the search dives depth first up to n nodes deep for an incumbent. When the rewritings
+    that open nodes hold exceed ``best_first_bytes``, those of the parents whose best open child is worst are
+    dropped and built again from the root (one child and ascent per level) when one of their children comes up.
+    Each node's linear assignment completes its partial permutation into a candidate incumbent. Subproblems of at
+    most three facilities are enumerated.
 
     Parameters
     ----------
