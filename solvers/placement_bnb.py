@@ -135,13 +135,14 @@ class _Tree:
         else:
             self.gl_cc = np.zeros((n, len(free)))
         self.shifts = self._arc_shifts(problem)
-        # pool_cells[table][index]: the cells of a pool's undecided positions (a suffix of one arc; the arcs from
-        # one on), where its stacks will stand
+        # stack_row[table][index]: the assignment row of one stack of a pool (a suffix of one arc; the arcs from
+        # one on): cost 0 on the cells of the pool's undecided positions, where its stacks will stand, inf elsewhere
         cell_mask = np.zeros((len(cells), n), dtype=bool)
         cell_mask[np.arange(len(cells)), self.pos_cells] = True
-        self.pool_cells = {
-            "suffix": [cell_mask[p:self.bounds[self.arc_of[p] + 1]].any(axis=0) for p in range(len(cells))],
-            "pool": [cell_mask[self.bounds[a]:].any(axis=0) for a in range(m)]}
+        self.stack_row = {
+            "suffix": [np.where(cell_mask[p:self.bounds[self.arc_of[p] + 1]].any(axis=0), 0.0, np.inf)
+                       for p in range(len(cells))],
+            "pool": [np.where(cell_mask[self.bounds[a]:].any(axis=0), 0.0, np.inf) for a in range(m)]}
         self.nodes = 0
 
     def _cumulative(self, g: int, positions: range) -> np.ndarray:
@@ -188,7 +189,7 @@ class _Tree:
         cost = node.dfix @ self.v_fg.T + self.gl_cc  # (cells, free types)
         stack_rows = []
         for table, index, rem in self._pools(node):
-            stack_rows += [np.where(self.pool_cells[table][index], 0.0, np.inf)] * int(rem.sum())
+            stack_rows += [self.stack_row[table][index]] * int(rem.sum())
             tables = self.cum_suffix if table == "suffix" else self.cum_pool
             if self.shared:  # the heavier group takes the nearer positions
                 cum, counts = tables[0][index], rem[self.group_order]  # (cells, k + 1), (free types, groups)
@@ -206,10 +207,7 @@ class _Tree:
             matrix = np.vstack([matrix, np.array(stack_rows)[:, ~occupied]])
         if matrix.shape[0] > matrix.shape[1]:
             return math.inf
-        try:
-            r, c = linear_sum_assignment(matrix)
-        except ValueError:  # no assignment avoids the closed cells
-            return math.inf
+        r, c = linear_sum_assignment(matrix)  # children keep enough undecided positions for every pool's stacks
         return node.const + float(matrix[r, c].sum())
 
     def children(self, node: _Node) -> list[_Node]:
