@@ -257,6 +257,10 @@ def explore(
         _fail_output(exc, created, [out_dir, store_path])
     except KeyboardInterrupt:
         kept.interrupted(hydra, created)
+    except Exception as exc:  # Ctrl-C inside a library that turns it into another error (pyomo's config casts)
+        if not from_interrupt(exc):
+            raise
+        kept.interrupted(hydra, created)
     for line in run.headline:
         typer.echo(line)
     for kind, p in run.paths.items():
@@ -265,6 +269,20 @@ def explore(
 
 HYDRA_STORE = "explore.sqlite"
 """File name of HYDRA explore's store of finished stages, in the output folder (``--store`` overrides)."""
+
+
+def from_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a KeyboardInterrupt was being handled (its cause or context chain holds
+    one): a library's bare ``except:`` that re-raises as another error (pyomo's configuration casts turn a Ctrl-C
+    during a solver call into a ValueError) must still end the run as an interrupt, exit 130."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _store_files(path: Path) -> list[Path]:
@@ -558,6 +576,9 @@ def sweep(
             run = api.sweep(sc, workers=workers, dask_local=dask_local, scheduler=scheduler, store=store, fresh=fresh,
                             progress=progress)
     except (ChipdseError, ValueError, OSError) as exc:
+        if from_interrupt(exc):  # Ctrl-C that a library turned into another error
+            err.print(f"interrupted: finished jobs are saved in {path}; rerun the same command to resume")
+            raise typer.Exit(130) from None
         if new_store and path is not None:  # leave no empty store, nor the folders made for it, behind
             for leftover in _store_files(path):
                 leftover.unlink(missing_ok=True)

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 import chipdse.api as api_module
 import chipdse.studies.explore as explore_module
-from chipdse.cli import app
+from chipdse.cli import app, from_interrupt
 from chipdse.core.io import canonical_json
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario
@@ -260,3 +260,19 @@ def test_ctrl_c_in_a_snake_or_nova_study_keeps_nothing(kind: str, tmp_path: Path
     res = CliRunner().invoke(app, ["explore", str(scenario), "--out", str(out), "--store", str(tmp_path / "s.db")])
     assert res.exit_code == 2 and len(_lines(res.stderr)) == 1 and "--store" in res.stderr
     assert not out.exists() and not (tmp_path / "s.db").exists()
+
+
+def test_an_interrupt_a_library_turned_into_another_error_is_still_an_interrupt() -> None:
+    """pyomo's configuration casts catch everything and raise ValueError: a Ctrl-C there arrives as a ValueError
+    whose context is the KeyboardInterrupt; an ordinary ValueError is not an interrupt."""
+    def cast() -> None:
+        try:
+            raise KeyboardInterrupt
+        except BaseException:  # what the library does: a bare except that raises its own error
+            raise ValueError("invalid value for configuration 'tee'")  # noqa: B904
+
+    try:
+        cast()
+    except ValueError as exc:
+        assert from_interrupt(exc)
+    assert not from_interrupt(ValueError("plain"))
