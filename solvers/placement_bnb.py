@@ -143,6 +143,7 @@ class _Tree:
             "suffix": [np.where(cell_mask[p:self.bounds[self.arc_of[p] + 1]].any(axis=0), 0.0, np.inf)
                        for p in range(len(cells))],
             "pool": [np.where(cell_mask[self.bounds[a]:].any(axis=0), 0.0, np.inf) for a in range(m)]}
+        self.pool_costs: dict[tuple[str, int, bytes], np.ndarray] = {}
         self.nodes = 0
 
     def _cumulative(self, g: int, positions: range) -> np.ndarray:
@@ -171,41 +172,60 @@ class _Tree:
         code = tuple(counts.ravel().tolist())
         return all(code <= tuple(np.roll(counts, j, axis=0).ravel().tolist()) for j in self.shifts)
 
-    def _pools(self, node: _Node) -> list[tuple[str, int, np.ndarray]]:
-        """(table, index, stacks still to place per group) of every pool of undecided positions with stacks."""
-        pools = []
+    def _pools(self, node: _Node) -> list[tuple[str, int, np.ndarray, int]]:
+        """(table, index, stacks still to place per group, their total) of every pool of undecided positions with
+        stacks."""
         if node.arcs < self.n_arcs:
-            pools += [("suffix", self.bounds[a], node.counts[a]) for a in range(node.arcs)]
+            pools = [("suffix", self.bounds[a], node.counts[a]) for a in range(node.arcs)]
             pools.append(("pool", node.arcs, node.pool))
         elif node.depth < self.n_pos:
             here = int(self.arc_of[node.depth])
-            pools.append(("suffix", node.depth, node.counts[here]))
+            pools = [("suffix", node.depth, node.counts[here])]
             pools += [("suffix", self.bounds[a], node.counts[a]) for a in range(here + 1, self.n_arcs)]
-        return [p for p in pools if p[2].any()]
+        else:
+            return []
+        out = []
+        for table, index, rem in pools:
+            total = int(rem.sum())
+            if total:
+                out.append((table, index, rem, total))
+        return out
 
-    def bound(self, node: _Node) -> float:
-        """Lower bound, bytes x hops, of every completion of ``node`` (see the module docstring)."""
-        self.nodes += 1
-        cost = node.dfix @ self.v_fg.T + self.gl_cc  # (cells, free types)
-        stack_rows = []
-        for table, index, rem in self._pools(node):
-            stack_rows += [self.stack_row[table][index]] * int(rem.sum())
+    def _pool_cost(self, table: str, index: int, rem: np.ndarray) -> np.ndarray:
+        """(cells, free types): the least hops-times-volume of each cell's chiplet to ``rem`` stacks per group on
+        the pool's undecided positions (memoized: a search meets few distinct pools)."""
+        key = (table, index, rem.tobytes())
+        cost = self.pool_costs.get(key)
+        if cost is None:
             tables = self.cum_suffix if table == "suffix" else self.cum_pool
             if self.shared:  # the heavier group takes the nearer positions
                 cum, counts = tables[0][index], rem[self.group_order]  # (cells, k + 1), (free types, groups)
                 ends = np.cumsum(counts, axis=1)
-                cost += ((cum[:, ends] - cum[:, ends - counts]) * self.v_sorted).sum(axis=2)
+                cost = ((cum[:, ends] - cum[:, ends - counts]) * self.v_sorted).sum(axis=2)
             else:
                 drem = np.stack([tables[g][index][:, rem[g]] for g in range(len(rem))], axis=1)
-                cost += drem @ self.v_fg.T
+                cost = drem @ self.v_fg.T
+            self.pool_costs[key] = cost
+        return cost
+
+    def bound(self, node: _Node) -> float:
+        """Lower bound, bytes x hops, of every completion of ``node`` (see the module docstring)."""
+        self.nodes += 1
         if len(self.rows_type) == 0:
             return node.const
-        occupied = np.zeros(self.n, dtype=bool)
-        occupied[self.pos_cells[node.layout >= 0]] = True
-        matrix = cost[~occupied][:, self.rows_type].T  # (chiplets, open cells)
-        if stack_rows:  # the stacks still to place keep their pools' cells from the compute chiplets
-            matrix = np.vstack([matrix, np.array(stack_rows)[:, ~occupied]])
-        if matrix.shape[0] > matrix.shape[1]:
+        cost = node.dfix @ self.v_fg.T + self.gl_cc  # (cells, free types)
+        pools = self._pools(node)
+        for table, index, rem, _ in pools:
+            cost += self._pool_cost(table, index, rem)
+        open_cells = np.ones(self.n, dtype=bool)
+        open_cells[self.pos_cells[node.layout >= 0]] = False
+        # (open cells, chiplets): cells as rows; with as many chiplets as cells (a full grid) scipy's solver runs
+        # twice as fast this way round as with the chiplets, many rows alike, as rows (same optimum)
+        matrix = cost[open_cells][:, self.rows_type]
+        if pools:  # the stacks still to place keep their pools' cells from the compute chiplets
+            stacks = np.array([self.stack_row[table][index] for table, index, _, _ in pools])[:, open_cells]
+            matrix = np.hstack([matrix, np.repeat(stacks.T, [total for *_, total in pools], axis=1)])
+        if matrix.shape[1] > matrix.shape[0]:
             return math.inf
         r, c = linear_sum_assignment(matrix)  # children keep enough undecided positions for every pool's stacks
         return node.const + float(matrix[r, c].sum())
