@@ -20,7 +20,18 @@ and a QAP has not:
   the partial layout costs at least that much. The stacks still to place join the assignment as rows of cost 0
   that may only take their pool's undecided positions, so the compute chiplets cannot crowd the ring cells the
   stacks will need (an arc whose counts put 5 stacks on its 7 positions leaves 2 of them to compute: on a full
-  8 x 8 grid the bound with the counts fixed rises from 14.2% to 11.6% below the incumbent).
+  8 x 8 grid the bound with the counts fixed rises from 14.2% to 11.6% below the incumbent). The open cells are
+  the assignment's rows: on a full grid the problem is square, and scipy's solver takes 2.2x less time with the
+  cells as rows than with the chiplets, whose rows repeat per type (``benchmarks/bench_node_assignment.py``).
+* **Common volume on a full grid.** When the chiplets fill every cell, every cell off the stacks holds a compute
+  chiplet, so the part of the volumes that every compute type sends to a group, ``m_g = min_t v(t, g)``, costs
+  ``m_g`` times the hops from each stack of g to every compute cell: a sum over the stacks alone, with no lateral
+  claims. The compute chiplets keep only the rest ``v(t, g) - m_g`` in their costs, and each stack still to place
+  joins the assignment with cost ``m_g`` times a lower bound of those hops on its cell: the hops to the cells off
+  the ring and to the positions decided empty are known, and of a pool of undecided positions that holds r stacks,
+  all but r positions hold compute chiplets, at least the nearest ones. The placed stacks pay the same bound as a
+  constant. On the full 8 x 8 grid (48 compute chiplets + 16 stacks) the bound along the incumbent's path with
+  the arcs' counts fixed rises from 11.6% to 9.8% below the incumbent, with 16 positions decided from 5.4% to 4.0%.
 * **Symmetry.** Grid automorphisms (:func:`solvers.placement_decomp.grid_symmetries`) that map arcs onto arcs
   (the quarter and half turns of the ring) permute the arcs' count vectors; only the lexicographically smallest
   count sequence of each orbit is kept.
@@ -120,8 +131,17 @@ class _Tree:
         self.v_fg, self.v_gg, self.rows_type = self.ctx.v_fg, self.ctx.v_gg, self.ctx.rows_type
         self.shared = bool((self.ok == self.ok[:1]).all())
         """Every group may use every position: one pool serves all groups, the heavier traffic nearer."""
-        self.group_order = np.argsort(-self.v_fg, axis=1, kind="stable").reshape(len(free), n_g)
-        self.v_sorted = np.take_along_axis(self.v_fg, self.group_order, axis=1)  # (free types, groups), down
+        full = len(self.rows_type) > 0 and len(self.rows_type) + int(self.counts_g.sum()) == n
+        self.common = self.v_fg.min(axis=0) if full else np.zeros(n_g)
+        """(groups,) on a full grid, the volume every compute chiplet sends to each stack of a group (the least
+        over the free types), charged to the stacks (:meth:`_common_hops`); else 0."""
+        self.v_res = self.v_fg - self.common  # (free types, groups) >= 0: the rest, charged to the compute chiplets
+        self.group_order = np.argsort(-self.v_res, axis=1, kind="stable").reshape(len(free), n_g)
+        self.v_sorted = np.take_along_axis(self.v_res, self.group_order, axis=1)  # (free types, groups), down
+        inner = np.ones(n, dtype=bool)
+        inner[self.pos_cells] = False
+        self.inner_hops = dist[inner].sum(axis=0)  # (cells,) hops from each cell to every cell off the ring
+        self.nearest_hops: dict[tuple[str, int, int], np.ndarray] = {}
         # cum_suffix[g][p]: hops from each cell to the positions p.. of p's arc allowed for g (not the cell
         # itself), sorted, cumulative; cum_pool[g][a]: the same over every position of arcs a..
         self.cum_suffix = [[self._cumulative(g, range(p, self.bounds[self.arc_of[p] + 1]))
@@ -172,20 +192,23 @@ class _Tree:
         code = tuple(counts.ravel().tolist())
         return all(code <= tuple(np.roll(counts, j, axis=0).ravel().tolist()) for j in self.shifts)
 
-    def _pools(self, node: _Node) -> list[tuple[str, int, np.ndarray, int]]:
-        """(table, index, stacks still to place per group, their total) of every pool of undecided positions with
-        stacks."""
+    def _all_pools(self, node: _Node) -> list[tuple[str, int, np.ndarray]]:
+        """(table, index, stacks still to place per group) of every pool of undecided positions (they cut the
+        undecided positions into disjoint sets: a suffix of one arc, whole arcs, the arcs without counts)."""
         if node.arcs < self.n_arcs:
             pools = [("suffix", self.bounds[a], node.counts[a]) for a in range(node.arcs)]
             pools.append(("pool", node.arcs, node.pool))
-        elif node.depth < self.n_pos:
+            return pools
+        if node.depth < self.n_pos:
             here = int(self.arc_of[node.depth])
             pools = [("suffix", node.depth, node.counts[here])]
-            pools += [("suffix", self.bounds[a], node.counts[a]) for a in range(here + 1, self.n_arcs)]
-        else:
-            return []
+            return pools + [("suffix", self.bounds[a], node.counts[a]) for a in range(here + 1, self.n_arcs)]
+        return []
+
+    def _pools(self, node: _Node) -> list[tuple[str, int, np.ndarray, int]]:
+        """:meth:`_all_pools` with stacks still to place, each with its total."""
         out = []
-        for table, index, rem in pools:
+        for table, index, rem in self._all_pools(node):
             total = int(rem.sum())
             if total:
                 out.append((table, index, rem, total))
@@ -204,31 +227,68 @@ class _Tree:
                 cost = ((cum[:, ends] - cum[:, ends - counts]) * self.v_sorted).sum(axis=2)
             else:
                 drem = np.stack([tables[g][index][:, rem[g]] for g in range(len(rem))], axis=1)
-                cost = drem @ self.v_fg.T
+                cost = drem @ self.v_res.T
             self.pool_costs[key] = cost
         return cost
+
+    def _common_hops(self, node: _Node) -> np.ndarray:
+        """(cells,) a lower bound of the hops from a stack on each cell to every compute chiplet, in every
+        completion of ``node`` on a full grid: the cells off the ring and the positions decided empty hold compute
+        chiplets, and so do all but r of the undecided positions of a pool that holds r stacks still to place (at
+        least its nearest ones, the cell itself excluded)."""
+        decided_empty = self.pos_cells[:node.depth][node.layout[:node.depth] < 0]
+        hops = self.inner_hops + self.dist[decided_empty].sum(axis=0)
+        for table, index, rem in self._all_pools(node):
+            key = (table, index, int(rem.sum()))
+            nearest = self.nearest_hops.get(key)
+            if nearest is None:  # the spare smallest hops from each cell to the pool's positions but itself
+                if table == "suffix":
+                    cells = self.pos_cells[index:self.bounds[self.arc_of[index] + 1]]
+                else:
+                    cells = self.pos_cells[self.bounds[index]:]
+                spare = len(cells) - key[2]
+                d = self.dist[cells].copy()  # (pool positions, cells)
+                d[np.arange(len(cells)), cells] = np.inf
+                nearest = np.sort(d, axis=0)[:spare].sum(axis=0) if spare > 0 else np.zeros(self.n)
+                self.nearest_hops[key] = nearest
+            hops = hops + nearest
+        return hops
 
     def bound(self, node: _Node) -> float:
         """Lower bound, bytes x hops, of every completion of ``node`` (see the module docstring)."""
         self.nodes += 1
         if len(self.rows_type) == 0:
             return node.const
-        cost = node.dfix @ self.v_fg.T + self.gl_cc  # (cells, free types)
+        cost = node.dfix @ self.v_res.T + self.gl_cc  # (cells, free types)
         pools = self._pools(node)
         for table, index, rem, _ in pools:
             cost += self._pool_cost(table, index, rem)
         open_cells = np.ones(self.n, dtype=bool)
-        open_cells[self.pos_cells[node.layout >= 0]] = False
+        placed = node.layout >= 0
+        open_cells[self.pos_cells[placed]] = False
         # (open cells, chiplets): cells as rows; with as many chiplets as cells (a full grid) scipy's solver runs
         # twice as fast this way round as with the chiplets, many rows alike, as rows (same optimum)
         matrix = cost[open_cells][:, self.rows_type]
-        if pools:  # the stacks still to place keep their pools' cells from the compute chiplets
+        const = node.const
+        if pools and self.common.any():  # full grid: each stack pays its common volume's hops to compute
+            hops = self._common_hops(node)
+            const += float(self.common[node.layout[placed]] @ hops[self.pos_cells[placed]])
+            kinds, repeats = [], []
+            for table, index, rem, _ in pools:
+                for g in np.flatnonzero(rem):
+                    kinds.append(self.stack_row[table][index] + self.common[g] * hops)
+                    repeats.append(int(rem[g]))
+            matrix = np.hstack([matrix, np.repeat(np.array(kinds)[:, open_cells].T, repeats, axis=1)])
+        elif pools:  # the stacks still to place keep their pools' cells from the compute chiplets
             stacks = np.array([self.stack_row[table][index] for table, index, _, _ in pools])[:, open_cells]
             matrix = np.hstack([matrix, np.repeat(stacks.T, [total for *_, total in pools], axis=1)])
+        elif self.common.any():
+            hops = self._common_hops(node)
+            const += float(self.common[node.layout[placed]] @ hops[self.pos_cells[placed]])
         if matrix.shape[1] > matrix.shape[0]:
             return math.inf
         r, c = linear_sum_assignment(matrix)  # children keep enough undecided positions for every pool's stacks
-        return node.const + float(matrix[r, c].sum())
+        return const + float(matrix[r, c].sum())
 
     def children(self, node: _Node) -> list[_Node]:
         """The partial layouts one decision below ``node``: the next arc's counts, or the next position's label."""

@@ -52,6 +52,43 @@ def test_property_equals_brute_force_on_4x4(problem: PlacementProblem) -> None:
     assert sol.bound <= sol.objective + 1e-9 and sol.bound >= best * (1 - 1e-6) - 1e-9
 
 
+@st.composite
+def full_grid_instances(draw: st.DrawFn, side: int) -> PlacementProblem:
+    """A full side x side grid: 1-2 hbm:a and 1-2 hbm:m on the ring, 1-2 M and A on every other cell; every
+    compute type sends to every group (so the common volume charged to the stacks is positive), other pairs at
+    random."""
+    counts = {"hbm:a": draw(st.integers(1, 2)), "hbm:m": draw(st.integers(1, 2)), "M": draw(st.integers(1, 2))}
+    counts["A"] = side * side - sum(counts.values())
+    volumes = {(t, g): float(draw(st.integers(1, 30))) for t in ("A", "M") for g in ("hbm:a", "hbm:m")}
+    for pair in (("A", "M"), ("M", "M"), ("A", "A"), ("hbm:a", "hbm:m")):
+        if draw(st.booleans()):
+            volumes[pair] = float(draw(st.integers(0, 10)))
+    return ring_problem(side, counts, volumes, f"bnb-full-{side}x{side}")
+
+
+@settings(max_examples=10, deadline=None)
+@given(problem=full_grid_instances(3))
+def test_property_full_3x3_grid_equals_brute_force(problem: PlacementProblem) -> None:
+    """On a full 3x3 grid (the bound charges each stack its common volume's hops to the compute chiplets) hbm-bnb
+    proves the brute-force optimum."""
+    assert _Tree(problem, _solve_fixed_layout).common.all()
+    best = check_placement(problem, brute_force_placement(problem)[0])[0]
+    sol = solve_placement(problem, "hbm-bnb", CONFIG)
+    assert sol.status == SolutionStatus.OPTIMAL and sol.exact
+    assert sol.objective == pytest.approx(best, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=4, deadline=None)
+@given(problem=full_grid_instances(4))
+def test_property_full_4x4_grid_equals_ring_enumeration(problem: PlacementProblem) -> None:
+    """On a full 4x4 grid (brute force would take minutes) hbm-bnb proves the optimum the ring enumeration
+    ``hbm-enum`` proves (a different exact algorithm: every ring layout, each solved exactly)."""
+    enum = solve_placement(problem, "hbm-enum", CONFIG)
+    sol = solve_placement(problem, "hbm-bnb", CONFIG)
+    assert enum.status == sol.status == SolutionStatus.OPTIMAL
+    assert sol.objective == pytest.approx(enum.objective, rel=1e-9, abs=1e-9)
+
+
 def test_equals_ring_enumeration_and_beats_every_heuristic_on_5x5() -> None:
     """5x5, 6 stacks in two groups, 10 compute chiplets with dense traffic (brute force is out of reach): hbm-bnb
     proves the optimum hbm-enum proves, and no heuristic finds a better placement."""
