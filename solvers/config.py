@@ -66,8 +66,8 @@ measured: 80,001 nodes in 6.7 CPU-s on the 7 x 7 calibration case, bench_placeme
 still to place joined each node's assignment problem (a larger problem per node), a unit is 1.7 CPU-s on that case
 and 3.2-3.7 CPU-s on a full 8 x 8 grid (64 x 64 assignments): the limit stays a node count, so its answers did not
 change meaning, only its time. With the cells as the assignment's rows (scipy's solver is twice as fast so on a
-square problem whose chiplet rows repeat) and each pool's costs memoized, a unit is 1.8-2.0 CPU-s on the full
-8 x 8 grid."""
+square problem whose chiplet rows repeat) and each pool's costs memoized, a unit is 1.5-2.0 CPU-s on the full
+8 x 8 grid; with the stacks' common-volume columns there (more distinct columns), 2.3."""
 WALL_CAP_FACTOR = 10.0
 """Default wall-clock cap, seconds per work unit (plus WALL_CAP_FLOOR_S): a safety net an idle machine never
 reaches."""
