@@ -275,8 +275,9 @@ class _Tree:
             const += float(self.common[node.layout[placed]] @ hops[self.pos_cells[placed]])
             kinds, repeats = [], []
             for table, index, rem, _ in pools:
-                for g in np.flatnonzero(rem):
-                    kinds.append(self.stack_row[table][index] + self.common[g] * hops)
+                for g in np.flatnonzero(rem):  # a group without common volume: no hops (an inf hop times 0)
+                    row = self.stack_row[table][index]
+                    kinds.append(row + self.common[g] * hops if self.common[g] else row)
                     repeats.append(int(rem[g]))
             matrix = np.hstack([matrix, np.repeat(np.array(kinds)[:, open_cells].T, repeats, axis=1)])
         elif pools:  # the stacks still to place keep their pools' cells from the compute chiplets
@@ -296,9 +297,11 @@ class _Tree:
             return self._count_children(node)
         p, a = node.depth, int(self.arc_of[node.depth])
         end, rem = self.bounds[a + 1], node.counts[a]
+        after = self.ok[:, p + 1:end].sum(axis=1)  # positions after p in the arc each group may use
         out = []
         for g in range(len(rem)):
-            if rem[g] and self.ok[g, p]:
+            left = rem - np.eye(len(rem), dtype=int)[g]  # the arc's stacks still to place after a stack of g on p
+            if rem[g] and self.ok[g, p] and (after >= left).all():
                 counts = node.counts.copy()
                 counts[a, g] -= 1
                 layout = node.layout.copy()
@@ -308,7 +311,6 @@ class _Tree:
                 dfix[:, g] += self.dist[:, cell]
                 const = node.const + float(node.dfix[cell] @ self.v_gg[g])
                 out.append(_Node(node.arcs, p + 1, counts, node.pool, layout, dfix, const))
-        after = self.ok[:, p + 1:end].sum(axis=1)
         if end - p - 1 >= rem.sum() and (after >= rem).all():
             out.append(_Node(node.arcs, p + 1, node.counts, node.pool, node.layout, node.dfix, node.const))
         return out

@@ -89,6 +89,44 @@ def test_property_full_4x4_grid_equals_ring_enumeration(problem: PlacementProble
     assert sol.objective == pytest.approx(enum.objective, rel=1e-9, abs=1e-9)
 
 
+def test_full_grid_with_a_group_no_compute_type_spares_equals_brute_force() -> None:
+    """A full 3x3 grid where M sends nothing to hbm:m: that group's common volume is 0 (the other's is 3), and
+    hbm-bnb still proves the brute-force optimum (a pool with no stacks left has an infinite hop on its own cells,
+    which a zero common volume must not turn into NaN)."""
+    problem = ring_problem(3, {"hbm:a": 1, "hbm:m": 1, "A": 4, "M": 3},
+                           {("A", "hbm:a"): 5.0, ("M", "hbm:a"): 3.0, ("A", "hbm:m"): 4.0}, "3x3-mixed-common")
+    assert _Tree(problem, _solve_fixed_layout).common.tolist() == [3.0, 0.0]
+    best = check_placement(problem, brute_force_placement(problem)[0])[0]
+    sol = solve_placement(problem, "hbm-bnb", CONFIG)
+    assert sol.status == SolutionStatus.OPTIMAL
+    assert sol.objective == pytest.approx(best, rel=1e-9)
+
+
+@st.composite
+def group_cell_instances(draw: st.DrawFn) -> PlacementProblem:
+    """A 3x4 grid whose two stack groups may each use their own random subset of the 10 ring cells (so an arc may
+    have room for one group's stacks and not the other's), 1-2 stacks each, 1-4 A and 1-4 M anywhere."""
+    ring = grid_ring_cells(3, 4)
+    counts = {"hbm:a": draw(st.integers(1, 2)), "hbm:b": draw(st.integers(1, 2)),
+              "A": draw(st.integers(1, 4)), "M": draw(st.integers(1, 4))}
+    allowed = {g: tuple(sorted(draw(st.sets(st.sampled_from(ring), min_size=counts[g] + 1, max_size=7))))
+               for g in ("hbm:a", "hbm:b")}
+    volumes = {(t, g): float(draw(st.integers(0, 30))) for t in ("A", "M") for g in ("hbm:a", "hbm:b")}
+    volumes[("A", "M")] = float(draw(st.integers(0, 5)))
+    return PlacementProblem(3, 4, counts, volumes, allowed=allowed, ring_cells=ring, name="bnb-group-cells")
+
+
+@settings(max_examples=15, deadline=None)
+@given(problem=group_cell_instances())
+def test_property_groups_with_their_own_ring_cells_equal_brute_force(problem: PlacementProblem) -> None:
+    """When the stack groups may use different ring cells, hbm-bnb proves the brute-force optimum (a stack child
+    that leaves its arc too few cells for another group's stacks is not generated)."""
+    best = check_placement(problem, brute_force_placement(problem)[0])[0]
+    sol = solve_placement(problem, "hbm-bnb", CONFIG)
+    assert sol.status == SolutionStatus.OPTIMAL
+    assert sol.objective == pytest.approx(best, rel=1e-9, abs=1e-9)
+
+
 def test_equals_ring_enumeration_and_beats_every_heuristic_on_5x5() -> None:
     """5x5, 6 stacks in two groups, 10 compute chiplets with dense traffic (brute force is out of reach): hbm-bnb
     proves the optimum hbm-enum proves, and no heuristic finds a better placement."""
