@@ -270,22 +270,21 @@ class _Tree:
         # twice as fast this way round as with the chiplets, many rows alike, as rows (same optimum)
         matrix = cost[open_cells][:, self.rows_type]
         const = node.const
-        if pools and self.common.any():  # full grid: each stack pays its common volume's hops to compute
+        if self.common.any():  # full grid: each stack pays its common volume's hops to the compute chiplets
             hops = self._common_hops(node)
             const += float(self.common[node.layout[placed]] @ hops[self.pos_cells[placed]])
+        if pools:  # the stacks still to place keep their pools' cells from the compute chiplets
             kinds, repeats = [], []
-            for table, index, rem, _ in pools:
-                for g in np.flatnonzero(rem):  # a group without common volume: no hops (an inf hop times 0)
-                    row = self.stack_row[table][index]
-                    kinds.append(row + self.common[g] * hops if self.common[g] else row)
-                    repeats.append(int(rem[g]))
+            for table, index, rem, total in pools:
+                row = self.stack_row[table][index]
+                if self.common.any():  # one column kind per group (a group without common volume: no hops)
+                    for g in np.flatnonzero(rem):
+                        kinds.append(row + self.common[g] * hops if self.common[g] else row)
+                        repeats.append(int(rem[g]))
+                else:
+                    kinds.append(row)
+                    repeats.append(total)
             matrix = np.hstack([matrix, np.repeat(np.array(kinds)[:, open_cells].T, repeats, axis=1)])
-        elif pools:  # the stacks still to place keep their pools' cells from the compute chiplets
-            stacks = np.array([self.stack_row[table][index] for table, index, _, _ in pools])[:, open_cells]
-            matrix = np.hstack([matrix, np.repeat(stacks.T, [total for *_, total in pools], axis=1)])
-        elif self.common.any():
-            hops = self._common_hops(node)
-            const += float(self.common[node.layout[placed]] @ hops[self.pos_cells[placed]])
         if matrix.shape[1] > matrix.shape[0]:
             return math.inf
         r, c = linear_sum_assignment(matrix)  # children keep enough undecided positions for every pool's stacks
