@@ -2,8 +2,8 @@
 
 The paper does not give these parameters; each sweep varies one and prints the claims numbers it moves, from the
 same code as the claims table (:func:`chipdse.studies.claims.measure_policies` on
-:func:`chipdse.studies.simstudy.policy_rows`). Cheap set-up, stated here and printed: the default scenario's model
-(Nemotron-H-4B), its own B* and M_T per dataset (:func:`chipdse.studies.simstage.workload_policy_jobs`, as the
+:func:`chipdse.studies.hydra.simstudy.policy_rows`). Cheap set-up, stated here and printed: the default scenario's model
+(Nemotron-H-4B), its own B* and M_T per dataset (:func:`chipdse.studies.hydra.simstage.workload_policy_jobs`, as the
 protocol), ``--measure-s`` (default 60 s) measured after the scenario's warm-up instead of 100 s.
 
 1. ``timeout``: static batching's batch-formation timeout (``SimJob.static_batch_timeout_s``; the scenario's
@@ -42,14 +42,14 @@ import pandas as pd
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario, load_scenario, with_workload
 from chipdse.evaluators.estimator import Screen
+from chipdse.runtime.parallel import Backend
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.claims import measure_policies, measure_recovery, measure_table_iv
-from chipdse.studies.explore import serve_layout
-from chipdse.studies.generality import generality, simulate_table_iv
-from chipdse.studies.parallel import Backend
-from chipdse.studies.recovery import recovery
-from chipdse.studies.simstage import run_policy_jobs, workload_policy_jobs
-from chipdse.studies.simstudy import SimJob
+from chipdse.studies.hydra.claims import measure_policies, measure_recovery, measure_table_iv
+from chipdse.studies.hydra.explore import serve_layout
+from chipdse.studies.hydra.generality import generality, simulate_table_iv
+from chipdse.studies.hydra.recovery import recovery
+from chipdse.studies.hydra.simstage import run_policy_jobs, workload_policy_jobs
+from chipdse.studies.hydra.simstudy import SimJob
 
 TIMEOUTS_S = (0.1, 1.0, 10.0, 30.0, 3600.0)
 LOADS = (0.5, 0.7, 0.9, 1.2)

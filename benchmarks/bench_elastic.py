@@ -37,7 +37,7 @@ from chipdse.evaluators.sim_schedulers import (
 )
 from chipdse.evaluators.simulator import SimResult, simulate
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.simstudy import Layout, make_layout
+from chipdse.studies.hydra.simstudy import Layout, make_layout
 
 DATASETS = ("arxiv.yaml", "chat.yaml", "bwb.yaml", "longwriter.yaml")
 LOAD = 0.9

@@ -33,11 +33,11 @@ from chipdse.core.design_space import DesignPoints, PointSpec, enumerate_points
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.markov_hops import mean_group_distance
+from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import placement_problem
-from chipdse.studies.parallel import Backend, run_jobs
-from chipdse.studies.simstudy import (
+from chipdse.studies.hydra.simstudy import (
     FIDELITY_MAX_ERRORS,
     FIDELITY_THRESHOLDS,
     Layout,

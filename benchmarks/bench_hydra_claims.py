@@ -7,9 +7,9 @@ Runs, on 2 worker processes by default:
    when it exists (the paper's 12-workload protocol), else the default scenario; or the ``--policy-scenario``
    files given;
 2. the recovery study: every point of one sub-space of the default scenario simulated, the estimator's and the
-   roofline's picks and Pareto fronts against that exhaustive simulation (:mod:`chipdse.studies.recovery`);
+   roofline's picks and Pareto fronts against that exhaustive simulation (:mod:`chipdse.studies.hydra.recovery`);
 3. Table IV on ``hydra-table4-chat.yaml``: the estimator's, then its chosen designs simulated on every model, each at
-   its own rate (:func:`chipdse.studies.generality.simulate_table_iv`);
+   its own rate (:func:`chipdse.studies.hydra.generality.simulate_table_iv`);
 
 then prints the claims table from the same code as the report's claims page (:mod:`reports.claims_page`,
 :mod:`chipdse.studies.claims`), and the details behind it. Not part of the test run (minutes on 2 cores).
@@ -34,19 +34,12 @@ import pandas as pd
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario
 from chipdse.reports.claims_page import explore_claims
-from chipdse.studies.claims import (
-    claim_rows,
-    measure_library,
-    measure_policies,
-    measure_recovery,
-    measure_table_iv,
-    measured_from,
-    render_text,
-)
-from chipdse.studies.explore import explore
-from chipdse.studies.generality import generality, simulate_table_iv
-from chipdse.studies.parallel import Backend
-from chipdse.studies.recovery import recovery
+from chipdse.runtime.parallel import Backend
+from chipdse.studies.claims import claim_rows, measured_from, render_text
+from chipdse.studies.hydra.claims import CLAIMS, measure_library, measure_policies, measure_recovery, measure_table_iv
+from chipdse.studies.hydra.explore import explore
+from chipdse.studies.hydra.generality import generality, simulate_table_iv
+from chipdse.studies.hydra.recovery import recovery
 
 
 def _cpu_s() -> float:
@@ -160,7 +153,7 @@ def main() -> None:
         parts.append((m, n))
         details += lines
     measured, notes = measured_from(parts)
-    rows = claim_rows(measured, notes)
+    rows = claim_rows(measured, notes, claims=CLAIMS)
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine {platform.machine()}, {os.cpu_count()} CPUs, "
           f"python {platform.python_version()}; load average {os.getloadavg()[0]:.2f} at the end; "
           f"{a.workers} worker(s)")

@@ -2,7 +2,7 @@
 
 Runs the bundled NOVA scenario (``instances/scenarios/nova-nemotron3-nano.yaml``) and SNAKE scenario
 (``instances/scenarios/snake-stratum.yaml``) with the code ``chipdse explore`` and the reports use, and prints
-``render_text`` of :func:`chipdse.studies.nova_claims.measure` and :func:`chipdse.studies.snake_claims.measure`
+``render_text`` of :func:`chipdse.studies.nova.claims.measure` and :func:`chipdse.studies.snake.claims.measure`
 (paper value, this run, ratio, and for rows off by more than 25% the parameter the paper does not give, the range
 swept and where the paper's value falls). Wall and CPU seconds per study. The sweeps behind the notes print with
 ``benchmarks/bench_nova_claims.py`` (GPU efficiencies, in-die bandwidth); the SNAKE link-bandwidth sweep is part of
@@ -18,8 +18,11 @@ import os
 import time
 
 from chipdse.core.paths import instances_dir
-from chipdse.studies import nova, nova_claims, snake, snake_claims
 from chipdse.studies.claims import claim_rows, render_text
+from chipdse.studies.nova import claims as nova_claims
+from chipdse.studies.nova import study as nova
+from chipdse.studies.snake import claims as snake_claims
+from chipdse.studies.snake import study as snake
 
 SCENARIOS = {"nova": instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml",
              "snake": instances_dir() / "scenarios" / "snake-stratum.yaml"}

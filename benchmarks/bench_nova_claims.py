@@ -1,7 +1,7 @@
 """NOVA's claims against this run, and the sweeps behind the rows that differ.
 
 Runs the NOVA study on ``instances/scenarios/nova-nemotron3-nano.yaml`` (the code ``chipdse explore`` and its
-report use), prints ``render_text(rows, paper="NOVA")`` (:mod:`chipdse.studies.nova_claims`), then re-runs the
+report use), prints ``render_text(rows, paper="NOVA")`` (:mod:`chipdse.studies.nova.claims`), then re-runs the
 study over the assumptions the paper does not give (the GPU's sustained share per operator class, the in-die PIM's
 bank-level bandwidth) and prints the claims each one moves. Wall and CPU seconds per run.
 Run: python benchmarks/bench_nova_claims.py [--no-sweep]
@@ -19,8 +19,9 @@ from chipdse.evaluators import nova_system
 from chipdse.evaluators.energy import load_energy_table
 from chipdse.evaluators.nova_energy import nova_energy_from
 from chipdse.evaluators.nova_system import HBM4_EXTERNAL_BPS
-from chipdse.studies import nova, nova_claims
 from chipdse.studies.claims import claim_rows, render_text
+from chipdse.studies.nova import claims as nova_claims
+from chipdse.studies.nova import study as nova
 
 SCENARIO = instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml"
 ENERGY_KEYS = frozenset(load_energy_table("common", "nova").keys())

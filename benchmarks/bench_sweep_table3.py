@@ -16,8 +16,8 @@ import platform
 
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario, load_scenario
-from chipdse.studies.parallel import Backend
-from chipdse.studies.sweep import summary_json, sweep
+from chipdse.runtime.parallel import Backend
+from chipdse.studies.hydra.sweep import summary_json, sweep
 
 
 def with_simulate(sc: LoadedScenario, n: int) -> LoadedScenario:

@@ -28,9 +28,9 @@ from chipdse.evaluators.thermal import package_grid, solve_temperature, thermal_
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import finalist, placement_problem
-from chipdse.studies.explore import serve_layout
-from chipdse.studies.simstudy import SimJob, placement_rate_rps
-from chipdse.studies.thermal import ThermalFinalist, thermal_finalist
+from chipdse.studies.hydra.explore import serve_layout
+from chipdse.studies.hydra.simstudy import SimJob, placement_rate_rps
+from chipdse.studies.hydra.thermal import ThermalFinalist, thermal_finalist
 
 SIZES = (5, 8, 16)
 """Grid sides timed (the package spec allows at most 16 x 16)."""

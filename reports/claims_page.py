@@ -8,17 +8,8 @@ from typing import Any
 from matplotlib.backends.backend_pdf import PdfPages
 
 from chipdse.reports.style import text_pages
-from chipdse.studies.claims import (
-    TOLERANCE,
-    ClaimRow,
-    claim_rows,
-    fmt_value,
-    measure_fidelity,
-    measure_library,
-    measure_policies,
-    measure_table_iv,
-    measured_from,
-)
+from chipdse.studies.claims import TOLERANCE, ClaimRow, claim_rows, fmt_value, measured_from
+from chipdse.studies.hydra.claims import CLAIMS, measure_fidelity, measure_library, measure_policies, measure_table_iv
 
 ESTIMATOR_ONLY = "estimator only (Table IV not simulated in this run): "
 """Prefix of a Table IV row's note when the run scored Table IV with the estimator alone."""
@@ -78,4 +69,4 @@ def draw(pdf: PdfPages, r: Any) -> None:
     sc = r.scenario
     context = (f"Run: {sc.spec.name} ({sc.model.name} on {sc.workload.name}). The recovery and roofline rows need "
                "an exhaustively simulated sub-space: benchmarks/bench_hydra_claims.py computes them.")
-    claims_page(pdf, claim_rows(measured, notes), context)
+    claims_page(pdf, claim_rows(measured, notes, claims=CLAIMS), context)

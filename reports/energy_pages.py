@@ -20,7 +20,7 @@ from chipdse.evaluators.energy_hydra import (  # noqa: E402
     energy_at_throughput,
 )
 from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
-from chipdse.studies.explore import ExploreResult  # noqa: E402
+from chipdse.studies.hydra.explore import ExploreResult  # noqa: E402
 
 PART_COLOURS = {"compute": "#1f77b4", "sram": "#9467bd", "hbm": "#2ca02c", "d2d": "#ff7f0e", "static": "#7f7f7f"}
 

@@ -19,9 +19,9 @@ from chipdse.core.solution import EXCESS_OVER_BEST  # noqa: E402
 from chipdse.evaluators.nova_system import ABLATION, DESIGNS  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
-from chipdse.studies import nova_claims  # noqa: E402
 from chipdse.studies.claims import claim_rows  # noqa: E402
-from chipdse.studies.nova import KEYS, PAPER, NovaStudy, pair_ratios, summary  # noqa: E402
+from chipdse.studies.nova import claims as nova_claims  # noqa: E402
+from chipdse.studies.nova.study import KEYS, PAPER, NovaStudy, pair_ratios, summary  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
 

@@ -27,9 +27,9 @@ from chipdse.reports import claims_page, energy_pages, sim_pages, thermal_pages
 from chipdse.reports.files import package_versions, strict_json
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_pages
-from chipdse.studies.explore import ExploreResult, FinalistResult, best_exact  # noqa: E402
-from chipdse.studies.simstudy import FIDELITY_THRESHOLDS, finalist_layouts  # noqa: E402
-from chipdse.studies.thermal import thermal_summary  # noqa: E402
+from chipdse.studies.hydra.explore import ExploreResult, FinalistResult, best_exact  # noqa: E402
+from chipdse.studies.hydra.simstudy import FIDELITY_THRESHOLDS, finalist_layouts  # noqa: E402
+from chipdse.studies.hydra.thermal import thermal_summary  # noqa: E402
 
 TYPE_COLOURS = {"Ap": "#1f77b4", "Ad": "#aec7e8", "Mp": "#d62728", "Md": "#ff9896",
                 "hbm:attention": "#2ca02c", "hbm:mamba": "#ff7f0e"}

@@ -16,7 +16,7 @@ from matplotlib.table import Table
 
 from chipdse.core.solution import EXCESS_OVER_BEST, excess
 from chipdse.reports.style import LINE_H, PAGE, caption, fmt, label_points
-from chipdse.studies.simstudy import (
+from chipdse.studies.hydra.simstudy import (
     ABLATION,
     FIDELITY_THRESHOLDS,
     PLACEMENT_VARIANTS,
@@ -145,7 +145,7 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
 
 
 def policy_gains(pol: pd.DataFrame) -> dict[str, Any]:
-    """The policy studies' averages (:func:`chipdse.studies.simstudy.policy_summary`: geometric means of
+    """The policy studies' averages (:func:`chipdse.studies.hydra.simstudy.policy_summary`: geometric means of
     per-workload ratios over valid workloads, with counts), NaN written as None (JSON)."""
     return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in policy_summary(pol).items()}
 

@@ -20,7 +20,8 @@ from chipdse.evaluators.snake_pu import GROUPED, MODES  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
 from chipdse.studies.claims import claim_rows  # noqa: E402
-from chipdse.studies.snake import (  # noqa: E402
+from chipdse.studies.snake.claims import SNAKE_CLAIMS, context_line, measure, summary_rows  # noqa: E402
+from chipdse.studies.snake.study import (  # noqa: E402
     PAPER_ENERGY,
     PAPER_SPEEDUPS,
     UNCAPPED_DRAM_TBPS,
@@ -28,7 +29,6 @@ from chipdse.studies.snake import (  # noqa: E402
     average_speedups,
     mode_distribution,
 )
-from chipdse.studies.snake_claims import SNAKE_CLAIMS, context_line, measure, summary_rows  # noqa: E402
 
 BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288",
                    "gpu": "H100 GPU"}

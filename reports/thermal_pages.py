@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from matplotlib.backends.backend_pdf import PdfPages
 
 from chipdse.reports.style import PAGE, caption
-from chipdse.studies.thermal import SERVE_MAPPING, ThermalFinalist, ThermalLayout
+from chipdse.studies.hydra.thermal import SERVE_MAPPING, ThermalFinalist, ThermalLayout
 
 
 def _short(t: str) -> str:

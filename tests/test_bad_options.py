@@ -22,9 +22,9 @@ import yaml
 from chipdse.cli import invoke
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario
-from chipdse.studies import nova
+from chipdse.runtime.store import ResultsStore
 from chipdse.studies.common import Settings
-from chipdse.studies.store import ResultsStore
+from chipdse.studies.nova import study as nova
 
 SECONDS = 10.0
 """Each bad option must be refused within this many seconds (issue 14's "Done when")."""

@@ -9,13 +9,14 @@ import pandas as pd
 import pytest
 
 from chipdse.reports.claims_page import claims_lines
-from chipdse.studies.claims import CLAIMS, NOT_RUN, Claim, claim_rows, measure_policies, measure_table_iv
+from chipdse.studies.claims import NOT_RUN, Claim, claim_rows
+from chipdse.studies.hydra.claims import CLAIMS, measure_policies, measure_table_iv
 
 PAPER = {c.key: c.paper for c in CLAIMS}
 
 
 def test_rows_cover_every_claim_once_in_order() -> None:
-    rows = claim_rows({})
+    rows = claim_rows({}, claims=CLAIMS)
     assert [r.key for r in rows] == [c.key for c in CLAIMS]
     assert len({c.key for c in CLAIMS}) == len(CLAIMS)
     assert all(r.note == NOT_RUN and r.ratio is None and not r.off for r in rows)
@@ -27,7 +28,7 @@ def test_ratio_flag_and_notes() -> None:
                 "cosine": 0.9 * 0.74,              # 26% under: off, the caller's measured note
                 "est_recovery": float("nan"),      # not computed
                 "roof_recovery": 0.74 * 1.25}      # exactly 25% over: not flagged (strictly more than 25% is)
-    rows = {r.key: r for r in claim_rows(measured, {"cosine": "measured: 3 points only"})}
+    rows = {r.key: r for r in claim_rows(measured, {"cosine": "measured: 3 points only"}, claims=CLAIMS)}
     assert rows["full_tp_mean"].ratio == pytest.approx(1.10)
     assert not rows["full_tp_mean"].off and rows["full_tp_mean"].note == ""
     assert rows["full_tp_max"].ratio == pytest.approx(2.0) and rows["full_tp_max"].off
@@ -38,7 +39,7 @@ def test_ratio_flag_and_notes() -> None:
     assert rows["est_recovery"].this_run is None and rows["est_recovery"].note == NOT_RUN
     assert rows["roof_recovery"].ratio == pytest.approx(1.25) and not rows["roof_recovery"].off
     # a negative change: -21.85% against the paper's -43.7% is a ratio of one half
-    half = {r.key: r for r in claim_rows({"full_ttft_change": -21.85})}["full_ttft_change"]
+    half = {r.key: r for r in claim_rows({"full_ttft_change": -21.85}, claims=CLAIMS)}["full_ttft_change"]
     assert half.ratio == pytest.approx(0.5) and half.off
 
 
@@ -52,7 +53,7 @@ def test_a_swept_claim_names_its_range_only_when_off() -> None:
 
 
 def test_page_lines_show_the_reason_only_for_rows_off_by_more_than_25_percent() -> None:
-    rows = claim_rows({"full_tp_mean": 1.55, "full_tp_max": 9.2}, {"full_tp_max": "measured reason X"})
+    rows = claim_rows({"full_tp_mean": 1.55, "full_tp_max": 9.2}, {"full_tp_max": "measured reason X"}, claims=CLAIMS)
     lines = claims_lines(rows, "context")
     assert any(ln.strip().startswith("why: measured reason X; parameters the paper does not give") for ln in lines)
     assert not any("why:" in ln for ln in lines if "full_tp_mean" in ln)

@@ -1,4 +1,4 @@
-"""`chipdse.studies.simulate.run_simulation`: one design point placed, mapped and simulated (one HBM count)."""
+"""`chipdse.studies.hydra.simulate.run_simulation`: one design point placed, mapped and simulated (one HBM count)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import yaml
 
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario, load_scenario
-from chipdse.studies.simulate import run_simulation
+from chipdse.studies.hydra.simulate import run_simulation
 
 DURATION_S = 20.0
 SEED = 3

@@ -32,7 +32,7 @@ from chipdse.evaluators.selection import (
     pick_finalists,
     pick_m_t,
 )
-from chipdse.studies.sweep import subset_points
+from chipdse.studies.hydra.sweep import subset_points
 
 TINY_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 4, "min_per_type": 1, "d2d_GBps": [256],
               "max_batch": [8]}

@@ -24,7 +24,7 @@ from chipdse.core.specs import Workload, load_spec
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.reports.generality_page import generality_pages
-from chipdse.studies.generality import (
+from chipdse.studies.hydra.generality import (
     SimulatedTableIV,
     generality,
     normalize_table_iv,

@@ -22,7 +22,7 @@ import yaml
 from chipdse.core.models import load_model
 from chipdse.core.schemas import json_schema
 from chipdse.reports import nova_pages, snake_pages
-from chipdse.studies.sweep import SIMULATED_COLUMNS
+from chipdse.studies.hydra.sweep import SIMULATED_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = (ROOT / "docs" / "guide.md").read_text()

@@ -22,17 +22,17 @@ from ortools.sat.python import cp_model
 from typer.testing import CliRunner
 
 import chipdse.api as api_module
-import chipdse.studies.explore as explore_module
+import chipdse.studies.hydra.explore as explore_module
 from chipdse.cli import app, from_interrupt
 from chipdse.core.io import canonical_json
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario
 from chipdse.formulations.qap import QapInstance
+from chipdse.runtime.store import Checkpoints, ResultsStore
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.qap import solve_qap
-from chipdse.studies.explore import run_identity
+from chipdse.studies.hydra.explore import run_identity
 from chipdse.studies.registry import STUDIES
-from chipdse.studies.store import Checkpoints, ResultsStore
 
 
 def _hard_qap(n: int = 14) -> QapInstance:

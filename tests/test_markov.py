@@ -27,7 +27,7 @@ from chipdse.evaluators.markov import (
 from chipdse.evaluators.markov_hops import greedy_type_hops, mean_group_distance, placement_hops, ring_hbm_cells
 from chipdse.solvers.placement_heuristics import hydra_greedy_placement
 from chipdse.solvers.problems import placement_problem
-from chipdse.studies.simstudy import fidelity_metrics
+from chipdse.studies.hydra.simstudy import fidelity_metrics
 
 SC = load_scenario()
 PTS, _ = enumerate_points(SC)

@@ -45,9 +45,9 @@ from chipdse.evaluators.nova_system import (
     serving_output_lengths,
 )
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies import nova_claims
 from chipdse.studies.claims import NOT_RUN, claim_rows
-from chipdse.studies.nova import solve_expert_splits
+from chipdse.studies.nova import claims as nova_claims
+from chipdse.studies.nova.study import solve_expert_splits
 
 
 def test_hbm4_cube_and_system_by_hand() -> None:

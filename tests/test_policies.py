@@ -21,8 +21,8 @@ from chipdse.evaluators.policies import (
 )
 from chipdse.evaluators.sim_policies import Batcher
 from chipdse.evaluators.sim_schedulers import TaskScheduler
-from chipdse.studies.simstudy import SCHEDULER_VARIANTS
-from chipdse.studies.simulate import BATCHING, SCHEDULERS
+from chipdse.studies.hydra.simstudy import SCHEDULER_VARIANTS
+from chipdse.studies.hydra.simulate import BATCHING, SCHEDULERS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

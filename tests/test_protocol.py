@@ -11,9 +11,9 @@ import pytest
 from chipdse.core.errors import SpecError
 from chipdse.core.scenario import load_scenario
 from chipdse.core.specs import SimulationSettings, parse_spec
-from chipdse.studies.protocol import policy_study
-from chipdse.studies.simstage import protocol_workloads
-from chipdse.studies.simstudy import ABLATION, REFERENCE, SimulationStudy, policy_summary
+from chipdse.studies.hydra.protocol import policy_study
+from chipdse.studies.hydra.simstage import protocol_workloads
+from chipdse.studies.hydra.simstudy import ABLATION, REFERENCE, SimulationStudy, policy_summary
 
 TINY = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 5, "min_per_type": 1, "d2d_GBps": [512],
         "max_batch": [8, 64]}

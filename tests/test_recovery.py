@@ -10,7 +10,7 @@ import pytest
 
 from chipdse.core.errors import SpecError
 from chipdse.core.scenario import load_scenario
-from chipdse.studies.recovery import recovery_metrics, subspace
+from chipdse.studies.hydra.recovery import recovery_metrics, subspace
 
 NAN = math.nan
 

@@ -26,9 +26,11 @@ from chipdse.reports import nova_pages, pdf, snake_pages
 from chipdse.reports.files import COLUMNS_SUFFIX, MANIFEST_KEYS, write_pdf, write_report
 from chipdse.reports.generality_page import generality_pages
 from chipdse.solvers.compare import comparison_rows
-from chipdse.studies import explore, nova, snake
 from chipdse.studies.common import Settings
-from chipdse.studies.generality import generality
+from chipdse.studies.hydra import explore
+from chipdse.studies.hydra.generality import generality
+from chipdse.studies.nova import study as nova
+from chipdse.studies.snake import study as snake
 
 matplotlib.use("Agg")
 

@@ -10,7 +10,7 @@ from chipdse.core.design_space import enumerate_points
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.latency import block_table, chiplet_caps, decode_costs, prefill_costs
 from chipdse.evaluators.roofline import fluid_makespan_s, roofline_scores
-from chipdse.studies.sweep import subset_points
+from chipdse.studies.hydra.sweep import subset_points
 
 
 def test_fluid_makespan_by_hand() -> None:

@@ -13,8 +13,14 @@ from matplotlib.table import Table
 from matplotlib.transforms import Bbox
 
 from chipdse.reports.sim_pages import layout_page, policy_page
-from chipdse.studies.layout_study import LAYOUTS, MAX_LINK_METHOD
-from chipdse.studies.simstudy import ABLATION, PLACEMENT_VARIANTS, SCHEDULER_VARIANTS, SimulationStudy, mark_validity
+from chipdse.studies.hydra.layout_study import LAYOUTS, MAX_LINK_METHOD
+from chipdse.studies.hydra.simstudy import (
+    ABLATION,
+    PLACEMENT_VARIANTS,
+    SCHEDULER_VARIANTS,
+    SimulationStudy,
+    mark_validity,
+)
 
 matplotlib.use("Agg")
 

@@ -15,7 +15,7 @@ from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.evaluators.simulator import simulate
 from chipdse.reports.sim_pages import policy_gains
-from chipdse.studies.simstudy import (
+from chipdse.studies.hydra.simstudy import (
     ABLATION,
     SCHEDULER_VARIANTS,
     compare,
@@ -244,7 +244,7 @@ def test_policy_page_survives_runs_without_tokens(tmp_path) -> None:
     from matplotlib.backends.backend_pdf import PdfPages
 
     from chipdse.reports.sim_pages import policy_page
-    from chipdse.studies.simstudy import SimulationStudy
+    from chipdse.studies.hydra.simstudy import SimulationStudy
 
     rows = [{"study": s, "dataset": "d", "variant": v, "sim_throughput_tps": 0.0, "sim_ttft_s": math.nan}
             for s, v in (("ablation", "baseline"), ("ablation", "CP+ET+DB"), ("scheduler", "static"),
@@ -272,7 +272,7 @@ def test_default_datasets_resolve_from_a_relative_scenario_path(monkeypatch) -> 
 
     from chipdse.core.paths import instances_dir
     from chipdse.core.scenario import with_workload
-    from chipdse.studies.simstudy import policy_datasets
+    from chipdse.studies.hydra.simstudy import policy_datasets
 
     monkeypatch.chdir(instances_dir().parent)
     rel = Path(instances_dir().name) / "scenarios" / "hydra-table3-nemotron-h-4b.yaml"

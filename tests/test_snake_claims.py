@@ -13,9 +13,9 @@ from chipdse.core.paths import instances_dir
 from chipdse.evaluators.snake import MAC_TREE, SNAKE, GemmOp, SnakeError, decode_gemms, load_card
 from chipdse.evaluators.snake_pu import decode_step_s, nmp_template
 from chipdse.evaluators.snake_serving import gpu_step_s
-from chipdse.studies import snake
 from chipdse.studies.claims import claim_rows, render_text
-from chipdse.studies.snake_claims import SNAKE_CLAIMS, measure, where_paper_falls
+from chipdse.studies.snake import study as snake
+from chipdse.studies.snake.claims import SNAKE_CLAIMS, measure, where_paper_falls
 
 
 def test_gpu_step_by_hand() -> None:

@@ -21,7 +21,7 @@ from chipdse.evaluators.nova_model import load_nova_model
 from chipdse.evaluators.nova_system import NOVA, NOVA_EXACT, decode_step_s, expert_split_cases
 from chipdse.evaluators.snake import load_card
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies import nova
+from chipdse.studies.nova import study as nova
 from chipdse.studies.registry import STUDIES, load_study
 
 SCENARIOS = instances_dir() / "scenarios"

@@ -16,9 +16,9 @@ from chipdse.core.errors import ChipdseError
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.energy_hydra import score_with_energy
 from chipdse.evaluators.estimator import Screen
-from chipdse.studies.parallel import Backend, run_jobs
-from chipdse.studies.store import ResultsStore, code_version, job_key
-from chipdse.studies.sweep import frame_from_json, frame_to_json, summary_json, sweep
+from chipdse.runtime.parallel import Backend, run_jobs
+from chipdse.runtime.store import ResultsStore, code_version, job_key
+from chipdse.studies.hydra.sweep import frame_from_json, frame_to_json, summary_json, sweep
 
 SMALL_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 6, "min_per_type": 1,
                "d2d_GBps": [256, 512], "max_batch": [8, 32]}
@@ -190,7 +190,7 @@ def test_sigint_during_simulation_stage_then_rerun_equals_uninterrupted(write_sc
     import subprocess
     import time
 
-    import chipdse.studies.sweep as sweep_module
+    import chipdse.studies.hydra.sweep as sweep_module
 
     path = write_scenario({"name": "sigint", "design_space": SMALL_SPACE, "sweep": SIM_SWEEP})
     sc = load_scenario(path)

@@ -15,8 +15,8 @@ from chipdse.reports.thermal_pages import thermal_page
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import finalist, placement_problem
-from chipdse.studies import explore
-from chipdse.studies.thermal import ThermalFinalist, thermal_finalist, thermal_summary
+from chipdse.studies.hydra import explore
+from chipdse.studies.hydra.thermal import ThermalFinalist, thermal_finalist, thermal_summary
 from tests.test_report import Pages, overlaps
 
 CFG = SolverConfig(work_limit=5.0)

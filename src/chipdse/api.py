@@ -40,20 +40,20 @@ from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_te
 from chipdse.formulations.qap import read_qaplib
 from chipdse.reports.files import write_report
 from chipdse.reports.registry import REPORTS
+from chipdse.runtime.parallel import Backend
+from chipdse.runtime.store import Checkpoints, ResultsStore
 from chipdse.solvers.compare import comparison_rows, run_methods, validate_methods
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import FINALIST_POINTS
 from chipdse.solvers.qap import solve_qap
 from chipdse.solvers.registry import PROBLEMS, methods_help, problem_record, problems_help
 from chipdse.studies.common import Settings, no_progress
-from chipdse.studies.generality import OBJECTIVES, GeneralityResult
-from chipdse.studies.generality import generality as run_generality
-from chipdse.studies.parallel import Backend
+from chipdse.studies.hydra.generality import OBJECTIVES, GeneralityResult
+from chipdse.studies.hydra.generality import generality as run_generality
+from chipdse.studies.hydra.simulate import empty_run_text, run_simulation
+from chipdse.studies.hydra.sweep import SweepResult, summary_json
+from chipdse.studies.hydra.sweep import sweep as run_sweep
 from chipdse.studies.registry import STUDIES
-from chipdse.studies.simulate import empty_run_text, run_simulation
-from chipdse.studies.store import Checkpoints, ResultsStore
-from chipdse.studies.sweep import SweepResult, summary_json
-from chipdse.studies.sweep import sweep as run_sweep
 
 __all__ = ["CompareRun", "ExploreRun", "GeneralityRun", "SimulationRun", "SolveRun", "SweepRun", "backend",
            "compare", "empty_run_text", "explore", "generality", "help_names", "import_model", "load_hydra",
@@ -133,7 +133,7 @@ class ExploreRun:
         The scenario kind: ``"hydra"``, ``"snake"`` or ``"nova"``.
     scenario : LoadedScenario or StudyScenario
     result : ExploreResult, SnakeStudy or NovaStudy
-        Every table of the study's report (``chipdse.studies.explore`` / ``snake`` / ``nova``).
+        Every table of the study's report (``chipdse.studies.hydra.explore`` / ``snake`` / ``nova``).
     summary : dict
         The headline numbers (the manifest's ``summary``).
     headline : list[str]
@@ -262,10 +262,10 @@ class SweepRun:
 
     Attributes
     ----------
-    result : chipdse.studies.sweep.SweepResult
+    result : chipdse.studies.hydra.sweep.SweepResult
         Every scored point per workload (``points``) and the simulated Pareto candidates (``simulated``).
     summary : dict
-        The counts ``chipdse sweep --json`` prints (:func:`chipdse.studies.sweep.summary_json`).
+        The counts ``chipdse sweep --json`` prints (:func:`chipdse.studies.hydra.sweep.summary_json`).
     """
 
     result: SweepResult
@@ -542,7 +542,7 @@ class SimulationRun:
     Attributes
     ----------
     metrics : dict
-        The JSON object ``chipdse simulate --json`` prints (:func:`chipdse.studies.simulate.run_simulation`):
+        The JSON object ``chipdse simulate --json`` prints (:func:`chipdse.studies.hydra.simulate.run_simulation`):
         ``throughput_tps``, ``ttft_s`` / ``tbt_s`` / ``e2e_s`` (mean, p50, p99, count), ``utilization``,
         ``preemptions``, ``requests_arrived`` / ``requests_finished``, ``overloaded``, ``empty``, ...
     """
@@ -603,7 +603,7 @@ class GeneralityRun:
     ----------
     scenario : LoadedScenario
         The scenario whose design space, package, library and workload were used.
-    result : chipdse.studies.generality.GeneralityResult
+    result : chipdse.studies.hydra.generality.GeneralityResult
         ``scores[objective]`` and ``stable[objective]`` (target set x model), ``designs``, ``optima``, ``to_json()``.
     """
 

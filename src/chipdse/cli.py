@@ -33,7 +33,7 @@ from rich.text import Text
 from chipdse.core.errors import ChipdseError
 from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty
 from chipdse.core.specs import MAX_SEED, MAX_TIME_LIMIT_S
-from chipdse.studies.store import Checkpoints, ResultsStore
+from chipdse.runtime.store import Checkpoints, ResultsStore
 
 API_MODULE = "chipdse.api"
 """The module every command runs (:mod:`chipdse.api`), imported only when a command runs: see :func:`_api`."""

@@ -1,6 +1,6 @@
 """What every study (HYDRA explore, SNAKE, NOVA) shares: run settings, stage timings and solve records.
 
-Each study module (``chipdse.studies.explore``, ``snake``, ``nova``) exposes the same functions, listed by kind in
+Each study module (``chipdse.studies.hydra.explore``, ``snake``, ``nova``) exposes the same functions, listed by kind in
 :mod:`chipdse.studies.registry`:
 
 * ``KIND``: the scenario kind it runs;

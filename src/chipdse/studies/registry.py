@@ -9,7 +9,9 @@ from typing import Any
 
 from chipdse.core.scenario import load as load_any
 from chipdse.core.specs import SCENARIO_KINDS
-from chipdse.studies import explore, nova, snake
+from chipdse.studies.hydra import explore
+from chipdse.studies.nova import study as nova
+from chipdse.studies.snake import study as snake
 
 STUDIES: dict[str, ModuleType] = {explore.KIND: explore, snake.KIND: snake, nova.KIND: nova}
 """Study module by scenario kind: ``hydra`` (the chiplet DSE), ``snake`` and ``nova``."""

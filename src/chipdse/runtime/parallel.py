@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from chipdse.core.errors import ChipdseError
 from chipdse.core.io import canonical_json
-from chipdse.studies.store import ResultsStore
+from chipdse.runtime.store import ResultsStore
 
 BackendKind = Literal["in-process", "processes", "dask"]
 Progress = Callable[[float, float], None]
@@ -129,7 +129,7 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], backend: Backend | N
         Results store: jobs whose key it holds are not run (their stored result is returned), and every finished
         job is written as soon as it completes.
     key_fn : callable(job) -> str, optional
-        Store key of a job (e.g. built with :func:`chipdse.studies.store.job_key`); required with a store.
+        Store key of a job (e.g. built with :func:`chipdse.runtime.store.job_key`); required with a store.
     progress : callable(done, total), optional
         Called once with the number of jobs found in the store, then after each finished job.
     fresh : bool

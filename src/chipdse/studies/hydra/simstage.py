@@ -1,6 +1,6 @@
 """The explore pipeline's simulation stage: fidelity on Pareto candidates, then the policy ablation, the scheduler
-comparison and B*'s layouts per dataset (HYDRA Sec. VI-C/D), each run as one job of :mod:`chipdse.studies.simstudy`
-or :mod:`chipdse.studies.layout_study`."""
+comparison and B*'s layouts per dataset (HYDRA Sec. VI-C/D), each run as one job of
+:mod:`chipdse.studies.hydra.simstudy` or :mod:`chipdse.studies.hydra.layout_study`."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from chipdse.core.scenario import LoadedScenario, model_scenarios, with_workload
 from chipdse.core.specs import MAX_SIM_DURATION_S
 from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.evaluators.sim_kernel import SimulationError
+from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.layout_study import layout_candidates, layout_jobs, layout_table
-from chipdse.studies.parallel import Backend, run_jobs
-from chipdse.studies.simstudy import (
+from chipdse.studies.hydra.layout_study import layout_candidates, layout_jobs, layout_table
+from chipdse.studies.hydra.simstudy import (
     PLACEMENT_VARIANTS,
     Layout,
     SimJob,

@@ -33,10 +33,10 @@ from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.roofline import roofline_scores
 from chipdse.evaluators.selection import pareto_mask
 from chipdse.evaluators.sim_kernel import SimulationError
+from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.parallel import Backend, run_jobs
-from chipdse.studies.simstudy import Layout, SimJob, make_layout, saturation_window
-from chipdse.studies.sweep import subset_points
+from chipdse.studies.hydra.simstudy import Layout, SimJob, make_layout, saturation_window
+from chipdse.studies.hydra.sweep import subset_points
 
 METHODS = ("est", "roof")
 """Column prefixes of the two scoring methods: the estimator and the roofline baseline."""
@@ -173,7 +173,7 @@ def recovery(sc: LoadedScenario, n_hbm: int, d2d_GBps: float, max_batch: int, *,
         Placement method of every point (a heuristic keeps it fast).
     min_measure_s, max_s : float
         Saturated runs: at least this much measured simulated time; at most this much in all, s
-        (:func:`chipdse.studies.simstudy.saturation_window` at the estimator's capacity). A static batch of 16
+        (:func:`chipdse.studies.hydra.simstudy.saturation_window` at the estimator's capacity). A static batch of 16
         decodes for minutes on this space, and a window shorter than a few batch lifetimes measures the first
         batches, all started together with every request still decoding (150 s, the default before: up to 1.8x
         the steady throughput).

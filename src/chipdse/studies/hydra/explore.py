@@ -4,7 +4,7 @@ Data flow (DESIGN.md): scenario -> design points -> estimator -> energy and powe
 M_T -> HBM partition, placement, mapping (exact and heuristic) -> serving re-score of each layout -> results for the
 report.
 
-Given :class:`chipdse.studies.store.Checkpoints`, each stage is kept as it finishes and a rerun of the same inputs
+Given :class:`chipdse.runtime.store.Checkpoints`, each stage is kept as it finishes and a rerun of the same inputs
 reads it back instead of computing it again (keyed by :func:`run_identity` and the code version). The stages, in
 run order: ``sweep`` (the scored table), ``finalist B*`` and ``finalist M_T`` (each finalist's solves; M_T only when
 it differs from B*), ``thermal`` (power and temperature maps), ``simulation`` and ``generality`` (when the
@@ -37,6 +37,7 @@ from chipdse.evaluators.estimator import (
 from chipdse.evaluators.latency import BlockTable, block_table, decode_costs, prefill_costs
 from chipdse.evaluators.selection import pareto_mask, pareto_mask_3, pick_finalists
 from chipdse.formulations.mapping import MappingProblem, stage_times
+from chipdse.runtime.store import Checkpoints
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.hbm_partition import solve_hbm_partition
 from chipdse.solvers.mapping import solve_mapping
@@ -51,11 +52,10 @@ from chipdse.studies.common import (
     no_progress,
     solve_record,
 )
-from chipdse.studies.generality import GeneralityResult, generality
-from chipdse.studies.simstage import explore_simulations
-from chipdse.studies.simstudy import Layout, SimulationStudy
-from chipdse.studies.store import Checkpoints
-from chipdse.studies.thermal import ThermalFinalist, thermal_stage
+from chipdse.studies.hydra.generality import GeneralityResult, generality
+from chipdse.studies.hydra.simstage import explore_simulations
+from chipdse.studies.hydra.simstudy import Layout, SimulationStudy
+from chipdse.studies.hydra.thermal import ThermalFinalist, thermal_stage
 
 HBM_METHODS = ("milp-highs", "cpsat", "enumeration", "proportional")
 PLACEMENT_HEURISTICS = ("hydra-greedy", "round-robin", "random", "local-search")
@@ -93,7 +93,7 @@ class ExploreResult:
     stored_stages: list[str] = field(default_factory=list)
     """The stages read from the results store instead of computed (their ``timings_s`` are this run's reads)."""
     thermal: list[ThermalFinalist] = field(default_factory=list)
-    """The power / thermal stage per finalist (:mod:`chipdse.studies.thermal`); empty when ``thermal.enabled`` is
+    """The power / thermal stage per finalist (:mod:`chipdse.studies.hydra.thermal`); empty when ``thermal.enabled`` is
     off."""
 
     def solves(self) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from chipdse.formulations.placement import check_placement
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.link_load import solve_max_link_placement
 from chipdse.solvers.problems import placement_problem
-from chipdse.studies.simstudy import Layout, SimJob, map_placement
+from chipdse.studies.hydra.simstudy import Layout, SimJob, map_placement
 
 MAX_LINK_METHOD = "layout-bnb"
 """The max-link method of the layout study: the one that proves the busiest link on the default finalists."""

@@ -19,7 +19,7 @@
   left out of averages. Throughput stays output tokens / measured window.
 
 Every simulation is one :class:`SimJob` (plain data), so a sweep can hand them to any
-:class:`chipdse.studies.parallel.Backend`.
+:class:`chipdse.runtime.parallel.Backend`.
 """
 
 from __future__ import annotations

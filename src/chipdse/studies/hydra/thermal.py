@@ -37,7 +37,7 @@ from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement_thermal import KIND as THERMAL_KIND
 from chipdse.solvers.placement_thermal import solve_thermal_placement
 from chipdse.solvers.problems import placement_problem
-from chipdse.studies.simstudy import map_placement
+from chipdse.studies.hydra.simstudy import map_placement
 
 SERVE_MAPPING = "lpt-greedy"
 """Mapping both layouts of the throughput comparison get (one heuristic for both, so only the placement differs)."""
@@ -85,7 +85,7 @@ class ThermalFinalist:
         The thermally constrained exact placement (``None`` without a limit).
     served : dict[str, dict[str, Any]]
         Serving re-score (``capacity_rps``, ``throughput_tps``, ``ttft_s``, ``stable``) and the mapped ``layout``
-        (:class:`~chipdse.studies.simstudy.Layout`, for a simulation) of the best exact unconstrained placement
+        (:class:`~chipdse.studies.hydra.simstudy.Layout`, for a simulation) of the best exact unconstrained placement
         (``"unconstrained"``) and of the constrained one (``"thermal-limit"``), both mapped by
         :data:`SERVE_MAPPING`; empty without a limit or a constrained placement.
     """

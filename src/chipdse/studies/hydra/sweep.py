@@ -10,7 +10,7 @@ Stage 2 (simulate, ``sweep.simulate`` > 0): per workload, B*, M_T and further Pa
 front are placed (exactly, ``hbm-enum``, by default), mapped (LPT) and run through the event simulator at the
 offered load, one job each.
 
-Jobs of both stages go to the same :class:`chipdse.studies.parallel.Backend` and the same results store: each finished
+Jobs of both stages go to the same :class:`chipdse.runtime.parallel.Backend` and the same results store: each finished
 job is committed at once, so an interrupted sweep (Ctrl-C in either stage) resumes without recomputing anything.
 """
 
@@ -30,10 +30,10 @@ from chipdse.evaluators.energy_hydra import check_power_limits, score_with_energ
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import pareto_mask, pareto_mask_3, pick_finalists
 from chipdse.evaluators.sim_kernel import SimulationError
+from chipdse.runtime.parallel import Backend, run_jobs
+from chipdse.runtime.store import ResultsStore, job_key
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.parallel import Backend, run_jobs
-from chipdse.studies.simstudy import SimJob, make_layout
-from chipdse.studies.store import ResultsStore, job_key
+from chipdse.studies.hydra.simstudy import SimJob, make_layout
 
 JOB_KIND = "sweep-screen"
 SIM_JOB_KIND = "sweep-simulate"

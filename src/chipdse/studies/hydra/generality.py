@@ -32,11 +32,11 @@ from chipdse.core.errors import SpecError
 from chipdse.core.scenario import LoadedScenario, model_scenarios
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import pick_b_star, pick_m_t
+from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.parallel import Backend, run_jobs
-from chipdse.studies.recovery import run_safe
-from chipdse.studies.simstudy import SimJob, make_layout, saturation_window
-from chipdse.studies.sweep import subset_points
+from chipdse.studies.hydra.recovery import run_safe
+from chipdse.studies.hydra.simstudy import SimJob, make_layout, saturation_window
+from chipdse.studies.hydra.sweep import subset_points
 
 OBJECTIVES = ("B*", "M_T")
 

@@ -10,11 +10,11 @@ import pandas as pd
 
 from chipdse.core.scenario import LoadedScenario
 from chipdse.evaluators.estimator import Screen
+from chipdse.runtime.parallel import Backend
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.explore import serve_layout
-from chipdse.studies.parallel import Backend
-from chipdse.studies.simstage import protocol_workloads, run_policy_jobs, workload_policy_jobs
-from chipdse.studies.simstudy import policy_summary
+from chipdse.studies.hydra.explore import serve_layout
+from chipdse.studies.hydra.simstage import protocol_workloads, run_policy_jobs, workload_policy_jobs
+from chipdse.studies.hydra.simstudy import policy_summary
 
 
 def policy_study(workloads: list[LoadedScenario], cfg: SolverConfig | None = None, backend: Backend | None = None,
@@ -37,9 +37,9 @@ def policy_study(workloads: list[LoadedScenario], cfg: SolverConfig | None = Non
     Returns
     -------
     (pandas.DataFrame, list of str)
-        :func:`chipdse.studies.simstudy.policy_rows`' table (one row per model, dataset, role, study and variant:
+        :func:`chipdse.studies.hydra.simstudy.policy_rows`' table (one row per model, dataset, role, study and variant:
         throughput tok/s, mean TTFT s, finished requests, offered ``rate_rps``, ``valid``, ``invalid_reason``;
-        :func:`chipdse.studies.simstudy.policy_summary` averages it) and the notes of workloads or runs left out.
+        :func:`chipdse.studies.hydra.simstudy.policy_summary` averages it) and the notes of workloads or runs left out.
 
     Raises
     ------

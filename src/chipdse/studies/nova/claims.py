@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from chipdse.studies.claims import Claim
-from chipdse.studies.nova import KEYS, NovaStudy, pair_ratios
+from chipdse.studies.nova.study import KEYS, NovaStudy, pair_ratios
 
 _GPU = ("the GPU's sustained share per operator class (the paper gives none; defaults GEMM 0.7, attention 0.35, "
         "experts 0.7, SSM 0.1): ")

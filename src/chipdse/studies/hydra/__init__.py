@@ -1,0 +1,1 @@
+"""The HYDRA study: chiplet design-space exploration for hybrid LLM serving."""

@@ -1,0 +1,1 @@
+"""The NOVA study: two-tier near-memory processing for attention-SSM-MoE hybrids."""
