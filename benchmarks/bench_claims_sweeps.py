@@ -41,11 +41,9 @@ import pandas as pd
 
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario, load_scenario, with_workload
-from chipdse.evaluators.estimator import Screen
 from chipdse.runtime.parallel import Backend
 from chipdse.solvers.config import SolverConfig
 from chipdse.studies.hydra.claims import measure_policies, measure_recovery, measure_table_iv
-from chipdse.studies.hydra.explore import serve_layout
 from chipdse.studies.hydra.generality import generality, simulate_table_iv
 from chipdse.studies.hydra.recovery import recovery
 from chipdse.studies.hydra.simstage import run_policy_jobs, workload_policy_jobs
@@ -87,7 +85,7 @@ def base_jobs(sc: LoadedScenario, dataset: str, measure_s: float, skipped: list[
     if dataset not in _BASE:
         scw = with_workload(with_simulation(sc, measure_s=measure_s), dataset)
         cfg = SolverConfig.of(scw.spec, seed=scw.spec.seed)
-        _BASE[dataset] = workload_policy_jobs(scw, cfg, serve_layout, Screen, skipped)
+        _BASE[dataset] = workload_policy_jobs(scw, cfg, skipped)
     return _BASE[dataset]
 
 

@@ -17,7 +17,8 @@ from chipdse.core.scenario import load_scenario
 from chipdse.formulations.mapping import split_joint_decision
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_cross_phase_mapping
-from chipdse.solvers.problems import finalist_layout, joint_mapping_problem
+from chipdse.solvers.problems import design_layout, joint_mapping_problem
+from chipdse.studies.hydra.stages import finalist_design
 
 METHODS = ("lpt-greedy", "milp-highs", "cpsat")
 
@@ -30,8 +31,9 @@ def main() -> None:
     print(f"{'point':5s} {'mapping':11s} {'method':11s} {'s/request':>10s} {'bound':>10s} {'tok/s':>8s} "
           f"{'x same':>7s} {'crossed':>8s} {'wall s':>7s} {'cpu s':>7s}")
     for role in ("b-star", "m-t"):
-        row, spec, cells = finalist_layout(sc, role)
-        print(f"{role}: {row['label']}")
+        design = finalist_design(sc, role)
+        spec, cells = design.point, design_layout(sc, design)
+        print(f"{role}: {design.label}")
         same_best = None
         for cross in (False, True):
             problem = joint_mapping_problem(sc, spec, cells, spec.batch, cross_phase=cross)

@@ -23,10 +23,11 @@ import dataclasses
 import sys
 import time
 
-from chipdse.core.design_space import enumerate_points
+import numpy as np
+
+from chipdse.core.design_space import enumerate_points, subset_points
+from chipdse.core.layout import Layout
 from chipdse.core.scenario import LoadedScenario, load_scenario, with_workload
-from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pick_b_star
 from chipdse.evaluators.sim_build import build_sim_config
 from chipdse.evaluators.sim_policies import DynamicBatcherConfig
 from chipdse.evaluators.sim_schedulers import (
@@ -37,7 +38,8 @@ from chipdse.evaluators.sim_schedulers import (
 )
 from chipdse.evaluators.simulator import SimResult, simulate
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.hydra.simstudy import Layout, make_layout
+from chipdse.studies.hydra.simstudy import make_layout
+from chipdse.studies.hydra.stages import estimator, screen_and_pick, screen_points
 
 DATASETS = ("arxiv.yaml", "chat.yaml", "bwb.yaml", "longwriter.yaml")
 LOAD = 0.9
@@ -64,10 +66,10 @@ def run(sc: LoadedScenario, lay: Layout, scheduler: object, rate_rps: float, dur
 def main() -> None:
     measure = float(sys.argv[1]) if len(sys.argv) > 1 else 100.0
     sc = load_scenario()
-    pts, _ = enumerate_points(sc)
-    df = Screen(sc).score(pts)
-    row = df.loc[pick_b_star(df)].to_dict()
-    lay = make_layout(sc, row, "hbm-enum", SolverConfig.of(sc.spec, seed=sc.spec.seed))
+    b_star = screen_and_pick(sc)[2].b_star  # B*, picked as explore picks it
+    row = dict(b_star.row)
+    lay = make_layout(sc, b_star.design, "hbm-enum", SolverConfig.of(sc.spec, seed=sc.spec.seed))
+    one = subset_points(enumerate_points(sc)[0], np.array([b_star.index]))
     assert lay is not None
     print(f"B* = {row['label']}; hbm-enum placement, lpt-greedy mappings, dynamic batching; {LOAD:.0%} of the "
           f"static design's simulated capacity; {measure:g} s measured after the warm-up")
@@ -77,8 +79,7 @@ def main() -> None:
     sat_gains: dict[str, list[float]] = {name: [] for name, _ in SCHEDULERS[:-1]}
     for ds in DATASETS:
         scd = with_workload(sc, ds)
-        est = Screen(scd).score(pts)
-        cap_est = float(est.loc[est["point"] == row["point"], "capacity_rps"].iloc[0])
+        cap_est = float(screen_points(estimator(scd), one)["capacity_rps"].iloc[0])
         t0 = time.perf_counter()
         sat = run(scd, lay, StaticSchedulerConfig(), 2.0 * cap_est, 60.0 + measure, 60.0)
         cap = sat.throughput_tps / scd.lengths.mean_decode

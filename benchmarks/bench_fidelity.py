@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from chipdse.core.design_space import DesignPoints, PointSpec, enumerate_points
+from chipdse.core.design_space import DesignPoints, PointSpec, ScoredDesign, enumerate_points
+from chipdse.core.layout import Layout
 from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.markov_hops import mean_group_distance
@@ -40,7 +41,6 @@ from chipdse.solvers.problems import placement_problem
 from chipdse.studies.hydra.simstudy import (
     FIDELITY_MAX_ERRORS,
     FIDELITY_THRESHOLDS,
-    Layout,
     SimJob,
     fidelity_jobs,
     fidelity_metrics,
@@ -121,8 +121,8 @@ def main() -> None:
         layouts = {}
         for pid, row in rows.iterrows():
             if row["label"] not in cache["layouts"]:
-                lay = (make_layout(sc, row.to_dict(), "hbm-enum", cfg)
-                       or make_layout(sc, row.to_dict(), "hydra-greedy", cfg))
+                design = ScoredDesign.from_row(row.to_dict(), sc.compute_types())
+                lay = make_layout(sc, design, "hbm-enum", cfg) or make_layout(sc, design, "hydra-greedy", cfg)
                 cache["layouts"][row["label"]] = None if lay is None else layout_to_json(lay)
             if cache["layouts"][row["label"]] is not None:
                 layouts[int(pid)] = layout_from_json(cache["layouts"][row["label"]])

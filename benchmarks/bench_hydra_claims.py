@@ -33,7 +33,6 @@ import pandas as pd
 
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario
-from chipdse.reports.claims_page import explore_claims
 from chipdse.runtime.parallel import Backend
 from chipdse.studies.claims import claim_rows, measured_from, render_text
 from chipdse.studies.hydra.claims import CLAIMS, measure_library, measure_policies, measure_recovery, measure_table_iv
@@ -67,8 +66,8 @@ def run_explore(paths: list[Path]) -> tuple[dict, dict, list[str]]:
         if r.simulation is None:
             lines.append(f"  {path.name}: simulation disabled")
             continue
-        if i == 0:
-            measured, notes = explore_claims(r)
+        if i == 0 and r.claims is not None:
+            measured, notes = dict(r.claims.measured), dict(r.claims.notes)
         pol = r.simulation.policies.copy()
         if "model" not in pol.columns:
             pol["model"] = sc.model.key

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import sys
 
-from chipdse.core.design_space import PointSpec, enumerate_points
+from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import load_scenario
-from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pick_b_star
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import mapping_problem, placement_problem
+from chipdse.studies.hydra.stages import screen_and_pick
 
 
 def show(title: str, sols: list) -> None:
@@ -35,9 +34,7 @@ def main() -> None:
     limit = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
     cfg = SolverConfig(work_limit=limit)
     sc = load_scenario()
-    pts, _ = enumerate_points(sc)
-    df = Screen(sc).score(pts)
-    row = df.loc[pick_b_star(df)].to_dict()
+    row = dict(screen_and_pick(sc)[2].b_star.row)  # B*, picked as explore picks it
     print(f"B* = {row['label']}, time limit {limit:g} s per exact solve, {cfg.threads} threads")
     point = PointSpec.from_row(row, sc.compute_types())
     pp = placement_problem(sc, point, row["capacity_rps"])

@@ -24,14 +24,13 @@ import sys
 import time
 from pathlib import Path
 
-from chipdse.core.design_space import PointSpec, enumerate_points
+from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import load_scenario
-from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pick_b_star
 from chipdse.formulations.placement import PlacementProblem, grid_ring_cells
 from chipdse.solvers.compare import comparison_rows, run_methods
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import placement_problem
+from chipdse.studies.hydra.stages import screen_and_pick
 
 COUNTS = {"Ap": 3, "Ad": 5, "Mp": 6, "Md": 10, "hbm:attention": 6, "hbm:mamba": 10}
 FROZEN = Path(__file__).with_name("calibration_7x7_2026-12-01.json")
@@ -43,8 +42,7 @@ BUSY_PROCESSES = 2
 def calibration_problem() -> PlacementProblem:
     """The 7 x 7 calibration instance (16 HBM + 24 compute, dense B* traffic)."""
     sc = load_scenario()
-    df = Screen(sc).score(enumerate_points(sc)[0])
-    row = df.loc[pick_b_star(df)].to_dict()
+    row = dict(screen_and_pick(sc)[2].b_star.row)  # B*, picked as explore picks it
     base = placement_problem(sc, PointSpec.from_row(row, sc.compute_types()), row["capacity_rps"])
     ring = grid_ring_cells(7, 7)
     return PlacementProblem(7, 7, COUNTS, dict(base.pair_volume),

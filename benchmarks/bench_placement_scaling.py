@@ -18,14 +18,13 @@ import platform
 import sys
 import time
 
-from chipdse.core.design_space import PointSpec, enumerate_points
+from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import load_scenario
-from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pick_b_star
 from chipdse.formulations.placement import PlacementProblem, grid_ring_cells
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import placement_problem
+from chipdse.studies.hydra.stages import screen_and_pick
 
 SIZES = [(5, 8, 4), (5, 16, 5), (6, 16, 6), (6, 24, 8), (7, 24, 8), (7, 24, 16), (7, 32, 10), (8, 32, 12),
          (8, 40, 12), (8, 36, 12), (8, 48, 16)]
@@ -51,8 +50,7 @@ def instance(side: int, n_compute: int, n_hbm: int, volumes: dict, dense: bool) 
 def b_star_placement() -> PlacementProblem:
     """The default scenario's B* placement instance (its pair volumes seed every instance here)."""
     sc = load_scenario()
-    df = Screen(sc).score(enumerate_points(sc)[0])
-    row = df.loc[pick_b_star(df)].to_dict()
+    row = dict(screen_and_pick(sc)[2].b_star.row)  # B*, picked as explore picks it
     return placement_problem(sc, PointSpec.from_row(row, sc.compute_types()), row["capacity_rps"])
 
 

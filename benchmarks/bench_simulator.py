@@ -15,10 +15,8 @@ import platform
 import sys
 import time
 
-from chipdse.core.design_space import PointSpec, enumerate_points
+from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import LoadedScenario, load_scenario
-from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pick_b_star
 from chipdse.evaluators.sim_build import build_sim_config
 from chipdse.evaluators.sim_policies import DynamicBatcherConfig, StaticBatcherConfig
 from chipdse.evaluators.sim_schedulers import ElasticSchedulerConfig, StaticSchedulerConfig, WorkStealingSchedulerConfig
@@ -27,6 +25,7 @@ from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import mapping_problem, placement_problem
+from chipdse.studies.hydra.stages import screen_and_pick
 
 LOAD = 0.8
 """Offered load as a fraction of the estimator's capacity of B*."""
@@ -36,9 +35,7 @@ SEED = 0
 def build_simulation() -> tuple[LoadedScenario, dict, PointSpec, dict[int, str], dict[str, dict]]:
     """Return the scenario, B*'s estimator row, its point, placement and mappings (prefill, decode)."""
     sc = load_scenario()
-    pts, _ = enumerate_points(sc)
-    df = Screen(sc).score(pts)
-    row = df.loc[pick_b_star(df)].to_dict()
+    row = dict(screen_and_pick(sc)[2].b_star.row)  # B*, picked as explore picks it
     point = PointSpec.from_row(row, sc.compute_types())
     placement = solve_placement(placement_problem(sc, point, row["capacity_rps"]), "hbm-enum",
                                 SolverConfig.of(sc.spec, seed=SEED)).decision

@@ -23,14 +23,14 @@ import time
 import numpy as np
 
 from chipdse.core.scenario import LoadedScenario, load_scenario
-from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.thermal import package_grid, solve_temperature, thermal_resistance_matrix
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
-from chipdse.solvers.problems import finalist, placement_problem
-from chipdse.studies.hydra.explore import serve_layout
+from chipdse.solvers.problems import placement_problem
+from chipdse.studies.hydra.artifacts import FinalistResult, ThermalFinalist
 from chipdse.studies.hydra.simstudy import SimJob, placement_rate_rps
-from chipdse.studies.hydra.thermal import ThermalFinalist, thermal_finalist
+from chipdse.studies.hydra.stages import estimator, finalist_of, screen_and_pick
+from chipdse.studies.hydra.thermal import thermal_finalist
 
 SIZES = (5, 8, 16)
 """Grid sides timed (the package spec allows at most 16 x 16)."""
@@ -74,9 +74,9 @@ def with_limit(sc: LoadedScenario, limit_C: float | None) -> LoadedScenario:  # 
 
 def simulate_both(sc: LoadedScenario, role: str, t: ThermalFinalist) -> dict[str, float]:
     """One short simulation of each served layout at the placement study's offered rate; throughput tok/s."""
-    caps = [v["capacity_rps"] for v in t.served.values()]
+    caps = [v.served.capacity_rps for v in t.served.values()]
     rate = placement_rate_rps("M_T" if role == "m-t" else "B*", sc.spec.simulation.load, caps)
-    return {k: SimJob(sc, v["layout"], rate, SIM_DURATION_S, SIM_WARMUP_S).run()["sim_throughput_tps"]
+    return {k: SimJob(sc, v.layout, rate, SIM_DURATION_S, SIM_WARMUP_S).run()["sim_throughput_tps"]
             for k, v in t.served.items()}
 
 
@@ -100,16 +100,19 @@ def main() -> None:
           f"simulated {SIM_DURATION_S:g} s ({SIM_WARMUP_S:g} s warm-up)")
     print(f"{'finalist':9s} {'limit C':>7s} {'peak C':>7s} {'Eq.2 x':>7s} {'status':>10s} {'gap %':>6s} {'wall s':>7s} "
           f"{'CPU s':>6s} {'est TP x':>8s} {'sim TP free':>11s} {'sim TP lim':>10s} {'sim x':>6s}")
+    picks = screen_and_pick(base)[2]
     for role in ("b-star", "m-t"):
-        row, spec = finalist(base, role)
-        free = solve_placement(placement_problem(base, spec, float(row["capacity_rps"])), "hbm-enum", cfg)
-        t0 = thermal_finalist(base, role, row, [free], cfg, serve_layout, Screen(base))
+        fin = finalist_of(picks, role)
+        row = fin.row
+        free = solve_placement(placement_problem(base, fin.design.point, fin.design.capacity_rps), "hbm-enum", cfg)
+        f = FinalistResult(fin, [], [free], [], [])
+        t0 = thermal_finalist(base, estimator(base), f, cfg)
         print(f"{role:9s} {'-':>7s} {t0.exact.thermal.peak_C:7.2f} {1.0:7.3f} {free.status.value:>10s} "
               f"{'-':>6s} {free.wall_s:7.2f}   ({row['label']}, {np.sum(t0.exact.thermal.power_W):.0f} W)")
         for limit in limits:
             sc = with_limit(base, limit)
             w, c = time.perf_counter(), time.process_time()
-            t = thermal_finalist(sc, role, row, [free], cfg, serve_layout, Screen(sc))
+            t = thermal_finalist(sc, estimator(sc), f, cfg)
             wall, cpu = time.perf_counter() - w, time.process_time() - c
             con = t.constrained
             if t.limited is None:
@@ -117,7 +120,7 @@ def main() -> None:
                       f"{cpu:6.2f}   {con.reason}")
                 continue
             gap = "-" if con.gap is None else f"{100 * con.gap:6.2f}"
-            est = t.served["thermal-limit"]["throughput_tps"] / t.served["unconstrained"]["throughput_tps"]
+            est = t.served["thermal-limit"].served.throughput_tps / t.served["unconstrained"].served.throughput_tps
             sim = simulate_both(sc, role, t)
             print(f"{role:9s} {limit:7.1f} {t.limited.thermal.peak_C:7.2f} {t.limited.objective / free.objective:7.3f} "
                   f"{con.status.value:>10s} {gap:>6s} {wall:7.2f} {cpu:6.2f} {est:8.3f} {sim['unconstrained']:11.1f} "

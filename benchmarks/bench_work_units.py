@@ -18,8 +18,9 @@ from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.link_load import solve_max_link_placement
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
-from chipdse.solvers.problems import finalist_mapping, finalist_placement
+from chipdse.solvers.problems import design_mapping, design_placement
 from chipdse.solvers.qap import solve_qap
+from chipdse.studies.hydra.stages import finalist_design
 
 
 def cpu_s() -> float:
@@ -41,8 +42,9 @@ def _random_qap(n: int) -> QapInstance:
 def main() -> None:
     limits = [float(x) for x in (sys.argv[1] if len(sys.argv) > 1 else "2,5").split(",")]
     sc = load(None)
-    placement, label = finalist_placement(sc, "b-star")
-    mapping, _ = finalist_mapping(sc, "b-star")
+    design = finalist_design(sc, "b-star")
+    placement, label = design_placement(sc, design)
+    mapping, _ = design_mapping(sc, design)
     runs = [
         ("placement milp-highs", lambda cfg: solve_placement(placement, "milp-highs", cfg)),
         ("placement cpsat", lambda cfg: solve_placement(placement, "cpsat", cfg)),

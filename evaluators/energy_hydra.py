@@ -15,7 +15,6 @@ HYDRA publishes no energy numbers of its own except its D2D link, a 1.17 pJ/b GR
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -224,7 +223,8 @@ def request_work(screen: Screen, pts: DesignPoints, df: pd.DataFrame) -> dict[st
     """
     stacks = df[["hbm_attention", "hbm_mamba"]].to_numpy()
     b_eff = df["batch_eff"].to_numpy()
-    _, k = screen.decode_concurrency(b_eff, np.maximum(df["r_mem"].to_numpy(), 1), df["decode_stages"].to_numpy())
+    _, k = screen.serving.decode_concurrency(b_eff, np.maximum(df["r_mem"].to_numpy(), 1),
+                                             df["decode_stages"].to_numpy())
     k = np.maximum(k, 1.0).astype(np.int64)
     hops, _ = screen.geometry(pts, stacks, k)
     type_bytes = screen.hop_weights(pts.types, pts.counts, stacks, k).sum(axis=2)
@@ -447,13 +447,16 @@ def score_with_energy(screen: Screen, pts: DesignPoints, table: EnergyTable | No
     return apply_power_limits(df, screen.sc.spec.energy)
 
 
-def energy_at_throughput(row: dict[str, Any], throughput_tps: float) -> float:
+def energy_at_throughput(energy_J_per_token: float, energy_static_J_per_token: float,  # noqa: N803
+                         static_power_W: float, throughput_tps: float) -> float:  # noqa: N803
     """J per output token of a scored design when it serves ``throughput_tps`` instead of its screen throughput.
 
     Parameters
     ----------
-    row : dict
-        A :func:`sweep_energy` row (``energy_J_per_token``, ``energy_static_J_per_token``, ``static_power_W``).
+    energy_J_per_token, energy_static_J_per_token : float
+        The design's J/token at its screen throughput and the static part of it (:func:`sweep_energy`).
+    static_power_W : float
+        The design's static power, W.
     throughput_tps : float
         Output tokens/s actually served (e.g. a placed layout's re-scored throughput), > 0.
 
@@ -461,12 +464,11 @@ def energy_at_throughput(row: dict[str, Any], throughput_tps: float) -> float:
     -------
     float
         Dynamic J/token (unchanged: the same work per token) + static W / throughput; NaN when the throughput is
-        not positive or the row has no energy.
+        not positive or the design has no energy.
     """
     if not throughput_tps > 0:
         return float("nan")
-    dynamic = float(row["energy_J_per_token"]) - float(row["energy_static_J_per_token"])
-    return dynamic + float(row["static_power_W"]) / throughput_tps
+    return energy_J_per_token - energy_static_J_per_token + static_power_W / throughput_tps
 
 
 @dataclass(frozen=True)

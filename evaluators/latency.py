@@ -8,11 +8,15 @@ since a group's data are striped over them). All arrays broadcast, so one call s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from chipdse.core.models import ModelDescriptor, causal_attention_flops
+from chipdse.core.design_space import PointSpec
+from chipdse.core.models import GROUP_NAMES, ModelDescriptor, causal_attention_flops
+from chipdse.core.scenario import LoadedScenario
 from chipdse.core.specs import ChipletLibrary, ComputeChiplet
 
 #: Operator-family codes: which chiplet families may run a block.
@@ -319,3 +323,147 @@ def task_time_s(
     per_hop = hbm_bytes / (np.asarray(d2d_GBps) * 1e9) + np.where(np.asarray(hbm_bytes) > 0, hop_latency_s, 0.0)
     t_comm = hops * per_hop
     return np.maximum(compute, port) + t_comm + transfer_wait * (port + t_comm)
+
+
+def mean_hops_to_groups(sc: LoadedScenario, decision: Mapping[int, str]) -> dict[int, dict[str, float]]:
+    """For each placed compute chiplet's cell, the mean Manhattan hops to the stacks of each HBM group.
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+        Its package gives the grid's columns.
+    decision : mapping of int to str
+        Cell -> chiplet type (``"hbm:<group>"`` for a stack).
+
+    Returns
+    -------
+    dict[int, dict[str, float]]
+        Compute cell -> group name -> mean hops (HYDRA Eq. 3's d_Man(c, m_k), averaged over the group's stacks, since a
+        group's data are striped over them).
+    """
+    cols = sc.package.cols
+    stacks: dict[str, list[int]] = {}
+    for cell, ty in decision.items():
+        if ty.startswith("hbm:"):
+            stacks.setdefault(ty[4:], []).append(cell)
+    out = {}
+    for cell, ty in decision.items():
+        if ty.startswith("hbm:"):
+            continue
+        r, c = divmod(cell, cols)
+        out[cell] = {g: float(np.mean([abs(r - s // cols) + abs(c - s % cols) for s in cells]))
+                     for g, cells in stacks.items()}
+    return out
+
+
+@dataclass(frozen=True)
+class PlacedTimes:
+    """Every (block, chiplet) time of one phase on a placed design (the bottleneck mapping's cost table).
+
+    Attributes
+    ----------
+    tasks : tuple[str, ...]
+        The model's blocks, in model order.
+    chiplets : tuple[str, ...]
+        The placed chiplets of the phase (ids ``"<type>@<cell>"``), in cell order.
+    time_s : dict[tuple[str, str], float]
+        (block, chiplet) -> t_comp + t_comm, s, for family-compatible pairs only (a block runs on chiplets of its
+        family; shared blocks on any).
+    """
+
+    tasks: tuple[str, ...]
+    chiplets: tuple[str, ...]
+    time_s: dict[tuple[str, str], float]
+
+
+def placed_task_times(sc: LoadedScenario, point: PointSpec, decision: Mapping[int, str], phase: str, batch: int,
+                      transfer_wait_x: float = 0.0, cross_phase: bool = False) -> PlacedTimes:
+    """Return the time of every block on every placed chiplet of one phase (HYDRA Eqs. 3-4).
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+    point : PointSpec
+        The design (its D2D bandwidth sets the chiplets' PHY area and the NoI rate).
+    decision : mapping of int to str
+        Cell -> chiplet type.
+    phase : {"prefill", "decode"}
+        Prefill: one mean-length request; decode: one iteration at ``batch``.
+    batch : int
+        Requests per decode iteration (ignored for prefill).
+    transfer_wait_x : float
+        Queueing on the shared ports and links as a multiple (>= 0) of each block's transfer time
+        (:func:`chipdse.evaluators.queueing.transfer_wait`); 0 is HYDRA's uncontended Eq. 3.
+    cross_phase : bool
+        Also list the other phase role's chiplets, each at its own caps (the simulator's cost tables: a decode
+        chiplet prefills at its own compute).
+
+    Returns
+    -------
+    PlacedTimes
+
+    Notes
+    -----
+    Time = roofline t_comp + hops x V / B_NoI (Eq. 3), hops the mean distance from the chiplet to its block's HBM
+    group (:func:`mean_hops_to_groups`; the nearest group when the block's own has no stack).
+    """
+    t = block_table(sc.model)
+    ln = sc.lengths
+    if phase == "prefill":
+        c = prefill_costs(t, ln.mean_prefill, ln.second_moment_prefill, sc.spec.estimator.chunk_tokens)
+        mat, vec, by = c.mat0, c.vec0, c.bytes0
+    else:
+        c = decode_costs(t, ln.mean_prefill + ln.mean_decode / 2.0)
+        mat, vec, by = batch * c.mat1, batch * c.vec1, c.bytes_at(batch)
+    hops = mean_hops_to_groups(sc, decision)
+    times: dict[tuple[str, str], float] = {}
+    chiplets = []
+    for cell in sorted(hops):
+        ty = decision[cell]
+        ctype = sc.library.by_name(ty)
+        if ctype.phase != phase and not cross_phase:
+            continue
+        cid = f"{ty}@{cell}"
+        chiplets.append(cid)
+        caps = chiplet_caps(ctype, sc.library, np.array([point.d2d_GBps]))
+        fam = FAMILY_ATTENTION if ctype.family == "attention" else FAMILY_MAMBA
+        for k, name in enumerate(t.names):
+            if t.family[k] not in (fam, 2):
+                continue
+            d = hops[cell][GROUP_NAMES[t.group[k]]] if GROUP_NAMES[t.group[k]] in hops[cell] else \
+                min(hops[cell].values())
+            t_k = task_time_s(mat[k], vec[k], by[k], caps, sc.library.memory.bandwidth_GBps, d, point.d2d_GBps,
+                              transfer_wait_x, sc.package.hop_latency_ns * 1e-9)
+            times[(name, cid)] = float(t_k[0])
+    return PlacedTimes(tuple(t.names), tuple(chiplets), times)
+
+
+class TaskTimes(Protocol):
+    """A cost table of blocks on chiplets: :class:`PlacedTimes`, or a mapping problem (same three fields)."""
+
+    tasks: tuple[str, ...]
+    chiplets: tuple[str, ...]
+    time_s: Mapping[tuple[str, str], float]
+
+
+def stage_times_s(times: TaskTimes, mapping: Mapping[str, str]) -> dict[str, float]:
+    """Return each chiplet's stage time t_c under a mapping (HYDRA Eq. 4), s.
+
+    Parameters
+    ----------
+    times : TaskTimes
+        :class:`PlacedTimes` or a :class:`chipdse.formulations.mapping.MappingProblem`.
+    mapping : mapping of str to str
+        Block -> chiplet id. Incompatible or unknown pairs contribute nothing (the mapping checker reports them).
+
+    Returns
+    -------
+    dict[str, float]
+        Every chiplet of ``times.chiplets`` (0.0 when idle) -> summed block time, s.
+    """
+    loads = dict.fromkeys(times.chiplets, 0.0)
+    for k in times.tasks:
+        c = mapping.get(k)
+        if c in loads and (k, c) in times.time_s:
+            loads[c] += times.time_s[k, c]
+    return loads

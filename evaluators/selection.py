@@ -1,8 +1,10 @@
-"""Pareto front (throughput vs TTFT) and the two configurations HYDRA reports: B* and M_T."""
+"""Pareto fronts (throughput vs TTFT, and with tokens/J) and the one rule for the two configurations HYDRA reports:
+B* and M_T."""
 
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -44,41 +46,6 @@ def pareto_mask(throughput: np.ndarray, ttft: np.ndarray) -> np.ndarray:
         elif tp[i] == last_tp and tt[i] == last_tt:
             mask[i] = True
     return mask
-
-
-def pick_b_star(df: pd.DataFrame) -> int:
-    """Return the row index of B*: the best throughput/TTFT ratio among stable points with above-average throughput.
-
-    Raises
-    ------
-    ValueError
-        When no point is stable.
-
-    References
-    ----------
-    HYDRA Fig. 8 caption: "B*: configurations achieving the highest throughput-TTFT ratio".
-    DESIGN.md: among points above average throughput.
-    """
-    above = _above_average(df)
-    ratio = above["throughput_tps"] / above["ttft_s"]
-    return int(ratio.idxmax())
-
-
-def pick_m_t(df: pd.DataFrame) -> int:
-    """Return the row index of M_T: the stable point with the highest throughput (lowest TTFT on ties).
-
-    Raises
-    ------
-    ValueError
-        When no point is stable.
-    """
-    st = df[df["stable"]]
-    if st.empty:
-        msg = "no stable design point: every configuration's capacity is at or below the offered load"
-        raise ValueError(msg)
-    best = st["throughput_tps"].max()
-    top = st[st["throughput_tps"] >= best * (1 - 1e-12)]
-    return int(top["ttft_s"].idxmin())
 
 
 def pareto_mask_3(throughput: np.ndarray, ttft: np.ndarray, tokens_per_j: np.ndarray) -> np.ndarray:
@@ -135,44 +102,79 @@ def pareto_mask_3(throughput: np.ndarray, ttft: np.ndarray, tokens_per_j: np.nda
     return mask
 
 
-def pick_energy(df: pd.DataFrame) -> int:
-    """Return the row index of the energy pick: the most tokens per joule among stable points with
-    above-average throughput (B*'s rule with tokens/J in place of the throughput / TTFT ratio).
+PICK_RULES = ("throughput-ttft", "energy")
+"""B*'s rules: the highest throughput / TTFT ratio (HYDRA Fig. 8) or the most tokens per joule."""
 
-    Raises
-    ------
-    ValueError
-        When no point is stable.
+
+@dataclass(frozen=True)
+class FinalistIndices:
+    """The rows of B* and M_T in a scored table, and how clear B*'s lead is.
+
+    Attributes
+    ----------
+    b_star, m_t : int
+        Row indices (the same row when one design is both).
+    candidates : int
+        Stable rows with throughput at or above the stable rows' mean (B*'s candidates).
+    ties : tuple[int, ...]
+        Other candidates with B*'s score to within 1e-12 (B* is the first in the table's order).
+    runner_up : int or None
+        The best candidate below B*'s score.
+    runner_up_margin : float or None
+        1 - its score / B*'s score.
     """
-    return int(_above_average(df)["tokens_per_J"].idxmax())
+
+    b_star: int
+    m_t: int
+    candidates: int
+    ties: tuple[int, ...] = ()
+    runner_up: int | None = None
+    runner_up_margin: float | None = None
 
 
-def _above_average(df: pd.DataFrame) -> pd.DataFrame:
-    """The stable rows with throughput at or above the stable rows' mean (B*'s candidates; ValueError if none)."""
-    st = df[df["stable"]]
-    if st.empty:
-        msg = "no stable design point: every configuration's capacity is at or below the offered load"
-        raise ValueError(msg)
-    return st[st["throughput_tps"] >= st["throughput_tps"].mean()]
-
-
-def pick_finalists(df: pd.DataFrame, pick: str = "throughput-ttft") -> tuple[int, int]:
-    """Return the row indices of B* and M_T.
+def pick_finalists(df: pd.DataFrame, rule: str = "throughput-ttft") -> FinalistIndices:
+    """Return the rows of B* and M_T: the one rule every HYDRA command picks its finalists by.
 
     Parameters
     ----------
     df : pandas.DataFrame
-        A scored table (``stable``, ``throughput_tps``, ``ttft_s``; ``tokens_per_J`` for the energy pick).
-    pick : {"throughput-ttft", "energy"}
-        B*'s rule: :func:`pick_b_star` (HYDRA) or :func:`pick_energy` (the scenario's ``energy.pick``).
+        A scored table (``stable``, ``throughput_tps``, ``ttft_s``; ``tokens_per_J`` for the energy rule).
+    rule : {"throughput-ttft", "energy"}
+        B*'s score among the stable rows with above-average throughput: throughput / TTFT (HYDRA Fig. 8) or
+        tokens per joule (the scenario's ``energy.pick``). M_T is the stable row with the highest throughput (the
+        lowest TTFT on ties) either way.
+
+    Returns
+    -------
+    FinalistIndices
+        B*'s row is the first with the highest score (table order).
 
     Raises
     ------
     ValueError
-        When no point is stable, or an unknown ``pick``.
+        When no point is stable, or an unknown ``rule``.
+
+    References
+    ----------
+    HYDRA Fig. 8 caption: "B*: configurations achieving the highest throughput-TTFT ratio"; DESIGN.md: among
+    points above average throughput.
     """
-    if pick not in ("throughput-ttft", "energy"):
-        msg = f"pick must be 'throughput-ttft' or 'energy', got {pick!r}"
+    if rule not in PICK_RULES:
+        msg = f"pick must be one of {list(PICK_RULES)}, got {rule!r}"
         raise ValueError(msg)
-    b_star = pick_energy(df) if pick == "energy" else pick_b_star(df)
-    return b_star, pick_m_t(df)
+    st = df[df["stable"]]
+    if st.empty:
+        msg = "no stable design point: every configuration's capacity is at or below the offered load"
+        raise ValueError(msg)
+    above = st[st["throughput_tps"] >= st["throughput_tps"].mean()]
+    score = above["tokens_per_J"] if rule == "energy" else above["throughput_tps"] / above["ttft_s"]
+    b_star = int(score.idxmax())
+    ranked = score.sort_values(ascending=False, kind="stable")
+    top = float(ranked.loc[b_star])
+    tied = ranked[ranked >= top * (1 - 1e-12)]
+    rest = ranked[ranked < top * (1 - 1e-12)]
+    best = st["throughput_tps"].max()
+    m_t = int(st[st["throughput_tps"] >= best * (1 - 1e-12)]["ttft_s"].idxmin())
+    return FinalistIndices(b_star, m_t, len(above), tuple(int(i) for i in tied.index if i != b_star),
+                           int(rest.index[0]) if len(rest) else None,
+                           float(1 - rest.iloc[0] / top) if len(rest) else None)

@@ -15,6 +15,7 @@ import pyomo.environ as pyo
 from ortools.sat.python import cp_model
 
 from chipdse.core.errors import SpecError
+from chipdse.evaluators.latency import stage_times_s
 from chipdse.formulations.common import (
     TickedCpsat,
     add_choice_and_makespan_variables,
@@ -276,18 +277,14 @@ def stage_times(problem: MappingProblem, decision: dict[str, str]) -> dict[str, 
     Returns
     -------
     dict[str, float]
-        Every chiplet of ``problem.chiplets`` (0.0 when idle) -> summed task time in seconds.
+        Every chiplet of ``problem.chiplets`` (0.0 when idle) -> summed task time in seconds
+        (:func:`chipdse.evaluators.latency.stage_times_s`, the serving re-score's own rule).
 
     References
     ----------
     HYDRA Eq. 4.
     """
-    loads = dict.fromkeys(problem.chiplets, 0.0)
-    for k in problem.tasks:
-        c = decision.get(k)
-        if c in loads and (k, c) in problem.time_s:
-            loads[c] += problem.time_s[k, c]
-    return loads
+    return stage_times_s(problem, decision)
 
 
 def check_mapping(problem: MappingProblem, decision: dict[str, str]) -> tuple[float, list[str]]:

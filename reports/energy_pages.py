@@ -1,10 +1,8 @@
 """The HYDRA report's energy page (issue 17): tokens per joule of the designs on the 3-objective Pareto front with
-their energy breakdown, the finalists' J/token next to their throughput and TTFT, the points.csv energy columns'
-glossary and the manifest's energy keys."""
+their energy breakdown, and the finalists' J/token next to their throughput and TTFT (the ``summaries`` stage's
+``energy``: :func:`chipdse.studies.hydra.report_data.energy_summary`)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import matplotlib
 
@@ -13,87 +11,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
-from chipdse.evaluators.energy import load_energy_table  # noqa: E402
-from chipdse.evaluators.energy_hydra import (  # noqa: E402
-    D2D_LINK_KEY,
-    ENERGY_PARTS,
-    energy_at_throughput,
-)
+from chipdse.evaluators.energy_hydra import ENERGY_PARTS  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
-from chipdse.studies.hydra.explore import ExploreResult  # noqa: E402
+from chipdse.studies.hydra.artifacts import ExploreResult  # noqa: E402
 
 PART_COLOURS = {"compute": "#1f77b4", "sram": "#9467bd", "hbm": "#2ca02c", "d2d": "#ff7f0e", "static": "#7f7f7f"}
-
-HYDRA_ENERGY_KEYS = ("logic_matrix", "logic_vector", "sram_read", "hbm3_read", "hbm3_activation", "hbm_io",
-                     D2D_LINK_KEY, "noi_router", "logic_static", "d2d_phy_static", "hbm3_static")
-"""The energy-table entries the HYDRA energy uses (HBM3 ones for the bundled HBM3 library)."""
-
-ENERGY_COLUMN_DOCS: dict[str, tuple[str, str]] = {
-    **{f"energy_{p}_J_per_token": ("J/token", f"{p} energy per output token at the sustainable throughput "
-                                               "(evaluators/energy_hydra.py)") for p in ENERGY_PARTS},
-    "energy_J_per_token": ("J/token", "energy per output token at the sustainable throughput: the parts' sum"),
-    "tokens_per_J": ("tokens/J", "output tokens per joule, 1 / energy_J_per_token (the third objective)"),
-    "power_W": ("W", "average package power at the sustainable throughput (dynamic + static)"),
-    "static_power_W": ("W", "static power of the chiplets, their D2D PHYs and the HBM stacks"),
-    "d2d_hops_mean": ("hops", "mean D2D hops of a byte of HBM traffic (bytes-weighted over chiplet types)"),
-    "chiplet_peak_W": ("W", "power of the most power-hungry compute chiplet at full utilization"),
-    "chiplet_peak_W_per_mm2": ("W/mm^2", "that chiplet's power over its die area (power density of its cell)"),
-    "power_ok": ("yes/no", "every power limit of the scenario's energy section holds"),
-    "pareto_energy": ("yes/no", "on the 3-objective Pareto front (throughput, TTFT, tokens/J) among stable points"),
-}
-"""points.csv's energy columns: ``{name: (unit, description)}``."""
-
-
-def finalist_energy(r: ExploreResult) -> list[dict[str, Any]]:
-    """Each finalist's energy at the screen and at each served layout's throughput.
-
-    Returns
-    -------
-    list of dict
-        One per (finalist, screen or layout): role, label, layout, throughput_tps, ttft_s, energy_J_per_token,
-        tokens_per_J, power_W (layouts: :func:`energy_at_throughput` with the layout's throughput).
-    """
-    out = []
-    for f in r.finalists:
-        row = f.row
-        out.append({"role": f.role, "label": row["label"], "layout": "screen (estimator)",
-                    "throughput_tps": row["throughput_tps"], "ttft_s": row["ttft_s"],
-                    "energy_J_per_token": row["energy_J_per_token"], "tokens_per_J": row["tokens_per_J"],
-                    "power_W": row["power_W"]})
-        for s in f.serving:
-            j = energy_at_throughput(row, s["throughput_tps"])
-            out.append({"role": f.role, "label": row["label"], "layout": s["layout"],
-                        "throughput_tps": s["throughput_tps"], "ttft_s": s["ttft_s"], "energy_J_per_token": j,
-                        "tokens_per_J": 1.0 / j if j > 0 else float("nan"),
-                        "power_W": j * s["throughput_tps"] if j == j else float("nan")})
-    return out
-
-
-def energy_summary(r: ExploreResult) -> dict[str, Any]:
-    """The manifest's energy keys: front size, the energy pick, the finalists' energy and the constants used.
-
-    Returns
-    -------
-    dict
-        ``pareto_energy_points``, ``best_tokens_per_J`` (label and value among stable points),
-        ``finalists`` (:func:`finalist_energy`), ``pick`` (the scenario's ``energy.pick``), ``power_limits``
-        and ``constants`` (``{key: {value, unit, source}}`` of :data:`HYDRA_ENERGY_KEYS`).
-    """
-    df = r.points
-    st = df[df["stable"]]
-    best = None if st.empty else st.loc[st["tokens_per_J"].idxmax()]
-    table = load_energy_table()
-    return {
-        "pareto_energy_points": int(df["pareto_energy"].sum()),
-        "best_tokens_per_J": None if best is None else {"label": best["label"],
-                                                        "tokens_per_J": float(best["tokens_per_J"])},
-        "pick": r.scenario.spec.energy.pick,
-        "power_limits": r.scenario.spec.energy.model_dump(exclude={"pick"}),
-        "finalists": finalist_energy(r),
-        "constants": {k: {"value": table.constant(k).value, "unit": table.constant(k).unit,
-                          "source": table.constant(k).source} for k in HYDRA_ENERGY_KEYS if k in table.constants},
-    }
-
 
 def energy_page(pdf: PdfPages, r: ExploreResult, top: int = 12) -> None:
     """Draw the energy page: throughput vs tokens/J of the stable points with the 3-objective front, and the
@@ -146,11 +68,11 @@ def energy_page(pdf: PdfPages, r: ExploreResult, top: int = 12) -> None:
 
 def finalists_energy_page(pdf: PdfPages, r: ExploreResult) -> None:
     """Add a table of the finalists' J/token, tokens/J and power next to their throughput and TTFT, at the screen
-    and at each served layout (:func:`finalist_energy`)."""
+    and at each served layout (:func:`chipdse.studies.hydra.report_data.finalist_energy`)."""
     cols = ["finalist", "design", "layout", "throughput (tok/s)", "TTFT (s)", "J/token", "tokens/J", "power (W)"]
     rows = [[e["role"], e["label"], e["layout"], fmt(e["throughput_tps"], spec=".0f"), fmt(e["ttft_s"], spec=".3f"),
              fmt(e["energy_J_per_token"], spec=".4f"), fmt(e["tokens_per_J"], spec=".3g"),
-             fmt(e["power_W"], spec=".0f")] for e in finalist_energy(r)]
+             fmt(e["power_W"], spec=".0f")] for e in r.reports["energy"]["finalists"]]
     table_page(pdf, "Energy of the finalists", "Layouts: the same work per token as the screen (dynamic J/token), "
                "static power spread over the layout's re-scored throughput.", [("J per output token next to "
                                                                                 "throughput and TTFT", cols, rows)])

@@ -35,19 +35,19 @@ its scenario hash, seed, versions and solver settings):
 from __future__ import annotations
 
 import json
-import math
 import platform
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
-from chipdse.core.io import atomic_path, write_text_atomic
+from chipdse.core.io import atomic_path, strict_json, write_text_atomic
 from chipdse.core.specs import file_sha256
 
 PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "matplotlib", "pydantic")
@@ -59,6 +59,28 @@ COLUMNS_SUFFIX = ".columns.csv"
 its ``column``, ``unit`` and ``description``."""
 PDF_METADATA = {"CreationDate": None, "Creator": "chipdse", "Producer": "chipdse"}
 """PDF metadata without a date or a library version, so the same pages give the same bytes."""
+
+
+@dataclass(frozen=True)
+class ReportPages:
+    """What the report writer needs of a study's report.
+
+    Attributes
+    ----------
+    draw : callable(PdfPages, result)
+        Draws the PDF pages.
+    csv : tuple[str, str]
+        The CSV's file name and the result's attribute holding its table.
+    columns : callable(result) -> dict
+        ``{column: (unit, description)}`` of the CSV.
+    details : callable(result) -> dict
+        The manifest's study-specific part.
+    """
+
+    draw: Callable[[PdfPages, Any], None]
+    csv: tuple[str, str]
+    columns: Callable[[Any], dict[str, tuple[str, str]]]
+    details: Callable[[Any], dict[str, Any]]
 
 
 def package_versions() -> dict[str, str]:
@@ -97,17 +119,6 @@ def code_version() -> dict[str, str]:
     return {"package": package, "git_commit": commit}
 
 
-def strict_json(obj: Any) -> Any:
-    """``obj`` with every NaN float replaced by None, recursively through dicts, lists and tuples."""
-    if isinstance(obj, dict):
-        return {k: strict_json(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [strict_json(v) for v in obj]
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    return obj
-
-
 def manifest(result: Any, summary: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
     """The run manifest of a study result (see the module docstring for the schema).
 
@@ -144,14 +155,14 @@ def columns_table(cols: dict[str, tuple[str, str]]) -> pd.DataFrame:
                         columns=["column", "unit", "description"])
 
 
-def write_pdf(result: Any, pages: ModuleType, path: Path) -> None:
+def write_pdf(result: Any, pages: ReportPages, path: Path) -> None:
     """Draw the study's pages (``pages.draw``) into the PDF ``path``, atomically, with :data:`PDF_METADATA`: the
     same result gives the same bytes."""
     with atomic_path(path) as tmp, PdfPages(tmp, metadata=PDF_METADATA) as pdf:
         pages.draw(pdf, result)
 
 
-def write_report(result: Any, pages: ModuleType, summary: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     """Write ``report.pdf``, the study's CSV, its column descriptions (:data:`COLUMNS_SUFFIX`) and
     ``manifest.json`` into ``out_dir``, each atomically.
 
@@ -159,10 +170,10 @@ def write_report(result: Any, pages: ModuleType, summary: dict[str, Any], out_di
     ----------
     result
         The study's result (see :func:`manifest`).
-    pages : module
-        The study's report module: ``draw(pdf, result)`` draws the PDF pages, ``CSV`` is the CSV's
-        ``(file name, result attribute)``, ``columns(result)`` its ``{column: (unit, description)}``,
-        ``details(result)`` the manifest's study-specific part.
+    pages : ReportPages
+        The study's report (:class:`chipdse.reports.registry.ReportPages`): ``draw(pdf, result)`` draws the PDF
+        pages, ``csv`` is the CSV's ``(file name, result attribute)``, ``columns(result)`` its
+        ``{column: (unit, description)}``, ``details(result)`` the manifest's study-specific part.
     summary : dict
         The study's headline numbers (``summary(result)`` of the study module).
     out_dir : Path
@@ -178,7 +189,7 @@ def write_report(result: Any, pages: ModuleType, summary: dict[str, Any], out_di
         The folder or a file cannot be written. The manifest is serialized (strict JSON: NaN as null) before
         anything is written; the PDF is drawn before the CSV and manifest are written.
     """
-    csv_name, attr = pages.CSV
+    csv_name, attr = pages.csv
     table = getattr(result, attr)
     text = json.dumps(manifest(result, summary, pages.details(result)), indent=2, default=str, allow_nan=False)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from chipdse.reports.style import fmt, table_page
-from chipdse.studies.hydra.generality import HYDRA_TABLE_IV, OBJECTIVES, GeneralityResult
+from chipdse.studies.hydra.artifacts import HYDRA_TABLE_IV, OBJECTIVES, GeneralityResult
 
 TITLES = {"B*": "(a) B*: throughput / TTFT over each model's own B*", "M_T": "(b) M_T: throughput over each "
           "model's own M_T"}

@@ -19,9 +19,7 @@ from chipdse.core.solution import EXCESS_OVER_BEST  # noqa: E402
 from chipdse.evaluators.nova_system import ABLATION, DESIGNS  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
-from chipdse.studies.claims import claim_rows  # noqa: E402
-from chipdse.studies.nova import claims as nova_claims  # noqa: E402
-from chipdse.studies.nova.study import KEYS, PAPER, NovaStudy, pair_ratios, summary  # noqa: E402
+from chipdse.studies.nova.artifacts import KEYS, PAPER, NovaStudy, pair_ratios, summary_numbers  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
 
@@ -105,7 +103,7 @@ def _throughput_page(pdf: PdfPages, s: NovaStudy) -> None:
     ax.set_ylabel("decode throughput, tokens/s")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    sm = summary(s)
+    sm = summary_numbers(s)
     fig.suptitle(f"Decode throughput at L_in/L_out = {l_in}/{l_out} (NOVA Fig. 11a)", fontsize=11)
     tx, red = sm["nova_vs_gpu_throughput_x"], sm["nova_vs_gpu_e2e_reduction"]
     exact = sm["per_design"].get("NOVA exact", {})
@@ -230,9 +228,8 @@ def _energy_pages(pdf: PdfPages, s: NovaStudy) -> None:
 
 
 def _claims_page(pdf: PdfPages, s: NovaStudy) -> None:
-    measured, notes = nova_claims.measure(s)
-    claims_page(pdf, claim_rows(measured, notes, claims=nova_claims.NOVA_CLAIMS), nova_claims.context(s),
-                paper="NOVA")
+    if s.claims is not None:
+        claims_page(pdf, s.claims.rows, s.claims.context, paper=s.claims.paper)
 
 
 def _capacity_page(pdf: PdfPages, s: NovaStudy) -> None:
@@ -279,11 +276,10 @@ def details(s: NovaStudy) -> dict[str, Any]:
     each two-tier decode step used (with any fallback's note), the Fig. 14 ablation, the routing variants and the
     claims this run measured."""
     splits = [{k: v for k, v in r.items() if k != "solution"} for r in s.system_splits]
-    measured, _ = nova_claims.measure(s)
     return {"settings": s.spec.model_dump(mode="json"), "models": s.spec.models, "model_sizes": s.model_sizes,
             "longest_context": s.capacity.to_dict("records"), "expert_split": s.experts.to_dict("records"),
             "system_expert_splits": splits, "ablation": s.ablation.to_dict("records"),
-            "routing_runs": s.routing_runs.to_dict("records"), "claims": nova_claims.summary_rows(measured)}
+            "routing_runs": s.routing_runs.to_dict("records"), "claims": None if s.claims is None else s.claims.summary}
 
 
 def draw(pdf: PdfPages, s: NovaStudy) -> None:

@@ -15,6 +15,7 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
+from chipdse.core.io import strict_json  # noqa: E402
 from chipdse.core.solution import (  # noqa: E402
     EXCESS_OVER_BEST,
     EXCESS_OVER_BOUND,
@@ -23,13 +24,26 @@ from chipdse.core.solution import (  # noqa: E402
     SolutionStatus,
     excess,
 )
-from chipdse.reports import claims_page, energy_pages, sim_pages, thermal_pages
-from chipdse.reports.files import package_versions, strict_json
-from chipdse.reports.generality_page import generality_pages
-from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_pages
-from chipdse.studies.hydra.explore import ExploreResult, FinalistResult, best_exact  # noqa: E402
-from chipdse.studies.hydra.simstudy import FIDELITY_THRESHOLDS, finalist_layouts  # noqa: E402
-from chipdse.studies.hydra.thermal import thermal_summary  # noqa: E402
+from chipdse.reports import claims_page, energy_pages, sim_pages, thermal_pages  # noqa: E402
+from chipdse.reports.files import package_versions  # noqa: E402
+from chipdse.reports.generality_page import generality_pages  # noqa: E402
+from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_pages  # noqa: E402
+from chipdse.studies.hydra.artifacts import (  # noqa: E402
+    FIDELITY_THRESHOLDS,
+    ExploreResult,
+    FinalistResult,
+    LayoutKind,
+)
+
+
+def best_exact(solutions: list[Solution]) -> Solution | None:
+    """The exact solution with the best objective among ``solutions`` (what the stages used), if any."""
+    exact = [s for s in solutions if s.exact and s.objective is not None]
+    if not exact:
+        return None
+    sign = 1 if exact[0].sense == "min" else -1
+    return min(exact, key=lambda s: sign * s.objective)
+
 
 TYPE_COLOURS = {"Ap": "#1f77b4", "Ad": "#aec7e8", "Mp": "#d62728", "Md": "#ff9896",
                 "hbm:attention": "#2ca02c", "hbm:mamba": "#ff7f0e"}
@@ -77,11 +91,11 @@ def _key_results(r: ExploreResult) -> list[str]:
     """Headline lines: each finalist's screen numbers, its re-scored layouts, and the placement proof status."""
     lines = ["Key results:"]
     for f in r.finalists:
-        lines.append(f"  {f.role} = {f.row['label']}: screen {f.row['throughput_tps']:.1f} tok/s, "
+        lines.append(f"  {f.role} = {f.label}: screen {f.row['throughput_tps']:.1f} tok/s, "
                      f"TTFT {f.row['ttft_s']:.3f} s")
         for s in f.serving:
-            ttft = f"TTFT {s['ttft_s']:.3f} s" if s["stable"] else "unstable at the offered load"
-            lines.append(f"      {s['layout']}: {s['throughput_tps']:.1f} tok/s, {ttft}")
+            ttft = f"TTFT {s.served.ttft_s:.3f} s" if s.served.stable else "unstable at the offered load"
+            lines.append(f"      {s.label}: {s.served.throughput_tps:.1f} tok/s, {ttft}")
         best = best_exact(f.placement)
         if best is not None:
             lines.append(f"      placement {best.method}: {best.objective:.4g} byte-hops/s ({proof(best)})")
@@ -107,114 +121,37 @@ def proof(s: Solution) -> str:
     return f"{s.status.value.replace('_', ' ')}, ended by the {ended_by(s)}"
 
 
-def _served(f: FinalistResult, layout: str) -> dict[str, Any] | None:
-    return next((s for s in f.serving if s["layout"] == layout), None)
-
-
-EXACT_LAYOUT = "exact placement + exact mapping"
-"""The serving re-score's name of a finalist's exact layout (best exact placement and mapping)."""
-
-
-def recommendation(r: ExploreResult) -> dict[str, Any]:
-    """The design page 1 recommends (B*, the first finalist) and what backs it.
-
-    Returns
-    -------
-    dict
-        ``role``, ``label``; ``counts`` (compute chiplets per type), ``n_hbm``, ``hbm_attention``, ``hbm_mamba``
-        (HBM stacks), ``d2d_GBps``, ``max_batch``, ``batch_eff``; ``screen`` (the sweep's throughput_tps,
-        ttft_s), ``estimator`` (the estimator's re-score of the exact layout: throughput_tps = capacity x mean
-        output, ttft_s at the offered load; None without it), ``simulator`` (the event simulator on the same
-        layout: saturated throughput_tps, ttft_s at the offered load; None when it was not simulated);
-        ``solves`` (per problem: each exact solve's method, status, termination, proven gap); ``fidelity`` (the
-        run's fidelity metrics, {} without a simulation).
-    """
-    f = r.finalists[0]
-    row = f.row
-    est = _served(f, EXACT_LAYOUT)
-    sim = finalist_comparison(r)[0]["simulator"]
-    solves = {name: [{"method": s.method, "status": s.status.value, "termination": s.termination.value,
-                      "proven_gap": s.gap} for s in sols if s.exact]
-              for name, sols in (("hbm-partition", f.hbm), ("placement", f.placement), ("mapping", f.mapping))}
-    return strict_json({
-        "role": f.role, "label": row["label"],
-        "counts": {t: int(row[t]) for t in r.scenario.compute_types()},
-        "n_hbm": int(row["n_hbm"]), "hbm_attention": int(row["hbm_attention"]), "hbm_mamba": int(row["hbm_mamba"]),
-        "d2d_GBps": float(row["d2d_GBps"]), "max_batch": int(row["max_batch"]), "batch_eff": int(row["batch_eff"]),
-        "screen": {"throughput_tps": float(row["throughput_tps"]), "ttft_s": float(row["ttft_s"])},
-        "estimator": None if est is None else {"throughput_tps": float(est["throughput_tps"]),
-                                               "ttft_s": float(est["ttft_s"]) if est["stable"] else None},
-        "simulator": sim, "solves": solves,
-        "fidelity": {} if r.simulation is None else dict(r.simulation.metrics)})
-
-
 def _num(v: float | None, spec: str) -> str:
     return "-" if v is None or v != v else format(v, spec)
 
 
-def finalist_comparison(r: ExploreResult) -> list[dict[str, Any]]:
-    """Each finalist's sweep-screen, estimator (exact layout) and simulated throughput and TTFT, for page 1.
-
-    Returns
-    -------
-    list of dict
-        Per finalist (B* first): ``role``, ``label``, ``screen`` and ``estimator`` ({throughput_tps (tok/s),
-        ttft_s (s; None when unstable)}; ``estimator`` None without an exact layout), ``simulator`` (from the
-        simulation stage's fidelity runs: saturated throughput_tps, ttft_s at the offered load, NaN when the run
-        at the offered load was not made; None when not simulated) and ``why_not`` ("not simulated (simulation
-        disabled)" or "not simulated (no fidelity run of this design)").
-    """
-    out = []
-    fid = None if r.simulation is None else r.simulation.fidelity
-    for f in r.finalists:
-        row = f.row
-        est = _served(f, EXACT_LAYOUT)
-        sim = None
-        if fid is not None and not fid.empty:
-            hit = fid[fid["label"] == row["label"]]
-            if not hit.empty:
-                sim = {"throughput_tps": float(hit["sim_throughput_tps"].iloc[0]),
-                       "ttft_s": float(hit["sim_ttft_s"].iloc[0])}
-        out.append({"role": f.role, "label": row["label"],
-                    "screen": {"throughput_tps": float(row["throughput_tps"]), "ttft_s": float(row["ttft_s"])},
-                    "estimator": None if est is None else {
-                        "throughput_tps": float(est["throughput_tps"]),
-                        "ttft_s": float(est["ttft_s"]) if est["stable"] else None},
-                    "simulator": sim,
-                    "why_not": "not simulated (simulation disabled)" if r.simulation is None
-                    else "not simulated (no fidelity run of this design)"})
-    return out
+SCORE_WORDS = {"throughput-ttft": "throughput / TTFT", "energy": "tokens per joule"}
+"""B*'s score in words, by pick rule."""
 
 
 def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
-    rec = recommendation(r)
+    rec = r.reports["recommendation"]
     sc = r.scenario
     lib = {c.name: c for c in sc.library.compute}
     kinds = ", ".join(f"{n} {t} ({lib[t].family} {lib[t].phase})" for t, n in rec["counts"].items())
-    st = r.points[r.points["stable"]]
-    top = st[st["throughput_tps"] >= st["throughput_tps"].mean()]
-    above = len(top)
-    ratio = (top["throughput_tps"] / top["ttft_s"]).sort_values(ascending=False, kind="stable")
+    score = SCORE_WORDS[rec["rule"]]
     lines = [
         f"## Build {rec['role']} = {rec['label']}",
         f"What it is: {sum(rec['counts'].values())} compute chiplets: {kinds}; {rec['n_hbm']} {sc.library.memory.name} "
         f"stacks ({rec['hbm_attention']} for the attention blocks, {rec['hbm_mamba']} for the Mamba blocks); "
         f"{rec['d2d_GBps']:.0f} GB/s D2D links on every mesh port; max batch {rec['max_batch']} (the memory allows "
         f"{rec['batch_eff']} at once); on the {sc.package.rows} x {sc.package.cols} package of {sc.package.name}.",
-        f"Why: B* has the highest throughput / TTFT of the {above:,} stable points with above-average throughput "
-        f"({int(r.points['stable'].sum()):,} stable of {len(r.points):,} scored) for {sc.model.name} on "
+        f"Why: B* has the highest {score} of the {rec['candidates']:,} stable points with above-average throughput "
+        f"({rec['stable']:,} stable of {rec['points']:,} scored) for {sc.model.name} on "
         f"{sc.workload.name} at {sc.workload.arrival_rate_rps:g} req/s.",
     ]
-    ties = ratio[ratio >= ratio.iloc[0] * (1 - 1e-12)].index.drop(r.points.index[r.points["label"] == rec["label"]],
-                                                                   errors="ignore")
-    if len(ties):
-        lines.append(f"    {len(ties)} other design(s) tie with B* at the screen (same throughput and TTFT), e.g. "
-                     f"{r.points.loc[ties[0], 'label']}: B* is the first in the sweep's order.")
-    rest = ratio[ratio < ratio.iloc[0] * (1 - 1e-12)]
-    if len(rest):
-        nxt = r.points.loc[rest.index[0]]
-        short = 1 - rest.iloc[0] / ratio.iloc[0]
-        lines.append(f"    The next design, {nxt['label']}, is {100 * short:.2g}% below B*'s throughput / TTFT "
+    if rec["ties"]:
+        lines.append(f"    {len(rec['ties'])} other design(s) tie with B* at the screen (same {score}), e.g. "
+                     f"{rec['ties'][0]}: B* is the first in the sweep's order.")
+    nxt = rec["runner_up"]
+    if nxt is not None:
+        short = nxt["margin"]
+        lines.append(f"    The next design, {nxt['label']}, is {100 * short:.2g}% below B*'s {score} "
                      f"({nxt['throughput_tps']:.1f} tok/s at TTFT {nxt['ttft_s']:.3f} s)"
                      + (": a margin this small rests on the estimator, whose fidelity is below." if short < 0.01
                         else "."))
@@ -225,7 +162,7 @@ def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
                      f"that throughput at {rec['screen']['ttft_s'] / m['ttft_s']:.1%} of its TTFT.")
     lines += ["", "## Estimator vs simulator, each finalist on its exact layout",
               "| finalist  quantity                       sweep screen   estimator, exact layout   simulator"]
-    for c in finalist_comparison(r):
+    for c in r.reports["finalists_fidelity"]:
         est, sim, scr = c["estimator"] or {}, c["simulator"] or {}, c["screen"]
         gone = "" if c["simulator"] else c["why_not"]
         lines += [f"| {c['role']:<9s} throughput (tok/s)             {scr['throughput_tps']:>12.1f}   "
@@ -276,6 +213,17 @@ def _pareto_panel(ax: plt.Axes, df: Any, st: Any, front: Any) -> None:
     ax.grid(True, which="both", alpha=0.3)
 
 
+def _merit_text(r: ExploreResult) -> str:
+    """The finalists' figures of merit: every registered column with a sense (:mod:`chipdse.studies.hydra.columns`:
+    a metric registered there is listed here without touching this page)."""
+    merits = [c for c in r.table.columns().values() if c.sense is not None and c.name in r.table.frame]
+    parts = []
+    for f in r.finalists:
+        vals = ", ".join(f"{c.name} {fmt(f.row.get(c.name), spec='.4g')} {c.unit} ({c.sense})" for c in merits)
+        parts.append(f"{f.role} {f.label}: {vals}")
+    return "Figures of merit: " + "; ".join(parts) + "."
+
+
 def _pareto_page(pdf: PdfPages, r: ExploreResult) -> None:
     df = r.points
     st = df[df["stable"]]
@@ -283,9 +231,10 @@ def _pareto_page(pdf: PdfPages, r: ExploreResult) -> None:
     fig, (full, zoom) = plt.subplots(1, 2, figsize=PAGE)
     top = caption(fig, f"{len(df):,} points scored; {len(df) - len(st):,} unstable or infeasible points omitted. "
                   "Left: every stable point (log TTFT axis); right: the window around the Pareto front (linear "
-                  "axes), where B* (star) and M_T (diamond) are told apart. B* = best throughput/TTFT among stable "
-                  "points with above-average throughput; M_T = highest throughput. Several compositions can share "
-                  "one (TTFT, throughput) point.", y=0.02)
+                  "axes), where B* (star) and M_T (diamond) are told apart. B* = best "
+                  f"{SCORE_WORDS[r.picks.rule.value]} among stable points with above-average throughput; M_T = "
+                  "highest throughput. Several compositions can share one (TTFT, throughput) point. "
+                  + _merit_text(r), y=0.02)
     fig.subplots_adjust(bottom=top + 0.09, top=0.9, wspace=0.25)
     _pareto_panel(full, df, st, front)
     full.set_xscale("log")
@@ -327,9 +276,10 @@ def _config_page(pdf: PdfPages, r: ExploreResult) -> None:
     serve_rows = []
     for f in r.finalists:
         for s in f.serving:
-            serve_rows.append([f.role, s["layout"], f"{s['placement_objective']:.3e}", f"{s['throughput_tps']:.1f}",
-                               f"{s['ttft_s']:.3f}" if s["stable"] else "unstable",
-                               f"{1e3 * s['prefill_bottleneck_s']:.1f}", f"{1e3 * s['decode_step_s']:.2f}"])
+            v = s.served
+            serve_rows.append([f.role, s.label, f"{s.placement_objective:.3e}", f"{v.throughput_tps:.1f}",
+                               f"{v.ttft_s:.3f}" if v.stable else "unstable",
+                               f"{1e3 * v.prefill_bottleneck_s:.1f}", f"{1e3 * v.decode_step_s:.2f}"])
     table_page(pdf, "Chosen configurations (B* and M_T)",
                 "Top: the two configurations as scored by the sweep screen (fluid mapping, assumed mean hop count). "
                 "Bottom: the same configurations re-scored with real layouts: placement and bottleneck mapping "
@@ -426,21 +376,23 @@ def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
 
 
 def details(r: ExploreResult) -> dict[str, Any]:
-    """The manifest's HYDRA part: the page-1 recommendation (:func:`recommendation`), model, workload, unbuildable
-    reasons, finalists, simulation, Table IV and the power / thermal summary per finalist."""
+    """The manifest's HYDRA part: the page-1 recommendation, model, workload, unbuildable reasons, finalists,
+    simulation (fidelity, policy gains, layouts, what was skipped), Table IV, the claims, the energy and the power /
+    thermal summary per finalist (all computed by explore's stages)."""
     sc = r.scenario
+    sim = r.simulation
     return {
-        "recommendation": recommendation(r),
+        "recommendation": r.reports["recommendation"],
         "model": sc.model.key, "workload": sc.workload.name, "infeasible_reasons": r.infeasible_reasons,
-        "finalists": {f.role: f.row["label"] for f in r.finalists},
-        "simulation": None if r.simulation is None else {
-            "fidelity": r.simulation.metrics, "policy_gains": sim_pages.policy_gains(r.simulation.policies),
-            "layouts": strict_json(r.simulation.layouts.to_dict("records")),
-            "skipped": r.simulation.skipped},
+        "finalists": {str(f.role): f.label for f in r.finalists},
+        "simulation": None if sim is None else {
+            "fidelity": sim.metrics, "policy_gains": sim.gains,
+            "layouts": strict_json(sim.layouts.to_dict("records")), "skipped": sim.skipped},
         "generality": None if r.generality is None else r.generality.to_json(),
-        "finalists_fidelity": strict_json(finalist_comparison(r)),
-        "energy": strict_json(energy_pages.energy_summary(r)),
-        "thermal": {t.role: strict_json(thermal_summary(t)) for t in r.thermal},
+        "claims": None if r.claims is None else strict_json(r.claims.records()),
+        "finalists_fidelity": r.reports["finalists_fidelity"],
+        "energy": r.reports["energy"],
+        "thermal": r.reports["thermal"],
     }
 
 
@@ -461,55 +413,23 @@ def draw(pdf: PdfPages, r: ExploreResult) -> None:
         best = best_exact(b.placement)
         if r.simulation.metrics:
             sim_pages.fidelity_page(pdf, r.simulation, r.scenario.spec.name)
-        sim_pages.layout_page(pdf, r.simulation, b.row["label"], None if best is None else best.objective)
-        placements = {k: lay.placement for k, lay in finalist_layouts(b).items()}
-        sim_pages.noi_page(pdf, r.simulation, r.scenario.package.rows, r.scenario.package.cols, b.row["label"],
+        sim_pages.layout_page(pdf, r.simulation, b.label, None if best is None else best.objective)
+        placements = {str(k): lay.placement for k, lay in b.layouts().items()
+                      if k in (LayoutKind.EXACT, LayoutKind.ROUND_ROBIN, LayoutKind.HYDRA_GREEDY)}
+        sim_pages.noi_page(pdf, r.simulation, r.scenario.package.rows, r.scenario.package.cols, b.label,
                            placements)
-        sim_pages.policy_page(pdf, r.simulation, b.row["label"], r.scenario.spec.simulation.load)
+        sim_pages.policy_page(pdf, r.simulation, b.label, r.scenario.spec.simulation.load)
     if r.generality is not None:
         generality_pages(pdf, r.generality)
-    claims_page.draw(pdf, r)
+    if r.claims is not None:
+        claims_page.claims_page(pdf, r.claims.rows, r.claims.context, r.claims.paper)
     _glossary_pages(pdf, r)
 
 
 def columns(r: ExploreResult) -> dict[str, tuple[str, str]]:
-    """Every points.csv column: ``{name: (unit, description)}`` in the CSV's order ("-" for unitless), the compute
-    chiplet types read from the scenario's library and model."""
-    lib = {c.name: c for c in r.scenario.library.compute}
-    mem = r.scenario.library.memory.name
-    out: dict[str, tuple[str, str]] = {"point": ("-", "row number of the design point in the sweep")}
-    for t in r.scenario.compute_types():
-        out[t] = ("chiplets", f"number of {t} chiplets ({lib[t].family} blocks, {lib[t].phase} phase)")
-    out |= {
-        "label": ("-", "the point's label (format: see the glossary)"),
-        "n_hbm": ("stacks", f"{mem} stacks in the package"),
-        "d2d_GBps": ("GB/s", "die-to-die link bandwidth of every mesh port (1e9 bytes/s)"),
-        "max_batch": ("requests", "largest decode batch the design allows (a design choice)"),
-        "hbm_attention": ("stacks", f"{mem} stacks holding the attention blocks' weights and KV cache"),
-        "hbm_mamba": ("stacks", f"{mem} stacks holding the Mamba blocks' weights and SSM state"),
-        "r_mem": ("requests", "requests the HBM holds at once next to the weights, min(r_M, r_A) (HYDRA Eq. 1); "
-                              "0 = the weights and one request do not fit"),
-        "batch_eff": ("requests", "effective batch: max_batch capped by r_mem (at least 1)"),
-        "decode_stages": ("stages", "decode pipeline stages (chiplets the decode blocks are spread over)"),
-        "decode_concurrency": ("requests", "requests decoding at once at full load"),
-        "decode_iteration_s": ("s", "time between two output tokens of one request at full load (the TBT at "
-                                    "saturation)"),
-        "prefill_rps": ("requests/s", "prefill capacity: 1 / prefill bottleneck stage time"),
-        "decode_rps": ("requests/s", "decode capacity: concurrent requests / (iteration time x mean output "
-                                     "tokens)"),
-        "capacity_rps": ("requests/s", "sustainable request rate: min(prefill_rps, decode_rps); 0 when infeasible"),
-        "throughput_tps": ("tokens/s", "sustainable output tokens/s: capacity_rps x mean output tokens "
-                                       "(HYDRA Eq. 8)"),
-        "ttft_s": ("s", "mean time to first token at the offered load; empty when unstable"),
-        "stable": ("yes/no", "capacity above the offered load (a finite TTFT)"),
-        "feasible": ("yes/no", "the weights and one request fit the HBM stacks"),
-        "reason": ("-", "why a point is infeasible or unstable; empty otherwise"),
-        "pareto": ("yes/no", "on the throughput-TTFT Pareto front among stable points"),
-        "role": ("-", "B*, M_T, B*,M_T (both) or - (neither)"),
-    }
-    docs = out | energy_pages.ENERGY_COLUMN_DOCS
-    return {c: docs[c] for c in r.points.columns if c in docs} | {c: v for c, v in docs.items()
-                                                                   if c not in r.points.columns}
+    """Every points.csv column: ``{name: (unit, description)}`` in the CSV's order ("-" for unitless), read from the
+    scored table's column registry (:mod:`chipdse.studies.hydra.columns`)."""
+    return {name: (c.unit, c.description) for name, c in r.table.columns().items()}
 
 
 def _glossary_pages(pdf: PdfPages, r: ExploreResult) -> None:

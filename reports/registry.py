@@ -1,14 +1,17 @@
-"""The report module of each study, keyed by scenario kind: each has ``draw(pdf, result)``, ``CSV`` (file name,
-result attribute) and ``details(result)``, read by :func:`chipdse.reports.files.write_report`."""
+"""The report of each study, keyed by scenario kind: one typed :class:`ReportPages` record each, read by
+:func:`chipdse.reports.files.write_report`."""
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from chipdse.core.specs import SCENARIO_KINDS
 from chipdse.reports import nova_pages, pdf, snake_pages
+from chipdse.reports.files import ReportPages
 
-REPORTS: dict[str, ModuleType] = {"hydra": pdf, "snake": snake_pages, "nova": nova_pages}
+REPORTS: dict[str, ReportPages] = {
+    "hydra": ReportPages(pdf.draw, pdf.CSV, pdf.columns, pdf.details),
+    "snake": ReportPages(snake_pages.draw, snake_pages.CSV, snake_pages.columns, snake_pages.details),
+    "nova": ReportPages(nova_pages.draw, nova_pages.CSV, nova_pages.columns, nova_pages.details),
+}
 """Report pages by scenario kind."""
 
 assert tuple(REPORTS) == SCENARIO_KINDS

@@ -16,17 +16,14 @@ from matplotlib.table import Table
 
 from chipdse.core.solution import EXCESS_OVER_BEST, excess
 from chipdse.reports.style import LINE_H, PAGE, caption, fmt, label_points
-from chipdse.studies.hydra.simstudy import (
-    ABLATION,
+from chipdse.studies.hydra.artifacts import (
+    EXTRA_PAIRS,
     FIDELITY_THRESHOLDS,
-    PLACEMENT_VARIANTS,
     REFERENCE,
-    SCHEDULER_VARIANTS,
+    STUDY_VARIANTS,
     WORKLOAD_KEYS,
     SimulationStudy,
-    compare,
-    policy_summary,
-    ratio_rows,
+    pair_key,
 )
 
 
@@ -144,24 +141,18 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
     plt.close(fig)
 
 
-def policy_gains(pol: pd.DataFrame) -> dict[str, Any]:
-    """The policy studies' averages (:func:`chipdse.studies.hydra.simstudy.policy_summary`: geometric means of
-    per-workload ratios over valid workloads, with counts), NaN written as None (JSON)."""
-    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in policy_summary(pol).items()}
-
-
 STUDY_PAGES = (
-    ("ablation", tuple(v for v, *_ in ABLATION[1:]), "HYDRA Fig. 9: ablation over the static baseline",
+    ("ablation", STUDY_VARIANTS["ablation"], "HYDRA Fig. 9: ablation over the static baseline",
      "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = exact "
      "communication-aware placement + exact mapping; ET = HYDRA's elastic task scheduler; DB = dynamic batching. "
      "HYDRA: CP+ET+DB 1.55x throughput and -43.7% TTFT on average (up to 2.3x); ET +3% to +150% throughput; DB "
      "alone +15% throughput, -23% TTFT."),
-    ("scheduler", tuple(v for v in SCHEDULER_VARIANTS if v != REFERENCE["scheduler"]),
+    ("scheduler", STUDY_VARIANTS["scheduler"],
      "HYDRA Fig. 12: task schedulers over static scheduling",
      "Exact placement and static batching (Sec. VI-B's hardware configurations, only the scheduler changed): static "
      "= the ablation's CP run, elastic = its CP+ET run. HYDRA: elastic over static 1.40-2.04x (B*, TP/TTFT) and "
      "1.17-1.73x (M_T, TP); over FCFS 1.04-1.30x; best in 6 of 8 against work stealing."),
-    ("placement", tuple(v for v in PLACEMENT_VARIANTS if v != REFERENCE["placement"]),
+    ("placement", STUDY_VARIANTS["placement"],
      "HYDRA Fig. 10: placements over round-robin",
      "Static scheduling and static batching, every layout at the study's own load (not the one below): B* at "
      "simulation.load x the weakest layout's estimated capacity (all sustain it), M_T saturated at 2x the "
@@ -179,13 +170,13 @@ def _label(key: tuple[Any, ...], names: list[str]) -> str:
     return " ".join(str(x) for x in (model, parts.get("dataset"), parts.get("role")) if x)
 
 
-def _ratio_axes(ax: plt.Axes, pol: pd.DataFrame, study: str, variants: tuple[str, ...], metric: str,
+def _ratio_axes(ax: plt.Axes, sim: SimulationStudy, study: str, variants: tuple[str, ...], metric: str,
                 ylabel: str) -> None:
-    """Bars of ``metric`` (a :func:`ratio_rows` column) per workload and variant; invalid runs hatched grey at 1;
-    a log axis when the ratios span more than 10x."""
+    """Bars of ``metric`` (a column of the stage's ratios, :attr:`SimulationStudy.ratios`) per workload and variant;
+    invalid workloads hatched grey at 1; a log axis when the ratios span more than 10x."""
     ref = REFERENCE[study]
-    keys = [k for k in WORKLOAD_KEYS if k in pol]
-    frames = {v: ratio_rows(pol, study, v).set_index(keys) for v in variants}
+    keys = [k for k in WORKLOAD_KEYS if k in sim.policies]
+    frames = {v: sim.ratios[pair_key(study, v)].set_index(keys) for v in variants}
     index = list(dict.fromkeys(i for f in frames.values() for i in f.index))
     x = np.arange(len(index))
     w = 0.8 / max(len(variants), 1)
@@ -211,38 +202,18 @@ def _ratio_axes(ax: plt.Axes, pol: pd.DataFrame, study: str, variants: tuple[str
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
 
 
-def _invalid_notes(d: pd.DataFrame, study: str) -> str:
-    """The invalid workloads of one study's rows ``d`` (:func:`policy_rows`), each with its reference run's
-    first-token count in its window, then the single runs that gave no first token on an otherwise valid workload."""
-    keys = [k for k in WORKLOAD_KEYS if k in d]
-    by_ref = d["invalid_reason"].astype(str).str.contains("<")  # the reference-run rule, not the run's own
-    short = {k for k, g in d[by_ref].groupby(keys, sort=False)} if keys else set()
-    parts = []
-    for k, g in d[by_ref].groupby(keys, sort=False):
-        n = g["ref_first_tokens"].iloc[0]
-        parts.append(f"{_label(k, keys)} ({REFERENCE[study]}: {'no run' if math.isnan(n) else int(n)} first tokens)")
-    for _, r in d[~d["valid"] & ~by_ref].iterrows():
-        k = tuple(r[c] for c in keys)
-        if k not in short:
-            parts.append(f"{_label(k, keys)} {r['variant']} (no first token)")
-    return "; ".join(parts)
-
-
 def _fmt_x(v: float | None) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}x"
 
 
-PAGE_EXTRA = {"scheduler": (("elastic", "fcfs"), ("elastic", "work-stealing")), "placement": (("exact", "random"),)}
-"""Comparisons each page states besides its variants over the reference (the ones HYDRA reports)."""
-
-
-def _summary_text(pol: pd.DataFrame, study: str, variants: tuple[str, ...]) -> str:
-    """One clause per variant over the study's reference, then :data:`PAGE_EXTRA`'s: geometric means over valid
-    workloads, throughput range, wins of the target metric and the invalid count."""
+def _summary_text(sim: SimulationStudy, study: str, variants: tuple[str, ...]) -> str:
+    """One clause per variant over the study's reference, then the extra pairs HYDRA reports
+    (:data:`~chipdse.studies.hydra.artifacts.EXTRA_PAIRS`): geometric means over valid workloads, throughput range,
+    wins of the target metric and the invalid count (:attr:`SimulationStudy.comparisons`)."""
     parts = []
-    pairs = [(v, REFERENCE[study]) for v in variants] + list(PAGE_EXTRA.get(study, ()))
+    pairs = [(v, REFERENCE[study]) for v in variants] + list(EXTRA_PAIRS.get(study, ()))
     for v, ref in pairs:
-        c = compare(pol, study, v, ref)
+        c = sim.comparisons[pair_key(study, v, ref)]
         ttft = c["ttft_reduction"]
         name = v if ref == REFERENCE[study] else f"{v} over {ref}"
         parts.append(f"{name}: throughput {_fmt_x(c['throughput_x'])} ({_fmt_x(c['throughput_x_min'])}-"
@@ -268,20 +239,22 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
         if d.empty:
             continue
         fig, axes = plt.subplots(1, 2, figsize=PAGE)
-        _ratio_axes(axes[0], pol, name, variants, "throughput_x", "throughput")
-        _ratio_axes(axes[1], pol, name, variants, "target_x", "target metric")
+        _ratio_axes(axes[0], study, name, variants, "throughput_x", "throughput")
+        _ratio_axes(axes[1], study, name, variants, "target_x", "target metric")
         axes[0].set_title("throughput", fontsize=9)
         axes[1].set_title("target metric: TP/TTFT for B*, throughput for M_T", fontsize=9)
         warm = d["warmup_s"].astype(float) if "warmup_s" in d else d["duration_s"].astype(float) * 0.0
-        notes = _invalid_notes(d, name)
+        notes = study.invalid_notes.get(name, "")
         rates = _span(d["rate_rps"].astype(float), "req/s")
         top = caption(fig, f"{text} Each run: {_span(warm, 's')} warm-up (per workload), then "
                       f"{_span(d['duration_s'].astype(float) - warm, 's')} measured; Poisson arrivals at {load:.0%} "
                       f"of the design's estimated capacity on each workload ({rates}). Averages: geometric means of "
                       "per-workload ratios over valid workloads (a ratio's mean that does not depend on the "
-                      "reference). " + _summary_text(pol, name, variants) + ". Invalid (hatched, left out): a run "
-                      "with no first token in its measured window, or every run of a workload whose reference run "
-                      "gave fewer than simulation.min_first_tokens first tokens there"
+                      "reference). " + _summary_text(study, name, variants) + ". Invalid (hatched, left out): "
+                      "every run of a workload one of whose runs, in any study, gave no first token in its measured "
+                      "window or whose study's reference run gave fewer than simulation.min_first_tokens first tokens "
+                      "there "
+                      "(one rule for every page, the claims and the manifest)"
                       + (f": {notes}." if notes else "."))
         fig.subplots_adjust(bottom=top + 0.2, top=0.9, wspace=0.55, right=0.86, left=0.07)
         own = "model" in d and d["model"].nunique() > 1

@@ -19,9 +19,7 @@ from chipdse.evaluators.snake_energy import PEAK_PARTS  # noqa: E402
 from chipdse.evaluators.snake_pu import GROUPED, MODES  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
-from chipdse.studies.claims import claim_rows  # noqa: E402
-from chipdse.studies.snake.claims import SNAKE_CLAIMS, context_line, measure, summary_rows  # noqa: E402
-from chipdse.studies.snake.study import (  # noqa: E402
+from chipdse.studies.snake.artifacts import (  # noqa: E402
     PAPER_ENERGY,
     PAPER_SPEEDUPS,
     UNCAPPED_DRAM_TBPS,
@@ -295,11 +293,6 @@ def _energy_page(pdf: PdfPages, s: SnakeStudy) -> None:
     plt.close(fig)
 
 
-def _claims(s: SnakeStudy) -> tuple[list[Any], dict[str, Any]]:
-    measured, notes = measure(s)
-    return claim_rows(measured, notes, claims=SNAKE_CLAIMS), measured
-
-
 def _hardware_page(pdf: PdfPages, s: SnakeStudy) -> None:
     rows = []
     for r in s.shape_set:
@@ -409,7 +402,7 @@ def details(s: SnakeStudy) -> dict[str, Any]:
         "buffers": s.buffers.round(3).to_dict("records"),
         "link_sweep": {str(x): average_speedups(g) for x, g in s.link_sweep["speedups"].groupby("link_GBps")}
         if s.link_sweep else {},
-        "claims": summary_rows(measure(s)[0]),
+        "claims": None if s.claims is None else s.claims.summary,
         "energy_ratios": average_speedups(s.speedups, "energy_ratio") if "energy_ratio" in s.speedups else {},
         "power": s.power.round(4).to_dict("records"),
         "area_energy": s.area_energy.to_dict("records"),
@@ -429,7 +422,8 @@ def draw(pdf: PdfPages, s: SnakeStudy) -> None:
         _serving_page(pdf, s)
     if not s.energy.empty and not s.power.empty:
         _energy_page(pdf, s)
-    claims_page(pdf, _claims(s)[0], context_line(s), paper="SNAKE")
+    if s.claims is not None:
+        claims_page(pdf, s.claims.rows, s.claims.context, paper=s.claims.paper)
     glossary_pages(pdf, [
         "## Terms",
         "    PU: one processing unit of the NMP (cores of systolic arrays next to a DRAM stack); SNAKE reshapes each "

@@ -12,7 +12,10 @@ import matplotlib.pyplot as plt
 from matplotlib.backends.backend_pdf import PdfPages
 
 from chipdse.reports.style import PAGE, caption
-from chipdse.studies.hydra.thermal import SERVE_MAPPING, ThermalFinalist, ThermalLayout
+from chipdse.studies.hydra.artifacts import ThermalFinalist, ThermalLayout
+
+SERVE_MAPPING = "lpt-greedy"
+"""The mapping both layouts of the throughput comparison got (:data:`chipdse.studies.hydra.thermal.SERVE_MAPPING`)."""
 
 
 def _short(t: str) -> str:
@@ -64,9 +67,10 @@ def _caption_text(t: ThermalFinalist) -> str:
         text += f", gap {100 * t.constrained.gap:.2g}%"
     text += ")"
     a, b = t.served.get("unconstrained"), t.served.get("thermal-limit")
-    if a and b and a["throughput_tps"] > 0:
-        text += (f"; serving re-score with {SERVE_MAPPING} mapping on both layouts: {a['throughput_tps']:.0f} -> "
-                 f"{b['throughput_tps']:.0f} tok/s ({100 * (b['throughput_tps'] / a['throughput_tps'] - 1):+.1f}%)")
+    if a is not None and b is not None and a.served.throughput_tps > 0:
+        x, y = a.served.throughput_tps, b.served.throughput_tps
+        text += (f"; serving re-score with {SERVE_MAPPING} mapping on both layouts: {x:.0f} -> {y:.0f} tok/s "
+                 f"({100 * (y / x - 1):+.1f}%)")
     return text + "."
 
 
@@ -80,8 +84,8 @@ def thermal_page(pdf: PdfPages, t: ThermalFinalist) -> None:
         shown.append((t.limited, f"thermally constrained, limit {t.limit_C:g} degC"))
     fig, axes = plt.subplots(len(shown), 2, figsize=PAGE, squeeze=False)
     for i, (lay, name) in enumerate(shown):
-        _map_panel(fig, axes[i][0], lay, "power", f"{t.role}: {name}: power map (floorplan)")
-        _map_panel(fig, axes[i][1], lay, "temperature", f"{t.role}: {name}: temperature, peak "
+        _map_panel(fig, axes[i][0], lay, "power", f"{t.role}: {name}:\npower map (floorplan)")
+        _map_panel(fig, axes[i][1], lay, "temperature", f"{t.role}: {name}:\ntemperature, peak "
                    f"{lay.thermal.peak_C:.1f} degC")
     fig.suptitle(f"Power and temperature: {t.role} {t.label}", fontsize=11)
     top = caption(fig, _caption_text(t), y=0.01)

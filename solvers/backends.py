@@ -10,7 +10,10 @@ deterministic limit (HiGHS ``mip_max_nodes``, CP-SAT ``max_deterministic_time``;
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 import pyomo.environ as pyo
+import scipy.sparse as sparse
 from ortools.sat.python import cp_model
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus as PyoSolStatus
@@ -26,7 +30,13 @@ from pyomo.contrib.solver.common.results import TerminationCondition as PyoTerm
 from pyomo.contrib.solver.solvers.highs import Highs
 
 from chipdse.core.solution import SolutionStatus, TerminationCondition
-from chipdse.solvers.config import CPSAT_DTIME_PER_UNIT, SolverConfig, highs_nodes_per_unit
+from chipdse.solvers.config import (
+    CPSAT_DTIME_PER_UNIT,
+    HIGHS_ITERATIONS_PER_UNIT,
+    HIGHS_MIP_ITERATIONS_PER_UNIT,
+    SolverConfig,
+    highs_nodes_per_unit,
+)
 
 _PYOMO_TERMINATION = {
     PyoTerm.convergenceCriteriaSatisfied: TerminationCondition.OPTIMAL,
@@ -48,6 +58,16 @@ _CPSAT_STATUS = {
 HIGHS_ABS_GAP = 1e-6
 """HiGHS's default ``mip_abs_gap``: HiGHS also stops as optimal when incumbent and bound differ by this much, in the
 model's own objective units."""
+
+
+PyomoModel = pyo.ConcreteModel
+"""The Pyomo model type the formulations build (for annotations outside this module, which alone imports Pyomo
+among the solvers)."""
+
+
+def model_value(component: object) -> float:
+    """The value of a Pyomo expression, parameter or variable of a built model (``pyo.value``)."""
+    return float(pyo.value(component))
 
 
 @dataclass
@@ -284,3 +304,103 @@ def solve_cpsat(model: cp_model.CpModel, config: SolverConfig) -> tuple[BackendR
     summary = (f"cp-sat: {solver.StatusName(code)}, incumbent={objective}, bound={bound}, "
                f"{solver.NumBranches()} branches, deterministic time {dtime:.3g}")
     return BackendResult(status, term, objective, bound, wall, summary, work=dtime / CPSAT_DTIME_PER_UNIT), solver
+
+
+_BANNER_LOCK = threading.Lock()
+_BANNER_SHOWN = []
+
+
+def _new_highs() -> highspy.Highs:
+    """A ``highspy.Highs``; the first one of the process is created with file descriptor 1 sent to /dev/null,
+    because HiGHS prints its banner to stdout from C++ then (it would corrupt ``--json`` output)."""
+    with _BANNER_LOCK:
+        if _BANNER_SHOWN:
+            return highspy.Highs()
+        sys.stdout.flush()
+        saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+        _BANNER_SHOWN.append(True)
+        return h
+
+
+def solve_dense_highs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_binary: int, integral: bool,
+                      cutoff: float | None, work_units: float, wall_s: float, n_continuous: int = 0
+                      ) -> tuple[str, float, np.ndarray | None, float]:
+    """Solve min x[-1] over dense rows with highspy directly (the max-link decomposition's node problems: too small
+    and too many for a Pyomo model each).
+
+    Parameters
+    ----------
+    rows : numpy.ndarray, shape (m, n)
+        Constraint matrix; columns: ``n_binary`` binaries (or [0, 1] in the LP), ``n_continuous`` columns in
+        [0, 1], then one free continuous column (the objective).
+    lo, hi : numpy.ndarray, shape (m,)
+        Row bounds (``-inf`` allowed in ``lo``).
+    n_binary : int
+    integral : bool
+        MILP (True) or its LP relaxation.
+    cutoff : float, optional
+        Prune every node whose bound reaches it (MILP).
+    work_units : float
+        Deterministic work limit: ``mip_max_nodes`` (MILP) or ``simplex_iteration_limit`` (LP) at the calibrated
+        rates of :mod:`chipdse.solvers.config`.
+    wall_s : float
+        Wall-clock safety cap, s.
+    n_continuous : int
+
+    Returns
+    -------
+    (status, bound, x, work)
+        ``"ok"``, ``"pruned"`` or ``"failed"``; the dual bound; the solution (None unless ok); work units used
+        (simplex iterations, root included, converted). One thread: deterministic.
+    """
+    h = _new_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("time_limit", max(wall_s, 0.1))
+    h.setOptionValue("mip_rel_gap", 1e-7)
+    nodes_per_unit = highs_nodes_per_unit(int(np.count_nonzero(rows)))
+    if integral:
+        h.setOptionValue("mip_max_nodes", int(min(max(1, round(work_units * nodes_per_unit)), 2**31 - 1)))
+    else:
+        h.setOptionValue("simplex_iteration_limit",
+                         int(min(max(1, round(work_units * HIGHS_ITERATIONS_PER_UNIT)), 2**31 - 1)))
+    n_cols = rows.shape[1]
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_cols, rows.shape[0]
+    lp.col_cost_ = np.r_[np.zeros(n_cols - 1), 1.0]
+    lp.col_lower_ = np.zeros(n_cols)
+    lp.col_upper_ = np.r_[np.ones(n_binary + n_continuous), highspy.kHighsInf]
+    lp.row_lower_ = np.where(np.isinf(lo), -highspy.kHighsInf, lo)
+    lp.row_upper_ = hi
+    mat = sparse.csc_matrix(rows)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = mat.indptr, mat.indices, mat.data
+    if integral:
+        lp.integrality_ = ([highspy.HighsVarType.kInteger] * n_binary
+                           + [highspy.HighsVarType.kContinuous] * (n_continuous + 1))
+        if cutoff is not None:
+            h.setOptionValue("objective_bound", float(cutoff))
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    info = h.getInfo()
+    iterations = max(info.simplex_iteration_count, 0)
+    work = iterations / (HIGHS_MIP_ITERATIONS_PER_UNIT if integral else HIGHS_ITERATIONS_PER_UNIT)
+    if integral and cutoff is not None and status in (highspy.HighsModelStatus.kInfeasible,
+                                                     highspy.HighsModelStatus.kObjectiveBound):
+        return "pruned", cutoff, None, work
+    if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit,
+                      highspy.HighsModelStatus.kSolutionLimit):
+        return "failed", -math.inf, None, work
+    if info.primal_solution_status != 2:  # no feasible point
+        return "failed", -math.inf, None, work
+    x = np.array(h.getSolution().col_value)
+    value = info.mip_dual_bound if integral else info.objective_function_value
+    return "ok", float(value), x, work

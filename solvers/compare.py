@@ -67,7 +67,7 @@ def run_methods(problem_name: str, instance: Any, methods: Sequence[str] | None,
 
 
 def comparison_rows(sols: list[Solution]) -> list[dict[str, Any]]:
-    """Rows with keys method, exact, objective, bound, gap, gap_to_best_bound, status, wall_s.
+    """Rows with keys method, exact, objective, bound, gap, gap_to_best_bound, status, termination, wall_s.
 
     ``gap`` is the solve's proven gap (:data:`chipdse.core.solution.PROVEN_GAP`); ``gap_to_best_bound`` is the
     excess over the tightest bound of any exact method (:data:`chipdse.core.solution.EXCESS_OVER_BOUND`), the

@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 import time
 
-import pyomo.environ as pyo
-
 from chipdse.core.solution import Solution, TerminationCondition
 from chipdse.formulations.link_load import brute_force_max_link, build_max_link_milp, objective_value
 from chipdse.formulations.placement import (
@@ -23,7 +21,7 @@ from chipdse.formulations.placement import (
     placement_infeasibility,
     set_placement_start,
 )
-from chipdse.solvers.backends import solve_pyomo
+from chipdse.solvers.backends import model_value, solve_pyomo
 from chipdse.solvers.common import ProblemKind, infeasible_solution, settle
 from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.link_load_decomp import solve_max_link_by_layouts
@@ -115,7 +113,7 @@ def solve_max_link_placement(problem: PlacementProblem, method: str, config: Sol
     build_s = time.perf_counter() - t0
     res = solve_pyomo(m, config, warm_start=hint is not None)
     decision = decode_placement_milp(m) if res.has_solution else None
-    unit = pyo.value(m.volume_unit)
+    unit = model_value(m.volume_unit)
     bound = None if res.bound is None else res.bound * unit
     if decision is not None and bound is not None:  # the reduced-volume model's bound may sit a hair above
         bound = min(bound, objective_value(problem, decision, hop_weight))

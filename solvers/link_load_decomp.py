@@ -28,26 +28,18 @@ layouts and between closing solves. The wall cap ``time_limit_s`` stops it too (
 from __future__ import annotations
 
 import math
-import os
-import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import combinations
 
-import highspy
 import numpy as np
-import scipy.sparse as sparse
 
 from chipdse.formulations.link_load import link_loads, max_link_load, pair_links
 from chipdse.formulations.placement import PlacementProblem, allowed_cells, volume_table
-from chipdse.solvers.backends import _highs_threads
+from chipdse.solvers.backends import _highs_threads, solve_dense_highs
 from chipdse.solvers.config import (
-    HIGHS_ITERATIONS_PER_UNIT,
-    HIGHS_MIP_ITERATIONS_PER_UNIT,
     SolverConfig,
     WorkBudget,
-    highs_nodes_per_unit,
 )
 from chipdse.solvers.placement_decomp import _restricted_split, canonical_layouts, grid_symmetries
 
@@ -206,7 +198,8 @@ class _LinkModel:
         lo = np.r_[np.full(n_links, -np.inf), np.zeros(len(cells)), self.counts, np.full(ny, -1.0)]
         hi = np.r_[-fixed / self.scale, np.ones(len(cells)), self.counts, np.full(ny, np.inf)]
         cutoff = None if cutoff_bytes is None else cutoff_bytes / self.scale
-        status, value, x, work = _highs(rows, lo, hi, nz, integral, cutoff, limit, n_continuous=ny)
+        status, value, x, work = solve_dense_highs(rows, lo, hi, nz, integral, cutoff, limit.work, limit.wall_s,
+                                                   n_continuous=ny)
         if status == "pruned":
             return cutoff_bytes, None, work
         if x is None:
@@ -223,79 +216,6 @@ class _LinkModel:
         return value, decision, work
 
 
-_BANNER_LOCK = threading.Lock()
-_BANNER_SHOWN = []
-
-
-def _new_highs() -> highspy.Highs:
-    """A ``highspy.Highs``; the first one of the process is created with file descriptor 1 sent to /dev/null,
-    because HiGHS prints its banner to stdout from C++ then (it would corrupt ``--json`` output)."""
-    with _BANNER_LOCK:
-        if _BANNER_SHOWN:
-            return highspy.Highs()
-        sys.stdout.flush()
-        saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, 1)
-            h = highspy.Highs()
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-            os.close(devnull)
-        _BANNER_SHOWN.append(True)
-        return h
-
-
-def _highs(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_binary: int, integral: bool, cutoff: float | None,
-           limit: _Limit, n_continuous: int = 0) -> tuple[str, float, np.ndarray | None, float]:
-    """Solve min x[-1] over rows (dense): binaries (or [0, 1] in the LP), ``n_continuous`` columns in [0, 1], then
-    one free continuous column, with HiGHS (one thread: deterministic); a cutoff prunes every node whose bound
-    reaches it. ``limit.work`` becomes ``mip_max_nodes`` (MILP) or ``simplex_iteration_limit`` (LP). Returns
-    (status, dual bound, x or None, work units used: simplex iterations, root included, converted)."""
-    h = _new_highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("time_limit", max(limit.wall_s, 0.1))
-    h.setOptionValue("mip_rel_gap", 1e-7)
-    nodes_per_unit = highs_nodes_per_unit(int(np.count_nonzero(rows)))
-    if integral:
-        h.setOptionValue("mip_max_nodes", int(min(max(1, round(limit.work * nodes_per_unit)), 2**31 - 1)))
-    else:
-        h.setOptionValue("simplex_iteration_limit",
-                         int(min(max(1, round(limit.work * HIGHS_ITERATIONS_PER_UNIT)), 2**31 - 1)))
-    n_cols = rows.shape[1]
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n_cols, rows.shape[0]
-    lp.col_cost_ = np.r_[np.zeros(n_cols - 1), 1.0]
-    lp.col_lower_ = np.zeros(n_cols)
-    lp.col_upper_ = np.r_[np.ones(n_binary + n_continuous), highspy.kHighsInf]
-    lp.row_lower_ = np.where(np.isinf(lo), -highspy.kHighsInf, lo)
-    lp.row_upper_ = hi
-    mat = sparse.csc_matrix(rows)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = mat.indptr, mat.indices, mat.data
-    if integral:
-        lp.integrality_ = ([highspy.HighsVarType.kInteger] * n_binary
-                           + [highspy.HighsVarType.kContinuous] * (n_continuous + 1))
-        if cutoff is not None:
-            h.setOptionValue("objective_bound", float(cutoff))
-    h.passModel(lp)
-    h.run()
-    status = h.getModelStatus()
-    info = h.getInfo()
-    iterations = max(info.simplex_iteration_count, 0)
-    work = iterations / (HIGHS_MIP_ITERATIONS_PER_UNIT if integral else HIGHS_ITERATIONS_PER_UNIT)
-    if integral and cutoff is not None and status in (highspy.HighsModelStatus.kInfeasible,
-                                                     highspy.HighsModelStatus.kObjectiveBound):
-        return "pruned", cutoff, None, work
-    if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit,
-                      highspy.HighsModelStatus.kSolutionLimit):
-        return "failed", -math.inf, None, work
-    if info.primal_solution_status != 2:  # no feasible point
-        return "failed", -math.inf, None, work
-    x = np.array(h.getSolution().col_value)
-    value = info.mip_dual_bound if integral else info.objective_function_value
-    return "ok", float(value), x, work
 
 
 def solve_max_link_by_layouts(problem: PlacementProblem, config: SolverConfig, start: dict[int, str] | None = None,

@@ -16,7 +16,6 @@ import time
 from functools import cache
 
 import numpy as np
-import pyomo.environ as pyo
 
 from chipdse.core.errors import ChipdseError
 from chipdse.core.solution import Solution, TerminationCondition
@@ -38,7 +37,7 @@ from chipdse.formulations.placement import (
     volume_table,
 )
 from chipdse.formulations.placement_compact import build_placement_compact_milp, set_compact_start
-from chipdse.solvers.backends import solve_cpsat, solve_pyomo
+from chipdse.solvers.backends import PyomoModel, model_value, solve_cpsat, solve_pyomo
 from chipdse.solvers.common import ProblemKind, infeasible_solution, settle
 from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.placement_bnb import solve_by_layout_bnb
@@ -156,7 +155,7 @@ def _solve_milp(problem: PlacementProblem, config: SolverConfig, hint: dict[int,
     return settle_placement_milp(KIND, problem, model, method, config, t0, hint, build_s)
 
 
-def settle_placement_milp(kind: ProblemKind, problem: object, model: pyo.ConcreteModel, method: str,
+def settle_placement_milp(kind: ProblemKind, problem: object, model: PyomoModel, method: str,
                           config: SolverConfig, t0: float, start: dict[int, str] | None, build_s: float) -> Solution:
     """Solve a built placement-family MILP (``cell_type_assign`` variables, objective in units of the Param
     ``volume_unit``) through HiGHS, warm-started from ``start`` when given (its values already set in ``model``),
@@ -164,7 +163,7 @@ def settle_placement_milp(kind: ProblemKind, problem: object, model: pyo.Concret
     units)."""
     res = solve_pyomo(model, config, warm_start=start is not None)
     decision = decode_placement_milp(model) if res.has_solution else None
-    unit = pyo.value(model.volume_unit)
+    unit = model_value(model.volume_unit)
     bound = None if res.bound is None else res.bound * unit
     return settle(kind, problem, method, decision, config, t0, reported=res, bound=bound, start=start, unit=unit,
                   build_s=build_s)

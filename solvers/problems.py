@@ -1,5 +1,6 @@
-"""Build decision-problem instances from scenarios: HYDRA's finalists (HBM partition and packing, placement,
-mapping; :func:`finalist` picks B* or M_T as explore does), SNAKE's shape set and area split, NOVA's expert split.
+"""Build decision-problem instances from scenarios: a HYDRA design's HBM partition and packing, placement and
+mapping (the design comes in: the studies' pick stage chooses B* or M_T), SNAKE's shape set and area split, NOVA's
+expert split.
 
 This is where specs meet formulations: the formulations only see plain problem objects. The builders are what
 ``solvers.registry`` registers; SNAKE and NOVA scenario specs are taken as loaded (their loaders sit in
@@ -14,25 +15,22 @@ from typing import Any
 
 import numpy as np
 
-from chipdse.core.design_space import PointSpec, enumerate_points
+from chipdse.core.design_space import PointSpec, ScoredDesign
 from chipdse.core.errors import InfeasibleDesignError, SpecError
-from chipdse.core.io import canonical_json
 from chipdse.core.models import GROUP_NAMES
-from chipdse.core.scenario import LoadedScenario, scenario_identity
-from chipdse.evaluators.estimator import Screen, best_partition, memory_needs
+from chipdse.core.scenario import LoadedScenario
+from chipdse.evaluators.estimator import best_partition, memory_needs
 from chipdse.evaluators.latency import (
     FAMILY_ATTENTION,
     FAMILY_MAMBA,
     block_table,
-    chiplet_caps,
     decode_costs,
+    placed_task_times,
     prefill_costs,
-    task_time_s,
 )
 from chipdse.evaluators.nova_model import BYTES as NOVA_BYTES
 from chipdse.evaluators.nova_model import load_nova_model
 from chipdse.evaluators.nova_system import routed_tokens, scenario_system
-from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.evaluators.snake import SNAKE, Design, decode_gemms, load_card
 from chipdse.evaluators.snake_pu import decode_step_s, nmp_template, schedule_op
 from chipdse.formulations.expert_split import ExpertSplitProblem
@@ -152,98 +150,41 @@ def placement_problem(sc: LoadedScenario, point: PointSpec, capacity_rps: float)
                             model_volume_floor=1e-3, footprints=footprints)
 
 
-_SCORED: dict[str, object] = {}
-"""The last scored design space, by scenario identity (see :func:`finalist`)."""
-
-FINALIST_POINTS = ("b-star", "m-t")
-"""Names of the finalists ``--point`` selects: HYDRA's B* (best throughput) and M_T (least TTFT)."""
+def design_hbm_partition(sc: LoadedScenario, design: ScoredDesign) -> tuple[HbmPartitionProblem, str]:
+    """The HYDRA Eq. 1 instance of a design's stack count, and the design's label."""
+    return hbm_partition_problem(sc, design.n_hbm), design.label
 
 
-def finalist(sc: LoadedScenario, point: str = "b-star") -> tuple[dict, PointSpec]:
-    """Score the scenario's design space as explore does (cached per scenario) and return its B* or M_T.
+def design_hbm_packing(sc: LoadedScenario, design: ScoredDesign) -> tuple[HbmPackingProblem, str]:
+    """The per-stack packing instance of a design's stack count, and its label."""
+    return hbm_packing_problem(sc, design.n_hbm), design.label
 
-    Returns
-    -------
-    (dict, PointSpec)
-        The screen row of the point (``label``, ``n_hbm``, ``capacity_rps``, ...) and its point spec.
+
+def design_placement(sc: LoadedScenario, design: ScoredDesign) -> tuple[PlacementProblem, str]:
+    """A design's placement instance (HYDRA Eq. 2, volumes at its capacity), and its label."""
+    return placement_problem(sc, design.point, design.capacity_rps), design.label
+
+
+def design_mapping(sc: LoadedScenario, design: ScoredDesign) -> tuple[MappingProblem, str]:
+    """A design's decode mapping on its ring-enumeration placement (HYDRA Eqs. 3-5), and its label."""
+    cells = design_layout(sc, design)
+    return mapping_problem(sc, design.point, cells, "decode", design.point.batch), design.label
+
+
+def design_layout(sc: LoadedScenario, design: ScoredDesign) -> dict[int, str]:
+    """A design's ``hbm-enum`` placement decision (cell -> chiplet type), within the scenario's limits.
 
     Raises
     ------
     InfeasibleDesignError
-        When no design point is buildable or stable.
-    ValueError
-        ``point`` not in :data:`FINALIST_POINTS`.
+        hbm-enum finds no placement.
     """
-    pickers = {"b-star": pick_b_star, "m-t": pick_m_t}
-    if point not in pickers:
-        msg = f"--point: must be one of {list(FINALIST_POINTS)}, got {point!r}"
-        raise ValueError(msg)
-    key = canonical_json(scenario_identity(sc))  # what a screen score depends on (the sweep store's key too)
-    if key not in _SCORED:
-        pts, _ = enumerate_points(sc)
-        _SCORED.clear()  # keep one scored space: enough for repeated compare / solve calls in one process
-        _SCORED[key] = Screen(sc).score(pts)
-    df = _SCORED[key].copy()
-    try:
-        row = df.loc[pickers[point](df)].to_dict()
-    except ValueError as exc:
-        msg = f"{sc.workload_path}: arrival_rate_rps: {exc}"
-        raise InfeasibleDesignError(msg) from None
-    return row, PointSpec.from_row(row, sc.compute_types())
-
-
-def finalist_hbm_partition(sc: LoadedScenario, point: str = "b-star") -> tuple[HbmPartitionProblem, str]:
-    """The HYDRA Eq. 1 instance of the finalist's stack count, and the finalist's label (see :func:`finalist`)."""
-    row, _ = finalist(sc, point)
-    return hbm_partition_problem(sc, int(row["n_hbm"])), row["label"]
-
-
-def finalist_hbm_packing(sc: LoadedScenario, point: str = "b-star") -> tuple[HbmPackingProblem, str]:
-    """The per-stack packing instance of the finalist's stack count, and its label (see :func:`finalist`)."""
-    row, _ = finalist(sc, point)
-    return hbm_packing_problem(sc, int(row["n_hbm"])), row["label"]
-
-
-def finalist_placement(sc: LoadedScenario, point: str = "b-star") -> tuple[PlacementProblem, str]:
-    """The finalist's placement instance (HYDRA Eq. 2, volumes at its capacity), and its label."""
-    row, spec = finalist(sc, point)
-    return placement_problem(sc, spec, float(row["capacity_rps"])), row["label"]
-
-
-def finalist_mapping(sc: LoadedScenario, point: str = "b-star") -> tuple[MappingProblem, str]:
-    """The finalist's decode mapping on its ring-enumeration placement (HYDRA Eqs. 3-5), and its label."""
-    row, spec, cells = finalist_layout(sc, point)
-    return mapping_problem(sc, spec, cells, "decode", spec.batch), row["label"]
-
-
-def finalist_layout(sc: LoadedScenario, point: str) -> tuple[dict, PointSpec, dict[int, str]]:
-    """Return the finalist's screen row, point spec and ``hbm-enum`` placement decision (cell -> chiplet type).
-
-    Raises
-    ------
-    InfeasibleDesignError, ValueError
-        As :func:`finalist`.
-    """
-    row, spec = finalist(sc, point)
-    placement = placement_problem(sc, spec, float(row["capacity_rps"]))
-    return row, spec, solve_placement(placement, "hbm-enum", SolverConfig.of(sc.spec)).decision
-
-
-def mean_hops_to_groups(sc: LoadedScenario, decision: dict[int, str]) -> dict[int, dict[str, float]]:
-    """For each placed compute chiplet's cell, the mean Manhattan hops to the stacks of each HBM group."""
-    cols = sc.package.cols
-    stacks: dict[str, list[int]] = {}
-    for cell, ty in decision.items():
-        if ty.startswith("hbm:"):
-            stacks.setdefault(ty[4:], []).append(cell)
-    out = {}
-    for cell, ty in decision.items():
-        if ty.startswith("hbm:"):
-            continue
-        r, c = divmod(cell, cols)
-        out[cell] = {g: float(np.mean([abs(r - s // cols) + abs(c - s % cols) for s in cells]))
-                     for g, cells in stacks.items()}
-    return out
+    placement = placement_problem(sc, design.point, design.capacity_rps)
+    sol = solve_placement(placement, "hbm-enum", SolverConfig.of(sc.spec))
+    if sol.decision is None:
+        msg = f"{design.label}: hbm-enum found no placement ({sol.status.value}: {sol.reason})"
+        raise InfeasibleDesignError(msg)
+    return sol.decision
 
 
 def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, str], phase: str,
@@ -259,35 +200,8 @@ def mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[int, st
     also lists the other phase role's chiplets, each at its own caps (the cost tables of
     ``evaluators.sim_build``: a decode chiplet prefills at its own compute); chiplets stay in cell order.
     """
-    t = block_table(sc.model)
-    ln = sc.lengths
-    if phase == "prefill":
-        c = prefill_costs(t, ln.mean_prefill, ln.second_moment_prefill, sc.spec.estimator.chunk_tokens)
-        mat, vec, by = c.mat0, c.vec0, c.bytes0
-    else:
-        c = decode_costs(t, ln.mean_prefill + ln.mean_decode / 2.0)
-        mat, vec, by = batch * c.mat1, batch * c.vec1, c.bytes_at(batch)
-    hops = mean_hops_to_groups(sc, decision)
-    times: dict[tuple[str, str], float] = {}
-    chiplets = []
-    for cell in sorted(hops):
-        ty = decision[cell]
-        ctype = sc.library.by_name(ty)
-        if ctype.phase != phase and not cross_phase:
-            continue
-        cid = f"{ty}@{cell}"
-        chiplets.append(cid)
-        caps = chiplet_caps(ctype, sc.library, np.array([point.d2d_GBps]))
-        fam = FAMILY_ATTENTION if ctype.family == "attention" else FAMILY_MAMBA
-        for k, name in enumerate(t.names):
-            if t.family[k] not in (fam, 2):
-                continue
-            d = hops[cell][GROUP_NAMES[t.group[k]]] if GROUP_NAMES[t.group[k]] in hops[cell] else \
-                min(hops[cell].values())
-            t_k = task_time_s(mat[k], vec[k], by[k], caps, sc.library.memory.bandwidth_GBps, d, point.d2d_GBps,
-                              transfer_wait, sc.package.hop_latency_ns * 1e-9)
-            times[(name, cid)] = float(t_k[0])
-    return MappingProblem(tasks=tuple(t.names), chiplets=tuple(chiplets), time_s=times,
+    times = placed_task_times(sc, point, decision, phase, batch, transfer_wait, cross_phase)
+    return MappingProblem(tasks=times.tasks, chiplets=times.chiplets, time_s=times.time_s,
                           name=f"{sc.spec.name}-{phase}-mapping")
 
 
@@ -325,10 +239,9 @@ def joint_mapping_problem(sc: LoadedScenario, point: PointSpec, decision: dict[i
     return joint_mapping(parts, cross_phase, name=f"{sc.spec.name}-{'cross' if cross_phase else 'same'}-phase-mapping")
 
 
-def finalist_joint_mapping(sc: LoadedScenario, point: str = "b-star") -> tuple[MappingProblem, str]:
-    """The finalist's cross-phase mapping (:func:`joint_mapping_problem`) on its ring-enumeration placement."""
-    row, spec, cells = finalist_layout(sc, point)
-    return joint_mapping_problem(sc, spec, cells, spec.batch), row["label"]
+def design_joint_mapping(sc: LoadedScenario, design: ScoredDesign) -> tuple[MappingProblem, str]:
+    """A design's cross-phase mapping (:func:`joint_mapping_problem`) on its ring-enumeration placement."""
+    return joint_mapping_problem(sc, design.point, design_layout(sc, design), design.point.batch), design.label
 
 
 # --- SNAKE and NOVA instances (scenario specs are duck-typed: the loaders sit in chipdse.studies) -----------------

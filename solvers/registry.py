@@ -17,11 +17,11 @@ from chipdse.solvers.common import ProblemKind
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import (
     area_split_problem,
-    finalist_hbm_packing,
-    finalist_hbm_partition,
-    finalist_joint_mapping,
-    finalist_mapping,
-    finalist_placement,
+    design_hbm_packing,
+    design_hbm_partition,
+    design_joint_mapping,
+    design_mapping,
+    design_placement,
     nova_expert_split_problem,
     shape_set_problem,
 )
@@ -41,9 +41,10 @@ class ProblemRecord:
         ``"hydra"``, ``"snake"`` or ``"nova"``: the ``kind`` of scenario the instance is built from.
     default_scenario : str | None
         Bundled scenario file (``instances/scenarios/``) used when none is given; ``None``: the HYDRA default.
-    build : callable(scenario, point) -> (instance, label)
+    build : callable(scenario, design) -> (instance, label)
         Instance builder from a loaded scenario (``LoadedScenario`` for hydra, the study's scenario spec for snake
-        and nova) and ``--point`` (``"b-star"`` / ``"m-t"``; ignored by snake and nova problems).
+        and nova) and, for hydra, the :class:`chipdse.core.design_space.ScoredDesign` to solve (the finalist
+        ``--point`` names, picked by the HYDRA study's pick stage; ``None`` and ignored for snake and nova).
     exact_methods, heuristics : tuple[str, ...]
         Methods that can prove optimality (solvers and enumerations) and the rest.
     default_methods : tuple[str, ...]
@@ -61,7 +62,7 @@ class ProblemRecord:
     summary: str
     scenario_kind: str
     default_scenario: str | None
-    build: Callable[[Any, str], tuple[Any, str]]
+    build: Callable[[Any, Any], tuple[Any, str]]
     exact_methods: tuple[str, ...]
     heuristics: tuple[str, ...]
     default_methods: tuple[str, ...]
@@ -99,48 +100,48 @@ _AREA = snake_hw.AREA_SPLIT.split()
 PROBLEMS: dict[str, ProblemRecord] = {r.name: r for r in (
     ProblemRecord(
         "placement", "chiplets on the package grid, least hop-weighted volume (HYDRA Eq. 2; the B* / M_T finalist)",
-        "hydra", None, finalist_placement, placement.EXACT_METHODS, placement.HEURISTIC_METHODS,
+        "hydra", None, design_placement, placement.EXACT_METHODS, placement.HEURISTIC_METHODS,
         _without(placement.PLACEMENT_METHODS, "brute-force"), placement.KIND,
         lambda p, m, c, seed, hint: placement.solve_placement(p, m, c, seed=seed, hint=hint), warm_start=True),
     ProblemRecord(
         "placement-max-link", "the same placement, least busy NoI link under XY routing (the finalist)",
-        "hydra", None, finalist_placement, link_load.MAX_LINK_EXACT_METHODS, placement.HEURISTIC_METHODS,
+        "hydra", None, design_placement, link_load.MAX_LINK_EXACT_METHODS, placement.HEURISTIC_METHODS,
         (*placement.HEURISTIC_METHODS, "layout-bnb", "milp-highs"), link_load.KIND,
         lambda p, m, c, seed, hint: link_load.solve_max_link_placement(p, m, c, seed=seed, hint=hint),
         warm_start=True),
     ProblemRecord(
         "hbm-partition", "HBM stacks per weight group, most concurrent requests (HYDRA Eq. 1; the finalist's stacks)",
-        "hydra", None, finalist_hbm_partition, *_PARTITION, hbm_partition.HBM_PARTITION_METHODS, hbm_partition.KIND,
+        "hydra", None, design_hbm_partition, *_PARTITION, hbm_partition.HBM_PARTITION_METHODS, hbm_partition.KIND,
         lambda p, m, c, seed, hint: hbm_partition.solve_hbm_partition(p, m, c)),
     ProblemRecord(
         "hbm-packing", "blocks into the stacks of the Eq. 1 split, most concurrent requests (the finalist's stacks)",
-        "hydra", None, finalist_hbm_packing, *_PACKING, ("first-fit", "milp-highs"), hbm_packing.KIND,
+        "hydra", None, design_hbm_packing, *_PACKING, ("first-fit", "milp-highs"), hbm_packing.KIND,
         lambda p, m, c, seed, hint: hbm_packing.solve_hbm_packing(p, m, c)),
     ProblemRecord(
         "mapping", "decode blocks onto the placed chiplets, least bottleneck stage time (HYDRA Eqs. 3-5)",
-        "hydra", None, finalist_mapping, *_MAPPING, _without(mapping.MAPPING_METHODS, "brute-force"), mapping.KIND,
+        "hydra", None, design_mapping, *_MAPPING, _without(mapping.MAPPING_METHODS, "brute-force"), mapping.KIND,
         lambda p, m, c, seed, hint: mapping.solve_mapping(p, m, c)),
     ProblemRecord(
         "mapping-cross-phase", "prefill and decode blocks onto every placed chiplet of either role, one capacity "
         "per chiplet, least work per request on the busiest chiplet (HYDRA Eqs. 3-5 with Sec. IV-C's cross-phase "
-        "tasks)", "hydra", None, finalist_joint_mapping, *_MAPPING, _without(mapping.MAPPING_METHODS, "brute-force"),
+        "tasks)", "hydra", None, design_joint_mapping, *_MAPPING, _without(mapping.MAPPING_METHODS, "brute-force"),
         mapping.CROSS_PHASE_KIND, lambda p, m, c, seed, hint: mapping.solve_cross_phase_mapping(p, m, c)),
     ProblemRecord(
         "expert-split", "one MoE layer's experts onto NOVA's two tiers, least makespan (NOVA Sec. VI-E; the "
         "scenario's first MoE model at its largest batch, uniform routing)",
-        "nova", "nova-nemotron3-nano.yaml", lambda spec, point: nova_expert_split_problem(spec), *_EXPERTS,
+        "nova", "nova-nemotron3-nano.yaml", lambda spec, design: nova_expert_split_problem(spec), *_EXPERTS,
         _without(expert_split.EXPERT_SPLIT_METHODS, "brute-force"), expert_split.KIND,
         lambda p, m, c, seed, hint: expert_split.solve_expert_split(p, m, c)),
     ProblemRecord(
         "snake-shapes", "logical array shapes a SNAKE core supports, least decode time (SNAKE Sec. 4.2; the "
         "scenario's first area budget)",
         "snake", "snake-stratum.yaml",
-        lambda spec, point: (lambda p: (p, p.name))(shape_set_problem(spec, spec.shape_set.budgets_mm2[0])),
+        lambda spec, design: (lambda p: (p, p.name))(shape_set_problem(spec, spec.shape_set.budgets_mm2[0])),
         *_SHAPES, snake_hw.SHAPE_SET_METHODS, snake_hw.SHAPE_KIND,
         lambda p, m, c, seed, hint: snake_hw.solve_shape_set(p, m, c)),
     ProblemRecord(
         "snake-area", "PE array vs buffer in a SNAKE core's area, least decode latency (SNAKE Sec. 3.2, Fig. 4a)",
-        "snake", "snake-stratum.yaml", lambda spec, point: (lambda p: (p, p.name))(area_split_problem(spec)),
+        "snake", "snake-stratum.yaml", lambda spec, design: (lambda p: (p, p.name))(area_split_problem(spec)),
         *_AREA, snake_hw.AREA_SPLIT_METHODS, snake_hw.AREA_KIND,
         lambda p, m, c, seed, hint: snake_hw.solve_area_split(p, m, c)),
 )}

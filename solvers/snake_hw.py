@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pyo
 
 from chipdse.core.solution import Solution
 from chipdse.formulations.snake_area import (
@@ -34,7 +33,7 @@ from chipdse.formulations.snake_shapes import (
     decode_shape_set_milp,
     validate_shape_set,
 )
-from chipdse.solvers.backends import solve_pyomo
+from chipdse.solvers.backends import PyomoModel, solve_pyomo
 from chipdse.solvers.common import Methods, ProblemKind, enumerate_best, heuristic_runner, settle
 from chipdse.solvers.config import SolverConfig
 
@@ -42,8 +41,8 @@ SHAPE_KIND = ProblemKind("snake-shapes", "min", frozenset({"milp-highs", "enumer
 AREA_KIND = ProblemKind("snake-area", "min", frozenset({"milp-highs", "enumeration"}), check_area_split)
 
 
-def _solve_milp(kind: ProblemKind, p: Any, method: str, build: Callable[[Any], pyo.ConcreteModel],
-                decode: Callable[[pyo.ConcreteModel], Any], config: SolverConfig, t0: float) -> Solution:
+def _solve_milp(kind: ProblemKind, p: Any, method: str, build: Callable[[Any], PyomoModel],
+                decode: Callable[[PyomoModel], Any], config: SolverConfig, t0: float) -> Solution:
     """Build, solve (HiGHS) and decode one of the two MILPs; objectives are in microseconds, bounds back in s."""
     m = build(p)
     build_s = time.perf_counter() - t0

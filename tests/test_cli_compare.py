@@ -13,7 +13,8 @@ from chipdse.core.paths import instances_dir
 from chipdse.solvers.registry import PROBLEMS
 
 runner = CliRunner()
-KEYS = {"method", "exact", "objective", "bound", "gap", "gap_to_best_bound", "status", "wall_s"}
+KEYS = {"design", "method", "exact", "objective", "bound", "gap", "gap_to_best_bound", "status", "termination",
+        "wall_s"}
 
 
 def test_compare_hbm_partition_json_exact_methods_agree(tmp_path: Path) -> None:
@@ -26,7 +27,7 @@ def test_compare_hbm_partition_json_exact_methods_agree(tmp_path: Path) -> None:
     exact = [r["objective"] for r in rows if r["exact"]]
     assert len(set(exact)) == 1  # MILP, CP-SAT and enumeration prove the same optimum
     assert all(r["objective"] <= exact[0] for r in rows)  # maximization: no heuristic above it
-    assert csv.read_text().startswith("method,")
+    assert csv.read_text().startswith("design,method,")
 
 
 def test_compare_placement_exact_bound_below_every_heuristic() -> None:

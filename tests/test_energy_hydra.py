@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chipdse.cli import app
-from chipdse.core.design_space import enumerate_points
+from chipdse.core.design_space import enumerate_points, subset_points
 from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.scenario import load_scenario
 from chipdse.core.specs import EnergySettings
@@ -27,12 +27,8 @@ from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.selection import (
     pareto_mask,
     pareto_mask_3,
-    pick_b_star,
-    pick_energy,
     pick_finalists,
-    pick_m_t,
 )
-from chipdse.studies.hydra.sweep import subset_points
 
 TINY_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 4, "min_per_type": 1, "d2d_GBps": [256],
               "max_batch": [8]}
@@ -95,7 +91,8 @@ def test_joules_per_token_by_hand(write_scenario, tmp_path: Path) -> None:
         parts = sum(row[f"energy_{p}_J_per_token"] for p in ("compute", "sram", "hbm", "d2d", "static"))
         assert parts == pytest.approx(row["energy_J_per_token"], rel=1e-12)
         # a layout serving half the throughput pays twice the static energy per token, the same dynamic
-        half = energy_at_throughput(row.to_dict(), row["throughput_tps"] / 2)
+        half = energy_at_throughput(row["energy_J_per_token"], row["energy_static_J_per_token"],
+                                    row["static_power_W"], row["throughput_tps"] / 2)
         assert half == pytest.approx(j_per_token + static_w / (row["capacity_rps"] * ld), rel=1e-9)
         checked += 1
     assert checked >= 3
@@ -144,10 +141,12 @@ def test_energy_pick_and_default_pick() -> None:
                        "ttft_s": [1.0, 1.0, 1.0, 2.0, np.nan],
                        "tokens_per_J": [9.0, 5.0, 3.0, 4.0, 99.0]})
     # above-average throughput (mean 25): rows 2 and 3; most tokens/J among them is row 3
-    assert pick_energy(df) == 3
-    assert pick_b_star(df) == 2  # ratio 30 vs 20
-    assert pick_finalists(df) == (2, 3)
-    assert pick_finalists(df, "energy") == (3, 3)
+    plain, energy = pick_finalists(df), pick_finalists(df, "energy")
+    assert (plain.b_star, plain.m_t) == (2, 3)  # ratio 30 vs 20; M_T the highest stable throughput
+    assert (energy.b_star, energy.m_t) == (3, 3)
+    assert plain.candidates == energy.candidates == 2
+    assert (plain.runner_up, plain.runner_up_margin) == (3, pytest.approx(1 - 20 / 30))
+    assert (energy.runner_up, energy.runner_up_margin) == (2, pytest.approx(1 - 3 / 4))
     with pytest.raises(ValueError, match="pick"):
         pick_finalists(df, "cheapest")
 
@@ -214,4 +213,5 @@ def test_default_finalists_do_not_change_without_an_energy_pick() -> None:
     plain = screen.score(pts)
     with_energy = score_with_energy(screen, pts)
     pd.testing.assert_frame_equal(with_energy[plain.columns], plain)
-    assert pick_finalists(with_energy) == (pick_b_star(plain), pick_m_t(plain))
+    a, b = pick_finalists(with_energy), pick_finalists(plain)
+    assert (a.b_star, a.m_t) == (b.b_star, b.m_t)

@@ -10,17 +10,9 @@ import pytest
 from chipdse.core.design_space import DesignPoints, enumerate_points
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario, model_scenarios
-from chipdse.evaluators.estimator import (
-    MAX_TRANSFER_UTILIZATION,
-    Screen,
-    _balance_times,
-    best_partition,
-    erlang_c_wait,
-    memory_needs,
-    mg1_wait_s,
-    transfer_wait,
-)
+from chipdse.evaluators.estimator import Screen, _balance_times, best_partition, memory_needs
 from chipdse.evaluators.latency import FAMILY_ATTENTION, FAMILY_MAMBA, FAMILY_SHARED, GROUP_ATTENTION, GROUP_MAMBA
+from chipdse.evaluators.queueing import MAX_TRANSFER_UTILIZATION, erlang_c_wait, mg1_wait_s, transfer_wait
 from chipdse.evaluators.selection import pareto_mask
 
 
@@ -230,5 +222,5 @@ def test_static_batch_work_is_max_iterations_plus_request_iterations() -> None:
     b, v0, v1 = 16, 2.0, 0.5
     draws = rng.choice(lengths, size=(20_000, b))
     mc = (v0 * draws.max(axis=1) + v1 * draws.sum(axis=1)).mean()
-    closed = v0 * screen.expected_max_decode(np.array([b]))[0] + v1 * b * lengths.mean()
+    closed = v0 * screen.serving.expected_max_decode(np.array([b]))[0] + v1 * b * lengths.mean()
     assert mc == pytest.approx(closed, rel=0.01)

@@ -21,16 +21,16 @@ from chipdse.core.errors import SpecError
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario, model_scenarios
 from chipdse.core.specs import Workload, load_spec
-from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pick_b_star, pick_m_t
+from chipdse.evaluators.selection import pick_finalists
 from chipdse.reports.generality_page import generality_pages
+from chipdse.studies.hydra.artifacts import PickRule, SimulatedTableIV
 from chipdse.studies.hydra.generality import (
-    SimulatedTableIV,
     generality,
     normalize_table_iv,
     simulate_table_iv,
     target_sets,
 )
+from chipdse.studies.hydra.stages import screen_and_pick
 from tests.test_report import Pages, overlaps
 
 MODELS = ["jamba-tiny-dev", "zamba2-7b", "nemotron-h-4b"]
@@ -57,11 +57,12 @@ def test_single_model_rows_are_each_models_own_optimum(table4_path: Path, result
     sc = load_scenario(table4_path)
     pts, _ = enumerate_points(sc)
     for m, variant in enumerate(model_scenarios(sc, MODELS)):
-        df = Screen(variant).score(pts)
+        _, table, picks = screen_and_pick(variant, PickRule.THROUGHPUT_TTFT)
+        assert len(table) == len(pts)
         name = result.names[m]
         d = result.designs.set_index(["objective", "target"])
-        assert d.loc[("B*", name), "design"] == df.loc[pick_b_star(df), "label"]
-        assert d.loc[("M_T", name), "design"] == df.loc[pick_m_t(df), "label"]
+        assert d.loc[("B*", name), "design"] == picks.b_star.label
+        assert d.loc[("M_T", name), "design"] == picks.m_t.label
         assert result.scores["B*"].loc[name, name] == 1.0 and result.scores["M_T"].loc[name, name] == 1.0
 
 
@@ -69,9 +70,11 @@ def test_multi_model_choice_equals_brute_force(table4_path: Path, result) -> Non
     """A plain loop over every point and target set finds the same best worst-case score (maximin)."""
     sc = load_scenario(table4_path)
     pts, _ = enumerate_points(sc)
-    frames = [Screen(v).score(pts) for v in model_scenarios(sc, MODELS)]
-    opt_b = [float(f.loc[pick_b_star(f), "throughput_tps"] / f.loc[pick_b_star(f), "ttft_s"]) for f in frames]
-    opt_t = [float(f.loc[pick_m_t(f), "throughput_tps"]) for f in frames]
+    frames = [screen_and_pick(v, PickRule.THROUGHPUT_TTFT)[1].frame for v in model_scenarios(sc, MODELS)]
+    own = [pick_finalists(f) for f in frames]
+    opt_b = [float(f.loc[o.b_star, "throughput_tps"] / f.loc[o.b_star, "ttft_s"])
+             for f, o in zip(frames, own, strict=True)]
+    opt_t = [float(f.loc[o.m_t, "throughput_tps"]) for f, o in zip(frames, own, strict=True)]
     means = [f.loc[f["stable"], "throughput_tps"].mean() for f in frames]
     records = [f[["stable", "throughput_tps", "ttft_s"]].to_dict("records") for f in frames]
     for targets in target_sets(3):

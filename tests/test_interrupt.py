@@ -5,6 +5,7 @@ sweep would store as finished (HiGHS through Pyomo and CP-SAT both catch SIGINT 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ from ortools.sat.python import cp_model
 from typer.testing import CliRunner
 
 import chipdse.api as api_module
-import chipdse.studies.hydra.explore as explore_module
+import chipdse.studies.hydra.stages as stages_module
 from chipdse.cli import app, from_interrupt
 from chipdse.core.io import canonical_json
 from chipdse.core.paths import instances_dir
@@ -127,7 +128,7 @@ def test_sigint_after_the_sweep_stage_then_rerun_skips_it_and_equals_an_uninterr
                                 text=True, env=_env_without_columns())
         try:
             end = time.monotonic() + 120
-            while time.monotonic() < end and proc.poll() is None and "sweep" not in _stored_stages(store_path):
+            while time.monotonic() < end and proc.poll() is None and "screen" not in _stored_stages(store_path):
                 time.sleep(0.02)
             assert proc.poll() is None, "explore finished before it could be interrupted"
             proc.send_signal(signal.SIGINT)
@@ -138,7 +139,7 @@ def test_sigint_after_the_sweep_stage_then_rerun_skips_it_and_equals_an_uninterr
     stderr = err_path.read_text()
     assert proc.returncode == 130, stderr
     kept = _stored_stages(store_path)
-    assert kept[0] == "sweep" and set(kept) <= {"sweep", "finalist B*", "finalist M_T"}
+    assert kept[0] == "screen" and set(kept) <= {"screen", "finalists", "layouts"}
     lines = _lines(stderr)
     # one unwrapped line per kept stage, naming it and the store, then the resume line
     assert lines[-len(kept) - 1:-1] == [ln for ln in lines if ln.startswith("interrupted: kept ")]
@@ -153,7 +154,7 @@ def test_sigint_after_the_sweep_stage_then_rerun_skips_it_and_equals_an_uninterr
     prefix = f"read from {store_path}: "
     read = [ln.removeprefix(prefix) for ln in rerun.stderr.splitlines() if ln.startswith(prefix)]
     assert [ln.split(" (")[0] for ln in read] == kept  # every kept stage read, no other
-    assert f"sweep ({TINY_POINTS:,} points scored); not recomputed" in read[0]
+    assert f"screen ({TINY_POINTS:,} points scored); not recomputed" in read[0]
     assert REPORT_FILES <= {p.name for p in out.iterdir()}
 
     whole = tmp_path / "whole"
@@ -220,7 +221,7 @@ def test_ctrl_c_before_the_first_stage_keeps_nothing_and_leaves_no_folder(write_
     def interrupted(*_args: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(explore_module, "_sweep_stage", interrupted)
+    monkeypatch.setattr(stages_module, "screen_table", interrupted)
     out = tmp_path / "new" / "out"
     res = CliRunner().invoke(app, ["explore", str(_tiny_scenario(write_scenario)), "--out", str(out)])
     assert res.exit_code == 130, res.output
@@ -241,7 +242,7 @@ def test_ctrl_c_while_writing_the_report_removes_the_report_files(write_scenario
     assert res.exit_code == 130, res.output
     assert {p.name for p in out.iterdir()} <= {"explore.sqlite", "explore.sqlite-wal", "explore.sqlite-shm"}
     lines = _lines(res.stderr)
-    assert lines[0].startswith("interrupted: kept sweep (") and lines[1].startswith("interrupted: kept finalist B*")
+    assert lines[0].startswith("interrupted: kept screen (") and lines[1].startswith("interrupted: kept finalists")
     assert lines[-1].startswith("rerun the same command to resume")
 
 
@@ -251,7 +252,7 @@ def test_ctrl_c_in_a_snake_or_nova_study_keeps_nothing(kind: str, tmp_path: Path
     def interrupted(*_args: object, **_kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(STUDIES[kind], "run", interrupted)
+    monkeypatch.setitem(STUDIES, kind, dataclasses.replace(STUDIES[kind], run=interrupted))
     scenario = instances_dir() / "scenarios" / ("snake-stratum.yaml" if kind == "snake" else "nova-nemotron3-nano.yaml")
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["explore", str(scenario), "--out", str(out)])

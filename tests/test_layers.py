@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import subprocess
 import sys
 import tomllib
@@ -158,3 +159,60 @@ def test_wheel_installs_one_import_name(tmp_path: Path) -> None:
                      "chipdse/instances/scenarios/default.yaml", "chipdse/instances/traces/arxiv.csv"):
         assert expected in names
     assert not any("/out/" in n for n in names), "generated reports must not be packaged"
+
+
+PLANTED = (
+    ("evaluators/latency.py", "import pyomo.environ", "modelling libraries (Pyomo, OR-Tools) only in"),
+    ("formulations/common.py", "import highspy", "solver engines (highspy) only in"),
+    ("src/chipdse/studies/nova/study.py", "import chipdse.studies.snake.study", "studies are independent"),
+    ("reports/style.py", "import chipdse.solvers.compare", "reports read results"),
+    ("evaluators/roofline.py", "import chipdse.runtime.store", "layers import one way"),
+)
+"""(file, planted import, the contract that must reject it): DESIGN.md's rules (issue 29 item 4)."""
+
+
+def _copy_tree(dest: Path) -> Path:
+    """The package as a wheel lays it out (``dest/chipdse/...``, every mapped folder at its import path), with
+    pyproject.toml beside it; returns ``dest``."""
+    for name, folder in PACKAGE_DIRS.items():
+        if name == "chipdse.instances":
+            continue  # data only
+        target = dest.joinpath(*name.split("."))
+        for path in folder.rglob("*.py"):
+            if "out" in path.parts:
+                continue
+            rel = path.relative_to(folder)
+            if name == "chipdse" and any((folder / p).is_dir() and (folder / p) in PACKAGE_DIRS.values()
+                                         for p in rel.parts[:1]):
+                continue
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            (target / rel).write_bytes(path.read_bytes())
+    (dest / "pyproject.toml").write_bytes((ROOT / "pyproject.toml").read_bytes())
+    return dest
+
+
+def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` on a copied tree (run there: import-linter puts the working folder first on the path, so the
+    copy's ``chipdse`` is the one analysed)."""
+    exe = Path(sys.executable).parent / "lint-imports"
+    env = {**os.environ, "COLUMNS": "500"}  # one contract per line
+    return subprocess.run([str(exe), "--no-cache", str(tree / "pyproject.toml")], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_lint_imports_rejects_each_planted_violation(tmp_path: Path) -> None:
+    """Issue 29: each rule of DESIGN.md that a contract encodes rejects an import that breaks it, and only that
+    contract breaks (the unmodified copy keeps every contract)."""
+    clean = _lint(_copy_tree(tmp_path / "clean"))
+    assert clean.returncode == 0 and "0 broken" in clean.stdout, clean.stdout[-3000:]
+    for i, (rel, line, contract) in enumerate(PLANTED):
+        tree = _copy_tree(tmp_path / f"planted{i}")
+        rel_path = Path(rel)
+        name, folder = max(((n, f) for n, f in PACKAGE_DIRS.items() if (ROOT / rel_path).is_relative_to(f)),
+                           key=lambda nf: len(nf[1].parts))
+        copy = tree.joinpath(*name.split("."), (ROOT / rel_path).relative_to(folder))
+        copy.write_text(copy.read_text() + f"\n{line}  # planted violation\n")
+        res = _lint(tree)
+        assert res.returncode != 0, f"{rel}: {line} was not rejected\n{res.stdout[-3000:]}"
+        broken = [ln for ln in res.stdout.splitlines() if " BROKEN" in ln]
+        assert len(broken) == 1 and contract in broken[0], (rel, broken)

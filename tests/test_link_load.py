@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import load_scenario
 from chipdse.formulations.link_load import brute_force_max_link, link_loads, max_link_load, objective_value
 from chipdse.formulations.placement import PlacementProblem, check_placement
@@ -102,13 +101,10 @@ def test_xy_symmetries_exclude_the_diagonal_mirrors() -> None:
 def test_time_limit_is_honoured_and_returns_the_incumbent() -> None:
     """The default B* (24 chiplets on 5 x 5) is not proven in 3 s: the solve stops within 10% of the limit."""
     sc = load_scenario()
-    from chipdse.core.design_space import enumerate_points
-    from chipdse.evaluators.estimator import Screen
-    from chipdse.evaluators.selection import pick_b_star
+    from chipdse.studies.hydra.stages import finalist_design
 
-    df = Screen(sc).score(enumerate_points(sc)[0])
-    row = df.loc[pick_b_star(df)].to_dict()
-    problem = placement_problem(sc, PointSpec.from_row(row, sc.compute_types()), row["capacity_rps"])
+    design = finalist_design(sc, "b-star")
+    problem = placement_problem(sc, design.point, design.capacity_rps)
     limit = 3.0
     sol = solve_max_link_placement(problem, "milp-highs", SolverConfig(time_limit_s=limit))
     assert sol.wall_s - sol.build_s <= 1.1 * limit + 1.0  # plus the heuristic warm starts and model transfer

@@ -12,12 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chipdse.core.design_space import PointSpec, enumerate_points
 from chipdse.core.errors import SpecError
 from chipdse.core.scenario import load_scenario
 from chipdse.core.solution import SolutionStatus
-from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pick_b_star
 from chipdse.formulations.placement import (
     PlacementProblem,
     allowed_cells,
@@ -28,6 +25,7 @@ from chipdse.formulations.placement import (
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import FOOTPRINT_METHODS, PLACEMENT_METHODS, brute_force_placement, solve_placement
 from chipdse.solvers.problems import placement_problem
+from chipdse.studies.hydra.stages import finalist_design
 
 CONFIG = SolverConfig(work_limit=20)
 RING = grid_ring_cells(4, 4)
@@ -110,9 +108,9 @@ def test_library_footprint_reaches_the_placement_problem() -> None:
     """A library die with footprint "1x2" (and stacks "2x2") becomes the placement problem's footprints; the
     default library spans one cell per die (no footprints, so every default result is unchanged)."""
     sc = load_scenario()
-    df = Screen(sc).score(enumerate_points(sc)[0])
-    row = df.loc[pick_b_star(df)].to_dict()
-    point = PointSpec.from_row(row, sc.compute_types())
+    design = finalist_design(sc, "b-star")
+    point = design.point
+    row = {"capacity_rps": design.capacity_rps}
     assert placement_problem(sc, point, row["capacity_rps"]).footprints == {}
     first = sc.library.compute[0]
     compute = [c.model_copy(update={"footprint": "1x2"}) if c.name == first.name else c for c in sc.library.compute]

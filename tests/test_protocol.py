@@ -11,9 +11,10 @@ import pytest
 from chipdse.core.errors import SpecError
 from chipdse.core.scenario import load_scenario
 from chipdse.core.specs import SimulationSettings, parse_spec
+from chipdse.studies.hydra.artifacts import ABLATION, REFERENCE
 from chipdse.studies.hydra.protocol import policy_study
 from chipdse.studies.hydra.simstage import protocol_workloads
-from chipdse.studies.hydra.simstudy import ABLATION, REFERENCE, SimulationStudy, policy_summary
+from chipdse.studies.hydra.simstudy import policy_summary, simulation_study
 
 TINY = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 5, "min_per_type": 1, "d2d_GBps": [512],
         "max_batch": [8, 64]}
@@ -84,7 +85,7 @@ def test_policy_pages_have_no_overlapping_text(tiny_study) -> None:
 
     table, skipped = tiny_study
     pages = Pages()
-    policy_page(pages, SimulationStudy(pd.DataFrame(), {}, table, {}, skipped, 0.0), "B*", 0.9)
+    policy_page(pages, simulation_study(pd.DataFrame(), {}, table, {}, skipped, 0.0), "B*", 0.9)
     assert len(pages.pages) == 3
     assert overlaps(pages) == []
 

@@ -20,15 +20,18 @@ import yaml
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from chipdse.core.layout import LayoutKind
 from chipdse.core.paths import instances_dir
 from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition, excess, relative_gap
 from chipdse.reports import nova_pages, pdf, snake_pages
 from chipdse.reports.files import COLUMNS_SUFFIX, MANIFEST_KEYS, write_pdf, write_report
 from chipdse.reports.generality_page import generality_pages
+from chipdse.reports.registry import REPORTS
 from chipdse.solvers.compare import comparison_rows
 from chipdse.studies.common import Settings
 from chipdse.studies.hydra import explore
 from chipdse.studies.hydra.generality import generality
+from chipdse.studies.hydra.report_data import report_data
 from chipdse.studies.nova import study as nova
 from chipdse.studies.snake import study as snake
 
@@ -124,10 +127,12 @@ def test_page_one_recommends_b_star_with_its_numbers_and_fidelity(hydra: explore
     b = hydra.finalists[0]
     assert b.role.startswith("B*") and b.row["label"] in text
     # the estimator's re-score of the exact layout and the simulator's run of the same design, read from the result
-    est = next(s for s in b.serving if s["layout"] == "exact placement + exact mapping")
+    exact = b.served(LayoutKind.EXACT)
+    assert exact is not None
+    est = exact.served
     sim = hydra.simulation.fidelity.set_index("label").loc[b.row["label"]]
-    for value, spec in ((b.row["throughput_tps"], ".1f"), (b.row["ttft_s"], ".3f"), (est["throughput_tps"], ".1f"),
-                        (est["ttft_s"], ".3f"), (sim["sim_throughput_tps"], ".1f"), (sim["sim_ttft_s"], ".3f")):
+    for value, spec in ((b.row["throughput_tps"], ".1f"), (b.row["ttft_s"], ".3f"), (est.throughput_tps, ".1f"),
+                        (est.ttft_s, ".3f"), (sim["sim_throughput_tps"], ".1f"), (sim["sim_ttft_s"], ".3f")):
         assert format(float(value), spec) in text, (value, spec)
     flat = " ".join(text.split())  # a wrapped line may break between a name and its value
     for key in ("cosine", "spearman_throughput", "max_throughput_recovery"):
@@ -159,7 +164,7 @@ def test_two_writes_of_one_result_give_the_same_pdf_bytes(hydra: explore.Explore
 
 
 def test_report_writes_column_descriptions_and_command_line(hydra: explore.ExploreResult, tmp_path: Path) -> None:
-    paths = write_report(hydra, pdf, explore.summary(hydra), tmp_path)
+    paths = write_report(hydra, REPORTS["hydra"], explore.summary(hydra), tmp_path)
     cols = pd.read_csv(paths["columns"])
     assert paths["columns"].name == "points" + COLUMNS_SUFFIX
     assert list(cols.columns) == ["column", "unit", "description"]
@@ -225,7 +230,10 @@ def test_page_one_shows_every_finalists_simulated_numbers_or_not_simulated(hydra
             assert format(float(fid.loc[f.row["label"], "sim_throughput_tps"]), ".1f") in text
     assert any("HYDRA's claims, this run" in hydra_pages.text(k) for k in range(len(hydra_pages.pages)))
     bare = Pages()
-    pdf.draw(bare, dataclasses.replace(hydra, simulation=None))
+    # the same run with the simulation stage off: its summaries stage sees no simulation
+    no_sim = dataclasses.replace(hydra, simulation=None, reports=report_data(
+        hydra.scenario, hydra.table, hydra.picks, hydra.finalists, hydra.thermal, None))
+    pdf.draw(bare, no_sim)
     assert text.count("not simulated") == 0 or hydra.simulation is None
     assert bare.text(0).count("not simulated (simulation disabled)") == 2 * len(hydra.finalists)
     assert overlaps(bare) == []

@@ -13,14 +13,9 @@ from matplotlib.table import Table
 from matplotlib.transforms import Bbox
 
 from chipdse.reports.sim_pages import layout_page, policy_page
+from chipdse.studies.hydra.artifacts import ABLATION, PLACEMENT_VARIANTS, SCHEDULER_VARIANTS
 from chipdse.studies.hydra.layout_study import LAYOUTS, MAX_LINK_METHOD
-from chipdse.studies.hydra.simstudy import (
-    ABLATION,
-    PLACEMENT_VARIANTS,
-    SCHEDULER_VARIANTS,
-    SimulationStudy,
-    mark_validity,
-)
+from chipdse.studies.hydra.simstudy import mark_validity, simulation_study
 
 matplotlib.use("Agg")
 
@@ -68,7 +63,7 @@ class Checked:
 
 def layouts_table() -> pd.DataFrame:
     """B*'s four layout rows, with the labels explore's layout study gives them."""
-    labels = [label for label, _ in LAYOUTS] + [f"min max-link placement ({MAX_LINK_METHOD}) + LPT mapping"]
+    labels = [kind.label for kind in LAYOUTS] + [f"min max-link placement ({MAX_LINK_METHOD}) + LPT mapping"]
     rows = []
     for k, label in enumerate(labels):
         rows.append({"layout": label, "eq2_byte_hops_per_s": 1.234e12 * (1 + k), "max_link_GBps": 123.4 + k,
@@ -79,7 +74,7 @@ def layouts_table() -> pd.DataFrame:
 
 def test_layout_page_keeps_every_label_in_its_cell() -> None:
     pages = Checked()
-    study = SimulationStudy(pd.DataFrame(), {}, pd.DataFrame(), {}, [], 0.0, layouts=layouts_table())
+    study = simulation_study(pd.DataFrame(), {}, pd.DataFrame(), {}, [], 0.0, layouts=layouts_table())
     layout_page(pages, study, "Ap2-Ad2-Mp3-Md13-HBM4-640GBps-B16", best_eq2=1.0e12)
     flat = [" ".join(c.split()) for c in pages.cells]
     assert f"min max-link placement ({MAX_LINK_METHOD}) + LPT mapping" in flat  # wrapped, not cut
@@ -106,5 +101,5 @@ def policies_table() -> pd.DataFrame:
 
 def test_policy_pages_keep_captions_off_the_plots() -> None:
     pages = Checked()
-    policy_page(pages, SimulationStudy(pd.DataFrame(), {}, policies_table(), {}, [], 0.0), "B*", 0.9)
+    policy_page(pages, simulation_study(pd.DataFrame(), {}, policies_table(), {}, [], 0.0), "B*", 0.9)
     assert pages.problems == []

@@ -14,10 +14,9 @@ from chipdse.core.workloads import LengthSample
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.evaluators.simulator import simulate
-from chipdse.reports.sim_pages import policy_gains
+from chipdse.studies.hydra.artifacts import ABLATION, SCHEDULER_VARIANTS
 from chipdse.studies.hydra.simstudy import (
-    ABLATION,
-    SCHEDULER_VARIANTS,
+    ANOTHER_RUN,
     compare,
     fidelity_metrics,
     first_tokens_in_window,
@@ -25,9 +24,11 @@ from chipdse.studies.hydra.simstudy import (
     mark_validity,
     placement_rate_rps,
     policy_jobs,
+    policy_report,
     policy_rows,
     protocol_warmup_s,
     saturation_window,
+    simulation_study,
 )
 from tests.test_simulator import pipeline_config
 
@@ -70,7 +71,7 @@ def test_policy_gains_by_hand() -> None:
                   "sim_ttft_s": 1.0, "first_tokens": 50},
                  {"study": "scheduler", "dataset": ds, "variant": "elastic", "sim_throughput_tps": 10,
                   "sim_ttft_s": 1.0, "first_tokens": 50}]
-    g = policy_gains(mark_validity(pd.DataFrame(rows), min_first_tokens=10))
+    g = policy_report(mark_validity(pd.DataFrame(rows), min_first_tokens=10))["gains"]
     assert g["full_vs_baseline_throughput_x"] == pytest.approx(math.sqrt(1.5 * 2.5))
     assert g["full_vs_baseline_ttft_reduction"] == pytest.approx(1 - math.sqrt(0.5 * 0.75))
     assert g["full_vs_baseline_throughput_x_min"] == 1.5 and g["full_vs_baseline_throughput_x_max"] == 2.5
@@ -87,7 +88,8 @@ def _run(ds: str, role: str, study: str, variant: str, tp: float, ttft: float, f
 
 def test_invalid_baseline_is_marked_and_left_out_of_the_averages() -> None:
     """Workload c's baseline gave 3 < 10 first tokens in its window: c's ablation rows are invalid, shown with the
-    reason and left out; d's CP+ET+DB gave none: that row alone is invalid. The average is over a and b only."""
+    reason and left out; d's CP+ET+DB gave none: that row is invalid and with it the whole of workload d (the one
+    validity rule, issue 29: a workload counts with every run or not at all). The average is over a and b only."""
     data = {"a": ((100, 2.0, 40), (200, 1.0, 80)), "b": ((100, 2.0, 40), (800, 1.0, 90)),
             "c": ((1, 90.0, 3), (900, 1.0, 99)), "d": ((100, 2.0, 40), (0, 0.0, 0))}
     runs = [_run(ds, "M_T", "ablation", v, *x) for ds, pair in data.items()
@@ -96,8 +98,9 @@ def test_invalid_baseline_is_marked_and_left_out_of_the_averages() -> None:
     by = t.set_index(["dataset", "variant"])
     assert not by.loc[("c", "baseline"), "valid"] and not by.loc[("c", "CP+ET+DB"), "valid"]
     assert by.loc[("c", "CP+ET+DB"), "invalid_reason"] == "baseline gave 3 < 10 first tokens in its window"
-    assert not by.loc[("d", "CP+ET+DB"), "valid"] and by.loc[("d", "baseline"), "valid"]
+    assert not by.loc[("d", "CP+ET+DB"), "valid"] and not by.loc[("d", "baseline"), "valid"]
     assert by.loc[("d", "CP+ET+DB"), "invalid_reason"] == "no first token in its window"
+    assert by.loc[("d", "baseline"), "invalid_reason"] == f"{ANOTHER_RUN}: no first token in its window"
     assert by.loc[("a", "CP+ET+DB"), "valid"] and by.loc[("b", "baseline"), "valid"]
     c = compare(t, "ablation", "CP+ET+DB", "baseline")
     assert (c["n"], c["invalid"]) == (2, 2)
@@ -215,11 +218,12 @@ def test_decode_concurrency_by_hand() -> None:
     sc = load_scenario()
     est = sc.spec.estimator.model_copy(update={"batching": "dynamic"})
     dyn = Screen(dataclasses.replace(sc, spec=sc.spec.model_copy(update={"estimator": est})))
-    n, k = dyn.decode_concurrency(np.array([4, 64, 64]), np.array([1000, 346, 10]), np.array([6.0, 6.0, 6.0]))
+    n, k = dyn.serving.decode_concurrency(np.array([4, 64, 64]), np.array([1000, 346, 10]), np.array([6.0, 6.0, 6.0]))
     assert list(n) == [24, 346, 10] and list(k) == [4, math.ceil(346 / 6), 2]
     est = sc.spec.estimator.model_copy(update={"batching": "static"})
     static = Screen(dataclasses.replace(sc, spec=sc.spec.model_copy(update={"estimator": est})))
-    n, k = static.decode_concurrency(np.array([4, 64, 64]), np.array([1000, 346, 10]), np.array([6.0, 6.0, 6.0]))
+    n, k = static.serving.decode_concurrency(np.array([4, 64, 64]), np.array([1000, 346, 10]),
+                                             np.array([6.0, 6.0, 6.0]))
     assert list(n) == [24, 5 * 64, 64] and list(k) == [4, 64, 64]  # whole batches: floor(r / b), at least one
 
 
@@ -244,17 +248,16 @@ def test_policy_page_survives_runs_without_tokens(tmp_path) -> None:
     from matplotlib.backends.backend_pdf import PdfPages
 
     from chipdse.reports.sim_pages import policy_page
-    from chipdse.studies.hydra.simstudy import SimulationStudy
 
     rows = [{"study": s, "dataset": "d", "variant": v, "sim_throughput_tps": 0.0, "sim_ttft_s": math.nan}
             for s, v in (("ablation", "baseline"), ("ablation", "CP+ET+DB"), ("scheduler", "static"),
                          ("scheduler", "elastic"))]
     rows = [{**r, "first_tokens": 0, "rate_rps": 1.0, "duration_s": 10.0, "warmup_s": 2.0} for r in rows]
-    study = SimulationStudy(pd.DataFrame(), {}, mark_validity(pd.DataFrame(rows), 10), {}, [], 0.0)
+    study = simulation_study(pd.DataFrame(), {}, mark_validity(pd.DataFrame(rows), 10), {}, [], 0.0)
     with PdfPages(tmp_path / "p.pdf") as pdf:
         policy_page(pdf, study, "B*", 0.9)
     assert (tmp_path / "p.pdf").stat().st_size > 0
-    gains = policy_gains(mark_validity(pd.DataFrame(rows), 10))
+    gains = policy_report(mark_validity(pd.DataFrame(rows), 10))["gains"]
     assert gains["full_vs_baseline_throughput_x"] is None and gains["full_vs_baseline_invalid"] == 1
 
 

@@ -15,6 +15,7 @@ from chipdse.evaluators.snake_pu import decode_step_s, nmp_template
 from chipdse.evaluators.snake_serving import gpu_step_s
 from chipdse.studies.claims import claim_rows, render_text
 from chipdse.studies.snake import study as snake
+from chipdse.studies.snake.artifacts import SnakeStudy
 from chipdse.studies.snake.claims import SNAKE_CLAIMS, measure, where_paper_falls
 
 
@@ -44,7 +45,7 @@ def test_served_lengths_fit_the_card_context() -> None:
 
 
 @pytest.fixture(scope="module")
-def small_study(tmp_path_factory: pytest.TempPathFactory) -> snake.SnakeStudy:
+def small_study(tmp_path_factory: pytest.TempPathFactory) -> SnakeStudy:
     spec = yaml.safe_load((instances_dir() / "scenarios" / "snake-stratum.yaml").read_text())
     spec |= {"models": ["llama-3-70b", "qwen3-30b-a3b"], "batches": [8], "contexts": [4096],
              "link_sweep_GBps": [32, 64]}
@@ -56,7 +57,7 @@ def small_study(tmp_path_factory: pytest.TempPathFactory) -> snake.SnakeStudy:
     return snake.run(snake.load(path))
 
 
-def test_claims_from_a_small_study(small_study: snake.SnakeStudy) -> None:
+def test_claims_from_a_small_study(small_study: SnakeStudy) -> None:
     """Every SNAKE claim gets a row; the MAC-tree speedup is the mean over the two models of the baseline's decode
     step over SNAKE's (recomputed from the evaluator at the scenario's batch and context); rows off by more than 25%
     name the link range swept."""
@@ -79,7 +80,7 @@ def test_claims_from_a_small_study(small_study: snake.SnakeStudy) -> None:
     assert text.startswith("| SNAKE claim |") and text.count("\n") == len(SNAKE_CLAIMS) + 1
 
 
-def test_serving_covers_the_models_and_the_gpu(small_study: snake.SnakeStudy) -> None:
+def test_serving_covers_the_models_and_the_gpu(small_study: SnakeStudy) -> None:
     """The serving table has every served model and design, the GPU included, and positive latencies."""
     sv = small_study.serving
     assert set(sv["model"]) == {"llama-3-70b", "qwen3-30b-a3b"}
@@ -87,7 +88,7 @@ def test_serving_covers_the_models_and_the_gpu(small_study: snake.SnakeStudy) ->
     assert (sv["e2e_s"] > 0).all() and (sv["tbt_s"] > 0).all()
 
 
-def test_link_sweep_and_buffers(small_study: snake.SnakeStudy, tmp_path: Path) -> None:
+def test_link_sweep_and_buffers(small_study: SnakeStudy, tmp_path: Path) -> None:
     """The sweep reruns the decode tables at each link speed; the buffer table lists the four shapes with the OS
     weight buffer halving as the long side halves (8x512 -> 64x64: 512, 256, 128, 64 weights per cycle)."""
     sw = small_study.link_sweep["speedups"]
@@ -101,7 +102,7 @@ def test_link_sweep_and_buffers(small_study: snake.SnakeStudy, tmp_path: Path) -
     assert np.allclose(w[:-1] / w[1:], 2.0)
 
 
-def test_energy_tables_of_a_small_study(small_study: snake.SnakeStudy) -> None:
+def test_energy_tables_of_a_small_study(small_study: SnakeStudy) -> None:
     """Every design has an energy row per decode point whose parts add to its totals and whose tokens/J is the batch
     over that energy on every device of the TP group; SNAKE's peak fits the 24 TB/s budget and not the 30.34 TB/s
     one; the claims get the energy and power rows; the area split's energy line has one point per array that fits."""

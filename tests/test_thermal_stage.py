@@ -10,13 +10,14 @@ import yaml
 from chipdse.core.errors import SpecError
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario
-from chipdse.evaluators.estimator import Screen
 from chipdse.reports.thermal_pages import thermal_page
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
-from chipdse.solvers.problems import finalist, placement_problem
+from chipdse.solvers.problems import placement_problem
 from chipdse.studies.hydra import explore
-from chipdse.studies.hydra.thermal import ThermalFinalist, thermal_finalist, thermal_summary
+from chipdse.studies.hydra.artifacts import FinalistResult, ThermalFinalist
+from chipdse.studies.hydra.stages import screen_and_pick
+from chipdse.studies.hydra.thermal import thermal_finalist, thermal_summary
 from tests.test_report import Pages, overlaps
 
 CFG = SolverConfig(work_limit=5.0)
@@ -42,10 +43,11 @@ def _scenario(tmp: Path, thermal: dict | None = None) -> LoadedScenario:
 
 
 def _stage(sc: LoadedScenario) -> ThermalFinalist:
-    row, spec = finalist(sc, "b-star")
-    pp = placement_problem(sc, spec, float(row["capacity_rps"]))
+    screen, _, picks = screen_and_pick(sc)
+    fin = picks.b_star
+    pp = placement_problem(sc, fin.design.point, fin.design.capacity_rps)
     sols = [solve_placement(pp, m, CFG) for m in ("milp-highs", "hydra-greedy", "round-robin")]
-    return thermal_finalist(sc, "B*", row, sols, CFG, explore.serve_layout, Screen(sc))
+    return thermal_finalist(sc, screen, FinalistResult(fin, [], sols, [], []), CFG)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +78,7 @@ def test_limit_is_met_by_the_constrained_layout_and_broken_by_the_free_one_issue
     assert s["constrained_peak_C"] <= s["limit_C"] + 1e-6 < s["peak_C"]
     assert s["eq2_ratio"] == pytest.approx(hot.limited.objective / hot.exact.objective)
     assert set(hot.served) == {"unconstrained", "thermal-limit"}
-    assert all(v["throughput_tps"] > 0 for v in hot.served.values())
+    assert all(v.served.throughput_tps > 0 for v in hot.served.values())
 
 
 def test_thermal_pages_have_no_overlapping_text(stages: tuple[ThermalFinalist, ThermalFinalist]) -> None:

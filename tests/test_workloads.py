@@ -46,7 +46,7 @@ def test_every_bundled_workload_loads(path: Path) -> None:
 def test_every_bundled_scenario_loads(path: Path) -> None:
     kind = yaml.safe_load(path.read_text()).get("kind", "hydra")
     study, sc = load_study(path)
-    assert study.KIND == kind == sc.spec.kind
+    assert study.kind == kind == sc.spec.kind
     if kind in ("snake", "nova"):
         assert study.load(path).spec.models
     else:

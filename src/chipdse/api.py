@@ -32,7 +32,7 @@ from chipdse.core.errors import ChipdseError
 from chipdse.core.hf_import import card_json, card_key, import_config
 from chipdse.core.io import write_text_atomic
 from chipdse.core.paths import instances_dir
-from chipdse.core.scenario import AnyScenario, LoadedScenario, load
+from chipdse.core.scenario import AnyScenario, LoadedScenario, StudyScenario, load
 from chipdse.core.scenario import load_scenario as load_hydra
 from chipdse.core.schemas import SCHEMAS, json_schema, schema_dir, schema_text, write_schemas
 from chipdse.core.solution import Solution
@@ -44,15 +44,16 @@ from chipdse.runtime.parallel import Backend
 from chipdse.runtime.store import Checkpoints, ResultsStore
 from chipdse.solvers.compare import comparison_rows, run_methods, validate_methods
 from chipdse.solvers.config import SolverConfig
-from chipdse.solvers.problems import FINALIST_POINTS
 from chipdse.solvers.qap import solve_qap
 from chipdse.solvers.registry import PROBLEMS, methods_help, problem_record, problems_help
-from chipdse.studies.common import Settings, no_progress
-from chipdse.studies.hydra.generality import OBJECTIVES, GeneralityResult
+from chipdse.studies.common import Settings
+from chipdse.studies.hydra.artifacts import OBJECTIVES, GeneralityResult
 from chipdse.studies.hydra.generality import generality as run_generality
 from chipdse.studies.hydra.simulate import empty_run_text, run_simulation
+from chipdse.studies.hydra.stages import FINALIST_POINTS, finalist_design
 from chipdse.studies.hydra.sweep import SweepResult, summary_json
 from chipdse.studies.hydra.sweep import sweep as run_sweep
+from chipdse.studies.pipeline import no_progress
 from chipdse.studies.registry import STUDIES
 
 __all__ = ["CompareRun", "ExploreRun", "GeneralityRun", "SimulationRun", "SolveRun", "SweepRun", "backend",
@@ -104,7 +105,9 @@ def load_scenario(scenario: str | Path | None = None) -> AnyScenario:
 
 def _loaded(scenario: ScenarioArg) -> AnyScenario:
     """``scenario`` loaded by :func:`load_scenario` unless it already is a loaded scenario."""
-    return scenario if hasattr(scenario, "spec") else load_scenario(scenario)  # type: ignore[arg-type]
+    if isinstance(scenario, LoadedScenario | StudyScenario):
+        return scenario
+    return load_scenario(scenario)
 
 
 def _hydra(scenario: ScenarioArg) -> LoadedScenario:
@@ -152,12 +155,12 @@ class ExploreRun:
     @property
     def csv_name(self) -> str:
         """File name of the study's table: ``points.csv`` (HYDRA), ``speedups.csv`` (SNAKE), ``runs.csv`` (NOVA)."""
-        return REPORTS[self.kind].CSV[0]
+        return REPORTS[self.kind].csv[0]
 
     def to_pandas(self) -> pd.DataFrame:
         """The study's table, one row per evaluated point (HYDRA: every design point of the sweep; SNAKE: every
         speedup; NOVA: every run), the columns of the CSV the report writes (described in ``docs/guide.md``)."""
-        return getattr(self.result, REPORTS[self.kind].CSV[1])
+        return getattr(self.result, REPORTS[self.kind].csv[1])
 
     def columns(self) -> pd.DataFrame:
         """The table's columns: ``column``, ``unit`` and ``description`` (the ``*.columns.csv`` beside the CSV)."""
@@ -221,19 +224,15 @@ def explore(scenario: ScenarioArg = None, *, out: str | Path | None = None, work
     """
     sc = _loaded(scenario)
     study = STUDIES[sc.spec.kind]
-    if study.KIND != "hydra" and (store is not None or fresh or checkpoints is not None):
-        msg = f"store / fresh: only HYDRA scenarios keep finished stages; {sc.path} is a kind: {study.KIND} study"
+    if not study.keeps_stages and (store is not None or fresh or checkpoints is not None):
+        msg = f"store / fresh: only HYDRA scenarios keep finished stages; {sc.path} is a kind: {study.kind} study"
         raise ChipdseError(msg)
     settings = Settings(work_limit=work_limit, time_limit_s=time_limit_s, seed=seed)
     with contextlib.ExitStack() as stack:
-        extra: dict[str, Checkpoints] = {}
-        if checkpoints is not None:
-            extra["checkpoints"] = checkpoints
-        elif store is not None:
-            extra["checkpoints"] = Checkpoints(stack.enter_context(ResultsStore(Path(store), "explore", "store")),
-                                               fresh=fresh)
-        result = study.run(sc, settings, progress, **extra)
-    run = ExploreRun(study.KIND, sc, result, study.summary(result), list(study.headline(result)))
+        if checkpoints is None and store is not None:
+            checkpoints = Checkpoints(stack.enter_context(ResultsStore(Path(store), "explore", "store")), fresh=fresh)
+        result = study.run(sc, settings, progress, checkpoints)
+    run = ExploreRun(study.kind, sc, result, study.summary(result), list(study.headline(result)))
     return run if out is None else run.write_report(out)
 
 
@@ -347,8 +346,10 @@ def _problem_instance(problem: str, scenario: ScenarioArg, point: str, time_limi
                       work_limit: float | None) -> tuple[Any, str, SolverConfig]:
     """Load the scenario a registered problem needs, build its instance and the solver settings.
 
-    Returns (instance, label, config); work limit and wall cap default to the scenario's, the seed is the
-    scenario's (hydra) or 0.
+    Returns (instance, label, config); a HYDRA problem's instance is built on the finalist ``point`` names, picked
+    by the HYDRA study's screen and pick stages exactly as ``chipdse explore`` picks it
+    (:func:`chipdse.studies.hydra.stages.finalist_design`: ``energy.pick`` and the power limits included); the label
+    is that design's. Work limit and wall cap default to the scenario's, the seed is the scenario's (hydra) or 0.
 
     Raises
     ------
@@ -358,16 +359,18 @@ def _problem_instance(problem: str, scenario: ScenarioArg, point: str, time_limi
     record = problem_record(problem)
     if scenario is None and record.default_scenario is not None:
         scenario = instances_dir() / "scenarios" / record.default_scenario
-    loaded = scenario if hasattr(scenario, "spec") else load(None if scenario is None else Path(scenario))
+    loaded = scenario if isinstance(scenario, LoadedScenario | StudyScenario) else load(
+        None if scenario is None else Path(scenario))
     kind = loaded.spec.kind
     if kind != record.scenario_kind:
         msg = f"{loaded.path}: kind: {problem} needs a kind: {record.scenario_kind} scenario, this one is kind: {kind}"
         raise ValueError(msg)
     if isinstance(loaded, LoadedScenario):
-        sc, seed = loaded, loaded.spec.seed
+        instance, label = record.build(loaded, finalist_design(loaded, point))
+        seed = loaded.spec.seed
     else:
-        sc, seed = loaded.spec, 0
-    instance, label = record.build(sc, point)
+        instance, label = record.build(loaded.spec, None)
+        seed = 0
     return instance, label, SolverConfig.of(loaded.spec, work_limit, time_limit_s, seed=seed)
 
 
@@ -396,9 +399,11 @@ class CompareRun:
     solutions: list[Solution]
 
     def rows(self) -> list[dict[str, Any]]:
-        """One dict per method: method, exact, objective, bound, gap (own, proven), gap_to_best_bound, status,
-        wall_s (:func:`chipdse.solvers.compare.comparison_rows`)."""
-        return comparison_rows(self.solutions)
+        """One dict per method: ``design`` (the finalist's label for HYDRA problems, else None), method, exact,
+        objective, bound, gap (own, proven), gap_to_best_bound, status, termination (the limit or event that ended
+        the solve), wall_s (:func:`chipdse.solvers.compare.comparison_rows`)."""
+        design = self.instance if self.point is not None else None
+        return [{"design": design, **row} for row in comparison_rows(self.solutions)]
 
     def to_pandas(self) -> pd.DataFrame:
         """:meth:`rows` as a table, one row per method (the CSV ``chipdse compare --csv`` writes)."""
@@ -459,14 +464,15 @@ class SolveRun:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object ``chipdse solve --json`` prints: problem, instance, method (solver for qap),
-        objective, bound, gap, status, wall_s, reason (and permutation for qap)."""
+        """The JSON object ``chipdse solve --json`` prints: problem, instance, ``design`` (the finalist's label for
+        a HYDRA problem, else None), method (solver for qap), objective, bound, gap, status, termination (the limit
+        or event that ended the solve), wall_s, reason (and permutation for qap)."""
         sol = self.solution
-        head = ({"problem": "qap", "instance": self.instance, **self.extra, "solver": self.method}
+        head = ({"problem": "qap", "instance": self.instance, "design": None, **self.extra, "solver": self.method}
                 if self.problem == "qap" else {"problem": self.problem, "instance": self.instance,
-                                               "method": self.method})
+                                               "design": self.extra.get("design"), "method": self.method})
         out = {**head, "objective": sol.objective, "bound": sol.bound, "gap": sol.gap, "status": sol.status.value,
-               "wall_s": sol.wall_s, "reason": sol.reason}
+               "termination": sol.termination.value, "wall_s": sol.wall_s, "reason": sol.reason}
         if self.problem == "qap":
             out["permutation"] = sol.decision
         return out
@@ -532,7 +538,9 @@ def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, 
     validate_methods(problem, [method])
     point = _finalist(problem, point)
     instance, label, cfg = _problem_instance(problem, path, point, time_limit_s, work_limit)
-    return SolveRun(problem, label, method, run_methods(problem, instance, [method], cfg)[0])
+    hydra = problem_record(problem).scenario_kind == "hydra"
+    return SolveRun(problem, label, method, run_methods(problem, instance, [method], cfg)[0],
+                    {"design": label} if hydra else {})
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +42,12 @@ class DesignPoints:
         parts = [f"{t}{int(c)}" for t, c in zip(self.types, self.counts[i], strict=True)]
         return "-".join(parts + [f"HBM{int(self.n_hbm[i])}", f"{self.d2d_GBps[i]:.0f}GBps",
                                  f"B{int(self.max_batch[i])}"])
+
+
+def subset_points(pts: DesignPoints, mask: np.ndarray) -> DesignPoints:
+    """Return the points where ``mask`` (bool, shape (n,)) is true, or at the positions ``mask`` lists (int array,
+    in that order)."""
+    return DesignPoints(pts.types, pts.counts[mask], pts.n_hbm[mask], pts.d2d_GBps[mask], pts.max_batch[mask])
 
 
 def compositions(total: int, parts: int, minimum: int) -> np.ndarray:
@@ -134,7 +142,35 @@ class PointSpec:
     batch: int
 
     @classmethod
-    def from_row(cls, row: dict, types: list[str]) -> PointSpec:
+    def from_row(cls, row: Mapping[str, Any], types: list[str]) -> PointSpec:
         """Build from one row of the estimator's table."""
-        hbm = {g: int(row[f"hbm_{g}"]) for g in GROUP_NAMES if int(row[f"hbm_{g}"]) > 0}
+        hbm: dict[str, int] = {g: int(row[f"hbm_{g}"]) for g in GROUP_NAMES if int(row[f"hbm_{g}"]) > 0}
         return cls({t: int(row[t]) for t in types}, hbm, float(row["d2d_GBps"]), int(row["batch_eff"]))
+
+
+@dataclass(frozen=True)
+class ScoredDesign:
+    """One scored design point as the layout problems need it (HBM partition, placement, mapping).
+
+    Attributes
+    ----------
+    label : str
+        E.g. ``Ap1-Ad8-Mp6-Md6-HBM3-640GBps-B8`` (:meth:`DesignPoints.label`).
+    point : PointSpec
+        Compute chiplets per type, stacks per group, D2D bandwidth and effective batch.
+    n_hbm : int
+        HBM stacks in all.
+    capacity_rps : float
+        The estimator's sustainable request rate, requests/s (it sets the placement's traffic volumes).
+    """
+
+    label: str
+    point: PointSpec
+    n_hbm: int
+    capacity_rps: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], types: list[str]) -> ScoredDesign:
+        """Build from one row of the estimator's table (``label``, the count columns, ``hbm_<group>``,
+        ``d2d_GBps``, ``batch_eff``, ``n_hbm``, ``capacity_rps``)."""
+        return cls(str(row["label"]), PointSpec.from_row(row, types), int(row["n_hbm"]), float(row["capacity_rps"]))

@@ -123,7 +123,7 @@ def _dense(cfg: Config) -> dict[str, Any]:
     """Llama, Mistral, Qwen2, Qwen3, Phi-3 / Phi-4: every layer attention + gated MLP."""
     n = cfg.size("num_hidden_layers")
     card = _attention(cfg, qk_norm=cfg.model_type == "qwen3") | _swiglu(cfg) | _layers(n, "attention", "mlp")
-    extra = {"qkv_bias": True} if cfg.model_type == "qwen2" else {}
+    extra: dict[str, bool | int] = {"qkv_bias": True} if cfg.model_type == "qwen2" else {}
     if cfg.flag("attention_bias", False):
         extra["attention_bias"] = True
     if cfg.flag("mlp_bias", False):

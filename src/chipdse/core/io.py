@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import stat
 import tempfile
@@ -184,3 +185,14 @@ def canonical_json(obj: Any) -> str:
         When a value cannot be encoded (the message names its type).
     """
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_json_default)
+
+
+def strict_json(obj: Any) -> Any:
+    """``obj`` with every NaN float replaced by None, recursively through dicts, lists and tuples (strict JSON)."""
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [strict_json(v) for v in obj]
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    return obj

@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from numpy.typing import ArrayLike
 
 from chipdse.core.errors import SpecError, shorten
@@ -232,7 +233,7 @@ def causal_attention_flops(flops_per_context_token: ArrayLike, prompt_tokens_squ
     distribution. Token ``i`` attends to ``i`` earlier tokens, about ``L^2 / 2`` pairs in all. Broadcasts; FLOPs.
     References: HYDRA Sec. III-B (prefill attention), NOVA Sec. VI-A and SNAKE Sec. 6.4 (GPU prefill).
     """
-    return flops_per_context_token * prompt_tokens_squared / 2.0
+    return np.asarray(flops_per_context_token) * np.asarray(prompt_tokens_squared) / 2.0
 
 
 def kv_cache_bytes_per_token(kv_heads: int, head_dim: int, bytes_per_element: float) -> float:

@@ -95,7 +95,8 @@ class Solution:
 
     def row(self, best_bound: float | None = None) -> dict[str, Any]:
         """Return the comparison-table row: method, exact, objective, bound, gap (the proven gap,
-        :data:`PROVEN_GAP`) and ``gap_to_best_bound`` (the excess over ``best_bound``, :data:`EXCESS_OVER_BOUND`)."""
+        :data:`PROVEN_GAP`), ``gap_to_best_bound`` (the excess over ``best_bound``, :data:`EXCESS_OVER_BOUND`),
+        status, ``termination`` (the limit or event that ended the solve) and wall_s."""
         return {
             "method": self.method,
             "exact": self.exact,
@@ -104,6 +105,7 @@ class Solution:
             "gap": self.gap,
             "gap_to_best_bound": excess(self.objective, best_bound, self.sense),
             "status": self.status.value,
+            "termination": self.termination.value,
             "wall_s": round(self.wall_s, 4),
         }
 

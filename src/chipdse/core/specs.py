@@ -662,8 +662,12 @@ class SnakeScenario(_StudyLimits):
 
     def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """A mode model that is not among ``models`` (the mode pages reuse the speedup runs of ``models``)."""
-        return [(("mode_models", i), f"one of models {shorten(self.models)} (the mode pages reuse their runs), got "
-                 f"{shorten(m)}") for i, m in enumerate(self.mode_models) if m not in self.models][:1]
+        out: list[tuple[tuple[str | int, ...], str]] = []
+        for i, m in enumerate(self.mode_models):
+            if m not in self.models:
+                out.append((("mode_models", i), f"one of models {shorten(self.models)} (the mode pages reuse their "
+                            f"runs), got {shorten(m)}"))
+        return out[:1]
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""
@@ -846,7 +850,8 @@ def parse_scenario_spec(data: dict[str, Any], source: str) -> Scenario | SnakeSc
         if err["type"] == "scenario_kind":
             got = data.get("kind") if isinstance(data, dict) else data
             raise SpecError(source, "kind", f"{err['msg']}, got {shorten(got)}") from None
-        cls = {"hydra": Scenario, "snake": SnakeScenario, "nova": NovaScenario}.get(err["loc"][0])
+        classes: dict[str, type[BaseModel]] = {"hydra": Scenario, "snake": SnakeScenario, "nova": NovaScenario}
+        cls = classes.get(str(err["loc"][0]))
         raise _spec_error(err, source, err["loc"][1:], cls) from None
     return _checked(spec, source)
 
@@ -992,7 +997,8 @@ def read_yaml(path: Path) -> dict[str, Any]:
     if data is None:
         raise SpecError(str(path), "", "the file is empty; expected a YAML mapping of fields")
     if not isinstance(data, dict):
-        kind = {list: "a list", str: "a plain string"}.get(type(data), type(data).__name__)
+        kinds: dict[type, str] = {list: "a list", str: "a plain string"}
+        kind = kinds.get(type(data), type(data).__name__)
         raise SpecError(str(path), "", f"expected a YAML mapping of fields, got {kind}")
     return data
 

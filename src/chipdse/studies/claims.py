@@ -10,7 +10,7 @@ note), or says "not run in this scenario" when the run did not compute the numbe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 TOLERANCE = 0.25
@@ -138,3 +138,37 @@ def measured_from(parts: list[tuple[dict[str, Any], dict[str, str]]]) -> tuple[d
         m |= a
         n |= b
     return m, n
+
+
+@dataclass(frozen=True)
+class ClaimTable:
+    """A study's claims against one run, as its claims stage computed them (the report prints them as they are).
+
+    Attributes
+    ----------
+    rows : list[ClaimRow]
+        One per claim of the paper, in the paper's order (:func:`claim_rows`).
+    measured : dict
+        Claim key -> this run's value (what the rows were made from).
+    notes : dict
+        Claim key -> what the run measured behind a difference (before the claim's cause in the row's note).
+    context : str
+        One line saying which run the rows describe.
+    paper : str
+        ``"HYDRA"``, ``"SNAKE"`` or ``"NOVA"``.
+    summary : dict
+        The measured values as the manifest prints them (rounded by the study).
+    """
+
+    rows: list[ClaimRow]
+    measured: dict[str, Any]
+    notes: dict[str, str]
+    context: str
+    paper: str
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as JSON-able dicts (the manifest's ``claims`` and ``claims.csv``): key, claim, unit, source,
+        paper, this_run, ratio, off, note."""
+        return [{"key": r.key, "claim": r.claim, "unit": r.unit, "source": r.source, "paper": r.paper,
+                 "this_run": r.this_run, "ratio": r.ratio, "off": r.off, "note": r.note} for r in self.rows]

@@ -18,23 +18,13 @@ A result carries what the manifest needs besides its tables: ``scenario`` (with 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from chipdse.core.errors import SpecError
 from chipdse.core.scenario import AnyScenario, LoadedScenario, load
 from chipdse.core.solution import Solution
-
-Progress = Callable[[str, float], None]
-"""Called with a stage description and the fraction done of the current stage."""
-
-
-def no_progress(_msg: str, _frac: float) -> None:
-    """A :data:`Progress` that shows nothing."""
 
 
 def check_replay(sc: LoadedScenario) -> None:
@@ -71,22 +61,6 @@ class Settings:
     work_limit: float | None = None
     time_limit_s: float | None = None
     seed: int | None = None
-
-
-@dataclass
-class Stages:
-    """Wall-clock and CPU seconds per stage of a run (``time.perf_counter`` and ``time.process_time``)."""
-
-    wall_s: dict[str, float] = field(default_factory=dict)
-    cpu_s: dict[str, float] = field(default_factory=dict)
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Time the ``with`` block as stage ``name`` (e.g. ``"sweep_s"``)."""
-        w0, c0 = time.perf_counter(), time.process_time()
-        yield
-        self.wall_s[name] = time.perf_counter() - w0
-        self.cpu_s[name] = time.process_time() - c0
 
 
 def solve_record(sol: Solution, **where: Any) -> dict[str, Any]:

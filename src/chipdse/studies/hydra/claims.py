@@ -8,10 +8,15 @@ so the benchmark and the report print the same table (:func:`chipdse.studies.cla
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-from chipdse.studies.claims import Claim
+from chipdse.core.scenario import LoadedScenario
+from chipdse.studies.claims import Claim, ClaimTable, claim_rows, measured_from
+from chipdse.studies.hydra.artifacts import FinalistResult, GeneralityResult, SimulationStudy
 from chipdse.studies.hydra.simstudy import WORKLOAD_KEYS, geomean, ratio_rows
 
 _WINDOW = ("window and warm-up (the paper simulates 100 s and states no warm-up) and the offered load (not given); "
@@ -193,8 +198,8 @@ def _valid_ratios(pol: pd.DataFrame, study: str, base: str, full: str, role: str
     return r
 
 
-SUMMARIES = {"mean": geomean, "min": np.min, "max": np.max,
-             "change_%": lambda v: 100.0 * (geomean(v) - 1.0), "share_above_1": lambda v: np.mean(v > 1.0)}
+SUMMARIES: dict[str, Callable[[np.ndarray], float]] = {"mean": geomean, "min": np.min, "max": np.max,
+             "change_%": lambda v: 100.0 * (geomean(v) - 1.0), "share_above_1": lambda v: float(np.mean(v > 1.0))}
 """How a claim summarizes its per-workload ratios: geometric mean (as the policy pages,
 :func:`chipdse.studies.hydra.simstudy.geomean`), lowest, highest, change of the geometric mean in %, share above 1."""
 
@@ -320,3 +325,45 @@ def measure_recovery(metrics: dict[str, float]) -> dict[str, float | None]:
     """The estimator's and the roofline's max-throughput recovery, from
     :func:`chipdse.studies.hydra.recovery.recovery_metrics`."""
     return {"est_recovery": metrics.get("est_recovery"), "roof_recovery": metrics.get("roof_recovery")}
+
+
+ESTIMATOR_ONLY = "estimator only (Table IV not simulated in this run): "
+"""Prefix of a Table IV row's note when the run scored Table IV with the estimator alone."""
+
+
+def explore_claims(sc: LoadedScenario, finalists: list[FinalistResult], simulation: SimulationStudy | None,
+                   table_iv: GeneralityResult | None) -> ClaimTable:
+    """HYDRA's claims against an explore run (the claims stage): what it measured, keyed like :data:`CLAIMS`, and
+    the rows.
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+        Its chiplet library (the HBM rows).
+    finalists : list[FinalistResult]
+        B* first, M_T last.
+    simulation : SimulationStudy, optional
+        Policy runs, fidelity table and metrics (None when disabled).
+    table_iv : GeneralityResult, optional
+        Table IV (simulated when :attr:`GeneralityResult.simulated` is set, else the estimator's).
+
+    Returns
+    -------
+    ClaimTable
+    """
+    mem = sc.library.memory
+    parts: list[tuple[dict[str, Any], dict[str, str]]] = [(measure_library(mem.capacity_GB, mem.bandwidth_GBps), {})]
+    if simulation is not None:
+        labels = {"B*": finalists[0].label, "M_T": finalists[-1].label}
+        parts.append(measure_policies(simulation.policies))
+        parts.append((measure_fidelity(simulation.fidelity, labels, simulation.metrics), {}))
+    if table_iv is not None:
+        sim = table_iv.simulated
+        t4 = measure_table_iv(table_iv.scores if sim is None else sim.scores)
+        note = {} if sim is not None else {k: ESTIMATOR_ONLY + "the estimator's unstable designs score 0 on B*"
+                                           for k in t4}
+        parts.append((t4, note))
+    measured, notes = measured_from(parts)
+    context = (f"Run: {sc.spec.name} ({sc.model.name} on {sc.workload.name}). The recovery and roofline rows need "
+               "an exhaustively simulated sub-space: benchmarks/bench_hydra_claims.py computes them.")
+    return ClaimTable(claim_rows(measured, notes, claims=CLAIMS), measured, notes, context, "HYDRA")

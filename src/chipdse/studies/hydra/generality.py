@@ -6,8 +6,10 @@ package and workload). For model m and point p:
 * B* score  ``s_B(m, p) = throughput / TTFT`` at the offered load (HYDRA Table IV(a), "norm. TP/TTFT");
 * M_T score ``s_T(m, p) = throughput`` (Table IV(b), "norm. TP");
 
-each divided by the model's own single-model optimum (its B* from :func:`evaluators.selection.pick_b_star`, its M_T
-from :func:`evaluators.selection.pick_m_t`), so 1.00 is the workload-specific optimum, as in the paper.
+each divided by the model's own single-model optimum (its B* and M_T from the pick stage,
+:func:`chipdse.studies.hydra.stages.pick`, with B* by throughput / TTFT whatever the scenario's ``energy.pick``: Table
+IV(a)'s objective is TP/TTFT), so 1.00 is the workload-specific optimum, as in the paper. Each model's table is the
+screen stage's (:func:`chipdse.studies.hydra.stages.screen_points`, the scenario's power limits included).
 
 HYDRA does not say how it combines several target models. chipdse solves the multi-target choice exactly, by
 enumeration over the whole space: the target set's design maximizes the **worst normalized score over its
@@ -21,92 +23,27 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from chipdse.core.design_space import enumerate_points
+from chipdse.core.design_space import ScoredDesign, enumerate_points, subset_points
 from chipdse.core.errors import SpecError
 from chipdse.core.scenario import LoadedScenario, model_scenarios
-from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pick_b_star, pick_m_t
 from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.solvers.config import SolverConfig
+from chipdse.studies.hydra.artifacts import (
+    OBJECTIVES,
+    SHORT_NAMES,
+    GeneralityResult,
+    PickRule,
+    Picks,
+    SimulatedTableIV,
+)
 from chipdse.studies.hydra.recovery import run_safe
 from chipdse.studies.hydra.simstudy import SimJob, make_layout, saturation_window
-from chipdse.studies.hydra.sweep import subset_points
-
-OBJECTIVES = ("B*", "M_T")
-
-HYDRA_TABLE_IV: dict[str, dict[str, list[float]]] = {
-    "B*": {"Jamba": [1.00, 0.42, 0.31], "Zamba": [0.91, 1.00, 0.76], "Nemo": [0.87, 0.32, 1.00],
-           "Jamba + Zamba": [0.97, 0.94, 0.71], "Jamba + Nemo": [0.91, 0.29, 0.92],
-           "Zamba + Nemo": [0.96, 0.91, 0.86], "Jamba + Zamba + Nemo": [0.96, 0.91, 0.86]},
-    "M_T": {"Jamba": [1.00, 0.44, 0.36], "Zamba": [0.97, 1.00, 0.80], "Nemo": [0.98, 0.62, 1.00],
-            "Jamba + Zamba": [0.97, 1.00, 0.80], "Jamba + Nemo": [0.98, 0.62, 1.00],
-            "Zamba + Nemo": [0.99, 0.96, 0.84], "Jamba + Zamba + Nemo": [0.99, 0.96, 0.84]},
-}
-"""HYDRA Table IV as published (rows: DSE target; columns: Jamba-tiny, Zamba2-7B, Nemotron-H-4B on Chat)."""
-
-SHORT_NAMES = {"jamba-tiny-dev": "Jamba", "zamba2-7b": "Zamba", "nemotron-h-4b": "Nemo"}
-
-
-@dataclass
-class GeneralityResult:
-    """The specialization-generality matrices.
-
-    Attributes
-    ----------
-    models : list[str]
-        Model keys, in column order.
-    names : list[str]
-        Short column names (``Jamba``, ``Zamba``, ``Nemo`` for HYDRA's three; the key otherwise).
-    scores : dict[str, pandas.DataFrame]
-        Per objective (``"B*"``, ``"M_T"``): rows = target sets (``"Jamba + Nemo"``), columns = ``names``,
-        values = the target design's score on that model over the model's own optimum. A design unstable on a
-        model at the offered load scores 0 for B* (no finite TTFT); for M_T it keeps its sustainable throughput.
-    stable : dict[str, pandas.DataFrame]
-        Same shape: whether the row's design is stable on the column's model at the offered load.
-    designs : pandas.DataFrame
-        One row per (objective, target): the chosen point's label, its worst score over its targets
-        (``worst_on_target``) and over all models (``worst_overall``).
-    optima : pandas.DataFrame
-        Per model: its single-model B* and M_T labels and raw scores (throughput / TTFT in tok/s^2; tok/s).
-    n_points : int
-        Design points scored per model.
-    workload : str
-    arrival_rate_rps : float
-    wall_s : float
-    """
-
-    models: list[str]
-    names: list[str]
-    scores: dict[str, pd.DataFrame]
-    stable: dict[str, pd.DataFrame]
-    designs: pd.DataFrame
-    optima: pd.DataFrame
-    n_points: int
-    workload: str
-    arrival_rate_rps: float
-    wall_s: float
-    simulated: SimulatedTableIV | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-able summary: matrices as {target: {model: score}} (keys: the short names), whether each design is
-        stable on each model, designs, optima and counts."""
-        return {
-            "models": self.models, "names": self.names, "points": self.n_points, "workload": self.workload,
-            "arrival_rate_rps": self.arrival_rate_rps, "wall_s": round(self.wall_s, 3),
-            "scores": {o: {t: {m: round(float(v), 4) for m, v in row.items()} for t, row in df.iterrows()}
-                       for o, df in self.scores.items()},
-            "stable": {o: {t: {m: bool(v) for m, v in row.items()} for t, row in df.iterrows()}
-                       for o, df in self.stable.items()},
-            "designs": self.designs.to_dict("records"),
-            "optima": self.optima.to_dict("records"),
-            "simulated": None if self.simulated is None else self.simulated.to_json(),
-        }
+from chipdse.studies.hydra.stages import design_table, estimator, pick, screen_points
 
 
 def target_sets(n: int) -> list[tuple[int, ...]]:
@@ -114,15 +51,16 @@ def target_sets(n: int) -> list[tuple[int, ...]]:
     return [c for k in range(1, n + 1) for c in itertools.combinations(range(n), k)]
 
 
-def _score_arrays(frames: list[pd.DataFrame]) -> dict[str, Any]:
-    """Per-model arrays (models x points): stable, normalized B* / M_T scores, eligibility, normalized TTFT."""
+def _score_arrays(frames: list[pd.DataFrame], picks: list[Picks]) -> dict[str, Any]:
+    """Per-model arrays (models x points): stable, normalized B* / M_T scores, eligibility, normalized TTFT; each
+    model's own B* and M_T from its ``picks``."""
     stable = np.array([f["stable"].to_numpy(dtype=bool) for f in frames])
     tp = np.array([f["throughput_tps"].to_numpy(dtype=float) for f in frames])
     ttft = np.array([f["ttft_s"].to_numpy(dtype=float) for f in frames])
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(stable, tp / ttft, 0.0)
-    b_idx = [pick_b_star(f) for f in frames]
-    t_idx = [pick_m_t(f) for f in frames]
+    b_idx = [p.b_star.index for p in picks]
+    t_idx = [p.m_t.index for p in picks]
     opt_b = np.array([ratio[m, i] for m, i in enumerate(b_idx)])
     opt_t = np.array([tp[m, i] for m, i in enumerate(t_idx)])
     mean_tp = np.array([tp[m][stable[m]].mean() for m in range(len(frames))])
@@ -193,15 +131,17 @@ def generality(sc: LoadedScenario, models: list[str] | None = None) -> Generalit
         models, field = sc.spec.generality.models, "generality.models"
     variants = model_scenarios(sc, models, field)
     pts, _ = enumerate_points(variants[0])  # the models' shared chiplet types span the space
-    frames = []
+    frames, picks = [], []
     for v in variants:
-        df = Screen(v).score(pts)
+        table = design_table(v, screen_points(estimator(v), pts))
+        df = table.frame
         if not df["stable"].any():
             msg = (f"{v.model.key} has no stable design point at {sc.workload.arrival_rate_rps:g} req/s (best "
                    f"capacity {df['capacity_rps'].max():.3g} req/s); lower arrival_rate_rps in {sc.path}")
             raise ValueError(msg)
         frames.append(df)
-    a = _score_arrays(frames)
+        picks.append(pick(table, PickRule.THROUGHPUT_TTFT))  # Table IV(a) is TP/TTFT, whatever energy.pick says
+    a = _score_arrays(frames, picks)
     keys = [v.model.key for v in variants]
     names = [SHORT_NAMES.get(k, k) for k in keys]
     labels = frames[0]["label"].tolist()
@@ -229,49 +169,6 @@ def generality(sc: LoadedScenario, models: list[str] | None = None) -> Generalit
                                                                                                   strict=True))])
     return GeneralityResult(keys, names, scores, stable, pd.DataFrame(designs), optima, len(pts),
                             sc.workload.name, sc.workload.arrival_rate_rps, time.perf_counter() - t0)
-
-
-@dataclass
-class SimulatedTableIV:
-    """Table IV scored by the event simulator on the chosen designs (:func:`simulate_table_iv`).
-
-    Attributes
-    ----------
-    scores : dict[str, pandas.DataFrame]
-        As :attr:`GeneralityResult.scores`, from simulation (:func:`normalize_table_iv`). A design that cannot
-        sustain the column model's rate keeps its saturated throughput over the optimum's (marked unstable).
-    stable : dict[str, pandas.DataFrame]
-        Whether the row's design sustains the column model's rate in simulation.
-    runs : pandas.DataFrame
-        One row per (design point, model): ``point``, ``label``, ``model`` (short name), ``sim_throughput_tps``
-        (saturated, tok/s), ``sim_ttft_s`` (at the model's rate, s; NaN when unstable), ``stable``, ``rate_rps``.
-    rates_rps : dict[str, float]
-        Each model's arrival rate (short name -> req/s): ``load`` x its own B* design's simulated capacity.
-    load : float
-    placement : str
-    skipped : list[str]
-    wall_s : float
-    """
-
-    scores: dict[str, pd.DataFrame]
-    stable: dict[str, pd.DataFrame]
-    runs: pd.DataFrame
-    rates_rps: dict[str, float]
-    load: float
-    placement: str
-    skipped: list[str]
-    wall_s: float
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-able summary: matrices, stability, rates and the per-run table."""
-        return {
-            "load": self.load, "placement": self.placement, "rates_rps": self.rates_rps, "skipped": self.skipped,
-            "wall_s": round(self.wall_s, 3),
-            "scores": {o: {t: {m: round(float(v), 4) for m, v in row.items()} for t, row in df.iterrows()}
-                       for o, df in self.scores.items()},
-            "stable": {o: {t: {m: bool(v) for m, v in row.items()} for t, row in df.iterrows()}
-                       for o, df in self.stable.items()},
-            "runs": self.runs.to_dict("records")}
 
 
 def normalize_table_iv(runs: pd.DataFrame, designs: pd.DataFrame, names: list[str]
@@ -374,16 +271,17 @@ def simulate_table_iv(sc: LoadedScenario, r: GeneralityResult, *, load: float = 
     variants = model_scenarios(sc, r.models)
     pts, _ = enumerate_points(variants[0])
     chosen = sorted({int(p) for p in r.designs["point"]})
-    sub = subset_points(pts, chosen)
+    sub = subset_points(pts, np.array(chosen, dtype=int))
     cfg = SolverConfig(work_limit=1.0, time_limit_s=10.0, seed=sc.spec.seed)
     batching = str(getattr(sc.spec.estimator.batching, "value", sc.spec.estimator.batching))
-    frames = {n: Screen(v).score(sub) for n, v in zip(r.names, variants, strict=True)}
+    frames = {n: screen_points(estimator(v), sub) for n, v in zip(r.names, variants, strict=True)}
     layouts, skipped = {}, []
     sat_jobs = []
     for n, v in zip(r.names, variants, strict=True):
         for j, p in enumerate(chosen):
             row = frames[n].iloc[j].to_dict()
-            lay = make_layout(v, row, placement, cfg) if row["feasible"] and row["capacity_rps"] > 0 else None
+            design = ScoredDesign.from_row(row, v.compute_types())
+            lay = make_layout(v, design, placement, cfg) if row["feasible"] and row["capacity_rps"] > 0 else None
             if lay is None:
                 skipped.append(f"{row['label']} on {n}: infeasible or no {placement} placement")
                 continue

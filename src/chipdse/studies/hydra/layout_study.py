@@ -12,81 +12,101 @@ throughput and TTFT measured the window's length, not the layout).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import pandas as pd
 
-from chipdse.core.design_space import PointSpec
+from chipdse.core.layout import Layout, LayoutKind
 from chipdse.core.scenario import LoadedScenario
+from chipdse.evaluators.serving import Served
 from chipdse.formulations.link_load import max_link_load
 from chipdse.formulations.placement import check_placement
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.link_load import solve_max_link_placement
 from chipdse.solvers.problems import placement_problem
-from chipdse.studies.hydra.simstudy import Layout, SimJob, map_placement
+from chipdse.studies.hydra.artifacts import FinalistResult
+from chipdse.studies.hydra.simstudy import SimJob, map_placement
 
 MAX_LINK_METHOD = "layout-bnb"
 """The max-link method of the layout study: the one that proves the busiest link on the default finalists."""
-LAYOUTS = (
-    ("exact placement + exact mapping", "exact"),
-    ("HYDRA greedy placement + LPT mapping", "hydra-greedy"),
-    ("round-robin placement + round-robin mapping", "round-robin"),
-)
+LAYOUTS = (LayoutKind.EXACT, LayoutKind.HYDRA_GREEDY, LayoutKind.ROUND_ROBIN)
+"""B*'s layouts from the finalist stage, in table order (the max-link one follows)."""
 
 
-def layout_candidates(sc: LoadedScenario, finalist: Any, cfg: SolverConfig) -> list[dict[str, Any]]:
-    """B*'s layouts with their placement objectives (Eq. 2 byte-hops/s and busiest-link bytes/s).
+@dataclass(frozen=True)
+class LayoutCandidate:
+    """One of B*'s layouts in the layout study.
 
-    Returns one dict per layout: ``name``, ``layout`` (:class:`Layout`), ``eq2``, ``max_link``, ``bound``
-    (the best proven Eq. 2 bound, for gaps), ``max_link_bound`` (only for the max-link layout).
+    Attributes
+    ----------
+    name : str
+        Its key (the layout kind's value, ``"max-link"`` for the min max-link placement).
+    label : str
+        Its name in the table.
+    layout : Layout
+    eq2 : float
+        HYDRA Eq. 2 of its placement, byte-hops/s.
+    max_link : float
+        The busiest directed link's load under XY routing, bytes/s.
+    bound : float or None
+        The best proven Eq. 2 bound of the finalist's exact placements (for gaps).
+    max_link_bound : float or None
+        The max-link solve's proven bound, bytes/s (the max-link layout only).
     """
 
-    row = finalist.row
-    point = PointSpec.from_row(row, sc.compute_types())
-    problem = placement_problem(sc, point, float(row["capacity_rps"]))
+    name: str
+    label: str
+    layout: Layout
+    eq2: float
+    max_link: float
+    bound: float | None
+    max_link_bound: float | None = None
+
+
+def layout_candidates(sc: LoadedScenario, finalist: FinalistResult, cfg: SolverConfig) -> list[LayoutCandidate]:
+    """B*'s layouts with their placement objectives (Eq. 2 byte-hops/s and busiest-link bytes/s): the finalist's
+    exact, greedy and round-robin layouts, then the placement minimizing the busiest link (:data:`MAX_LINK_METHOD`,
+    started from the exact placement, LPT mapping)."""
+    point = finalist.finalist.design.point
+    problem = placement_problem(sc, point, finalist.finalist.design.capacity_rps)
     bounds = [s.bound for s in finalist.placement if s.exact and s.bound is not None]
     best_bound = max(bounds) if bounds else None
-    served = {s["layout"]: s for s in finalist.serving if "layout_data" in s}
-    out = []
-    for label, key in LAYOUTS:
-        if label not in served:
-            continue
-        lay: Layout = served[label]["layout_data"]
-        out.append({"name": key, "label": label, "layout": lay, "eq2": check_placement(problem, lay.placement)[0],
-                    "max_link": max_link_load(problem, lay.placement), "bound": best_bound,
-                    "max_link_bound": None})
-    exact = next((c for c in out if c["name"] == "exact"), None)
-    sol = solve_max_link_placement(problem, MAX_LINK_METHOD, cfg, hint=None if exact is None else
-                                   exact["layout"].placement)
-    lay = None if sol.decision is None else map_placement(sc, point, sol.decision, f"max-link {MAX_LINK_METHOD}", cfg)
-    if lay is not None:
-        out.append({"name": "max-link", "label": f"min max-link placement ({MAX_LINK_METHOD}) + LPT mapping",
-                    "layout": lay,
-                    "eq2": check_placement(problem, sol.decision)[0], "max_link": sol.objective,
-                    "bound": best_bound, "max_link_bound": sol.bound})
+    lays = finalist.layouts()
+    out = [LayoutCandidate(str(kind), kind.label, lays[kind], check_placement(problem, lays[kind].placement)[0],
+                           max_link_load(problem, lays[kind].placement), best_bound)
+           for kind in LAYOUTS if kind in lays]
+    exact = lays.get(LayoutKind.EXACT)
+    sol = solve_max_link_placement(problem, MAX_LINK_METHOD, cfg, hint=None if exact is None else exact.placement)
+    lay = None if sol.decision is None else map_placement(sc, point, sol.decision, f"max-link {MAX_LINK_METHOD}", cfg,
+                                                          kind=LayoutKind.MAX_LINK)
+    if lay is not None and sol.decision is not None and sol.objective is not None:
+        out.append(LayoutCandidate("max-link", f"min max-link placement ({MAX_LINK_METHOD}) + LPT mapping", lay,
+                                   check_placement(problem, sol.decision)[0], float(sol.objective), best_bound,
+                                   sol.bound))
     return out
 
 
-def layout_jobs(sc: LoadedScenario, candidates: list[dict[str, Any]], rate_rps: float, duration_s: float
+def layout_jobs(sc: LoadedScenario, candidates: list[LayoutCandidate], rate_rps: float, duration_s: float
                 ) -> list[SimJob]:
     """One simulation per layout: dynamic batching, static scheduling, ``rate_rps`` (req/s; explore offers
     ``simulation.load`` x the weakest layout's estimated capacity), ``duration_s`` (s) from empty."""
-    return [SimJob(sc, c["layout"], rate_rps, duration_s, 0.0, "dynamic", "static",
-                   tags={"study": "layout", "variant": c["name"]}) for c in candidates]
+    return [SimJob(sc, c.layout, rate_rps, duration_s, 0.0, "dynamic", "static",
+                   tags={"study": "layout", "variant": c.name}) for c in candidates]
 
 
-def layout_table(candidates: list[dict[str, Any]], served: dict[str, dict[str, float]],
-                 results: list[dict[str, Any]]) -> pd.DataFrame:
+def layout_table(candidates: list[LayoutCandidate], served: dict[str, Served],
+                 results: list[dict[str, object]]) -> pd.DataFrame:
     """One row per layout: objectives, estimator re-score (``served`` by name) and the simulator's metrics."""
     sims = {r["variant"]: r for r in results if r.get("study") == "layout"}
     rows = []
     for c in candidates:
-        s, e = sims.get(c["name"], {}), served.get(c["name"], {})
-        gap = None if c["bound"] is None or c["eq2"] <= 0 else (c["eq2"] - c["bound"]) / c["eq2"]
-        rows.append({"layout": c["label"], "eq2_byte_hops_per_s": c["eq2"], "eq2_gap_to_bound": gap,
-                     "max_link_GBps": c["max_link"] / 1e9,
-                     "max_link_bound_GBps": None if c["max_link_bound"] is None else c["max_link_bound"] / 1e9,
-                     "est_throughput_tps": e.get("throughput_tps"), "est_ttft_s": e.get("ttft_s"),
+        s, e = sims.get(c.name, {}), served.get(c.name)
+        gap = None if c.bound is None or c.eq2 <= 0 else (c.eq2 - c.bound) / c.eq2
+        rows.append({"layout": c.label, "eq2_byte_hops_per_s": c.eq2, "eq2_gap_to_bound": gap,
+                     "max_link_GBps": c.max_link / 1e9,
+                     "max_link_bound_GBps": None if c.max_link_bound is None else c.max_link_bound / 1e9,
+                     "est_throughput_tps": None if e is None else e.throughput_tps,
+                     "est_ttft_s": None if e is None else e.ttft_s,
                      "sim_throughput_tps": s.get("sim_throughput_tps"), "sim_ttft_s": s.get("sim_ttft_s"),
                      "sim_ttft_p99_s": s.get("sim_ttft_p99_s")})
     return pd.DataFrame(rows)

@@ -4,21 +4,18 @@ report's policy pages read)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from chipdse.core.scenario import LoadedScenario
-from chipdse.evaluators.estimator import Screen
 from chipdse.runtime.parallel import Backend
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.hydra.explore import serve_layout
 from chipdse.studies.hydra.simstage import protocol_workloads, run_policy_jobs, workload_policy_jobs
 from chipdse.studies.hydra.simstudy import policy_summary
+from chipdse.studies.pipeline import Progress
 
 
 def policy_study(workloads: list[LoadedScenario], cfg: SolverConfig | None = None, backend: Backend | None = None,
-                 progress: Any = None) -> tuple[pd.DataFrame, list[str]]:
+                 progress: Progress | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Simulate the ablation (Fig. 9), scheduler (Fig. 12) and placement (Fig. 10) studies on every workload.
 
     Parameters
@@ -55,14 +52,14 @@ def policy_study(workloads: list[LoadedScenario], cfg: SolverConfig | None = Non
     for scw in workloads:
         if progress is not None:
             progress(f"B* and M_T of {scw.model.key} on {scw.workload.name}", 0.0)
-        jobs += workload_policy_jobs(scw, cfg, serve_layout, Screen, skipped)
+        jobs += workload_policy_jobs(scw, cfg, skipped)
     table = run_policy_jobs(jobs, backend or Backend.in_process(), workloads[0].spec.simulation.min_first_tokens,
                             skipped)
     return table, skipped
 
 
 def protocol_study(sc: LoadedScenario, cfg: SolverConfig | None = None, backend: Backend | None = None,
-                   progress: Any = None) -> tuple[pd.DataFrame, dict[str, float], list[str]]:
+                   progress: Progress | None = None) -> tuple[pd.DataFrame, dict[str, float], list[str]]:
     """:func:`policy_study` on every ``simulation.models`` x ``simulation.datasets`` workload of ``sc``
     (``instances/scenarios/hydra-protocol.yaml``: HYDRA's 12) and its :func:`policy_summary`.
 

@@ -14,7 +14,7 @@ composition) and compares, on that sub-space:
 Every point is placed with a heuristic (``hydra-greedy`` by default: fast and deterministic), mapped with the LPT
 greedy, and simulated twice: saturated (arrivals at twice the larger of the two methods' capacity estimates) for
 throughput, and at the scenario's offered load for TTFT. The estimator is called only through
-``Screen(sc).score(points)``.
+the screen stage (:func:`chipdse.studies.hydra.stages.screen_points`).
 """
 
 from __future__ import annotations
@@ -26,17 +26,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.core.design_space import DesignPoints, enumerate_points
+from chipdse.core.design_space import DesignPoints, ScoredDesign, enumerate_points, subset_points
 from chipdse.core.errors import SpecError
+from chipdse.core.layout import Layout
 from chipdse.core.scenario import LoadedScenario
-from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.roofline import roofline_scores
 from chipdse.evaluators.selection import pareto_mask
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.runtime.parallel import Backend, run_jobs
+from chipdse.runtime.parallel import Progress as JobProgress
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.hydra.simstudy import Layout, SimJob, make_layout, saturation_window
-from chipdse.studies.hydra.sweep import subset_points
+from chipdse.studies.hydra.simstudy import SimJob, make_layout, saturation_window
+from chipdse.studies.hydra.stages import estimator, screen_points
 
 METHODS = ("est", "roof")
 """Column prefixes of the two scoring methods: the estimator and the roofline baseline."""
@@ -158,7 +159,8 @@ def run_safe(job: SimJob) -> dict[str, Any]:
 
 def recovery(sc: LoadedScenario, n_hbm: int, d2d_GBps: float, max_batch: int, *,  # noqa: N803
              backend: Backend | None = None, placement: str = "hydra-greedy", min_measure_s: float = 30.0,
-             max_s: float = 900.0, ttft_duration_s: float = 60.0, progress: Any = None) -> RecoveryResult:
+             max_s: float = 900.0, ttft_duration_s: float = 60.0, progress: JobProgress | None = None
+             ) -> RecoveryResult:
     """Simulate every point of one sub-space and measure the estimator's and the roofline's recovery.
 
     Parameters
@@ -194,7 +196,7 @@ def recovery(sc: LoadedScenario, n_hbm: int, d2d_GBps: float, max_batch: int, *,
     """
     t0 = time.perf_counter()
     pts = subspace(sc, n_hbm, d2d_GBps, max_batch)
-    est = Screen(sc).score(pts)
+    est = screen_points(estimator(sc), pts)
     roof = roofline_scores(sc, pts)
     cfg = SolverConfig(work_limit=1.0, time_limit_s=10.0, seed=sc.spec.seed)
     lam = sc.workload.arrival_rate_rps
@@ -207,7 +209,7 @@ def recovery(sc: LoadedScenario, n_hbm: int, d2d_GBps: float, max_batch: int, *,
         if not rd["feasible"] or rd["capacity_rps"] <= 0:
             skipped.append(f"{rd['label']}: the estimator finds it infeasible")
             continue
-        lay: Layout | None = make_layout(sc, rd, placement, cfg)
+        lay: Layout | None = make_layout(sc, ScoredDesign.from_row(rd, sc.compute_types()), placement, cfg)
         if lay is None:
             skipped.append(f"{rd['label']}: {placement} found no placement")
             continue

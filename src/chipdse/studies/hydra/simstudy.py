@@ -31,11 +31,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy.stats import spearmanr
 
-from chipdse.core.design_space import PointSpec
+from chipdse.core.design_space import PointSpec, ScoredDesign
+from chipdse.core.layout import Layout, LayoutKind
 from chipdse.core.scenario import LoadedScenario
-from chipdse.evaluators.policies import SCHEDULER_NAMES, batcher_config, scheduler_config
+from chipdse.evaluators.policies import batcher_config, scheduler_config
 from chipdse.evaluators.sim_build import build_sim_config
 from chipdse.evaluators.sim_policies import StaticBatcherConfig
 from chipdse.evaluators.simulator import simulate
@@ -44,80 +46,54 @@ from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.placement_heuristics import PlacementHeuristicError, random_placement
 from chipdse.solvers.problems import mapping_problem, placement_problem
-
-FIDELITY_THRESHOLDS = {"cosine": 0.95, "spearman_throughput": 0.9, "max_throughput_recovery": 0.97}
-"""Lower bounds of the fidelity check (HYDRA reports cosine 0.9 and 93% recovery)."""
-FIDELITY_MAX_ERRORS = {"mape_throughput": 0.15}
-"""Upper bounds of the fidelity check: mean absolute percentage error of throughput (issue 15; HYDRA Sec. VI-B
-reports 8% and 12% gaps on B* and M_T)."""
-
-ABLATION = (
-    ("baseline", "round-robin", "static", "static"),
-    ("CP", "exact", "static", "static"),
-    ("CP+ET", "exact", "elastic", "static"),
-    ("CP+ET+DB", "exact", "elastic", "dynamic"),
+from chipdse.studies.hydra.artifacts import (
+    ABLATION,
+    EXTRA_PAIRS,
+    PLACEMENT_VARIANTS,
+    REFERENCE,
+    SCHEDULER_VARIANTS,
+    STUDY_VARIANTS,
+    WORKLOAD_KEYS,
+    SimulationStudy,
+    pair_key,
 )
-"""(variant, placement, task scheduler, batching) of the ablation (HYDRA Fig. 12)."""
-
-SCHEDULER_VARIANTS = SCHEDULER_NAMES
-"""The scheduler comparison runs every registered task scheduler (HYDRA Sec. VI-E)."""
 
 SCHEDULER_BATCHING = "static"
 """Batching of the scheduler study: HYDRA Sec. VI-E runs it on "the same hardware configurations as in Section
 VI-B" with only the task scheduler changed, and Sec. VI-B uses static batching; so its static run is the ablation's
 CP run and its elastic run is CP+ET (neither simulated twice)."""
 
-PLACEMENT_VARIANTS = ("round-robin", "random", "hydra-greedy", "exact")
-"""Placements of the placement study (HYDRA Fig. 10 plus the paper's greedy), static scheduling and batching; the
-round-robin and exact runs are the ablation's baseline and CP runs."""
-
 PLACEMENT_OVERLOAD = 2.0
 """The M_T placement runs are offered this many times the strongest compared layout's estimated capacity, so every
 layout runs saturated and its throughput is its own capacity (HYDRA Fig. 10(b) compares M_T's throughput)."""
-
-REFERENCE = {"ablation": "baseline", "scheduler": "static", "placement": "round-robin"}
-"""The run each study normalizes to (HYDRA Figs. 9, 10, 12); its first-token count decides a workload's validity."""
 
 _FROM_ABLATION = {("scheduler", "static"): "CP", ("scheduler", "elastic"): "CP+ET",
                   ("placement", "round-robin"): "baseline", ("placement", "exact"): "CP"}
 """(study, variant) rows copied from the ablation's runs, which simulate the same configuration."""
 
 
-@dataclass(frozen=True)
-class Layout:
-    """A placed and mapped design point (what the simulator needs besides policies)."""
-
-    point: PointSpec
-    placement: dict[int, str]
-    prefill_map: dict[str, str]
-    decode_map: dict[str, str]
-    placement_method: str
-
-
-def make_layout(sc: LoadedScenario, row: dict[str, Any], placement_method: str, cfg: SolverConfig,
-                mapping_method: str = "lpt-greedy") -> Layout | None:
-    """Place (``placement_method``) and map (``mapping_method``, both phases) an estimator row; None when the
+def make_layout(sc: LoadedScenario, design: ScoredDesign, placement_method: str, cfg: SolverConfig,
+                mapping_method: str = "lpt-greedy", kind: LayoutKind = LayoutKind.EXACT) -> Layout | None:
+    """Place (``placement_method``) and map (``mapping_method``, both phases) a scored design; None when the
     placement method finds nothing within its work limit."""
-
-    point = PointSpec.from_row(row, sc.compute_types())
-    pl = solve_placement(placement_problem(sc, point, float(row["capacity_rps"])), placement_method, cfg,
+    pl = solve_placement(placement_problem(sc, design.point, design.capacity_rps), placement_method, cfg,
                          seed=cfg.seed)
     if pl.decision is None:
         return None
-    return map_placement(sc, point, pl.decision, placement_method, cfg, mapping_method)
+    return map_placement(sc, design.point, pl.decision, placement_method, cfg, mapping_method, kind)
 
 
 def map_placement(sc: LoadedScenario, point: PointSpec, placement: dict[int, str], placement_method: str,
-                  cfg: SolverConfig, mapping_method: str = "lpt-greedy") -> Layout | None:
+                  cfg: SolverConfig, mapping_method: str = "lpt-greedy", kind: LayoutKind = LayoutKind.EXACT
+                  ) -> Layout | None:
     """Map both phases of a placed design (``mapping_method``); None when a phase has no mapping."""
-
     maps = {}
     for phase in ("prefill", "decode"):
         sol = solve_mapping(mapping_problem(sc, point, placement, phase, point.batch), mapping_method, cfg)
         if sol.decision is None:
             return None
         maps[phase] = sol.decision
-    return Layout(point, placement, maps["prefill"], maps["decode"], placement_method)
+    return Layout(point, placement, maps["prefill"], maps["decode"], placement_method, kind)
 
 
 @dataclass(frozen=True)
@@ -353,34 +329,10 @@ def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: fl
     jobs = [job("ablation", v, p, sched, b) for v, p, sched, b in ABLATION]
     jobs += [job("scheduler", s_, "exact", s_, SCHEDULER_BATCHING) for s_ in SCHEDULER_VARIANTS
              if ("scheduler", s_) not in _FROM_ABLATION]
-    jobs += [job("placement", p, p, "static", "static", placement_rate if own_rate else rate)
+    placement_at = placement_rate if own_rate and placement_rate is not None else rate
+    jobs += [job("placement", p, p, "static", "static", placement_at)
              for p in PLACEMENT_VARIANTS if (own_rate or ("placement", p) not in _FROM_ABLATION) and p in layouts]
     return jobs
-
-
-@dataclass
-class SimulationStudy:
-    """What explore's simulation stage measured (read by the report)."""
-
-    fidelity: pd.DataFrame
-    metrics: dict[str, float]
-    policies: pd.DataFrame
-    utilization: dict[str, dict[str, Any]]
-    skipped: list[str]
-    wall_s: float
-    layouts: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-
-def finalist_layouts(finalist: Any) -> dict[str, Layout]:
-    """The finalist's exact, round-robin and HYDRA-greedy layouts (as explore solved them), by placement key."""
-    out = {}
-    for served, key in (("exact placement + exact mapping", "exact"),
-                        ("round-robin placement + round-robin mapping", "round-robin"),
-                        ("HYDRA greedy placement + LPT mapping", "hydra-greedy")):
-        s = next((x for x in finalist.serving if x["layout"] == served), None)
-        if s is not None and "layout_data" in s:
-            out[key] = s["layout_data"]
-    return out
 
 
 def policy_datasets(sc: LoadedScenario) -> list[str]:
@@ -413,11 +365,7 @@ def random_layout(sc: LoadedScenario, point: PointSpec, capacity_rps: float, cfg
         decision = random_placement(problem, np.random.default_rng(seed))
     except PlacementHeuristicError:
         return None
-    return map_placement(sc, point, decision, "random", cfg, "round-robin")
-
-
-WORKLOAD_KEYS = ("model", "dataset", "role")
-"""Columns that name one workload and design of the policy table (those present are used)."""
+    return map_placement(sc, point, decision, "random", cfg, "round-robin", LayoutKind.RANDOM)
 
 
 def policy_rows(results: list[dict[str, Any]], min_first_tokens: int) -> pd.DataFrame:
@@ -451,28 +399,59 @@ def policy_rows(results: list[dict[str, Any]], min_first_tokens: int) -> pd.Data
     return mark_validity(pd.DataFrame(flat), min_first_tokens)
 
 
-def mark_validity(table: pd.DataFrame, min_first_tokens: int) -> pd.DataFrame:
-    """Add ``ref_first_tokens``, ``valid`` and ``invalid_reason`` to a policy table (see :func:`policy_rows`).
+ANOTHER_RUN = "another run of this workload is invalid"
+"""The start of the reason of a run that is itself fine but belongs to an invalid workload (:func:`mark_validity`)."""
 
-    ``table`` needs ``study``, ``variant``, ``first_tokens`` (requests whose first token came in the run's
-    measured window) and optionally the :data:`WORKLOAD_KEYS` columns; a copy is returned."""
+
+def mark_validity(table: pd.DataFrame, min_first_tokens: int) -> pd.DataFrame:
+    """Mark which runs of a policy table count: the one validity rule of a simulated workload.
+
+    A run is *short* when its study's reference run (:data:`~chipdse.studies.hydra.artifacts.REFERENCE`) on the
+    same workload gave fewer than ``min_first_tokens`` first tokens in its measured window, and *empty* when it gave
+    no first token itself. A workload (its :data:`~chipdse.studies.hydra.artifacts.WORKLOAD_KEYS`: model, dataset,
+    design role) counts only when none of its runs, in any study, is short or empty: then every average (the policy
+    pages, the claims, the manifest) is over the same workloads, and a study never averages a workload another
+    study of the same run leaves out.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        ``study``, ``variant``, ``first_tokens`` (requests whose first token came in the run's measured window) and
+        optionally the workload columns.
+    min_first_tokens : int
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy with ``ref_first_tokens`` (the reference run's first tokens; NaN when it is missing), ``valid`` (the
+        workload counts) and ``invalid_reason`` ("" when valid: the run's own reason first, else the workload's).
+    """
     t = table.copy()
     if t.empty:
         return t.assign(ref_first_tokens=[], valid=[], invalid_reason=[])
-    keys = [k for k in WORKLOAD_KEYS if k in t] + ["study"]
-    ref = t[t["variant"] == t["study"].map(REFERENCE)].groupby(keys)["first_tokens"].first()
-    t = t.join(ref.rename("ref_first_tokens"), on=keys)
+    keys = [k for k in WORKLOAD_KEYS if k in t]
+    ref = t[t["variant"] == t["study"].map(REFERENCE)].groupby([*keys, "study"])["first_tokens"].first()
+    t = t.join(ref.rename("ref_first_tokens"), on=[*keys, "study"])
     short = ~(t["ref_first_tokens"] >= min_first_tokens)  # NaN (no reference run) counts as short
     empty = ~(t["first_tokens"] > 0)
-    t["valid"] = ~short & ~empty
-    t["invalid_reason"] = np.where(  # the workload's reason first: it covers every run of the workload
+    own = np.where(  # the reference's reason first: it covers every run of its study on the workload
         short, [f"{REFERENCE.get(s, '?')} gave {'no run' if math.isnan(f) else int(f)} < {min_first_tokens} first "
                 "tokens in its window" for s, f in zip(t["study"], t["ref_first_tokens"], strict=True)],
         np.where(empty, "no first token in its window", ""))
-    return t
+    t["_own"] = own
+    bad = short | empty
+    if keys:
+        first_bad = t[bad].groupby(keys)["_own"].first()
+        workload_reason = t.join(first_bad.rename("_workload"), on=keys)["_workload"]
+    else:
+        workload_reason = pd.Series(t.loc[bad, "_own"].iloc[0] if bad.any() else np.nan, index=t.index)
+    t["valid"] = workload_reason.isna().to_numpy()
+    t["invalid_reason"] = np.where(bad, own, np.where(t["valid"], "", ANOTHER_RUN + ": "
+                                                      + workload_reason.fillna("").astype(str)))
+    return t.drop(columns="_own")
 
 
-def geomean(values: Any) -> float:
+def geomean(values: ArrayLike) -> float:
     """Geometric mean of positive finite values (NaN when there are none)."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
@@ -557,3 +536,77 @@ def policy_summary(table: pd.DataFrame) -> dict[str, float]:
         return {}
     return {f"{name}_{k}": v for name, study, var, ref in COMPARISONS
             for k, v in compare(table, study, var, ref).items()}
+
+
+def _workload_label(key: object, names: list[str]) -> str:
+    """A workload's name in notes: its model, dataset and design role (those present)."""
+    parts = dict(zip(names, key if isinstance(key, tuple) else (key,), strict=True))
+    return " ".join(str(x) for x in (parts.get("model"), parts.get("dataset"), parts.get("role")) if x)
+
+
+def invalid_notes(table: pd.DataFrame, study: str) -> str:
+    """The invalid workloads of one study's rows of a policy table (:func:`mark_validity`), each with the reason of
+    its first invalid run; "" when every workload counts."""
+    d = table[table["study"] == study]
+    keys = [k for k in WORKLOAD_KEYS if k in d]
+    bad = d[~d["valid"].astype(bool)]
+    if bad.empty:
+        return ""
+    if not keys:
+        return str(bad["invalid_reason"].iloc[0])
+    return "; ".join(f"{_workload_label(k, keys)} ({g['invalid_reason'].iloc[0]})"
+                     for k, g in bad.groupby(keys, sort=False))
+
+
+def policy_report(table: pd.DataFrame) -> dict[str, Any]:
+    """Every ratio and average the policy pages and the manifest print, computed once from a policy table.
+
+    Returns
+    -------
+    dict
+        ``ratios`` (:func:`~chipdse.studies.hydra.artifacts.pair_key` (study, variant) -> :func:`ratio_rows` over the
+        study's reference, for each variant of
+        :data:`~chipdse.studies.hydra.artifacts.STUDY_VARIANTS`), ``comparisons`` (pair_key (study, variant,
+        reference) -> :func:`compare`, for those and :data:`~chipdse.studies.hydra.artifacts.EXTRA_PAIRS`),
+        ``gains`` (:func:`policy_summary`, NaN as None) and ``invalid_notes`` (study -> :func:`invalid_notes`);
+        empty dicts for an empty table.
+    """
+    if table.empty:
+        return {"ratios": {}, "comparisons": {}, "gains": {}, "invalid_notes": {}}
+    ratios, comparisons = {}, {}
+    for study, variants in STUDY_VARIANTS.items():
+        for v in variants:
+            ratios[pair_key(study, v)] = ratio_rows(table, study, v)
+        for v, ref in [(v, REFERENCE[study]) for v in variants] + list(EXTRA_PAIRS.get(study, ())):
+            comparisons[pair_key(study, v, ref)] = compare(table, study, v, ref)
+    gains = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in policy_summary(table).items()}
+    return {"ratios": ratios, "comparisons": comparisons, "gains": gains,
+            "invalid_notes": {study: invalid_notes(table, study) for study in STUDY_VARIANTS}}
+
+
+def simulation_study(fidelity: pd.DataFrame, metrics: dict[str, float], policies: pd.DataFrame,
+                     utilization: dict[str, dict[str, Any]], skipped: list[str], wall_s: float,
+                     layouts: pd.DataFrame | None = None) -> SimulationStudy:
+    """The simulation stage's result with every average its pages print (:func:`policy_report`) computed.
+
+    Parameters
+    ----------
+    fidelity : pandas.DataFrame
+        :func:`fidelity_table`.
+    metrics : dict
+        :func:`fidelity_metrics` ({} with fewer than 3 points).
+    policies : pandas.DataFrame
+        :func:`policy_rows` (validity marked by :func:`mark_validity`).
+    utilization : dict
+        Per placement, the link and chiplet utilization of its runs.
+    skipped : list of str
+        What was not run, and why.
+    wall_s : float
+        The stage's wall time, s.
+    layouts : pandas.DataFrame, optional
+        :func:`chipdse.studies.hydra.layout_study.layout_table`.
+    """
+    report = policy_report(policies)
+    return SimulationStudy(fidelity, metrics, policies, utilization, skipped, wall_s,
+                           pd.DataFrame() if layouts is None else layouts, report["ratios"], report["comparisons"],
+                           report["gains"], report["invalid_notes"])

@@ -11,21 +11,20 @@ import math
 
 import numpy as np
 
-from chipdse.core.design_space import PointSpec, enumerate_points
+from chipdse.core.design_space import ScoredDesign, enumerate_points
 from chipdse.core.errors import InfeasibleDesignError, SpecError
 from chipdse.core.scenario import LoadedScenario
-from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, batcher_config, scheduler_config
-from chipdse.evaluators.selection import pick_b_star
 from chipdse.evaluators.sim_build import build_sim_config, workload_arrival
 from chipdse.evaluators.sim_config import MAX_ARRIVALS
-from chipdse.evaluators.sim_results import backlog_growth
+from chipdse.evaluators.sim_results import LatencyStats, backlog_growth
 from chipdse.evaluators.simulator import simulate
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import mapping_problem, placement_problem
 from chipdse.studies.common import check_replay
+from chipdse.studies.hydra.stages import estimator, screen_and_pick, screen_table
 
 SCHEDULERS = SCHEDULER_NAMES
 """Task schedulers of the simulator by CLI name (the registry ``chipdse.evaluators.policies``)."""
@@ -35,8 +34,9 @@ PLACEMENT_METHOD = "hbm-enum"
 MAPPING_METHOD = "lpt-greedy"
 
 
-def _select_row(sc: LoadedScenario, point: str | int) -> dict:
-    """Return the estimator row of ``point`` ("best" = B*, or an integer row id)."""
+def _select(sc: LoadedScenario, point: str | int) -> tuple[dict, ScoredDesign]:
+    """Return the scored row and design of ``point`` ("best" = B*, picked as explore picks it, or an integer row id
+    of the estimator table); a bad id fails before the space is scored."""
 
     pid: int | None = None
     if isinstance(point, str):
@@ -51,31 +51,23 @@ def _select_row(sc: LoadedScenario, point: str | int) -> dict:
     else:
         msg = f"point must be 'best' or an integer row id of the estimator table, got {point!r}"
         raise ValueError(msg)
-    pts, _ = enumerate_points(sc)
-    df = Screen(sc).score(pts)
-    if df.empty:
-        msg = f"{sc.spec.name}: the design space has no buildable point"
-        raise InfeasibleDesignError(msg)
-    if pid is None:
-        try:
-            return df.loc[pick_b_star(df)].to_dict()
-        except ValueError as exc:
-            msg = f"{sc.workload_path}: arrival_rate_rps: {exc}"
-            raise InfeasibleDesignError(msg) from None
-    ids = df["point"].astype(int)
-    match = df[ids == pid]
-    if match.empty:
-        msg = (f"--point: must be 'best' or one of {int(ids.min())}..{int(ids.max())} "
-               f"({len(df)} points in the estimator table), got {pid}")
-        raise ValueError(msg)
-    row = match.iloc[0].to_dict()
-    if not bool(row["feasible"]):
-        msg = f"point {pid} ({row['label']}) is infeasible: {row['reason'] or 'see the estimator table'}"
-        raise ValueError(msg)
-    return row
+    if pid is not None:
+        n = len(enumerate_points(sc)[0])  # row ids are the enumeration's order: check before scoring
+        if not 0 <= pid < n:
+            msg = f"--point: must be 'best' or one of 0..{n - 1} ({n} points in the estimator table), got {pid}"
+            raise ValueError(msg)
+        screen = estimator(sc)
+        table = screen_table(screen)
+        row = table.row(pid)
+        if not bool(row["feasible"]):
+            msg = f"point {pid} ({row['label']}) is infeasible: {row['reason'] or 'see the estimator table'}"
+            raise ValueError(msg)
+        return row, table.design(pid)
+    _, _, picks = screen_and_pick(sc)
+    return dict(picks.b_star.row), picks.b_star.design
 
 
-def _stats(s) -> dict:
+def _stats(s: LatencyStats) -> dict[str, float | int | None]:
     return {"mean": s.mean_s, "p50": s.p50_s, "p99": s.p99_s, "count": int(s.count)}
 
 
@@ -101,7 +93,8 @@ def run_simulation(
     ----------
     sc : LoadedScenario
     point : str | int
-        ``"best"`` (B*, as ``explore`` picks it) or an integer row id of the estimator table (``point`` column).
+        ``"best"`` (B*, as ``explore`` picks it: the screen and pick stages, ``energy.pick`` and the power limits
+        included) or an integer row id of the estimator table (``point`` column).
     duration_s : float, optional
         Simulated window, s (default: the workload's ``duration_s``).
     rate_rps : float, optional
@@ -116,16 +109,16 @@ def run_simulation(
     Returns
     -------
     dict
-        JSON-able: ``point`` (id and label), ``policies``, ``throughput_tps``, ``ttft_s`` / ``tbt_s`` /
-        ``e2e_s`` (mean, p50, p99, count; ``None`` without samples), ``utilization`` (chiplets with a
-        per-chiplet map, links and HBM ports: mean and max), ``preemptions``, ``requests_arrived``,
-        ``requests_finished``, ``requests_in_system``, ``overloaded`` (the backlog of requests waiting for a first
-        token grew beyond what the arrival noise and a forming batch explain,
-        :func:`chipdse.evaluators.sim_results.backlog_growth`; the latency statistics then cover only the
-        requests served so far), ``backlog_growth`` (its ``requests``, ``threshold``, ``from_s``, ``to_s``),
-        ``output_tokens``, ``empty`` (``SimResult.empty``: no request finished; the metrics then describe none),
-        ``cross_phase`` (``jobs`` and ``busy_s`` of prefill jobs on decode chiplets and the reverse), ``events``,
-        ``wall_s`` (simulator wall time; the only entry that differs between runs with the same inputs).
+        JSON-able: ``design`` (the simulated design's label), ``point`` (id and label), ``policies``,
+        ``throughput_tps``, ``ttft_s`` / ``tbt_s`` / ``e2e_s`` (mean, p50, p99, count; ``None`` without samples),
+        ``utilization`` (chiplets with a per-chiplet map, links and HBM ports: mean and max), ``preemptions``,
+        ``requests_arrived``, ``requests_finished``, ``requests_in_system``, ``overloaded`` (the backlog of requests
+        waiting for a first token grew beyond what the arrival noise and a forming batch explain,
+        :func:`chipdse.evaluators.sim_results.backlog_growth`; the latency statistics then cover only the requests
+        served so far), ``backlog_growth`` (its ``requests``, ``threshold``, ``from_s``, ``to_s``), ``output_tokens``,
+        ``empty`` (``SimResult.empty``: no request finished; the metrics then describe none), ``cross_phase`` (``jobs``
+        and ``busy_s`` of prefill jobs on decode chiplets and the reverse), ``events``, ``wall_s`` (simulator wall time;
+        the only entry that differs between runs with the same inputs).
 
     Raises
     ------
@@ -151,10 +144,10 @@ def run_simulation(
     check_replay(sc)
     check_arrivals(sc, duration_s, rate_rps)
 
-    row = _select_row(sc, point)
-    spec = PointSpec.from_row(row, sc.compute_types())
+    row, design = _select(sc, point)
+    spec = design.point
     batcher_cfg = batcher_config(batching, spec.batch)
-    place = solve_placement(placement_problem(sc, spec, float(row["capacity_rps"])), PLACEMENT_METHOD,
+    place = solve_placement(placement_problem(sc, spec, design.capacity_rps), PLACEMENT_METHOD,
                             SolverConfig.of(sc.spec, seed=sc.spec.seed))
     if place.decision is None:
         msg = f"{row['label']}: {PLACEMENT_METHOD} found no placement ({place.status.value}: {place.reason})"
@@ -174,7 +167,8 @@ def run_simulation(
 
     return {
         "scenario": sc.spec.name,
-        "point": {"id": int(row["point"]), "label": str(row["label"]), "best": pid_is_best(point)},
+        "design": design.label,
+        "point": {"id": int(row["point"]), "label": design.label, "best": pid_is_best(point)},
         "policies": {
             "batching": batching,
             "max_batch": int(spec.batch),

@@ -1,10 +1,14 @@
 """Sweep a scenario's design space on one or more workloads, then simulate its Pareto candidates; every job is
 storable and distributable.
 
+The sweep composes HYDRA's stages (:mod:`chipdse.studies.hydra.stages`) over a job back-end:
+
 Stage 1 (screen): one job per (workload, HBM count) (HYDRA Table III has 15 HBM counts: 2..16). Each job
-enumerates the space, keeps its HBM count and scores those points with :class:`evaluators.estimator.Screen`; the
-estimator is pointwise, so the concatenated chunks equal one ``Screen.score`` over every point. The Pareto front
-is computed afterwards per workload over the whole space.
+enumerates the space, keeps its HBM count and scores those points with the screen stage's
+:func:`~chipdse.studies.hydra.stages.screen_points` (estimator, energy, power limits); the scoring is pointwise, so
+the concatenated chunks equal one screen over every point. Per workload, the stages' ``design_table`` then adds
+the Pareto flags and checks the power limits over the whole space, and the pick stage
+(:func:`~chipdse.studies.hydra.stages.pick`, the scenario's ``energy.pick``) names B* and M_T.
 
 Stage 2 (simulate, ``sweep.simulate`` > 0): per workload, B*, M_T and further Pareto points spread along the
 front are placed (exactly, ``hbm-enum``, by default), mapped (LPT) and run through the event simulator at the
@@ -24,16 +28,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.core.design_space import DesignPoints, enumerate_points
+from chipdse.core.design_space import ScoredDesign, enumerate_points, subset_points
+from chipdse.core.errors import InfeasibleDesignError
 from chipdse.core.scenario import LoadedScenario, scenario_identity, with_workload
-from chipdse.evaluators.energy_hydra import check_power_limits, score_with_energy
-from chipdse.evaluators.estimator import Screen
-from chipdse.evaluators.selection import pareto_mask, pareto_mask_3, pick_finalists
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.runtime.store import ResultsStore, job_key
 from chipdse.solvers.config import SolverConfig
+from chipdse.studies.hydra.artifacts import DesignTable, Picks
 from chipdse.studies.hydra.simstudy import SimJob, make_layout
+from chipdse.studies.hydra.stages import design_table, estimator, pick, pick_rule, screen_points
 
 JOB_KIND = "sweep-screen"
 SIM_JOB_KIND = "sweep-simulate"
@@ -66,8 +70,9 @@ class SweepResult:
     n_stable, n_unstable : int
         Feasible points that are stable at the offered load (empty ``reason``), and those that are not (capacity
         at or below the offered load); n_stable + n_unstable = n_feasible.
-    per_workload : dict[str, dict[str, int]]
-        points, feasible, stable, unstable, infeasible and pareto per workload name.
+    per_workload : dict[str, dict[str, Any]]
+        points, feasible, stable, unstable, infeasible and pareto per workload name, and its ``b_star`` and ``m_t``
+        (``{"design": label, "point": row}``, None without a stable point) with the ``pick`` rule.
     infeasible_reasons, unstable_reasons : dict[str, int]
         Points per reason (the ``reason`` column) of the infeasible and of the unstable points.
     unbuildable : list[str]
@@ -86,7 +91,7 @@ class SweepResult:
     n_feasible: int
     n_infeasible: int
     n_pareto: int
-    per_workload: dict[str, dict[str, int]]
+    per_workload: dict[str, dict[str, Any]]
     infeasible_reasons: dict[str, int]
     unbuildable: list[str]
     simulated: pd.DataFrame
@@ -99,12 +104,8 @@ class SweepResult:
     n_stable: int = 0
     n_unstable: int = 0
     unstable_reasons: dict[str, int] = field(default_factory=dict)
-
-
-def subset_points(pts: DesignPoints, mask: np.ndarray) -> DesignPoints:
-    """Return the points where ``mask`` (bool, shape (n,)) is true, or at the positions ``mask`` lists (int array,
-    in that order)."""
-    return DesignPoints(pts.types, pts.counts[mask], pts.n_hbm[mask], pts.d2d_GBps[mask], pts.max_batch[mask])
+    picks: dict[str, Picks | None] = field(default_factory=dict)
+    """Per workload name, its B* and M_T (the pick stage's; None when no point is stable)."""
 
 
 def frame_to_json(df: pd.DataFrame) -> dict[str, Any]:
@@ -129,8 +130,7 @@ def score_hbm_chunk(sc: LoadedScenario, n_hbm: int) -> dict[str, Any]:
     """
 
     pts, _ = enumerate_points(sc)
-    df = score_with_energy(Screen(sc), subset_points(pts, pts.n_hbm == n_hbm))
-    return frame_to_json(df)
+    return frame_to_json(screen_points(estimator(sc), subset_points(pts, pts.n_hbm == n_hbm)))
 
 
 def _screen_job(job: tuple[LoadedScenario, int]) -> dict[str, Any]:
@@ -164,37 +164,51 @@ def sweep_jobs(sc: LoadedScenario) -> tuple[list[int], list[int], list[str]]:
     return [int(h) for h in counts], [int(n) for n in sizes], reasons
 
 
-def pareto_candidates(df: pd.DataFrame, n: int, pick: str = "throughput-ttft") -> list[tuple[int, str]]:
-    """Up to ``n`` (row index, role) of one workload's table: B*, M_T, then Pareto points spread evenly over the
-    front's throughput range (none when no point is stable).
+def pareto_candidates(table: DesignTable, picks: Picks | None, n: int) -> list[tuple[int, str]]:
+    """Up to ``n`` (row index, role) of one workload's table: B*, M_T (the pick stage's), then Pareto points spread
+    evenly over the front's throughput range (none when no point is stable: ``picks`` None).
 
     Parameters
     ----------
-    df : pandas.DataFrame
-        One workload's estimator table with its ``pareto`` column.
+    table : DesignTable
+        One workload's scored table (its ``pareto`` column).
+    picks : Picks or None
+        Its finalists (:func:`chipdse.studies.hydra.stages.pick`).
     n : int
         Candidates wanted (B* and M_T count among them).
-    pick : {"throughput-ttft", "energy"}
-        B*'s rule (the scenario's ``energy.pick``; :func:`chipdse.evaluators.selection.pick_finalists`).
     """
-    if n <= 0 or not df["stable"].any():
+    if n <= 0 or picks is None:
         return []
-    b_star, m_t = pick_finalists(df, pick)
-    roles = {b_star: "B*"} if b_star != m_t else {b_star: "B*,M_T"}
-    roles.setdefault(m_t, "M_T")
+    df = table.frame
+    roles = picks.roles()
     front = df.index[df["pareto"]][np.argsort(df.loc[df["pareto"], "throughput_tps"].to_numpy(), kind="stable")]
     spread = [int(front[j]) for j in np.linspace(0, len(front) - 1, min(n, len(front))).astype(int)]
-    picks = list(roles.items()) + [(i, "pareto") for i in dict.fromkeys(spread) if i not in roles]
-    return picks[:n]
+    out = list(roles.items()) + [(i, "pareto") for i in dict.fromkeys(spread) if i not in roles]
+    return out[:n]
 
 
 @dataclass(frozen=True)
 class SimCandidate:
-    """One simulation job of the sweep: a workload scenario and an estimator row (plain values)."""
+    """One simulation job of the sweep: a workload scenario and a scored design.
+
+    Attributes
+    ----------
+    sc : LoadedScenario
+    design : ScoredDesign
+    point : int
+        Its row in the workload's table.
+    role : str
+        ``B*``, ``M_T``, ``B*,M_T`` or ``pareto``.
+    est_throughput_tps, est_ttft_s : float
+        The screen's numbers.
+    """
 
     sc: LoadedScenario
-    row: dict[str, Any]
+    design: ScoredDesign
+    point: int
     role: str
+    est_throughput_tps: float
+    est_ttft_s: float
 
 
 def simulate_candidate(job: SimCandidate) -> dict[str, Any]:
@@ -207,12 +221,12 @@ def simulate_candidate(job: SimCandidate) -> dict[str, Any]:
         error (empty, or why there is no simulation: no placement, or a simulator input error).
     """
 
-    sc, row, st = job.sc, job.row, job.sc.spec.sweep
-    out: dict[str, Any] = {"workload": sc.workload.name, "point": int(row["point"]), "label": row["label"],
-                           "role": job.role, "est_throughput_tps": float(row["throughput_tps"]),
-                           "est_ttft_s": float(row["ttft_s"]), "placement_method": st.placement}
+    sc, st = job.sc, job.sc.spec.sweep
+    out: dict[str, Any] = {"workload": sc.workload.name, "point": job.point, "label": job.design.label,
+                           "role": job.role, "est_throughput_tps": job.est_throughput_tps,
+                           "est_ttft_s": job.est_ttft_s, "placement_method": st.placement}
     cfg = SolverConfig.of(sc.spec, seed=sc.spec.seed)
-    lay = make_layout(sc, row, st.placement, cfg)
+    lay = make_layout(sc, job.design, st.placement, cfg)
     if lay is None:
         return {**out, **dict.fromkeys(SIM_COLUMNS), "error": f"no placement found ({cfg.limits_text()})"}
     dur = st.sim_duration_s
@@ -222,11 +236,6 @@ def simulate_candidate(job: SimCandidate) -> dict[str, Any]:
     except SimulationError as exc:
         return {**out, **dict.fromkeys(SIM_COLUMNS), "error": str(exc)}
     return {**out, **{k: res[k] for k in SIM_COLUMNS}, "error": ""}
-
-
-def _plain(row: pd.Series) -> dict[str, Any]:
-    """An estimator row as plain Python values (picklable, JSON-able, stable across processes)."""
-    return {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
 
 
 def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStore | None = None,
@@ -275,35 +284,39 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
         return None if progress is None else (lambda done, total: progress(name, done, total))
 
     use_store = store is not None
-    stored = 0 if (not use_store or fresh) else sum(k in store for k in screen_keys.values())
+    stored = 0 if (store is None or fresh) else sum(k in store for k in screen_keys.values())
     chunks = run_jobs(_screen_job, screen, backend, store=store,
                       key_fn=(lambda j: screen_keys[id(j)]) if use_store else None, progress=stage("screen"),
                       fresh=fresh, weights=weights)
-    frames, per_workload = [], {}
+    frames, per_workload, tables, picks = [], {}, {}, {}
     for w, v in enumerate(variants):
         parts = [frame_from_json(c) for (jw, _), c in zip(jobs, chunks, strict=True) if jw == w]
-        df = pd.concat(parts, ignore_index=True)
+        table = design_table(v, pd.concat(parts, ignore_index=True), reasons)
+        try:
+            chosen: Picks | None = pick(table, pick_rule(v))
+        except InfeasibleDesignError:
+            chosen = None  # no stable point: counted below, nothing simulated
+        tables[v.workload.name], picks[v.workload.name] = table, chosen
+        df = table.frame.copy()
         df.insert(0, "workload", v.workload.name)
-        df["point"] = np.arange(len(df))
-        df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
-        df["pareto_energy"] = pareto_mask_3(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy(),
-                                            df["tokens_per_J"].to_numpy())
-        check_power_limits(df, v.spec.energy, str(v.path))
-        per_workload[v.workload.name] = {"points": len(df), **_counts(df), "pareto": int(df["pareto"].sum())}
+        per_workload[v.workload.name] = {"points": len(df), **_counts(df), "pareto": int(df["pareto"].sum()),
+                                         **_finalist_json(chosen)}
         frames.append(df)
     df = pd.concat(frames, ignore_index=True)
     sims, sim_keys = [], []
-    for v, ident, part in zip(variants, idents, frames, strict=True):
-        for i, role in pareto_candidates(part, sc.spec.sweep.simulate, sc.spec.energy.pick):
-            row = _plain(part.loc[i])
-            sims.append(SimCandidate(v, row, role))
+    for v, ident in zip(variants, idents, strict=True):
+        table, chosen = tables[v.workload.name], picks[v.workload.name]
+        for i, role in pareto_candidates(table, chosen, sc.spec.sweep.simulate):
+            row = table.row(i)
+            sims.append(SimCandidate(v, table.design(i), i, role, float(row["throughput_tps"]),
+                                     float(row["ttft_s"])))
             settings = sc.spec.sweep.model_dump(mode="json", exclude={"workloads", "simulate"})
             sim_keys.append(job_key(SIM_JOB_KIND, {**ident, "label": row["label"], "role": role, "sweep": settings,
                                                    "work_limit": sc.spec.work_limit,
                                                    "time_limit_s": sc.spec.time_limit_s}, sc.model.key,
                                     v.workload.name))
     key_of = dict(zip(map(id, sims), sim_keys, strict=True))
-    sim_stored = 0 if (not use_store or fresh) else sum(k in store for k in sim_keys)
+    sim_stored = 0 if (store is None or fresh) else sum(k in store for k in sim_keys)
     results = run_jobs(simulate_candidate, sims, backend, store=store,
                        key_fn=(lambda j: key_of[id(j)]) if use_store else None, progress=stage("simulate"),
                        fresh=fresh) if sims else []
@@ -318,8 +331,17 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
         unbuildable=reasons,
         simulated=pd.DataFrame(results, columns=list(SIMULATED_COLUMNS)), wall_s=time.perf_counter() - t0,
         jobs=len(jobs), jobs_stored=stored,
-        sim_jobs=len(sims), sim_jobs_stored=sim_stored, backend=backend.describe(),
+        sim_jobs=len(sims), sim_jobs_stored=sim_stored, backend=backend.describe(), picks=picks,
     )
+
+
+def _finalist_json(picks: Picks | None) -> dict[str, Any]:
+    """``b_star`` and ``m_t`` of one workload (``{"design": label, "point": row}``; None without a stable point) and
+    the ``pick`` rule."""
+    if picks is None:
+        return {"b_star": None, "m_t": None, "pick": None}
+    return {"b_star": {"design": picks.b_star.label, "point": picks.b_star.index},
+            "m_t": {"design": picks.m_t.label, "point": picks.m_t.index}, "pick": picks.rule.value}
 
 
 def _counts(df: pd.DataFrame) -> dict[str, int]:

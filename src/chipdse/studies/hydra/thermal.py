@@ -12,19 +12,17 @@ unconstrained placement, and both layouts re-scored by the serving model under t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from chipdse.core.design_space import PointSpec
+from chipdse.core.layout import LayoutKind
 from chipdse.core.scenario import LoadedScenario
 from chipdse.core.solution import Solution, SolutionStatus
 from chipdse.evaluators.energy import load_energy_table
+from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.thermal import (
     ThermalGrid,
-    ThermalMap,
     hydra_power_by_type_W,
     load_thermal_stack,
     package_grid,
@@ -37,77 +35,12 @@ from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement_thermal import KIND as THERMAL_KIND
 from chipdse.solvers.placement_thermal import solve_thermal_placement
 from chipdse.solvers.problems import placement_problem
+from chipdse.studies.hydra.artifacts import FinalistResult, ServedLayout, ThermalFinalist, ThermalLayout
 from chipdse.studies.hydra.simstudy import map_placement
+from chipdse.studies.hydra.stages import _objective, served_layout
 
 SERVE_MAPPING = "lpt-greedy"
 """Mapping both layouts of the throughput comparison get (one heuristic for both, so only the placement differs)."""
-
-
-@dataclass
-class ThermalLayout:
-    """One placement's power and temperature.
-
-    Attributes
-    ----------
-    name : str
-        ``"<method>"`` of the finalist's placement, or ``"thermal-limit"`` for the constrained one.
-    decision : dict[int, str]
-        Cell -> chiplet type.
-    objective : float
-        HYDRA Eq. 2, bytes x hops per s (the checker's value).
-    thermal : ThermalMap
-        Power (W) and temperature (degC) per cell.
-    """
-
-    name: str
-    decision: dict[int, str]
-    objective: float
-    thermal: ThermalMap
-
-
-@dataclass
-class ThermalFinalist:
-    """The power / thermal results of one finalist.
-
-    Attributes
-    ----------
-    role, label : str
-        ``"B*"`` / ``"M_T"`` and the design's label.
-    power_by_type_W : dict[str, float]
-        W per chiplet of each placement type at ``utilization``.
-    utilization : float
-        Busy fraction the powers assume.
-    layouts : list[ThermalLayout]
-        Every placement the finalist stage solved, best exact first.
-    limit_C : float | None
-        The scenario's limit, degC (``None``: no constrained placement).
-    constrained : Solution | None
-        The thermally constrained exact placement (``None`` without a limit).
-    served : dict[str, dict[str, Any]]
-        Serving re-score (``capacity_rps``, ``throughput_tps``, ``ttft_s``, ``stable``) and the mapped ``layout``
-        (:class:`~chipdse.studies.hydra.simstudy.Layout`, for a simulation) of the best exact unconstrained placement
-        (``"unconstrained"``) and of the constrained one (``"thermal-limit"``), both mapped by
-        :data:`SERVE_MAPPING`; empty without a limit or a constrained placement.
-    """
-
-    role: str
-    label: str
-    power_by_type_W: dict[str, float]  # noqa: N815 - unit in name
-    utilization: float
-    layouts: list[ThermalLayout] = field(default_factory=list)
-    limit_C: float | None = None  # noqa: N815
-    constrained: Solution | None = None
-    served: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @property
-    def exact(self) -> ThermalLayout | None:
-        """The best exact unconstrained layout (the first), if any."""
-        return self.layouts[0] if self.layouts else None
-
-    @property
-    def limited(self) -> ThermalLayout | None:
-        """The constrained layout, if one was found."""
-        return next((lay for lay in self.layouts if lay.name == "thermal-limit"), None)
 
 
 def scenario_grid(sc: LoadedScenario) -> ThermalGrid:
@@ -118,54 +51,44 @@ def scenario_grid(sc: LoadedScenario) -> ThermalGrid:
 
 
 def _layout(grid: ThermalGrid, name: str, sol: Solution, power: dict[str, float]) -> ThermalLayout:
+    assert sol.decision is not None and sol.objective is not None
     return ThermalLayout(name, dict(sol.decision), float(sol.objective),
                          solve_temperature(grid, placement_power_map(grid, sol.decision, power)))
 
 
-def _serve(sc: LoadedScenario, point: PointSpec, decision: dict[int, str], name: str, cfg: SolverConfig,
-           serve: Callable[..., dict[str, Any]], screen: Any) -> dict[str, Any]:
-    """Map ``decision`` with :data:`SERVE_MAPPING` and re-score it; the mapped ``layout`` is kept for simulation."""
-    lay = map_placement(sc, point, decision, name, cfg, SERVE_MAPPING)
-    if lay is None:
-        return {"capacity_rps": float("nan"), "throughput_tps": float("nan"), "ttft_s": float("nan"), "stable": False,
-                "layout": None}
-    out = serve(screen, sc, point, lay.placement, lay.prefill_map, lay.decode_map)
-    return {**{k: out[k] for k in ("capacity_rps", "throughput_tps", "ttft_s", "stable")}, "layout": lay}
+def _serve(sc: LoadedScenario, screen: Screen, f: FinalistResult, decision: dict[int, str], name: str,
+           kind: LayoutKind, objective: float, cfg: SolverConfig) -> ServedLayout | None:
+    """Map ``decision`` with :data:`SERVE_MAPPING` and re-score it (None when a phase has no mapping)."""
+    lay = map_placement(sc, f.finalist.design.point, decision, name, cfg, SERVE_MAPPING, kind)
+    return None if lay is None else served_layout(screen, f.finalist, lay, objective)
 
 
-def thermal_finalist(sc: LoadedScenario, role: str, row: dict[str, Any], placements: list[Solution],
-                     cfg: SolverConfig, serve: Callable[..., dict[str, Any]], screen: Any) -> ThermalFinalist:
+def thermal_finalist(sc: LoadedScenario, screen: Screen, f: FinalistResult, cfg: SolverConfig) -> ThermalFinalist:
     """Power and temperature of one finalist's placements, and its thermally constrained placement.
 
     Parameters
     ----------
     sc : LoadedScenario
-    role : str
-        ``"B*"`` or ``"M_T"``.
-    row : dict
-        The finalist's screen row (``label``, ``capacity_rps``, counts, ``d2d_GBps``, ...).
-    placements : list[Solution]
-        The finalist stage's placement solutions (exact and heuristic).
+    screen : Screen
+        The estimator the layouts are re-scored with (:func:`chipdse.evaluators.serving.serve_layout`).
+    f : FinalistResult
+        The finalist with its placement solutions (exact and heuristic).
     cfg : SolverConfig
         Limits of the constrained MILP (and the mapping heuristic).
-    serve : callable
-        ``explore.serve_layout`` (passed in: explore owns it).
-    screen : Screen
-        The estimator ``serve`` re-scores with.
 
     Returns
     -------
     ThermalFinalist
     """
     th = sc.spec.thermal
-    point = PointSpec.from_row(row, sc.compute_types())
-    pp = placement_problem(sc, point, float(row["capacity_rps"]))
+    point = f.finalist.design.point
+    pp = placement_problem(sc, point, f.finalist.design.capacity_rps)
     power = hydra_power_by_type_W(sc.library, [t for t, c in pp.counts.items() if c > 0], load_energy_table(),
                                   point.d2d_GBps, th.utilization)
     grid = scenario_grid(sc)
-    res = ThermalFinalist(role, row["label"], power, th.utilization, limit_C=th.limit_C)
-    solved = [s for s in placements if s.decision is not None and s.objective is not None]
-    exact = sorted((s for s in solved if s.exact), key=lambda s: s.objective)
+    res = ThermalFinalist(f.role, f.label, power, th.utilization, limit_C=th.limit_C)
+    solved = [s for s in f.placement if s.decision is not None and s.objective is not None]
+    exact = sorted((s for s in solved if s.exact), key=_objective)
     res.layouts = [_layout(grid, s.method, s, power) for s in exact[:1] + [s for s in solved if not s.exact]]
     if th.limit_C is None or not exact:
         return res
@@ -179,17 +102,18 @@ def thermal_finalist(sc: LoadedScenario, role: str, row: dict[str, Any], placeme
         res.constrained = solve_thermal_placement(problem, "milp-highs", cfg, hint=exact[0].decision)
     if res.constrained.decision is not None:
         res.layouts.append(_layout(grid, "thermal-limit", res.constrained, power))
-        res.served = {"unconstrained": _serve(sc, point, exact[0].decision, exact[0].method, cfg, serve, screen),
-                      "thermal-limit": _serve(sc, point, res.constrained.decision, "thermal-limit", cfg, serve,
-                                              screen)}
+        served = {"unconstrained": _serve(sc, screen, f, exact[0].decision, exact[0].method, LayoutKind.EXACT,
+                                          _objective(exact[0]), cfg),
+                  "thermal-limit": _serve(sc, screen, f, res.constrained.decision, "thermal-limit",
+                                          LayoutKind.THERMAL_LIMIT, res.layouts[-1].objective, cfg)}
+        res.served = {k: v for k, v in served.items() if v is not None}
     return res
 
 
-def thermal_stage(sc: LoadedScenario, finalists: list[Any], cfg: SolverConfig, serve: Callable[..., dict[str, Any]],
-                  screen: Any) -> list[ThermalFinalist]:
-    """Explore's power / thermal stage over its finalists (``FinalistResult`` with ``role``, ``row``,
-    ``placement``): one :func:`thermal_finalist` each."""
-    return [thermal_finalist(sc, f.role, f.row, f.placement, cfg, serve, screen) for f in finalists]
+def thermal_stage(sc: LoadedScenario, screen: Screen, finalists: list[FinalistResult], cfg: SolverConfig
+                  ) -> list[ThermalFinalist]:
+    """Explore's power / thermal stage over its finalists: one :func:`thermal_finalist` each."""
+    return [thermal_finalist(sc, screen, f, cfg) for f in finalists]
 
 
 def thermal_summary(t: ThermalFinalist) -> dict[str, Any]:
@@ -206,6 +130,6 @@ def thermal_summary(t: ThermalFinalist) -> dict[str, Any]:
     if ex is not None and lim is not None:
         out.update(constrained_peak_C=lim.thermal.peak_C, eq2_ratio=lim.objective / ex.objective)
         a, b = t.served.get("unconstrained"), t.served.get("thermal-limit")
-        if a and b and a["throughput_tps"] > 0 and b["layout"] is not None:
-            out["throughput_ratio"] = b["throughput_tps"] / a["throughput_tps"]
+        if a is not None and b is not None and a.served.throughput_tps > 0:
+            out["throughput_ratio"] = b.served.throughput_tps / a.served.throughput_tps
     return out

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.studies.claims import Claim
-from chipdse.studies.nova.study import KEYS, NovaStudy, pair_ratios
+from chipdse.studies.claims import Claim, ClaimTable, claim_rows
+from chipdse.studies.nova.artifacts import KEYS, NovaStudy, pair_ratios
 
 _GPU = ("the GPU's sustained share per operator class (the paper gives none; defaults GEMM 0.7, attention 0.35, "
         "experts 0.7, SSM 0.1): ")
@@ -327,3 +327,10 @@ def context(study: NovaStudy) -> str:
 def summary_rows(measured: dict[str, Any]) -> dict[str, Any]:
     """The measured values rounded for the manifest."""
     return {k: (None if v is None else round(float(v), 4)) for k, v in measured.items()}
+
+
+def claims(study: NovaStudy) -> ClaimTable:
+    """NOVA's claims against a finished study (the study's claims stage): :func:`measure`, then the rows."""
+    measured, notes = measure(study)
+    return ClaimTable(claim_rows(measured, notes, claims=NOVA_CLAIMS), measured, notes, context(study), "NOVA",
+                      summary_rows(measured))

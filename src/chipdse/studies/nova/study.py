@@ -13,14 +13,14 @@ so in the manifest; it is never reported as a 0 s makespan.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from chipdse.core.errors import SpecError
+from chipdse.core.errors import ChipdseError, SpecError
 from chipdse.core.models import read_card
 from chipdse.core.scenario import AnyScenario, StudyScenario
 from chipdse.core.solution import Solution
@@ -46,17 +46,17 @@ from chipdse.evaluators.nova_system import (
     serve,
 )
 from chipdse.formulations.expert_split import TIER2, ExpertSplitProblem
+from chipdse.runtime.store import Checkpoints
 from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
-from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
+from chipdse.studies.common import Settings, load_kind
+from chipdse.studies.nova.artifacts import PAPER, NovaStudy, summary_numbers
+from chipdse.studies.nova.claims import claims as nova_claims
+from chipdse.studies.pipeline import Progress, Timings, no_progress
 
 KIND = "nova"
-PAPER = {"throughput_x": 4.5, "e2e_reduction": 0.698, "energy_x": 5.0}
-"""NOVA's headline against the GPU baseline: 4.5x throughput, 69.8% lower E2E latency and 5x energy efficiency
-on average (abstract)."""
 FALLBACK_SPLIT = "static-1-9"
 """The heuristic split used, and labelled, when an exact split finds no solution within its limit."""
-
 
 def check(sc: AnyScenario) -> StudyScenario:
     """Check that every model ``sc`` names is a GQA / Mamba-2 / MoE model the NOVA evaluator supports, and that
@@ -87,7 +87,7 @@ def check(sc: AnyScenario) -> StudyScenario:
     return sc
 
 
-def load(path: Path) -> StudyScenario:
+def load(path: Path | None) -> StudyScenario:
     """A ``kind: nova`` scenario file, loaded (:func:`chipdse.studies.common.load_kind`) and :func:`check`-ed;
     any problem is a one-line SpecError naming the file and field."""
     return check(load_kind(path, KIND))
@@ -170,44 +170,6 @@ def _on_tier2(sol: Solution) -> frozenset[int]:
     return frozenset(int(e) for e, tier in (sol.decision or {}).items() if tier == TIER2)
 
 
-@dataclass
-class NovaStudy:
-    """Every table of the NOVA report, with the scenario, solver settings and stage timings (wall and CPU, s).
-
-    ``system_splits`` lists each expert split the two-tier designs' decode steps used (:class:`SplitOutcome`
-    per model, batch and design); ``model_sizes`` each model's parameters next to the published total;
-    ``ablation`` the Fig. 14 variants' runs (as ``runs``, static batch); ``routing_runs`` NOVA's split policies
-    under each expert routing (Fig. 16 on whole models).
-    """
-
-    scenario: StudyScenario
-    solver: SolverConfig
-    runs: pd.DataFrame
-    capacity: pd.DataFrame
-    memory: pd.DataFrame
-    experts: pd.DataFrame = field(default_factory=pd.DataFrame)
-    expert_solutions: list[dict[str, Any]] = field(default_factory=list)
-    system_splits: list[dict[str, Any]] = field(default_factory=list)
-    model_sizes: list[dict[str, Any]] = field(default_factory=list)
-    ablation: pd.DataFrame = field(default_factory=pd.DataFrame)
-    routing_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
-    timings_s: dict[str, float] = field(default_factory=dict)
-    cpu_s: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def spec(self) -> NovaScenario:
-        """The scenario's spec."""
-        assert isinstance(self.scenario.spec, NovaScenario)
-        return self.scenario.spec
-
-    def solves(self) -> list[dict[str, Any]]:
-        """Every expert-split solve: the decode steps' and the Fig. 16 table's."""
-        out = [solve_record(r["solution"], model=r["model"], batch=r["batch"], design=r["design"])
-               for r in self.system_splits]
-        return out + [solve_record(r["solution"], routing=r["routing"], experts=r["experts"])
-                      for r in self.expert_solutions]
-
-
 def _designs(spec: NovaScenario, designs: tuple[NovaDesign, ...] = DESIGNS) -> list[NovaDesign]:
     s = spec.system
     return [replace(d, in_die_flops=s.in_die_TFLOPS * 1e12, in_die_Bps=s.in_die_TBps * 1e12) for d in designs]
@@ -231,7 +193,8 @@ def _config(spec: NovaScenario, settings: Settings) -> SolverConfig:
                            seed=0 if settings.seed is None else settings.seed)
 
 
-def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress = no_progress) -> NovaStudy:
+def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress = no_progress,
+        checkpoints: Checkpoints | None = None) -> NovaStudy:
     """Decode / E2E runs, capacity and the expert-split table (NOVA Figs. 11, 15, 16).
 
     Parameters
@@ -244,7 +207,12 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
         (the result's scenario then holds it).
     progress : callable(str, float), optional
         Called with each stage's description.
+    checkpoints : Checkpoints, optional
+        Refused: the study runs in seconds and keeps no stages (:attr:`chipdse.studies.registry.Study.keeps_stages`).
     """
+    if checkpoints is not None:
+        msg = f"store / fresh: only HYDRA scenarios keep finished stages; {sc.path} is a kind: {KIND} study"
+        raise ChipdseError(msg)
     settings = settings or Settings()
     assert isinstance(sc.spec, NovaScenario)
     if settings.seed is not None:  # the command line's seed drives the study's one random draw (expert routing)
@@ -255,7 +223,7 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     cfg = _config(spec, settings)
     designs = _designs(spec)
     served = [d for d in designs if d.name in SERVED]
-    stages = Stages()
+    stages = Timings()
     runs, cap, mem, split_rows, abl = [], [], [], [], []
     solved: dict[ExpertSplitCase, SplitOutcome] = {}
     step_lines: dict[tuple[str, str], dict[int, tuple[float, float]]] = {}
@@ -306,8 +274,10 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
              for k in spec.models]
     if runs and not any(r["fits"] for r in runs):
         raise SpecError(str(sc.path), "lengths", nothing_fits(spec, cap))
-    return NovaStudy(sc, cfg, pd.DataFrame(runs), pd.DataFrame(cap), pd.DataFrame(mem), experts, expert_sols,
-                     split_rows, sizes, abl, routing, stages.wall_s, stages.cpu_s)
+    result = NovaStudy(sc, cfg, pd.DataFrame(runs), pd.DataFrame(cap), pd.DataFrame(mem), experts, expert_sols,
+                       split_rows, sizes, abl, routing, stages.wall_s, stages.cpu_s)
+    with stages.stage("claims_s"):
+        return replace(result, claims=nova_claims(result))
 
 
 def ablation_runs(spec: NovaScenario, config: SolverConfig,
@@ -400,74 +370,14 @@ def expert_table(spec: NovaScenario, config: SolverConfig) -> tuple[pd.DataFrame
     return pd.DataFrame(rows), sols_out
 
 
-KEYS = ["model", "batch", "l_in", "l_out"]
-"""The columns that name one run of a design (its workload)."""
-
-
-def pair_ratios(runs: pd.DataFrame, design: str, base: str = "GPU") -> pd.DataFrame:
-    """Per workload where both fit: ``design`` against ``base``.
-
-    Parameters
-    ----------
-    runs : DataFrame
-        :attr:`NovaStudy.runs` or :attr:`NovaStudy.ablation` (``KEYS``, ``design``, ``fits``, ``step_s``, ``e2e_s``,
-        the operator times ``gqa_s`` / ``ssm_s`` / ``moe_s`` and, when served, ``serve_throughput_tps`` /
-        ``serve_e2e_s``).
-    design, base : str
-        Design names.
-
-    Returns
-    -------
-    DataFrame
-        ``KEYS`` and ``throughput_x`` (decode step of ``base`` over ``design``'s: the decode-only gain),
-        ``e2e_reduction`` (static batch, 1 - E2E ratio), ``serve_decode_x`` (decoding throughput of the served
-        stream), ``serve_throughput_x`` (with prefill) and ``serve_e2e_reduction`` (continuous batching; NaN when
-        not served) and ``gqa_x`` / ``ssm_x`` / ``moe_x`` (operator time of
-        ``base`` over ``design``'s, with synchronizations; NaN where an operator is absent).
-    """
-    cols = [*KEYS, "throughput_x", "e2e_reduction", "serve_decode_x", "serve_throughput_x", "serve_e2e_reduction",
-            "gqa_x", "ssm_x", "moe_x"]
-    if runs.empty:
-        return pd.DataFrame(columns=cols)
-    both = runs[runs["design"] == design].merge(runs[runs["design"] == base], on=KEYS, suffixes=("", "_b"))
-    both = both.set_index(KEYS)
-    both = both[both["fits"].astype(bool) & both["fits_b"].astype(bool)]
-
-    def ratio(x: str, y: str) -> pd.Series:
-        if x not in both or y not in both:
-            return pd.Series(np.nan, index=both.index)
-        num, den = both[x].astype(float), both[y].astype(float)
-        return (num / den.where(den > 0)).where(num > 0)
-
-    out = pd.DataFrame({"throughput_x": ratio("step_s_b", "step_s"), "e2e_reduction": 1 - ratio("e2e_s", "e2e_s_b"),
-                        "serve_decode_x": ratio("serve_decode_tps", "serve_decode_tps_b"),
-                        "serve_throughput_x": ratio("serve_throughput_tps", "serve_throughput_tps_b"),
-                        "serve_e2e_reduction": 1 - ratio("serve_e2e_s", "serve_e2e_s_b"),
-                        **{f"{op}_x": ratio(f"{op}_s_b", f"{op}_s") for op in ("gqa", "ssm", "moe")}})
-    return out.reset_index()[cols]
-
-
 def summary(s: NovaStudy) -> dict[str, Any]:
-    """Headline numbers: NOVA's mean throughput gain and E2E reduction over the GPU where both fit, served with
-    continuous batching and decode-only, per design and per model, next to the paper's (NOVA Sec. VI-C); and how
-    many decode-step expert splits fell back."""
-    r = ratios_vs_gpu(s.runs)
-    nova = pair_ratios(s.runs, "NOVA")
-    cols = ["throughput_x", "e2e_reduction", "serve_decode_x", "serve_throughput_x", "serve_e2e_reduction"]
-    return {"nova_vs_gpu_throughput_x": float(nova["serve_decode_x"].mean()) if len(nova) else None,
-            "nova_vs_gpu_served_x": float(nova["serve_throughput_x"].mean()) if len(nova) else None,
-            "nova_vs_gpu_e2e_reduction": float(nova["serve_e2e_reduction"].mean()) if len(nova) else None,
-            "nova_vs_gpu_decode_x": float(nova["throughput_x"].mean()) if len(nova) else None,
-            "nova_vs_gpu_static_e2e_reduction": float(nova["e2e_reduction"].mean()) if len(nova) else None,
-            "per_design": r.groupby("design")[cols].mean().round(4).to_dict("index"),
-            "per_model_nova": nova.groupby("model")[cols].mean().round(4).to_dict("index"),
-            "nova_vs_gpu_energy_x": _energy_x(s.runs), "runs_compared": len(nova), "paper": PAPER,
-            "expert_split_fallbacks": sum(1 for x in s.system_splits if x["note"])}
+    """Headline numbers (:func:`chipdse.studies.nova.artifacts.summary_numbers`)."""
+    return summary_numbers(s)
 
 
 def headline(s: NovaStudy) -> list[str]:
     """The lines ``chipdse explore`` prints: NOVA against the GPU, and any expert split that fell back."""
-    sm = summary(s)
+    sm = summary_numbers(s)
     lines = []
     if sm["nova_vs_gpu_throughput_x"] is not None:
         lines.append(f"NOVA vs GPU over {sm['runs_compared']} runs, served with continuous batching: "
@@ -480,21 +390,3 @@ def headline(s: NovaStudy) -> list[str]:
                      f"(paper {PAPER['energy_x']}x)")
     notes = sorted({x["note"] for x in s.system_splits if x["note"]})
     return lines + [f"expert split: {n}" for n in notes]
-
-
-def _energy_x(runs: pd.DataFrame) -> float | None:
-    """NOVA's mean E2E tokens per joule over the GPU's, over the runs where both fit (None without any)."""
-    if "tokens_per_J" not in runs:
-        return None
-    both = runs[runs["design"] == "NOVA"].merge(runs[runs["design"] == "GPU"], on=KEYS, suffixes=("", "_b"))
-    both = both[both["fits"].astype(bool) & both["fits_b"].astype(bool)]
-    return float((both["tokens_per_J"] / both["tokens_per_J_b"]).mean()) if len(both) else None
-
-
-def ratios_vs_gpu(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per run where the GPU fits: each other design against the GPU (:func:`pair_ratios` columns and ``design``)."""
-    designs = [d for d in dict.fromkeys(runs["design"]) if d != "GPU"] if not runs.empty else []
-    frames = [pair_ratios(runs, d).assign(design=d) for d in designs]
-    if not frames:
-        return pd.DataFrame(columns=[*pair_ratios(runs, "GPU").columns, "design"])
-    return pd.concat(frames, ignore_index=True)

@@ -22,8 +22,8 @@ from chipdse.evaluators.snake import SA_8X288, SA_48X48, Design, decode_gemms, l
 from chipdse.evaluators.snake_energy import LOGIC_PARTS, PEAK_PARTS, energy_model
 from chipdse.evaluators.snake_pu import decode_step_s, nmp_template
 from chipdse.evaluators.snake_serving import GPU
-from chipdse.studies.claims import Claim
-from chipdse.studies.snake.study import SnakeStudy, average_speedups, mode_distribution
+from chipdse.studies.claims import Claim, ClaimTable, claim_rows
+from chipdse.studies.snake.artifacts import SnakeStudy, average_speedups, mode_distribution
 
 _LINK = "the inter-PU link bandwidth (the paper gives none; template.link_GBps is an assumption)"
 _GPU = ("the GPU's sustained share of its peak FLOPs and HBM bandwidth in decode (the paper runs Duplex's GPU model "
@@ -299,3 +299,10 @@ def context_line(study: SnakeStudy) -> str:
 def summary_rows(measured: dict[str, Any]) -> dict[str, Any]:
     """The measured values rounded for the manifest (4 significant digits), None kept."""
     return {k: (None if v is None else float(f"{v:.4g}")) for k, v in measured.items()}
+
+
+def claims(study: SnakeStudy) -> ClaimTable:
+    """SNAKE's claims against a finished study (the study's claims stage): :func:`measure`, then the rows."""
+    measured, notes = measure(study)
+    return ClaimTable(claim_rows(measured, notes, claims=SNAKE_CLAIMS), measured, notes, context_line(study), "SNAKE",
+                      summary_rows(measured))

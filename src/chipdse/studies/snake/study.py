@@ -11,15 +11,13 @@ has its source or is marked as an assumption.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from chipdse.core.errors import SpecError
+from chipdse.core.errors import ChipdseError, SpecError
 from chipdse.core.scenario import AnyScenario, StudyScenario
-from chipdse.core.solution import Solution
 from chipdse.core.specs import SnakeScenario
 from chipdse.evaluators.energy import EnergyBreakdown
 from chipdse.evaluators.snake import SNAKE, SNAKE_FREQ_HZ, SNAKE_SHAPES, SnakeError, decode_gemms, load_card
@@ -36,8 +34,6 @@ from chipdse.evaluators.snake_energy import (
 )
 from chipdse.evaluators.snake_pu import (
     BASELINE_DESIGNS,
-    GROUPED,
-    MODES,
     NmpTemplate,
     decode_step_s,
     fixed_mode_slowdowns,
@@ -47,24 +43,19 @@ from chipdse.evaluators.snake_pu import (
 from chipdse.evaluators.snake_serving import GPU, gpu_step_s, prefill_s, simulate, step_table_s
 from chipdse.evaluators.systolic import buffer_demand_bytes
 from chipdse.formulations.snake_area import AreaSplitProblem
+from chipdse.runtime.store import Checkpoints
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.problems import area_split_problem, shape_set_problem
 from chipdse.solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
-from chipdse.studies.common import Progress, Settings, Stages, load_kind, no_progress, solve_record
-
-PAPER_SPEEDUPS = {"mac_tree": 2.90, "sa48x48": 2.33, "sa8x288": 3.00, GPU: 11.47}
-"""SNAKE Sec. 6.3: average decode speedup of SNAKE over each baseline across the five models."""
-
-PAPER_ENERGY = {"mac_tree": 2.40, "sa48x48": 1.05, "sa8x288": 1.31, GPU: 5.74}
-"""SNAKE Sec. 6.3: average energy efficiency of SNAKE over each baseline across the five models."""
-
-UNCAPPED_DRAM_TBPS = 30.34
-"""The stack's effective DRAM bandwidth before SNAKE caps it at 24 TB/s to leave thermal budget for the logic die
-(SNAKE Sec. 6.2: "we reduce the effective DRAM bandwidth from 30.34 TB/s to 24 TB/s")."""
-
-BASELINES: tuple[str, ...] = (*(d.name for d in BASELINE_DESIGNS), GPU)
-"""Every baseline of the speedup table: the three NMP compute substrates and the H100 decode baseline."""
-
+from chipdse.studies.common import Settings, load_kind
+from chipdse.studies.pipeline import Progress, Timings, no_progress
+from chipdse.studies.snake.artifacts import (
+    PAPER_SPEEDUPS,
+    UNCAPPED_DRAM_TBPS,
+    SnakeStudy,
+    average_speedups,
+)
+from chipdse.studies.snake.claims import claims as snake_claims
 
 KIND = "snake"
 MAX_SERVING_DECODE_TOKENS = 20_000_000
@@ -118,7 +109,7 @@ def _check_serving_lengths(sc: StudyScenario, spec: SnakeScenario) -> None:
                         "0.4 us of event simulation): lower l_out, requests or rate_fractions")
 
 
-def load(path: Path) -> StudyScenario:
+def load(path: Path | None) -> StudyScenario:
     """A ``kind: snake`` scenario file, loaded (:func:`chipdse.studies.common.load_kind`) and :func:`check`-ed;
     any problem is a one-line SpecError naming the file and field."""
     return check(load_kind(path, KIND))
@@ -127,51 +118,6 @@ def load(path: Path) -> StudyScenario:
 def label(sc: StudyScenario) -> str:
     """What :func:`run` does, in one line."""
     return f"SNAKE study: {len(sc.spec.models)} models x {len(sc.spec.batches)} batches, shape set, area split"
-
-
-@dataclass
-class SnakeStudy:
-    """Every table of the SNAKE report, with the scenario, solver settings and stage timings (wall and CPU, s).
-
-    ``speedups`` (model, batch, context, baseline, speedup, snake_step_s), ``modes`` (one row per operator of the
-    mode models), ``slowdowns`` (fixed mode over per-operator choice), ``shapes`` (share of decode time per logical
-    shape), ``buffers`` (per-shape buffer demand, SNAKE Fig. 14b), ``link_sweep`` (``speedups`` / ``modes`` /
-    ``slowdowns`` again at every ``link_sweep_GBps``, with a ``link_GBps`` column), ``serving``, ``energy`` (every
-    design's decode-step energy by part, :func:`decode_tables`), ``power`` (:func:`power_table`) and
-    ``area_energy`` (SNAKE Fig. 4a's energy line, :func:`area_energy_table`), with the per-action energies behind
-    them (``energy_model``).
-    """
-
-    scenario: StudyScenario
-    solver: SolverConfig
-    speedups: pd.DataFrame
-    modes: pd.DataFrame
-    slowdowns: pd.DataFrame
-    shapes: pd.DataFrame
-    shape_set: list[dict] = field(default_factory=list)
-    area_split: list[Solution] = field(default_factory=list)
-    area_grid: pd.DataFrame = field(default_factory=pd.DataFrame)
-    area_problem: AreaSplitProblem | None = None
-    serving: pd.DataFrame = field(default_factory=pd.DataFrame)
-    buffers: pd.DataFrame = field(default_factory=pd.DataFrame)
-    link_sweep: dict[str, pd.DataFrame] = field(default_factory=dict)
-    timings_s: dict[str, float] = field(default_factory=dict)
-    cpu_s: dict[str, float] = field(default_factory=dict)
-    energy: pd.DataFrame = field(default_factory=pd.DataFrame)
-    power: pd.DataFrame = field(default_factory=pd.DataFrame)
-    area_energy: pd.DataFrame = field(default_factory=pd.DataFrame)
-    energy_model: SnakeEnergy | None = None
-
-    @property
-    def spec(self) -> SnakeScenario:
-        """The scenario's spec."""
-        assert isinstance(self.scenario.spec, SnakeScenario)
-        return self.scenario.spec
-
-    def solves(self) -> list[dict[str, Any]]:
-        """Every shape-set and area-split solve (:func:`chipdse.studies.common.solve_record`)."""
-        out = [solve_record(r["solution"], budget_mm2=r["budget_mm2"]) for r in self.shape_set]
-        return out + [solve_record(sol) for sol in self.area_split]
 
 
 def decode_tables(spec: SnakeScenario, t: NmpTemplate, em: SnakeEnergy | None = None, energy: bool = True
@@ -329,7 +275,8 @@ def area_energy_table(spec: SnakeScenario, ap: AreaSplitProblem, t: NmpTemplate,
     return pd.DataFrame(rows)
 
 
-def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress = no_progress) -> SnakeStudy:
+def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress = no_progress,
+        checkpoints: Checkpoints | None = None) -> SnakeStudy:
     """Compute every table of the SNAKE report (SNAKE Secs. 6.3-6.6, Figs. 4a, 10, 12-14).
 
     Parameters
@@ -342,12 +289,17 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
         ``serving.seed`` (the result's scenario then holds it).
     progress : callable(str, float), optional
         Called with each stage's description.
+    checkpoints : Checkpoints, optional
+        Refused: the study runs in seconds and keeps no stages (:attr:`chipdse.studies.registry.Study.keeps_stages`).
 
     Raises
     ------
     SnakeError
         A missing card or unsupported layer type.
     """
+    if checkpoints is not None:
+        msg = f"store / fresh: only HYDRA scenarios keep finished stages; {sc.path} is a kind: {KIND} study"
+        raise ChipdseError(msg)
     settings = settings or Settings()
     assert isinstance(sc.spec, SnakeScenario)
     if settings.seed is not None:  # the command line's seed drives the study's one random draw (serving arrivals)
@@ -356,7 +308,7 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     spec = sc.spec
     assert isinstance(spec, SnakeScenario)
     t = nmp_template(spec.template)
-    stages = Stages()
+    stages = Timings()
     shapes = pd.DataFrame()
     progress("SNAKE: decode speedups and modes", 0.0)
     with stages.stage("decode_s"):
@@ -393,8 +345,10 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     progress("SNAKE: serving simulation", 0.0)
     with stages.stage("serving_s"):
         serving = serving_table(spec)
-    return SnakeStudy(sc, cfg, sp, md, slow, shapes, shape_rows, area, grid, ap, serving, buffers, sweep,
-                      stages.wall_s, stages.cpu_s, energy, power, area_energy, em)
+    result = SnakeStudy(sc, cfg, sp, md, slow, shapes, shape_rows, area, grid, ap, serving, buffers, sweep,
+                        stages.wall_s, stages.cpu_s, energy, power, area_energy, em)
+    with stages.stage("claims_s"):
+        return dataclasses.replace(result, claims=snake_claims(result))
 def summary(s: SnakeStudy) -> dict[str, Any]:
     """Headline numbers: SNAKE's average decode speedup over each baseline, next to the paper's (Sec. 6.3)."""
     return {"average_speedups": average_speedups(s.speedups), "paper_speedups": PAPER_SPEEDUPS}
@@ -435,22 +389,3 @@ def serving_table(spec: SnakeScenario) -> pd.DataFrame:
                 rows.append({"model": m, "l_in": l_in, "l_out": l_out, "rate_fraction": f, "rate_rps": f * capacity,
                              "design": name, "e2e_s": r.e2e_s, "tbt_s": r.tbt_s, "prefill_s": pre})
     return pd.DataFrame(rows)
-
-
-def mode_distribution(modes: pd.DataFrame) -> pd.DataFrame:
-    """Share of weight operators choosing each mode, per model (SNAKE Fig. 13a), over operators x batches x
-    contexts; the four modes and ``grouped`` (MoE experts as a grouped GEMM). Attention products (head-parallel, as
-    the paper schedules them apart) are left out."""
-    if "head_parallel" in modes.columns:
-        modes = modes[~modes["head_parallel"].astype(bool)]
-    counts = modes.groupby(["model", "mode"]).size().unstack(fill_value=0).reindex(columns=[*MODES, GROUPED],
-                                                                                   fill_value=0)
-    return counts.div(counts.sum(axis=1), axis=0)
-
-
-def average_speedups(speedups: pd.DataFrame, column: str = "speedup") -> dict[str, float]:
-    """Mean speedup over SNAKE per baseline across models, batches and contexts (SNAKE Sec. 6.3 averages over
-    models): the mean per model, then over models; ``column="energy_ratio"`` averages the energy-efficiency
-    ratios the same way."""
-    per_model = speedups.groupby(["baseline", "model"])[column].mean()
-    return {b: float(per_model[b].mean()) for b in BASELINES if b in per_model.index.get_level_values(0)}
