@@ -418,11 +418,11 @@ def check_power_limits(df: pd.DataFrame, limits: EnergySettings, source: str) ->
         if not low <= lim:
             msg = (f"{source}: energy.{fld}: no design meets the {what} limit of {lim:g} {unit}; the lowest {what} "
                    f"found is {low:.4g} {unit}")
-            raise InfeasibleDesignError(msg)
+            raise InfeasibleDesignError(msg, source, f"energy.{fld}")
     msg = (f"{source}: energy: no design meets all power limits at once ("
            + ", ".join(f"{f} = {getattr(limits, f):g}" for f, *_ in POWER_LIMITS if getattr(limits, f) is not None)
            + "); each is met by some design: relax one")
-    raise InfeasibleDesignError(msg)
+    raise InfeasibleDesignError(msg, source, "energy")
 
 
 def score_with_energy(screen: Screen, pts: DesignPoints, table: EnergyTable | None = None) -> pd.DataFrame:

@@ -156,9 +156,15 @@ def test_cli_simulate_json_prints_every_error_as_one_json_object(tmp_path: Path,
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(spec))
     missing = tmp_path / "missing.yaml"
+    low_w, busy = tmp_path / "low-w.yaml", tmp_path / "busy.yaml"  # no design meets 1 W; none sustains 1e5 req/s
+    low_w.write_text(yaml.safe_dump({**yaml.safe_load(good.read_text()), "energy": {"package_max_W": 1.0}}))
+    busy.write_text(yaml.safe_dump({**yaml.safe_load(good.read_text()), "arrival_rate_rps": 1e5}))
     cases = [([str(bad)], str(bad), "design_space.hbm_min", "many"),
              ([str(missing)], str(missing), None, "missing.yaml"),
-             ([str(good), "--point", "3", "--best"], None, "--point", "--best")]
+             ([str(good), "--point", "3", "--best"], None, "--point", "--best"),
+             ([str(good), "--point", "999999999"], None, "--point", "--best"),  # issue 29: out of range, --best
+             ([str(low_w), "--best"], str(low_w), "energy.package_max_W", "no design meets"),
+             ([str(busy), "--best", "--duration", "1"], str(busy), "arrival_rate_rps", "no stable design point")]
     for args, file, field, word in cases:
         result = CliRunner().invoke(app, ["simulate", *args, "--json"])
         assert result.exit_code == 2, result.output

@@ -34,7 +34,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 package=str(inst / "packages" / "hydra-5x5.yaml"), workload=str(inst / "workloads" / "arxiv.yaml"),
                 design_space=SPACE, estimator={"batching": "dynamic"}, work_limit=0.5,
                 energy={"pick": "energy", "package_max_W": LIMIT_W}, simulation={"enabled": False},
-                thermal={"enabled": False})
+                thermal={"enabled": False}, sweep={"simulate": 0})
     path = tmp_path_factory.mktemp("spine") / "spine.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
@@ -101,3 +101,30 @@ def test_hydra_stages_pass_typed_artifacts() -> None:
     assert loose == []
     rows = [p for p in _params(ROOT / "evaluators") if "Series" in p[3] or (p[2] == "row" and "Any" in p[3])]
     assert rows == []
+
+
+def test_a_registered_metric_reaches_the_table_the_csv_glossary_and_the_pareto_page(
+        scenario: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The column registry is the one place a new metric is declared (issue 29: a newcomer adds a metric with a spec
+    field, an evaluator function and one registration): here a die-area cost, 0.1 USD per mm^2 of compute die, is
+    registered and appears in the scored table, its column descriptions and the Pareto page's figures of merit."""
+    from chipdse.reports import pdf
+    from chipdse.solvers.config import SolverConfig
+    from chipdse.studies.hydra import columns
+    from chipdse.studies.hydra.artifacts import ExploreResult, FinalistResult
+
+    sc = load_scenario(scenario)
+    area = {c.name: c.die_area_mm2 for c in sc.library.compute}
+
+    def die_cost_usd(screen: object, pts: object, df: object) -> object:
+        return sum(0.1 * area[t] * df[t] for t in pts.types)  # type: ignore[attr-defined, index]
+
+    metric = columns.Metric(columns.Column("die_cost_usd", "USD", "compute die area x 0.1 USD/mm^2", "metrics",
+                                           "min"), die_cost_usd)
+    monkeypatch.setattr(columns, "METRICS", (metric,))
+    _, table, picks = screen_and_pick(sc)
+    row = table.frame.loc[picks.b_star.index]
+    assert row["die_cost_usd"] == pytest.approx(sum(0.1 * area[t] * row[t] for t in table.types))
+    assert table.columns()["die_cost_usd"].unit == "USD"
+    r = ExploreResult(sc, table, picks, [FinalistResult(picks.b_star, [], [], [], [])], SolverConfig())
+    assert f"die_cost_usd {row['die_cost_usd']:.4g} USD (min)" in pdf._merit_text(r)

@@ -166,7 +166,9 @@ def error_json(exc: BaseException | str, field: str | None = None) -> dict[str, 
         file = None if exc.filename is None else os.fsdecode(exc.filename)
     else:
         text, file = str(exc), getattr(exc, "source", None)
-    return {"error": " ".join(text.split()), "file": file or None, "field": getattr(exc, "field", None) or field}
+    option = text.split(":", 1)[0] if text.startswith("--") and ":" in text else None  # "--point: must be ..."
+    return {"error": " ".join(text.split()), "file": file or None,
+            "field": getattr(exc, "field", None) or field or option}
 
 
 def _fail_as(as_json: bool, exc: BaseException | str, field: str | None = None) -> None:

@@ -57,4 +57,20 @@ def shorten(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
 
 
 class InfeasibleDesignError(ChipdseError):
-    """A design cannot be built at all (e.g. its chiplets need more area than the interposer has)."""
+    """A design cannot be built at all (e.g. its chiplets need more area than the interposer has), or no design of
+    the space serves the scenario (nothing stable at the offered load, a power limit nothing meets).
+
+    Parameters
+    ----------
+    message : str
+        The one-line message (it names the file and field to change where there is one).
+    source : str, optional
+        That file, for machine-readable errors (``chipdse simulate --json``).
+    field : str, optional
+        That field.
+    """
+
+    def __init__(self, message: str, source: str | None = None, field: str | None = None) -> None:
+        self.source = source
+        self.field = field
+        super().__init__(message)

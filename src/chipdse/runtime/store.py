@@ -335,7 +335,7 @@ class Checkpoints:
         Parameters
         ----------
         stage : str
-            Stage name, unique within the run (e.g. ``"sweep"``, ``"finalist B*"``).
+            Stage name, unique within the run (e.g. ``"screen"``, ``"finalists"``).
         compute : callable() -> value
             Computes the stage (its value must pickle).
         note : callable(value) -> str

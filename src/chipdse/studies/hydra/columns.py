@@ -123,8 +123,12 @@ FIXED: tuple[Column, ...] = (
 )
 """Every column whose meaning does not depend on the library (``{memory}`` is the library's memory name)."""
 
-REGISTRY: dict[str, Column] = {c.name: c for c in (*FIXED, *(m.column for m in METRICS))}
-"""Column name -> description, for every column but the per-type chiplet counts."""
+
+
+def registry() -> dict[str, Column]:
+    """Column name -> description, for every column but the per-type chiplet counts (:data:`FIXED` and the
+    columns of :data:`METRICS`)."""
+    return {c.name: c for c in (*FIXED, *(m.column for m in METRICS))}
 
 
 def table_columns(names: tuple[str, ...], types: tuple[str, ...], type_notes: Mapping[str, str] | None = None,
@@ -152,6 +156,6 @@ def table_columns(names: tuple[str, ...], types: tuple[str, ...], type_notes: Ma
     per_type = {t: Column(t, "chiplets", f"number of {t} chiplets" + (f" ({notes[t]})" if t in notes else ""),
                           "screen") for t in types}
     known = {**per_type, **{k: Column(c.name, c.unit, c.description.format(memory=memory), c.stage, c.sense)
-                            for k, c in REGISTRY.items()}}
+                            for k, c in registry().items()}}
     out = {n: known[n] for n in names}
     return out | {k: v for k, v in known.items() if k not in out and k not in per_type}

@@ -24,7 +24,7 @@ from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import mapping_problem, placement_problem
 from chipdse.studies.common import check_replay
-from chipdse.studies.hydra.stages import estimator, screen_and_pick, screen_table
+from chipdse.studies.hydra.stages import estimator, rate_source, screen_and_pick, screen_table
 
 SCHEDULERS = SCHEDULER_NAMES
 """Task schedulers of the simulator by CLI name (the registry ``chipdse.evaluators.policies``)."""
@@ -54,7 +54,8 @@ def _select(sc: LoadedScenario, point: str | int) -> tuple[dict, ScoredDesign]:
     if pid is not None:
         n = len(enumerate_points(sc)[0])  # row ids are the enumeration's order: check before scoring
         if not 0 <= pid < n:
-            msg = f"--point: must be 'best' or one of 0..{n - 1} ({n} points in the estimator table), got {pid}"
+            msg = (f"--point: must be one of 0..{n - 1} ({n} points in the estimator table; --best, or point='best' "
+                   f"in the Python API, for B*), got {pid}")
             raise ValueError(msg)
         screen = estimator(sc)
         table = screen_table(screen)
@@ -232,13 +233,13 @@ def check_arrivals(sc: LoadedScenario, duration_s: float | None, rate_rps: float
     SpecError
         Too many arrivals; ``source`` is the option(s) or the workload file.
     """
-    wl, where = sc.workload, str(sc.workload_path)
+    wl, where = sc.workload, rate_source(sc)
     rate = wl.arrival_rate_rps if rate_rps is None else rate_rps
     dur = wl.duration_s if duration_s is None else duration_s
     if rate * dur <= MAX_ARRIVALS:
         return
     rate_from = "--rate" if rate_rps is not None else f"arrival_rate_rps of {where}"
-    dur_from = "--duration" if duration_s is not None else f"duration_s of {where}"
+    dur_from = "--duration" if duration_s is not None else f"duration_s of {sc.workload_path}"
     options = [o for o, given in (("--rate", rate_rps), ("--duration", duration_s)) if given is not None]
     source, field = (" and ".join(options), "") if options else (where, "arrival_rate_rps x duration_s")
     raise SpecError(source, field, f"rate x duration at most {MAX_ARRIVALS:,} arrivals per run (simulator memory), "

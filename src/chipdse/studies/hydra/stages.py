@@ -28,6 +28,7 @@ from chipdse.solvers.hbm_partition import solve_hbm_partition
 from chipdse.solvers.mapping import solve_mapping
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import hbm_partition_problem, mapping_problem, placement_problem
+from chipdse.studies.hydra import columns
 from chipdse.studies.hydra.artifacts import (
     DesignTable,
     Finalist,
@@ -39,7 +40,6 @@ from chipdse.studies.hydra.artifacts import (
     Role,
     ServedLayout,
 )
-from chipdse.studies.hydra.columns import METRICS
 from chipdse.studies.pipeline import Context, Key, Progress, Stage, no_progress, run_stages
 
 SCENARIO: Key[LoadedScenario] = Key("scenario")
@@ -97,7 +97,7 @@ def screen_points(screen: Screen, pts: DesignPoints) -> pd.DataFrame:
         One row per point, in ``pts`` order.
     """
     df = score_with_energy(screen, pts)
-    for metric in METRICS:
+    for metric in columns.METRICS:
         df[metric.column.name] = metric.compute(screen, pts, df)
     return df
 
@@ -176,10 +176,9 @@ def pick(table: DesignTable, rule: PickRule, sc: LoadedScenario | None = None, n
         idx = pick_finalists(table.frame, rule.value)
     except ValueError as exc:
         if sc is None or needs is None:
-            msg = str(exc)
-        else:
-            msg = no_stable_point_cause(sc, needs, table.frame, str(exc))
-        raise InfeasibleDesignError(msg) from None
+            raise InfeasibleDesignError(str(exc)) from None
+        source, field, msg = no_stable_point_cause(sc, needs, table.frame, str(exc))
+        raise InfeasibleDesignError(msg, source, field) from None
     same = idx.b_star == idx.m_t
 
     def finalist(role: Role, i: int) -> Finalist:
@@ -189,7 +188,14 @@ def pick(table: DesignTable, rule: PickRule, sc: LoadedScenario | None = None, n
                  idx.runner_up, idx.runner_up_margin)
 
 
-def no_stable_point_cause(sc: LoadedScenario, needs: MemoryNeeds, df: pd.DataFrame, symptom: str) -> str:
+def rate_source(sc: LoadedScenario) -> str:
+    """The file whose ``arrival_rate_rps`` sets the offered load: the scenario when it overrides the workload's
+    rate, else the workload file."""
+    return str(sc.path if sc.spec.arrival_rate_rps is not None else sc.workload_path)
+
+
+def no_stable_point_cause(sc: LoadedScenario, needs: MemoryNeeds, df: pd.DataFrame, symptom: str
+                          ) -> tuple[str, str, str]:
     """Say why no design point of ``df`` (the scored table) is stable, naming the file and field to change.
 
     Parameters
@@ -204,24 +210,29 @@ def no_stable_point_cause(sc: LoadedScenario, needs: MemoryNeeds, df: pd.DataFra
 
     Returns
     -------
-    str
-        One line. When some point fits its memory, the offered load is the cause (the workload's
-        ``arrival_rate_rps``). Otherwise memory is (HYDRA Eq. 1): the weights and one request fit the largest
+    (source, field, message) : tuple of str
+        The file and field to change and the one-line message naming them. When some point fits its memory, the
+        offered load is the cause (``arrival_rate_rps`` of the scenario when it sets one, else of the workload,
+        :func:`rate_source`). Otherwise memory is (HYDRA Eq. 1): the weights and one request fit the largest
         design's HBM in total (the scenario loader checks that, naming the card or the trace row), so no split of
         its stacks between the attention and Mamba groups holds each group's weights and one request's KV cache /
         state; the message gives both groups' needs and names the library's ``memory.capacity_GB``.
     """
     if df["feasible"].any():
         best = df["capacity_rps"].max()
-        return (f"{sc.workload_path}: arrival_rate_rps: {symptom} ({sc.workload.arrival_rate_rps:g} req/s offered; "
-                f"the best design sustains {best:.3g} req/s); lower the offered load or enlarge the design space")
+        source = rate_source(sc)
+        return source, "arrival_rate_rps", (
+            f"{source}: arrival_rate_rps: {symptom} ({sc.workload.arrival_rate_rps:g} req/s offered; "
+            f"the best design sustains {best:.3g} req/s); lower the offered load or enlarge the design space")
     h = int(df["n_hbm"].max())
     groups = ", ".join(f"{g} {needs.weight_bytes[i] / 1e9:.4g} GB + {needs.per_request_bytes[i] / 1e9:.4g} GB"
                        for i, g in enumerate(GROUP_NAMES) if needs.present[i])
-    return (f"{sc.named_files['library']}: memory.capacity_GB: no split of at most {h} HBM stacks x "
-            f"{needs.capacity_bytes / 1e9:g} GB between the HBM groups holds each group's weights and one request "
-            f"at the mean context of {sc.lengths.mean_prefill + sc.lengths.mean_decode:,.0f} tokens ({groups}; "
-            "HYDRA Eq. 1); raise memory.capacity_GB or design_space.hbm_max, or shorten the requests")
+    library = str(sc.named_files["library"])
+    return library, "memory.capacity_GB", (
+        f"{library}: memory.capacity_GB: no split of at most {h} HBM stacks x {needs.capacity_bytes / 1e9:g} GB "
+        "between the HBM groups holds each group's weights and one request at the mean context of "
+        f"{sc.lengths.mean_prefill + sc.lengths.mean_decode:,.0f} tokens ({groups}; HYDRA Eq. 1); raise "
+        "memory.capacity_GB or design_space.hbm_max, or shorten the requests")
 
 
 # --------------------------------------------------------------------------------- finalists: solve, map, serve

@@ -261,7 +261,9 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
     Raises
     ------
     InfeasibleDesignError
-        When no design point can be built.
+        When no design point can be built, or a power limit no design meets (an input that cannot be met). A
+        workload with no point stable at its offered load is not an error here: the sweep reports it (its
+        ``b_star`` and ``m_t`` are None and nothing of it is simulated).
     SpecError
         A missing or malformed sweep workload.
     ChipdseError
