@@ -38,9 +38,8 @@ from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import solve_placement
 from chipdse.solvers.problems import placement_problem
+from chipdse.studies.hydra.artifacts import FIDELITY_MAX_ERRORS, FIDELITY_THRESHOLDS
 from chipdse.studies.hydra.simstudy import (
-    FIDELITY_MAX_ERRORS,
-    FIDELITY_THRESHOLDS,
     SimJob,
     fidelity_jobs,
     fidelity_metrics,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 
-from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import load_scenario
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.mapping import solve_mapping
@@ -34,9 +33,10 @@ def main() -> None:
     limit = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
     cfg = SolverConfig(work_limit=limit)
     sc = load_scenario()
-    row = dict(screen_and_pick(sc)[2].b_star.row)  # B*, picked as explore picks it
+    b_star = screen_and_pick(sc)[2].b_star  # B*, picked as explore picks it
+    row = dict(b_star.row)
     print(f"B* = {row['label']}, time limit {limit:g} s per exact solve, {cfg.threads} threads")
-    point = PointSpec.from_row(row, sc.compute_types())
+    point = b_star.design.point
     pp = placement_problem(sc, point, row["capacity_rps"])
     heur = [solve_placement(pp, m, cfg) for m in ("hydra-greedy", "round-robin", "random", "local-search")]
     start = min((s for s in heur if s.objective is not None), key=lambda s: s.objective)

@@ -24,7 +24,6 @@ import sys
 import time
 from pathlib import Path
 
-from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import load_scenario
 from chipdse.formulations.placement import PlacementProblem, grid_ring_cells
 from chipdse.solvers.compare import comparison_rows, run_methods
@@ -42,8 +41,9 @@ BUSY_PROCESSES = 2
 def calibration_problem() -> PlacementProblem:
     """The 7 x 7 calibration instance (16 HBM + 24 compute, dense B* traffic)."""
     sc = load_scenario()
-    row = dict(screen_and_pick(sc)[2].b_star.row)  # B*, picked as explore picks it
-    base = placement_problem(sc, PointSpec.from_row(row, sc.compute_types()), row["capacity_rps"])
+    b_star = screen_and_pick(sc)[2].b_star  # B*, picked as explore picks it
+    row = dict(b_star.row)
+    base = placement_problem(sc, b_star.design.point, row["capacity_rps"])
     ring = grid_ring_cells(7, 7)
     return PlacementProblem(7, 7, COUNTS, dict(base.pair_volume),
                             allowed={t: ring for t in COUNTS if t.startswith("hbm:")}, ring_cells=ring,

@@ -18,7 +18,6 @@ import platform
 import sys
 import time
 
-from chipdse.core.design_space import PointSpec
 from chipdse.core.scenario import load_scenario
 from chipdse.formulations.placement import PlacementProblem, grid_ring_cells
 from chipdse.solvers.config import SolverConfig
@@ -50,8 +49,9 @@ def instance(side: int, n_compute: int, n_hbm: int, volumes: dict, dense: bool) 
 def b_star_placement() -> PlacementProblem:
     """The default scenario's B* placement instance (its pair volumes seed every instance here)."""
     sc = load_scenario()
-    row = dict(screen_and_pick(sc)[2].b_star.row)  # B*, picked as explore picks it
-    return placement_problem(sc, PointSpec.from_row(row, sc.compute_types()), row["capacity_rps"])
+    b_star = screen_and_pick(sc)[2].b_star  # B*, picked as explore picks it
+    row = dict(b_star.row)
+    return placement_problem(sc, b_star.design.point, row["capacity_rps"])
 
 
 def main() -> None:

@@ -35,8 +35,9 @@ SEED = 0
 def build_simulation() -> tuple[LoadedScenario, dict, PointSpec, dict[int, str], dict[str, dict]]:
     """Return the scenario, B*'s estimator row, its point, placement and mappings (prefill, decode)."""
     sc = load_scenario()
-    row = dict(screen_and_pick(sc)[2].b_star.row)  # B*, picked as explore picks it
-    point = PointSpec.from_row(row, sc.compute_types())
+    b_star = screen_and_pick(sc)[2].b_star  # B*, picked as explore picks it
+    row = dict(b_star.row)
+    point = b_star.design.point
     placement = solve_placement(placement_problem(sc, point, row["capacity_rps"]), "hbm-enum",
                                 SolverConfig.of(sc.spec, seed=SEED)).decision
     maps = {ph: solve_mapping(mapping_problem(sc, point, placement, ph, point.batch), "lpt-greedy").decision
