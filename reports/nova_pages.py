@@ -19,7 +19,7 @@ from chipdse.core.solution import EXCESS_OVER_BEST  # noqa: E402
 from chipdse.evaluators.nova_system import ABLATION, DESIGNS  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
-from chipdse.studies.nova.artifacts import KEYS, PAPER, NovaStudy, pair_ratios, summary_numbers  # noqa: E402
+from chipdse.studies.nova.artifacts import PAPER, NovaStudy, NovaSummaries  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
 
@@ -103,7 +103,7 @@ def _throughput_page(pdf: PdfPages, s: NovaStudy) -> None:
     ax.set_ylabel("decode throughput, tokens/s")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    sm = summary_numbers(s)
+    sm = _summaries(s).numbers
     fig.suptitle(f"Decode throughput at L_in/L_out = {l_in}/{l_out} (NOVA Fig. 11a)", fontsize=11)
     tx, red = sm["nova_vs_gpu_throughput_x"], sm["nova_vs_gpu_e2e_reduction"]
     exact = sm["per_design"].get("NOVA exact", {})
@@ -141,7 +141,7 @@ def _ablation_page(pdf: PdfPages, s: NovaStudy) -> None:
     if s.ablation.empty:
         return
     names = [d.name for d in ABLATION]
-    ratios = {n: pair_ratios(s.ablation, n).groupby(["model", "batch"])["throughput_x"].mean() for n in names}
+    ratios = {n: _summaries(s).ablation_x[n] for n in names}
     index = list(dict.fromkeys(zip(s.ablation["model"], s.ablation["batch"], strict=True)))
     rows = []
     for m, b in index:
@@ -184,19 +184,12 @@ def _routing_page(pdf: PdfPages, s: NovaStudy) -> None:
                  rows)])
 
 
-def _energy_rows(s: NovaStudy, frame: pd.DataFrame, names: list[str]) -> list[list[str]]:
-    """Per model and design of ``names``: tokens per joule (E2E, static batch, mean where it fits), over the GPU's,
-    average decode power and NOVA Fig. 13's split of the E2E energy."""
-    fit = frame[frame["fits"].astype(bool)]
-    gpu = s.runs[s.runs["fits"].astype(bool) & (s.runs["design"] == "GPU")].set_index(KEYS)["tokens_per_J"]
-    rows = []
-    for (m, name), g in fit[fit["design"].isin(names)].groupby(["model", "design"], sort=False):
-        x = (g.set_index(KEYS)["tokens_per_J"] / gpu).dropna()
-        total = g["e2e_J"].sum()
-        shares = [100 * g[c].sum() / total for c in ("e2e_gpu_prefill_J", "e2e_nmp_decode_J", "e2e_gpu_decode_J")]
-        rows.append([SHORT.get(m, m), name, f"{g['tokens_per_J'].mean():.1f}", fmt(x.mean() if len(x) else None,
-                     spec=".2f"), f"{g['power_W'].mean():.0f}", *(f"{v:.0f}%" for v in shares)])
-    return rows
+def _energy_rows(energy: pd.DataFrame) -> list[list[str]]:
+    """The energy table's rows (the study's :attr:`NovaSummaries.energy` or ``ablation_energy``)."""
+    return [[SHORT.get(r["model"], r["model"]), r["design"], f"{r['tokens_per_J']:.1f}", fmt(r["x_gpu"], spec=".2f"),
+             f"{r['power_W']:.0f}", *(f"{r[c]:.0f}%" for c in ("share_e2e_gpu_prefill_J", "share_e2e_nmp_decode_J",
+                                                               "share_e2e_gpu_decode_J"))]
+            for r in energy.to_dict("records")]
 
 
 ENERGY_NOTE = (
@@ -215,16 +208,21 @@ def _energy_pages(pdf: PdfPages, s: NovaStudy) -> None:
     """Tokens per joule per design with NOVA Fig. 13's breakdown of its E2E energy, then the Fig. 14 variants."""
     if "tokens_per_J" not in s.runs:
         return
-    main = [n for n in NAMES if n not in ("NOVA k*", "NOVA exact")]
     table_page(pdf, "Energy: tokens per joule and its breakdown (NOVA Figs. 11(c), 13)", ENERGY_NOTE,
-               [("E2E energy efficiency per design", ENERGY_HEAD, _energy_rows(s, s.runs, main))])
+               [("E2E energy efficiency per design", ENERGY_HEAD, _energy_rows(_summaries(s).energy))])
     if s.ablation.empty or "tokens_per_J" not in s.ablation:
         return
     table_page(pdf, "Energy of the NMP-tier ablation (NOVA Fig. 14)", "As the energy page, for NOVA Fig. 14's "
                "variants. Paper on Qwen3: base-die only 6.4x the GPU's energy efficiency (it avoids all-bank "
                "activation), in-die only 0.14x (256-bit reads of the experts' weights); the cross-tier modes trade "
                "some of it for throughput.", [("E2E energy efficiency per variant", ENERGY_HEAD,
-                                                _energy_rows(s, s.ablation, [d.name for d in ABLATION]))])
+                                                _energy_rows(_summaries(s).ablation_energy))])
+
+
+def _summaries(s: NovaStudy) -> NovaSummaries:
+    """The study's averages (its summaries stage computed them)."""
+    assert s.summaries is not None, "the NOVA study's run() computes the summaries"
+    return s.summaries
 
 
 def _claims_page(pdf: PdfPages, s: NovaStudy) -> None:

@@ -24,8 +24,7 @@ from chipdse.studies.snake.artifacts import (  # noqa: E402
     PAPER_SPEEDUPS,
     UNCAPPED_DRAM_TBPS,
     SnakeStudy,
-    average_speedups,
-    mode_distribution,
+    SnakeSummaries,
 )
 
 BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288",
@@ -60,8 +59,15 @@ def columns(s: SnakeStudy | None) -> dict[str, tuple[str, str]]:
     }
 
 
+def _summaries(s: SnakeStudy) -> SnakeSummaries:
+    """The study's averages and shares (its summaries stage computed them)."""
+    assert s.summaries is not None, "the SNAKE study's run() computes the summaries"
+    return s.summaries
+
+
 def _speedup_page(pdf: PdfPages, s: SnakeStudy) -> None:
-    per_model = s.speedups.groupby(["model", "baseline"])["speedup"].mean().unstack()
+    sm = _summaries(s)
+    per_model = sm.per_model_speedups
     fig, ax = plt.subplots(figsize=PAGE)
     fig.subplots_adjust(bottom=0.25, top=0.9)
     x = np.arange(len(per_model))
@@ -73,7 +79,7 @@ def _speedup_page(pdf: PdfPages, s: SnakeStudy) -> None:
     ax.set_ylabel("decode speedup of SNAKE (baseline latency / SNAKE latency)")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    avg = average_speedups(s.speedups)
+    avg = sm.average_speedups
     fig.suptitle("Decode speedup over the baselines (SNAKE Sec. 6.3), mean over batches "
                  f"{', '.join(map(str, s.spec.batches))} and contexts {', '.join(f'{c:,}' for c in s.spec.contexts)}",
                  fontsize=11)
@@ -92,8 +98,8 @@ def _speedup_page(pdf: PdfPages, s: SnakeStudy) -> None:
 
 
 def _mode_page(pdf: PdfPages, s: SnakeStudy) -> None:
-    dist = mode_distribution(s.modes)
-    slow = s.slowdowns.groupby(["model", "mode"])["slowdown"].agg(["min", "max"]).reset_index()
+    dist = _summaries(s).mode_shares
+    slow = _summaries(s).fixed_mode_slowdown
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=PAGE)
     fig.subplots_adjust(bottom=0.22, top=0.88, wspace=0.3)
     left = np.zeros(len(dist))
@@ -179,7 +185,7 @@ def _link_page(pdf: PdfPages, s: SnakeStudy) -> None:
     links = sorted(sw["link_GBps"].unique())
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=PAGE)
     fig.subplots_adjust(bottom=0.25, top=0.88, wspace=0.3)
-    avg = {x: average_speedups(sw[sw["link_GBps"] == x]) for x in links}
+    avg = _summaries(s).link_speedups
     for b in BASELINE_LABELS:
         if b in avg[links[0]]:
             ax1.plot(links, [avg[x][b] for x in links], marker="o", label=BASELINE_LABELS[b])
@@ -192,9 +198,8 @@ def _link_page(pdf: PdfPages, s: SnakeStudy) -> None:
     ax1.set_ylabel("mean decode speedup of SNAKE (dotted: paper)")
     ax1.legend(fontsize=7)
     ax1.grid(True, alpha=0.3)
-    md = s.link_sweep["modes"]
     for model in s.spec.mode_models:
-        shares = [mode_distribution(md[(md["link_GBps"] == x) & (md["model"] == model)]) for x in links]
+        shares = [_summaries(s).link_mode_shares[(float(x), model)] for x in links]
         for mode in (*MODES, GROUPED):
             ys = [float(d[mode].iloc[0]) if len(d) else 0.0 for d in shares]
             if max(ys) > 0:
@@ -273,7 +278,7 @@ def _energy_page(pdf: PdfPages, s: SnakeStudy) -> None:
                        fontsize=6)
     ax3.set_title(f"(c) PE / buffer split (Fig. 4a), {s.spec.area_split.model}", fontsize=9)
     fig.suptitle("Energy and power (SNAKE Secs. 6.2-6.3, Figs. 4a, 11, 12)", fontsize=11)
-    avg = average_speedups(s.speedups, "energy_ratio")
+    avg = _summaries(s).energy_ratios
     sn = pw.loc["snake"]
     caption(fig, "Energy efficiency of SNAKE (baseline energy / SNAKE's, mean over models): " + "; ".join(
         f"{BASELINE_LABELS.get(b, b)} {v:.2f}x (paper {PAPER_ENERGY.get(b, float('nan')):.2f}x)"
@@ -390,9 +395,8 @@ def details(s: SnakeStudy) -> dict[str, Any]:
     line."""
     return {
         "settings": s.spec.model_dump(mode="json"), "models": s.spec.models, "batches": s.spec.batches,
-        "mode_distribution": mode_distribution(s.modes).round(4).to_dict("index"),
-        "fixed_mode_slowdown": s.slowdowns.groupby(["model", "mode"])["slowdown"].agg(["min", "max"])
-        .round(4).reset_index().to_dict("records"),
+        "mode_distribution": _summaries(s).mode_shares.round(4).to_dict("index"),
+        "fixed_mode_slowdown": _summaries(s).fixed_mode_slowdown.round(4).to_dict("records"),
         "shape_set": [{"budget_mm2": r["budget_mm2"], "method": r["method"], "shapes": r["shapes"],
                        "area_mm2": r["area_mm2"], "decode_time_s": r["solution"].objective,
                        "status": r["solution"].status.value} for r in s.shape_set],
@@ -400,10 +404,9 @@ def details(s: SnakeStudy) -> dict[str, Any]:
                         "status": x.status.value} for x in s.area_split],
         "serving": s.serving.to_dict("records"),
         "buffers": s.buffers.round(3).to_dict("records"),
-        "link_sweep": {str(x): average_speedups(g) for x, g in s.link_sweep["speedups"].groupby("link_GBps")}
-        if s.link_sweep else {},
+        "link_sweep": {str(x): v for x, v in _summaries(s).link_speedups.items()},
         "claims": None if s.claims is None else s.claims.summary,
-        "energy_ratios": average_speedups(s.speedups, "energy_ratio") if "energy_ratio" in s.speedups else {},
+        "energy_ratios": _summaries(s).energy_ratios,
         "power": s.power.round(4).to_dict("records"),
         "area_energy": s.area_energy.to_dict("records"),
     }

@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from chipdse.studies.claims import Claim, ClaimTable, claim_rows
-from chipdse.studies.nova.artifacts import KEYS, NovaStudy, pair_ratios
+from chipdse.studies.nova.artifacts import KEYS, NovaStudy
+from chipdse.studies.nova.ratios import pair_ratios
 
 _GPU = ("the GPU's sustained share per operator class (the paper gives none; defaults GEMM 0.7, attention 0.35, "
         "experts 0.7, SSM 0.1): ")

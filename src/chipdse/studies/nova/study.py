@@ -50,8 +50,9 @@ from chipdse.runtime.store import Checkpoints
 from chipdse.solvers.config import SolverConfig, limit_reason
 from chipdse.solvers.expert_split import MAX_BRUTE_FORCE_EXPERTS, routing_counts, solve_expert_split
 from chipdse.studies.common import Settings, load_kind
-from chipdse.studies.nova.artifacts import PAPER, NovaStudy, summary_numbers
+from chipdse.studies.nova.artifacts import PAPER, NovaStudy
 from chipdse.studies.nova.claims import claims as nova_claims
+from chipdse.studies.nova.ratios import nova_summaries
 from chipdse.studies.pipeline import Progress, Timings, no_progress
 
 KIND = "nova"
@@ -277,6 +278,8 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     result = NovaStudy(sc, cfg, pd.DataFrame(runs), pd.DataFrame(cap), pd.DataFrame(mem), experts, expert_sols,
                        split_rows, sizes, abl, routing, stages.wall_s, stages.cpu_s)
     with stages.stage("claims_s"):
+        main = [d.name for d in DESIGNS if d.name not in ("NOVA k*", "NOVA exact")]
+        result = replace(result, summaries=nova_summaries(result, main, [d.name for d in ABLATION]))
         return replace(result, claims=nova_claims(result))
 
 
@@ -371,13 +374,14 @@ def expert_table(spec: NovaScenario, config: SolverConfig) -> tuple[pd.DataFrame
 
 
 def summary(s: NovaStudy) -> dict[str, Any]:
-    """Headline numbers (:func:`chipdse.studies.nova.artifacts.summary_numbers`)."""
-    return summary_numbers(s)
+    """Headline numbers (:func:`chipdse.studies.nova.ratios.summary_numbers`, computed by :func:`run`)."""
+    assert s.summaries is not None, "run() computes the summaries"
+    return s.summaries.numbers
 
 
 def headline(s: NovaStudy) -> list[str]:
     """The lines ``chipdse explore`` prints: NOVA against the GPU, and any expert split that fell back."""
-    sm = summary_numbers(s)
+    sm = summary(s)
     lines = []
     if sm["nova_vs_gpu_throughput_x"] is not None:
         lines.append(f"NOVA vs GPU over {sm['runs_compared']} runs, served with continuous batching: "

@@ -12,7 +12,7 @@ from chipdse.core.scenario import StudyScenario
 from chipdse.core.solution import Solution
 from chipdse.core.specs import SnakeScenario
 from chipdse.evaluators.snake_energy import SnakeEnergy
-from chipdse.evaluators.snake_pu import BASELINE_DESIGNS, GROUPED, MODES
+from chipdse.evaluators.snake_pu import BASELINE_DESIGNS
 from chipdse.evaluators.snake_serving import GPU
 from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.solvers.config import SolverConfig
@@ -32,6 +32,38 @@ UNCAPPED_DRAM_TBPS = 30.34
 BASELINES: tuple[str, ...] = (*(d.name for d in BASELINE_DESIGNS), GPU)
 """Every baseline of the speedup table: the three NMP compute substrates and the H100 decode baseline."""
 
+
+
+@dataclass(frozen=True)
+class SnakeSummaries:
+    """What the SNAKE report and manifest print beside the tables, computed once by the study
+    (:func:`chipdse.studies.snake.summaries.snake_summaries`).
+
+    Attributes
+    ----------
+    average_speedups : dict[str, float]
+        Baseline -> SNAKE's mean decode speedup over it, mean per model then over models (SNAKE Sec. 6.3).
+    per_model_speedups : pandas.DataFrame
+        Model x baseline: the mean speedup over batches and contexts.
+    energy_ratios : dict[str, float]
+        Baseline -> SNAKE's mean energy efficiency over it, averaged the same way ({} without energy).
+    mode_shares : pandas.DataFrame
+        Model x mode: share of weight operators choosing each multi-PU mode (SNAKE Fig. 13a).
+    fixed_mode_slowdown : pandas.DataFrame
+        ``model``, ``mode``, ``min``, ``max`` of each fixed mode's slowdown over the per-operator choice.
+    link_speedups : dict[float, dict[str, float]]
+        Link bandwidth (GB/s) -> :attr:`average_speedups` at that bandwidth ({} without a link sweep).
+    link_mode_shares : dict[tuple[float, str], pandas.DataFrame]
+        (link bandwidth, mode model) -> its mode shares at that bandwidth.
+    """
+
+    average_speedups: dict[str, float]
+    per_model_speedups: pd.DataFrame
+    energy_ratios: dict[str, float]
+    mode_shares: pd.DataFrame
+    fixed_mode_slowdown: pd.DataFrame
+    link_speedups: dict[float, dict[str, float]] = field(default_factory=dict)
+    link_mode_shares: dict[tuple[float, str], pd.DataFrame] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,6 +100,8 @@ class SnakeStudy:
     energy_model: SnakeEnergy | None = None
     claims: ClaimTable | None = None
     """SNAKE's claims against this run (the study's claims stage, :func:`chipdse.studies.snake.claims.claims`)."""
+    summaries: SnakeSummaries | None = None
+    """The averages and shares the report prints (the study's summaries stage)."""
 
     @property
     def spec(self) -> SnakeScenario:
@@ -79,22 +113,3 @@ class SnakeStudy:
         """Every shape-set and area-split solve (:func:`chipdse.studies.common.solve_record`)."""
         out = [solve_record(r["solution"], budget_mm2=r["budget_mm2"]) for r in self.shape_set]
         return out + [solve_record(sol) for sol in self.area_split]
-
-
-def mode_distribution(modes: pd.DataFrame) -> pd.DataFrame:
-    """Share of weight operators choosing each mode, per model (SNAKE Fig. 13a), over operators x batches x
-    contexts; the four modes and ``grouped`` (MoE experts as a grouped GEMM). Attention products (head-parallel, as
-    the paper schedules them apart) are left out."""
-    if "head_parallel" in modes.columns:
-        modes = modes[~modes["head_parallel"].astype(bool)]
-    counts = modes.groupby(["model", "mode"]).size().unstack(fill_value=0).reindex(columns=[*MODES, GROUPED],
-                                                                                   fill_value=0)
-    return counts.div(counts.sum(axis=1), axis=0)
-
-
-def average_speedups(speedups: pd.DataFrame, column: str = "speedup") -> dict[str, float]:
-    """Mean speedup over SNAKE per baseline across models, batches and contexts (SNAKE Sec. 6.3 averages over
-    models): the mean per model, then over models; ``column="energy_ratio"`` averages the energy-efficiency
-    ratios the same way."""
-    per_model = speedups.groupby(["baseline", "model"])[column].mean()
-    return {b: float(per_model[b].mean()) for b in BASELINES if b in per_model.index.get_level_values(0)}

@@ -23,7 +23,8 @@ from chipdse.evaluators.snake_energy import LOGIC_PARTS, PEAK_PARTS, energy_mode
 from chipdse.evaluators.snake_pu import decode_step_s, nmp_template
 from chipdse.evaluators.snake_serving import GPU
 from chipdse.studies.claims import Claim, ClaimTable, claim_rows
-from chipdse.studies.snake.artifacts import SnakeStudy, average_speedups, mode_distribution
+from chipdse.studies.snake.artifacts import SnakeStudy
+from chipdse.studies.snake.summaries import average_speedups, mode_distribution
 
 _LINK = "the inter-PU link bandwidth (the paper gives none; template.link_GBps is an assumption)"
 _GPU = ("the GPU's sustained share of its peak FLOPs and HBM bandwidth in decode (the paper runs Duplex's GPU model "

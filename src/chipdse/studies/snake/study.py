@@ -49,13 +49,9 @@ from chipdse.solvers.problems import area_split_problem, shape_set_problem
 from chipdse.solvers.snake_hw import AREA_SPLIT_METHODS, SHAPE_SET_METHODS, solve_area_split, solve_shape_set
 from chipdse.studies.common import Settings, load_kind
 from chipdse.studies.pipeline import Progress, Timings, no_progress
-from chipdse.studies.snake.artifacts import (
-    PAPER_SPEEDUPS,
-    UNCAPPED_DRAM_TBPS,
-    SnakeStudy,
-    average_speedups,
-)
+from chipdse.studies.snake.artifacts import PAPER_SPEEDUPS, UNCAPPED_DRAM_TBPS, SnakeStudy
 from chipdse.studies.snake.claims import claims as snake_claims
+from chipdse.studies.snake.summaries import snake_summaries
 
 KIND = "snake"
 MAX_SERVING_DECODE_TOKENS = 20_000_000
@@ -348,15 +344,18 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     result = SnakeStudy(sc, cfg, sp, md, slow, shapes, shape_rows, area, grid, ap, serving, buffers, sweep,
                         stages.wall_s, stages.cpu_s, energy, power, area_energy, em)
     with stages.stage("claims_s"):
+        result = dataclasses.replace(result, summaries=snake_summaries(result))
         return dataclasses.replace(result, claims=snake_claims(result))
 def summary(s: SnakeStudy) -> dict[str, Any]:
     """Headline numbers: SNAKE's average decode speedup over each baseline, next to the paper's (Sec. 6.3)."""
-    return {"average_speedups": average_speedups(s.speedups), "paper_speedups": PAPER_SPEEDUPS}
+    assert s.summaries is not None, "run() computes the summaries"
+    return {"average_speedups": s.summaries.average_speedups, "paper_speedups": PAPER_SPEEDUPS}
 
 
 def headline(s: SnakeStudy) -> list[str]:
     """The lines ``chipdse explore`` prints: the average speedup over each baseline."""
-    return [f"SNAKE vs {b}: {v:.2f}x average decode speedup" for b, v in average_speedups(s.speedups).items()]
+    assert s.summaries is not None, "run() computes the summaries"
+    return [f"SNAKE vs {b}: {v:.2f}x average decode speedup" for b, v in s.summaries.average_speedups.items()]
 
 
 def served_lengths(card: dict, l_in: int, l_out: int) -> tuple[int, int]:
