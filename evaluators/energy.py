@@ -16,6 +16,8 @@ M. Horowitz, "Computing's energy problem (and what we can do about it)", ISSCC 2
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,6 +92,9 @@ class _EntrySpec(BaseModel):
     source: str = Field(min_length=1, description="Paper section / table / publication, or 'assumption: ...'.")
     node_nm: int | None = Field(None, ge=MIN_NODE_NM, le=MAX_NODE_NM, description="Technology node of a logic or "
                                 "SRAM entry, nm; absent for entries that do not scale with the node.")
+    low: float | None = Field(None, ge=0, description="Plausible low end of an assumption's value (the parameter "
+                              "register, chipdse params).")
+    high: float | None = Field(None, ge=0, description="Plausible high end of an assumption's value.")
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,8 @@ class EnergyConstant:
     source: str
     node_nm: int | None = None
     file: str = ""
+    low: float | None = None
+    high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,31 @@ class EnergyTable:
     def keys(self) -> list[str]:
         """Return the keys, sorted."""
         return sorted(self.constants)
+
+    def with_values(self, values: Mapping[str, float], source: str = "energy.table") -> EnergyTable:
+        """This table with some values replaced (a scenario's ``energy.table`` / ``--set energy.table.KEY=V``).
+
+        Parameters
+        ----------
+        values : mapping
+            Key -> value in the entry's unit.
+        source : str
+            Where the values came from, for messages.
+
+        Raises
+        ------
+        SpecError
+            A key the table does not have, or a negative value.
+        """
+        if not values:
+            return self
+        out = dict(self.constants)
+        for key, v in values.items():
+            c = self.constant(key)
+            if v < 0:
+                raise SpecError(source, key, f"a value >= 0 in {c.unit}, got {v!r}")
+            out[key] = dataclasses.replace(c, value=float(v), source=f"{source}: {key} (was {c.value:g})")
+        return EnergyTable(out)
 
     def constant(self, key: str) -> EnergyConstant:
         """Return the entry ``key``.
@@ -193,14 +225,20 @@ def _read_scope(path: Path) -> dict[str, EnergyConstant]:
             got = "" if err["type"] == "missing" else f" (got {shorten(err.get('input'))})"
             text = "a field the entry needs" if err["type"] == "missing" else str(err["msg"])
             if err["type"] == "extra_forbidden":
-                text = "no such field (an entry has value, unit, source and, for logic / SRAM, node_nm)"
+                text = ("no such field (an entry has value, unit, source, for logic / SRAM node_nm, and for an "
+                        "assumption low and high)")
             raise SpecError(str(path), format_field(loc), text + got) from None
         if spec.unit not in UNITS:
             msg = f"a unit among {', '.join(sorted(UNITS))}, got {shorten(spec.unit)}"
             raise SpecError(str(path), f"{key}.unit", msg)
         if not spec.source.strip():
             raise SpecError(str(path), f"{key}.source", "a source (publication and section, or 'assumption: ...')")
-        out[key] = EnergyConstant(spec.value, spec.unit, spec.source.strip(), spec.node_nm, str(path))
+        lo, hi = spec.value if spec.low is None else spec.low, spec.value if spec.high is None else spec.high
+        if not lo <= spec.value <= hi:
+            raise SpecError(str(path), f"{key}.low", f"a range low <= value <= high, got {lo:g}..{hi:g} around "
+                            f"{spec.value:g}")
+        out[key] = EnergyConstant(spec.value, spec.unit, spec.source.strip(), spec.node_nm, str(path), spec.low,
+                                  spec.high)
     return out
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 
 from chipdse.core.design_space import DesignPoints
 from chipdse.core.errors import InfeasibleDesignError, SpecError
+from chipdse.core.scenario import LoadedScenario
 from chipdse.core.specs import ChipletLibrary, ComputeChiplet, EnergySettings, MemoryChiplet
 from chipdse.evaluators.energy import PJ, EnergyBreakdown, EnergyTable, load_energy_table
 from chipdse.evaluators.estimator import Screen
@@ -425,6 +426,18 @@ def check_power_limits(df: pd.DataFrame, limits: EnergySettings, source: str) ->
     raise InfeasibleDesignError(msg, source, "energy")
 
 
+def scenario_energy_table(sc: LoadedScenario) -> EnergyTable:
+    """The energy constants of a HYDRA scenario: ``instances/energy/common.yaml`` with the scenario's
+    ``energy.table`` values (``--set energy.table.KEY=V``) in place.
+
+    Raises
+    ------
+    SpecError
+        A malformed energy file, or a key of ``energy.table`` it does not have.
+    """
+    return load_energy_table().with_values(sc.spec.energy.table, f"{sc.path}: energy.table")
+
+
 def score_with_energy(screen: Screen, pts: DesignPoints, table: EnergyTable | None = None) -> pd.DataFrame:
     """Score points with the estimator, add their energy (:func:`sweep_energy`) and apply the scenario's power
     limits (:func:`apply_power_limits`).
@@ -434,14 +447,14 @@ def score_with_energy(screen: Screen, pts: DesignPoints, table: EnergyTable | No
     screen : Screen
     pts : DesignPoints
     table : EnergyTable, optional
-        Default: ``load_energy_table()`` (``instances/energy/common.yaml``).
+        Default: the scenario's (:func:`scenario_energy_table`).
 
     Returns
     -------
     pandas.DataFrame
         ``screen.score(pts)`` with :data:`ENERGY_COLUMNS` and ``power_ok``.
     """
-    table = table or load_energy_table()
+    table = table or scenario_energy_table(screen.sc)
     df = screen.score(pts)
     df = pd.concat([df, sweep_energy(screen, pts, df, table)], axis=1)
     return apply_power_limits(df, screen.sc.spec.energy)

@@ -31,6 +31,7 @@ import pandas as pd
 from chipdse.core.errors import ChipdseError
 from chipdse.core.hf_import import card_json, card_key, import_config
 from chipdse.core.io import write_text_atomic
+from chipdse.core.overrides import parse_overrides
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import AnyScenario, LoadedScenario, StudyScenario, load
 from chipdse.core.scenario import load_scenario as load_hydra
@@ -57,7 +58,7 @@ from chipdse.studies.pipeline import no_progress
 from chipdse.studies.registry import STUDIES
 
 __all__ = ["CompareRun", "ExploreRun", "GeneralityRun", "SimulationRun", "SolveRun", "SweepRun", "backend",
-           "compare", "empty_run_text", "explore", "generality", "help_names", "import_model", "load_hydra",
+           "compare", "empty_run_text", "explore", "generality", "help_names", "import_model", "load_hydra", "params",
            "load_scenario",
            "json_schema", "schema_dir", "schema_text", "simulate", "solve", "sweep", "write_schemas"]
 
@@ -79,13 +80,17 @@ def help_names() -> dict[str, str]:
             "batchers": names_text(BATCHER_NAMES), "schemas": names_text(tuple(SCHEMAS))}
 
 
-def load_scenario(scenario: str | Path | None = None) -> AnyScenario:
+def load_scenario(scenario: str | Path | None = None, sets: Sequence[str] = ()) -> AnyScenario:
     """Load and check a scenario file of any kind (HYDRA, SNAKE, NOVA), as ``chipdse explore`` does.
 
     Parameters
     ----------
     scenario : str or Path, optional
         The YAML file (default: the bundled ``instances/scenarios/default.yaml``).
+    sets : sequence of str
+        ``PATH=VALUE`` overrides (``chipdse ... --set``; :mod:`chipdse.core.overrides`): scenario fields by their
+        dotted path, and for HYDRA ``library.``, ``package.``, ``workload.`` paths into the files it names; the
+        names of ``chipdse params``.
 
     Returns
     -------
@@ -97,20 +102,24 @@ def load_scenario(scenario: str | Path | None = None) -> AnyScenario:
     ------
     SpecError
         A missing file, a malformed field, an unknown model or kind, a bad trace row, or a card the study cannot
-        run, naming the file and the field (:func:`chipdse.core.scenario.load` and each study's ``check``).
+        run, naming the file and the field (:func:`chipdse.core.scenario.load` and each study's ``check``); a bad
+        ``--set`` path or value, naming the option (source ``--set``).
     """
-    loaded = load(None if scenario is None else Path(scenario))
+    loaded = load(None if scenario is None else Path(scenario), parse_overrides(sets))
     return STUDIES[loaded.spec.kind].check(loaded)
 
 
-def _loaded(scenario: ScenarioArg) -> AnyScenario:
-    """``scenario`` loaded by :func:`load_scenario` unless it already is a loaded scenario."""
+def _loaded(scenario: ScenarioArg, sets: Sequence[str] = ()) -> AnyScenario:
+    """``scenario`` loaded by :func:`load_scenario` unless it already is a loaded scenario (reloaded from its
+    file when ``sets`` are given)."""
     if isinstance(scenario, LoadedScenario | StudyScenario):
-        return scenario
-    return load_scenario(scenario)
+        if not sets:
+            return scenario
+        scenario = scenario.path
+    return load_scenario(scenario, sets)
 
 
-def _hydra(scenario: ScenarioArg) -> LoadedScenario:
+def _hydra(scenario: ScenarioArg, sets: Sequence[str] = ()) -> LoadedScenario:
     """``scenario`` as a HYDRA scenario: loaded by :func:`chipdse.core.scenario.load_scenario` unless it already
     is a loaded one.
 
@@ -119,11 +128,12 @@ def _hydra(scenario: ScenarioArg) -> LoadedScenario:
     SpecError
         As :func:`load_scenario`; also a SNAKE or NOVA scenario (field ``kind``).
     """
-    if isinstance(scenario, LoadedScenario):
+    ovs = parse_overrides(sets)
+    if isinstance(scenario, LoadedScenario) and not ovs:
         return scenario
     if hasattr(scenario, "spec"):
-        return load_hydra(scenario.path)  # type: ignore[union-attr]  # the same refusal, naming the file
-    return load_hydra(None if scenario is None else Path(scenario))
+        return load_hydra(scenario.path, ovs)  # type: ignore[union-attr]  # the same refusal, naming the file
+    return load_hydra(None if scenario is None else Path(scenario), ovs)
 
 
 @dataclass(frozen=True)
@@ -187,7 +197,7 @@ class ExploreRun:
 def explore(scenario: ScenarioArg = None, *, out: str | Path | None = None, work_limit: float | None = None,
             time_limit_s: float | None = None, seed: int | None = None, store: str | Path | None = None,
             fresh: bool = False, progress: Callable[[str, float], None] = no_progress,
-            checkpoints: Checkpoints | None = None) -> ExploreRun:
+            checkpoints: Checkpoints | None = None, sets: Sequence[str] = ()) -> ExploreRun:
     """Run a scenario's study (``chipdse explore``): HYDRA's sweep, exact B* and M_T layouts, simulation and
     generality stages; or the SNAKE or NOVA study of a ``kind: snake`` / ``kind: nova`` scenario.
 
@@ -212,6 +222,8 @@ def explore(scenario: ScenarioArg = None, *, out: str | Path | None = None, work
     checkpoints : Checkpoints, optional
         HYDRA only: an open store's checkpoints (what the command line passes; instead of ``store``).
 
+    sets : sequence of str
+        ``PATH=VALUE`` overrides (``--set``), as :func:`load_scenario`.
     Returns
     -------
     ExploreRun
@@ -222,7 +234,7 @@ def explore(scenario: ScenarioArg = None, *, out: str | Path | None = None, work
         Bad scenario or settings (e.g. ``store`` for a SNAKE or NOVA scenario); ``OSError`` when ``out`` cannot be
         written.
     """
-    sc = _loaded(scenario)
+    sc = _loaded(scenario, sets)
     study = STUDIES[sc.spec.kind]
     if not study.keeps_stages and (store is not None or fresh or checkpoints is not None):
         msg = f"store / fresh: only HYDRA scenarios keep finished stages; {sc.path} is a kind: {study.kind} study"
@@ -282,7 +294,7 @@ class SweepRun:
 
 def sweep(scenario: ScenarioArg = None, *, workers: int | None = None, dask_local: int | None = None,
           scheduler: str | None = None, store: ResultsStore | str | Path | None = None, fresh: bool = False,
-          progress: Callable[[str, float, float], None] | None = None) -> SweepRun:
+          progress: Callable[[str, float, float], None] | None = None, sets: Sequence[str] = ()) -> SweepRun:
     """Score a HYDRA design space with the estimator on every sweep workload, then simulate its Pareto candidates
     (``chipdse sweep``).
 
@@ -300,6 +312,8 @@ def sweep(scenario: ScenarioArg = None, *, workers: int | None = None, dask_loca
     progress : callable(stage, done, total), optional
         ``"screen"`` with points scored, then ``"simulate"`` with runs finished.
 
+    sets : sequence of str
+        ``PATH=VALUE`` overrides (``--set``), as :func:`load_scenario`.
     Returns
     -------
     SweepRun
@@ -310,7 +324,7 @@ def sweep(scenario: ScenarioArg = None, *, workers: int | None = None, dask_loca
         Bad scenario, a SNAKE / NOVA scenario, two back-ends, Dask missing or unreachable, no buildable point.
     """
     where = backend(workers, dask_local, scheduler)
-    sc = _hydra(scenario)
+    sc = _hydra(scenario, sets)
     with contextlib.ExitStack() as stack:
         if isinstance(store, str | Path):
             store = stack.enter_context(ResultsStore(Path(store), "sweep", "store"))
@@ -343,7 +357,7 @@ def _finalist(problem: str, point: str | None) -> str:
 
 
 def _problem_instance(problem: str, scenario: ScenarioArg, point: str, time_limit_s: float | None,
-                      work_limit: float | None) -> tuple[Any, str, SolverConfig]:
+                      work_limit: float | None, sets: Sequence[str] = ()) -> tuple[Any, str, SolverConfig]:
     """Load the scenario a registered problem needs, build its instance and the solver settings.
 
     Returns (instance, label, config); a HYDRA problem's instance is built on the finalist ``point`` names, picked
@@ -359,8 +373,11 @@ def _problem_instance(problem: str, scenario: ScenarioArg, point: str, time_limi
     record = problem_record(problem)
     if scenario is None and record.default_scenario is not None:
         scenario = instances_dir() / "scenarios" / record.default_scenario
-    loaded = scenario if isinstance(scenario, LoadedScenario | StudyScenario) else load(
-        None if scenario is None else Path(scenario))
+    ovs = parse_overrides(sets)
+    if isinstance(scenario, LoadedScenario | StudyScenario):
+        loaded = load(scenario.path, ovs) if ovs else scenario
+    else:
+        loaded = load(None if scenario is None else Path(scenario), ovs)
     kind = loaded.spec.kind
     if kind != record.scenario_kind:
         msg = f"{loaded.path}: kind: {problem} needs a kind: {record.scenario_kind} scenario, this one is kind: {kind}"
@@ -412,7 +429,7 @@ class CompareRun:
 
 def compare(problem: str, scenario: ScenarioArg = None, *, methods: Sequence[str] | None = None,
             point: str | None = None, work_limit: float | None = None,
-            time_limit_s: float | None = None) -> CompareRun:
+            time_limit_s: float | None = None, sets: Sequence[str] = ()) -> CompareRun:
     """Run every method (or ``methods``) of one decision problem on a scenario's instance (``chipdse compare``).
 
     Parameters
@@ -428,6 +445,8 @@ def compare(problem: str, scenario: ScenarioArg = None, *, methods: Sequence[str
     work_limit, time_limit_s : float, optional
         Deterministic work limit (work units) and wall-clock cap (s) per exact solve (default: the scenario's).
 
+    sets : sequence of str
+        ``PATH=VALUE`` overrides (``--set``), as :func:`load_scenario`.
     Returns
     -------
     CompareRun
@@ -439,7 +458,7 @@ def compare(problem: str, scenario: ScenarioArg = None, *, methods: Sequence[str
     """
     validate_methods(problem, methods)
     point = _finalist(problem, point)
-    instance, label, cfg = _problem_instance(problem, scenario, point, time_limit_s, work_limit)
+    instance, label, cfg = _problem_instance(problem, scenario, point, time_limit_s, work_limit, sets)
     hydra = problem_record(problem).scenario_kind == "hydra"
     return CompareRun(problem, label, point if hydra else None, cfg, run_methods(problem, instance, methods, cfg))
 
@@ -483,7 +502,8 @@ class SolveRun:
 
 
 def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, solver: str | None = None,
-          point: str | None = None, work_limit: float | None = None, time_limit_s: float | None = None) -> SolveRun:
+          point: str | None = None, work_limit: float | None = None, time_limit_s: float | None = None,
+          sets: Sequence[str] = ()) -> SolveRun:
     """Solve one decision problem with one method (``chipdse solve``): a QAPLIB file with the placement
     formulation in QAP mode (``problem="qap"``, ``solver`` highs, cpsat, bnb or glb), or a registered problem on a
     scenario's instance with ``method``.
@@ -504,6 +524,8 @@ def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, 
     work_limit, time_limit_s : float, optional
         Work limit (work units; qap default 60) and wall-clock cap (s) of the solve.
 
+    sets : sequence of str
+        ``PATH=VALUE`` overrides (``--set``), as :func:`load_scenario`.
     Returns
     -------
     SolveRun
@@ -537,7 +559,7 @@ def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, 
         raise ValueError(msg)
     validate_methods(problem, [method])
     point = _finalist(problem, point)
-    instance, label, cfg = _problem_instance(problem, path, point, time_limit_s, work_limit)
+    instance, label, cfg = _problem_instance(problem, path, point, time_limit_s, work_limit, sets)
     hydra = problem_record(problem).scenario_kind == "hydra"
     return SolveRun(problem, label, method, run_methods(problem, instance, [method], cfg)[0],
                     {"design": label} if hydra else {})
@@ -564,7 +586,7 @@ class SimulationRun:
 
 def simulate(scenario: ScenarioArg = None, *, point: str | int = "best", duration_s: float | None = None,
              rate_rps: float | None = None, scheduler: str = "static", batching: str | None = None,
-             seed: int | None = None) -> SimulationRun:
+             seed: int | None = None, sets: Sequence[str] = ()) -> SimulationRun:
     """Place (``hbm-enum``), map (``lpt-greedy``) and run the event simulator on one design point
     (``chipdse simulate``).
 
@@ -585,6 +607,8 @@ def simulate(scenario: ScenarioArg = None, *, point: str | int = "best", duratio
     seed : int, optional
         Simulator seed (default: the scenario's).
 
+    sets : sequence of str
+        ``PATH=VALUE`` overrides (``--set``), as :func:`load_scenario`.
     Returns
     -------
     SimulationRun
@@ -598,7 +622,7 @@ def simulate(scenario: ScenarioArg = None, *, point: str | int = "best", duratio
     if scheduler not in SCHEDULER_NAMES:
         msg = f"--scheduler: must be one of {list(SCHEDULER_NAMES)}, got {scheduler!r}"
         raise ValueError(msg)
-    sc = _hydra(scenario)
+    sc = _hydra(scenario, sets)
     return SimulationRun(run_simulation(sc, point, duration_s=duration_s, rate_rps=rate_rps, scheduler=scheduler,
                                         batching=batching, seed=seed))
 
@@ -652,6 +676,36 @@ def generality(scenario: ScenarioArg = None, models: Sequence[str] | None = None
         msg = "--model: give at least two models to compare"
         raise ChipdseError(msg)
     return GeneralityRun(sc, run_generality(sc, None if models is None else list(models)))
+
+
+def params(study: str, scenario: str | Path | None = None) -> list[dict[str, Any]]:
+    """A study's parameter register with the values of a scenario (``chipdse params``).
+
+    Parameters
+    ----------
+    study : str
+        ``hydra``, ``snake`` or ``nova``.
+    scenario : str or Path, optional
+        A scenario of that kind whose values to show (default: the study's bundled scenario).
+
+    Returns
+    -------
+    list of dict
+        One per parameter: ``name`` (the dotted ``--set`` path), ``value``, ``low``, ``high`` (an assumption's or
+        calibrated value's plausible range, else None), ``unit``, ``basis`` (paper, sourced, assumption,
+        calibrated), ``source`` (citation, or the reason for the value and range), ``calibrated_on`` (claim keys).
+
+    Raises
+    ------
+    ValueError
+        An unknown study.
+    SpecError
+        A malformed register, scenario or table, or a scenario of another kind.
+    """
+    if study not in STUDIES:
+        msg = f"STUDY: one of {', '.join(STUDIES)}, got {study!r}"
+        raise ValueError(msg)
+    return [r.record() for r in STUDIES[study].params(None if scenario is None else Path(scenario))]
 
 
 def import_model(config: str | Path, *, name: str | None = None, published_params: float | None = None,

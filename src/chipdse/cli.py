@@ -32,6 +32,7 @@ from rich.text import Text
 
 from chipdse.core.errors import ChipdseError
 from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty
+from chipdse.core.overrides import parse_overrides
 from chipdse.core.specs import MAX_SEED, MAX_TIME_LIMIT_S
 from chipdse.runtime.store import Checkpoints, ResultsStore
 
@@ -130,6 +131,14 @@ def _path_option(option: str, text: str | None) -> Path | None:
     return Path(text)
 
 
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="PATH=VALUE",
+    help="Change one scenario or register value by its dotted path before validation (repeat the option), e.g. "
+    "simulation.static_batch_timeout_s=0.5, library.compute.Ap.utilization=0.7, energy.table.hbm3_read=2.5; the "
+    "names are chipdse params' name column.", show_default=False)]
+"""The ``--set PATH=VALUE`` option of explore, sweep, simulate, compare and solve (:mod:`chipdse.core.overrides`)."""
+
+
 def _applies(option: str, given: bool, where: str) -> None:
     """Refuse an option that does not apply here, saying where it applies (an option is never silently ignored).
 
@@ -166,6 +175,8 @@ def error_json(exc: BaseException | str, field: str | None = None) -> dict[str, 
         file = None if exc.filename is None else os.fsdecode(exc.filename)
     else:
         text, file = str(exc), getattr(exc, "source", None)
+    if file == "--set":  # an override, not a file: the option is the field
+        return {"error": " ".join(text.split()), "file": None, "field": f"--set {getattr(exc, 'field', '')}"}
     option = text.split(":", 1)[0] if text.startswith("--") and ":" in text else None  # "--point: must be ..."
     return {"error": " ".join(text.split()), "file": file or None,
             "field": getattr(exc, "field", None) or field or option}
@@ -216,6 +227,7 @@ def explore(
                         "kept as it finishes and reused by a rerun of the same inputs, so Ctrl-C loses only the "
                         "stage in progress. Default: explore.sqlite in the output folder.",
         show_default=False)] = None,
+    sets: SetOption = None,
 ) -> None:
     """Sweep a scenario's design space, solve B* and M_T layouts exactly and with heuristics, write a PDF report
     (a kind: snake or kind: nova scenario runs that study instead)."""
@@ -227,7 +239,7 @@ def explore(
     try:
         out, store_path = _path_option("--out", out_text), _path_option("--store", store_text)
         api = _api()
-        sc = api.load_scenario(scenario)
+        sc = api.load_scenario(scenario, sets or ())
         kind = sc.spec.kind
         out_dir = out if out is not None else Path("reports") / "out" / sc.spec.name
         hydra = kind == "hydra"
@@ -425,6 +437,7 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON list.")] = False,
     csv_text: Annotated[str | None, typer.Option("--csv", metavar="PATH", help="Also write the rows to this CSV "
                                                  "file.", show_default=False)] = None,
+    sets: SetOption = None,
 ) -> None:
     """Run every method of one decision problem on a scenario's instance (HYDRA: its B* or M_T) and compare them.
 
@@ -440,7 +453,7 @@ def compare(
                 raise ValueError(msg)
             created = ensure_writable_dir(csv_path.parent, "--csv")
         run = _api().compare(problem, scenario, methods=methods, point=point_opt, work_limit=work_limit,
-                             time_limit_s=time_limit)
+                             time_limit_s=time_limit, sets=sets or ())
         rows = run.rows()
         if csv_path is not None:
             with atomic_path(csv_path) as tmp:
@@ -492,6 +505,7 @@ def solve(
         "scenario's, else 10 x the work limit + 30 s). Building the model comes on top (qap: about 9 s at n = 20).",
         show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+    sets: SetOption = None,
 ) -> None:
     """Solve one decision problem with one method: a QAPLIB file (QAP mode of the placement formulation), or a
     registered problem on a scenario's instance.
@@ -500,8 +514,10 @@ def solve(
     with its gap.
     """
     try:
+        _applies("--set", bool(sets) and problem == "qap", "a QAPLIB file has no scenario; --set applies to the "
+                 "scenario problems")
         run = _api().solve(problem, path, method=method, solver=solver_opt, point=point_opt, work_limit=work_limit,
-                           time_limit_s=time_limit)
+                           time_limit_s=time_limit, sets=sets or ())
     except (ChipdseError, ValueError) as exc:
         _fail(exc)
     except OSError as exc:  # solve writes no file: any OSError is about an input
@@ -539,6 +555,7 @@ def sweep(
         "--store", metavar="PATH", help="SQLite results store; finished jobs are reused and each new one is saved "
                         "as it completes. Default: reports/out/<scenario name>/results.sqlite.",
         show_default=False)] = None,
+    sets: SetOption = None,
 ) -> None:
     """Score a design space with the estimator on every sweep workload, then simulate its Pareto candidates
     (sweep.simulate per workload); resumable, in-process, on a process pool or on Dask."""
@@ -554,7 +571,7 @@ def sweep(
     created: list[Path] = []
     try:
         store_path = _path_option("--store", store_text)
-        sc = api.load_hydra(scenario)
+        sc = api.load_hydra(scenario, parse_overrides(sets))
         path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
         if path.is_dir():
             _fail(f"--store {path}: is a directory; give the path of a results file (e.g. {path / 'results.sqlite'})")
@@ -687,6 +704,7 @@ def simulate(
         "--seed", min=0, max=MAX_SEED, help="Simulator seed, 0..2^31-1 (default: the scenario's).",
         show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as one JSON object.")] = False,
+    sets: SetOption = None,
 ) -> None:
     """Place (hbm-enum), map (lpt-greedy) and simulate one design point; print its serving metrics.
 
@@ -703,7 +721,7 @@ def simulate(
     try:
         api = _api()
         res = api.simulate(scenario, point="best" if point is None else point, duration_s=duration, rate_rps=rate,
-                           scheduler=scheduler, batching=batching, seed=seed).metrics
+                           scheduler=scheduler, batching=batching, seed=seed, sets=sets or ()).metrics
     except (ChipdseError, ValueError, OSError) as exc:  # simulate writes no file: any OSError is about an input
         _fail_as(as_json, exc)
     if res["empty"]:
@@ -771,6 +789,34 @@ def schema(
         _fail_writing(exc, created, folder)
     for p in paths:
         typer.echo(f"wrote {p}")
+
+
+@app.command()
+def params(
+    study: Annotated[str, typer.Argument(metavar="STUDY", help="hydra, snake or nova.")],
+    scenario: Annotated[Path | None, typer.Option(
+        "--scenario", metavar="FILE", help="Show the values of this scenario of the study's kind (default: the "
+        "study's bundled scenario).", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the register as one JSON list.")] = False,
+) -> None:
+    """Print a study's parameter register: every number its models use that the paper does not fix (and the ones
+    it does), by the dotted path --set takes, with its value, unit, basis (paper, sourced, assumption,
+    calibrated), plausible range and source.
+    """
+    try:
+        rows = _api().params(study, scenario)
+    except (ChipdseError, ValueError, OSError) as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(rows, default=str))
+        return
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        rng = "" if r["low"] is None else f"{r['low']:g}..{r['high']:g}"
+        value = r["value"] if isinstance(r["value"], list) else ("-" if r["value"] is None else f"{r['value']:g}")
+        fitted = f" [fitted to: {', '.join(r['calibrated_on'])}]" if r["calibrated_on"] else ""
+        typer.echo(f"{r['name']:{width}s}  {str(value):>12s} {r['unit']:14s} {r['basis']:10s} {rng:>14s}  "
+                   f"{' '.join(r['source'].split())}{fitted}")
 
 
 model_app = typer.Typer(no_args_is_help=True, help="Model cards: import a Hugging Face config.json.")

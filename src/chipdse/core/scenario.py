@@ -12,6 +12,7 @@ import numpy as np
 
 from chipdse.core.errors import SpecError
 from chipdse.core.models import ModelDescriptor, find_card, load_model, read_card
+from chipdse.core.overrides import Override, as_record, validated
 from chipdse.core.paths import instances_dir
 from chipdse.core.specs import (
     MAX_DESIGN_POINTS,
@@ -20,11 +21,13 @@ from chipdse.core.specs import (
     Package,
     Scenario,
     SnakeScenario,
+    T,
     Workload,
     check_requests,
     file_sha256,
     load_spec,
     parse_scenario_spec,
+    parse_spec,
     read_yaml,
     resolve,
 )
@@ -49,6 +52,8 @@ class LoadedScenario:
     workload_path: Path
     named_files: dict[str, Path] = field(default_factory=dict)
     """Every file the scenario names, by field (package, library, workload, model card)."""
+    overrides: tuple[Override, ...] = ()
+    """The ``--set`` options applied to the scenario and the files it names (:mod:`chipdse.core.overrides`)."""
 
     def compute_types(self) -> list[str]:
         """Names of the library's compute chiplet types that serve this model's block families."""
@@ -82,20 +87,26 @@ class StudyScenario:
         Digest of the scenario file.
     named_files : dict[str, Path]
         The card file of each field naming a model (e.g. ``models[0]``).
+    overrides : tuple of Override
+        The ``--set`` options applied to the scenario.
     """
 
     path: Path
     spec: SnakeScenario | NovaScenario
     sha256: str
     named_files: dict[str, Path] = field(default_factory=dict)
+    overrides: tuple[Override, ...] = ()
 
 
 AnyScenario = LoadedScenario | StudyScenario
 """What :func:`load` returns: a HYDRA scenario with everything resolved, or a SNAKE / NOVA study scenario."""
 
 
-def load(path: Path | None = None) -> AnyScenario:
+def load(path: Path | None = None, overrides: tuple[Override, ...] = ()) -> AnyScenario:
     """Load and validate a scenario file of any ``kind`` (the bundled default when ``path`` is None).
+
+    ``overrides`` (``--set PATH=VALUE``, :func:`chipdse.core.overrides.parse_overrides`) change the scenario and,
+    for HYDRA, the library, package and workload it names before each file is validated.
 
     The file is validated through one pydantic union discriminated by ``kind`` (``hydra`` when absent; see
     :data:`chipdse.core.specs.ScenarioSpec`); a HYDRA scenario then has its package, library, model, workload and
@@ -107,12 +118,23 @@ def load(path: Path | None = None) -> AnyScenario:
     Raises
     ------
     SpecError
-        Any missing file, malformed field, unknown kind or model, or bad trace row, naming the file and field.
+        Any missing file, malformed field, unknown kind or model, or bad trace row, naming the file and field;
+        an override's bad path or value naming the ``--set`` option (source ``--set``).
     """
     path = Path(path) if path is not None else DEFAULT_SCENARIO
-    spec = parse_scenario_spec(read_yaml(path), str(path))
+    spec = validated(read_yaml(path), overrides, "scenario", lambda d: parse_scenario_spec(d, str(path)))
     if isinstance(spec, Scenario):
-        return _load_hydra(path, spec)
+        try:
+            return _load_hydra(path, spec, overrides)
+        except SpecError as exc:  # a cross-file check an override failed: name the --set
+            hit = [ov.text for ov in overrides if ov.inner == exc.field]
+            if hit:
+                raise SpecError("--set", " ".join(hit), f"{exc.expected} (as {exc.source}: {exc.field})") from None
+            raise
+    outside = [ov.text for ov in overrides if ov.target != "scenario"]
+    if outside:
+        raise SpecError("--set", " ".join(outside), f"a field of this kind: {spec.kind} scenario (library., "
+                        "package. and workload. paths reach the files a HYDRA scenario names)")
     files: dict[str, Path] = {}
     for where, ref in spec.card_refs():
         try:
@@ -122,7 +144,7 @@ def load(path: Path | None = None) -> AnyScenario:
             raise SpecError(str(path), where, exc.expected) from None
         read_card(files[where])  # read and checked now: an error names the card file and its field
     resolved = {ref: str(files[where].resolve()) for where, ref in spec.card_refs() if ref.endswith(".json")}
-    return StudyScenario(path, _with_card_paths(spec, resolved), file_sha256(path), files)
+    return StudyScenario(path, _with_card_paths(spec, resolved), file_sha256(path), files, overrides)
 
 
 def _with_card_paths(spec: SnakeScenario | NovaScenario, resolved: dict[str, str]
@@ -147,7 +169,7 @@ def _with_card_paths(spec: SnakeScenario | NovaScenario, resolved: dict[str, str
                                    "serving": serving, "area_split": area})
 
 
-def load_scenario(path: Path | None = None) -> LoadedScenario:
+def load_scenario(path: Path | None = None, overrides: tuple[Override, ...] = ()) -> LoadedScenario:
     """Load and validate a HYDRA scenario (the bundled default when ``path`` is None), as :func:`load`.
 
     Raises
@@ -155,7 +177,7 @@ def load_scenario(path: Path | None = None) -> LoadedScenario:
     SpecError
         As :func:`load`; also a SNAKE or NOVA scenario (field ``kind``: this command runs HYDRA scenarios).
     """
-    sc = load(path)
+    sc = load(path, overrides)
     if not isinstance(sc, LoadedScenario):
         msg = f"hydra (this command runs the HYDRA chiplet DSE; use chipdse explore), got {sc.spec.kind!r}"
         raise SpecError(str(sc.path), "kind", msg)
@@ -196,6 +218,20 @@ def _check_cells(path: Path, spec: Scenario, pkg_path: Path, package: Package, l
         msg = (f"at most the {package.rows} x {package.cols} = {package.n_cells} cells of the package "
                f"({pkg_path}; each chiplet takes one cell), got {total}")
         raise SpecError(str(path), "design_space.total_chiplets", msg)
+
+
+def _check_table_keys(path: Path, spec: Scenario) -> None:
+    """Every key of ``energy.table`` names a constant of ``instances/energy/common.yaml`` and every key of
+    ``thermal.stack`` an entry of ``instances/thermal/package.yaml`` (SpecError naming the field otherwise)."""
+    for fld, given, file in (("energy.table", spec.energy.table, instances_dir() / "energy" / "common.yaml"),
+                             ("thermal.stack", spec.thermal.stack, instances_dir() / "thermal" / "package.yaml")):
+        if not given:
+            continue
+        known = read_yaml(file)
+        for key in given:
+            if key not in known:
+                msg = f"a key of {file} ({', '.join(sorted(known))}), got {key!r}"
+                raise SpecError(str(path), f"{fld}.{key}", msg)
 
 
 def _check_core_area(path: Path, spec: Scenario, lib_path: Path, library: ChipletLibrary,
@@ -277,16 +313,22 @@ def _check_longest_request(spec: Scenario, package: Package, library: ChipletLib
     raise SpecError(source, field, msg)
 
 
-def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
+def _load_with(cls: type[T], file: Path, overrides: tuple[Override, ...], target: str) -> T:
+    """One file the scenario names, validated as ``cls`` with the overrides that reach it."""
+    return validated(read_yaml(file), overrides, target, lambda d: parse_spec(cls, d, str(file)))
+
+
+def _load_hydra(path: Path, spec: Scenario, overrides: tuple[Override, ...] = ()) -> LoadedScenario:
     """Resolve and check everything a HYDRA scenario names."""
     base = path.parent
     pkg_path = resolve(spec.package, base, "packages", str(path), "package")
-    package = load_spec(Package, pkg_path)
+    package = _load_with(Package, pkg_path, overrides, "package")
     lib_path = resolve(spec.library, base, "chiplets", str(path), "library")
-    library = load_spec(ChipletLibrary, lib_path)
+    library = _load_with(ChipletLibrary, lib_path, overrides, "library")
     _check_cells(path, spec, pkg_path, package, lib_path, library)
+    _check_table_keys(path, spec)
     wl_path = resolve(spec.workload, base, "workloads", str(path), "workload")
-    workload = _with_rate(path, spec, load_spec(Workload, wl_path))
+    workload = _with_rate(path, spec, _load_with(Workload, wl_path, overrides, "workload"))
     try:
         json_card = spec.model.endswith(".json")
         ref = resolve(spec.model, base, "models", str(path), "model") if json_card else spec.model
@@ -309,7 +351,7 @@ def _load_hydra(path: Path, spec: Scenario) -> LoadedScenario:
             load_lengths(_with_rate(path, spec, load_spec(Workload, ds_path)), ds_path.parent, spec.seed, ds_path)
     named = {"package": pkg_path, "library": lib_path, "workload": wl_path, "model": find_card(ref)}
     loaded = LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
-                            pkg_path, wl_path, named)
+                            pkg_path, wl_path, named, overrides)
     if spec.generality is not None:  # every model checked now, not after the sweep
         model_scenarios(loaded, spec.generality.models)
     return loaded
@@ -375,4 +417,7 @@ def scenario_identity(sc: LoadedScenario) -> dict[str, Any]:
         "model_sha256": hashlib.sha256(repr(sc.model).encode()).hexdigest(),
         "workload": sc.workload.model_dump(mode="json"),
         "lengths_sha256": _digest(sc.lengths.prefill_tokens, sc.lengths.decode_tokens),
+        # only when given, so the keys of runs without them stay as they were
+        **({"energy_table": spec["energy"]["table"]} if spec["energy"]["table"] else {}),
+        **({"overrides": as_record(sc.overrides)} if sc.overrides else {}),
     }

@@ -475,6 +475,9 @@ class ThermalSettings(_Spec):
     ambient_C: float | None = Field(None, ge=-50, le=150, description=(
         "Ambient (chassis air or coolant) temperature, degC, replacing instances/thermal/package.yaml's (45 degC, "
         "HotSpot's default); -50..150."))
+    stack: dict[str, Annotated[float, Field(ge=-50, le=1e4)]] = Field(default_factory=dict, description=(
+        "Layer constants replacing instances/thermal/package.yaml's, by key, in the entry's unit (e.g. "
+        "tim_conductivity: 2.0, W/(m K)); heat_sink_K_per_W and ambient_C, when set, win."))
 
 
 class GeneralitySettings(_Spec):
@@ -501,6 +504,9 @@ class EnergySettings(_Spec):
     pick: Literal["throughput-ttft", "energy"] = Field("throughput-ttft", description=(
         "How B* is chosen among stable points of above-average throughput: the highest throughput / TTFT ratio "
         "(HYDRA Fig. 8) or the most tokens per joule; M_T is the highest throughput either way."))
+    table: dict[str, Annotated[float, Field(ge=0, le=1e6)]] = Field(default_factory=dict, description=(
+        "Energy constants replacing instances/energy/common.yaml's, by key, in the entry's unit (e.g. "
+        "hbm3_read: 2.5, pJ/bit); the names and ranges are chipdse params hydra's energy.table.* rows."))
 
 
 class Scenario(_Spec):

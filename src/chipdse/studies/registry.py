@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from chipdse.core.params import ParamRow
 from chipdse.core.scenario import AnyScenario
 from chipdse.core.scenario import load as load_any
 from chipdse.core.specs import SCENARIO_KINDS
 from chipdse.runtime.store import Checkpoints
 from chipdse.studies.common import Settings
 from chipdse.studies.hydra import explore
+from chipdse.studies.hydra import params as hydra_params
 from chipdse.studies.nova import study as nova
+from chipdse.studies.params import study_params
 from chipdse.studies.pipeline import Progress
 from chipdse.studies.snake import study as snake
 
@@ -43,6 +47,9 @@ class Study(Generic[S, R]):
         The headline numbers (the manifest's ``summary``).
     headline : callable(result) -> list[str]
         The lines ``chipdse explore`` prints.
+    params : callable(Path or None) -> list of ParamRow
+        The study's parameter register with the values of the scenario given (its bundled one when None):
+        ``chipdse params``.
     keeps_stages : bool
         Whether ``run`` keeps its finished stages in a results store (``--store``).
     """
@@ -54,14 +61,17 @@ class Study(Generic[S, R]):
     run: Callable[[S, Settings, Progress, Checkpoints | None], R]
     summary: Callable[[R], dict[str, Any]]
     headline: Callable[[R], list[str]]
+    params: Callable[[Path | None], list[ParamRow]]
     keeps_stages: bool = False
 
 
 STUDIES: dict[str, Study[Any, Any]] = {
     explore.KIND: Study(explore.KIND, explore.load, explore.check, explore.label, explore.run, explore.summary,
-                        explore.headline, keeps_stages=True),
-    snake.KIND: Study(snake.KIND, snake.load, snake.check, snake.label, snake.run, snake.summary, snake.headline),
-    nova.KIND: Study(nova.KIND, nova.load, nova.check, nova.label, nova.run, nova.summary, nova.headline),
+                        explore.headline, hydra_params.params, keeps_stages=True),
+    snake.KIND: Study(snake.KIND, snake.load, snake.check, snake.label, snake.run, snake.summary, snake.headline,
+                      functools.partial(study_params, snake.KIND)),
+    nova.KIND: Study(nova.KIND, nova.load, nova.check, nova.label, nova.run, nova.summary, nova.headline,
+                     functools.partial(study_params, nova.KIND)),
 }
 """Study by scenario kind: ``hydra`` (the chiplet DSE), ``snake`` and ``nova``."""
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from chipdse.core.errors import InfeasibleDesignError
+from chipdse.core.overrides import as_record
 from chipdse.core.scenario import AnyScenario, LoadedScenario, model_scenarios, scenario_identity, with_workload
 from chipdse.core.solution import Solution, excess
 from chipdse.core.specs import file_sha256
@@ -64,7 +65,8 @@ def run_identity(sc: LoadedScenario, cfg: SolverConfig) -> dict[str, Any]:
               [scenario_identity(v)["model_sha256"] for v in model_scenarios(sc, sc.spec.generality.models)])
     return {"spec": spec, "scenario": scenario_identity(sc),
             "files_sha256": {k: file_sha256(p) for k, p in sorted(sc.named_files.items())},
-            "datasets": datasets, "generality_models_sha256": models, "solver": cfg.model_dump(mode="json")}
+            "datasets": datasets, "generality_models_sha256": models, "solver": cfg.model_dump(mode="json"),
+            "overrides": as_record(sc.overrides)}
 
 
 def _thermal(ctx: Context) -> None:

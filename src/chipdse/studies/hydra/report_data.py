@@ -9,8 +9,7 @@ from typing import Any
 from chipdse.core.io import strict_json
 from chipdse.core.layout import LayoutKind
 from chipdse.core.scenario import LoadedScenario
-from chipdse.evaluators.energy import load_energy_table
-from chipdse.evaluators.energy_hydra import D2D_LINK_KEY
+from chipdse.evaluators.energy_hydra import D2D_LINK_KEY, scenario_energy_table
 from chipdse.studies.hydra.artifacts import DesignTable, FinalistResult, Picks, SimulationStudy, ThermalFinalist
 from chipdse.studies.hydra.thermal import thermal_summary
 
@@ -134,7 +133,7 @@ def energy_summary(sc: LoadedScenario, table: DesignTable, finalists: list[Final
     df = table.frame
     st = df[df["stable"]]
     best = None if st.empty else st.loc[st["tokens_per_J"].idxmax()]
-    energy = load_energy_table()
+    energy = scenario_energy_table(sc)
     return {
         "pareto_energy_points": int(df["pareto_energy"].sum()),
         "best_tokens_per_J": None if best is None else {"label": best["label"],

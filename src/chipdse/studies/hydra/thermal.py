@@ -19,7 +19,7 @@ import numpy as np
 from chipdse.core.layout import LayoutKind
 from chipdse.core.scenario import LoadedScenario
 from chipdse.core.solution import Solution, SolutionStatus
-from chipdse.evaluators.energy import load_energy_table
+from chipdse.evaluators.energy_hydra import scenario_energy_table
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.thermal import (
     ThermalGrid,
@@ -46,7 +46,7 @@ SERVE_MAPPING = "lpt-greedy"
 def scenario_grid(sc: LoadedScenario) -> ThermalGrid:
     """The package's thermal grid with the scenario's heat-sink and ambient overrides."""
     th = sc.spec.thermal
-    stack = load_thermal_stack(heat_sink_K_per_W=th.heat_sink_K_per_W, ambient_C=th.ambient_C)
+    stack = load_thermal_stack(heat_sink_K_per_W=th.heat_sink_K_per_W, ambient_C=th.ambient_C, values=th.stack)
     return package_grid(sc.package.rows, sc.package.cols, sc.package.cell_pitch_mm, stack)
 
 
@@ -83,7 +83,7 @@ def thermal_finalist(sc: LoadedScenario, screen: Screen, f: FinalistResult, cfg:
     th = sc.spec.thermal
     point = f.finalist.design.point
     pp = placement_problem(sc, point, f.finalist.design.capacity_rps)
-    power = hydra_power_by_type_W(sc.library, [t for t, c in pp.counts.items() if c > 0], load_energy_table(),
+    power = hydra_power_by_type_W(sc.library, [t for t, c in pp.counts.items() if c > 0], scenario_energy_table(sc),
                                   point.d2d_GBps, th.utilization)
     grid = scenario_grid(sc)
     res = ThermalFinalist(f.role, f.label, power, th.utilization, limit_C=th.limit_C)
