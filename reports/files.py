@@ -49,11 +49,15 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from chipdse.core.io import atomic_path, strict_json, write_text_atomic
 from chipdse.core.specs import file_sha256
+from chipdse.studies.claims import CSV_COLUMNS
 
 PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "matplotlib", "pydantic")
 MANIFEST_KEYS = ("kind", "command", "code_version", "scenario", "seed", "versions", "solver", "timings", "summary",
                  "details")
 """Top-level keys of every manifest, in order."""
+CLAIMS_CSV = "claims.csv"
+"""The claims stage's rows beside every explore's outputs (:meth:`chipdse.studies.claims.ClaimTable.frame`)."""
+
 COLUMNS_SUFFIX = ".columns.csv"
 """The companion of a study's CSV (``points.csv`` -> ``points.columns.csv``): one row per column of the CSV with
 its ``column``, ``unit`` and ``description``."""
@@ -182,7 +186,8 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
     Returns
     -------
     dict[str, Path]
-        ``{"pdf": ..., "csv": ..., "columns": ..., "manifest": ...}``.
+        ``{"pdf": ..., "csv": ..., "columns": ..., "manifest": ...}``, and ``claims`` / ``claims_columns``
+        (``claims.csv`` and its column descriptions) when the result has claims.
 
     Raises
     ------
@@ -197,10 +202,14 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
     cols = columns_table(pages.columns(result))
     paths = {"pdf": out_dir / "report.pdf", "csv": out_dir / csv_name,
              "columns": out_dir / (Path(csv_name).stem + COLUMNS_SUFFIX), "manifest": out_dir / "manifest.json"}
+    claims = getattr(result, "claims", None)
+    tables = [(paths["csv"], table), (paths["columns"], cols)]
+    if claims is not None:
+        paths |= {"claims": out_dir / CLAIMS_CSV, "claims_columns": out_dir / (Path(CLAIMS_CSV).stem + COLUMNS_SUFFIX)}
+        tables += [(paths["claims"], claims.frame()), (paths["claims_columns"], columns_table(CSV_COLUMNS))]
     write_pdf(result, pages, paths["pdf"])
-    with atomic_path(paths["csv"]) as tmp:
-        table.to_csv(tmp, index=False)
-    with atomic_path(paths["columns"]) as tmp:
-        cols.to_csv(tmp, index=False)
+    for path, frame in tables:
+        with atomic_path(path) as tmp:
+            frame.to_csv(tmp, index=False)
     write_text_atomic(paths["manifest"], text)
     return paths

@@ -48,6 +48,7 @@ from chipdse.solvers.config import SolverConfig
 from chipdse.studies.claims import NOT_RUN, claim_rows
 from chipdse.studies.nova import claims as nova_claims
 from chipdse.studies.nova.study import solve_expert_splits
+from tests.claims_checks import check_claims_csv
 
 
 def test_hbm4_cube_and_system_by_hand() -> None:
@@ -133,6 +134,8 @@ def test_explore_on_the_bundled_nova_scenario_writes_the_report(tmp_path: Path) 
     exact = [r for r in table if r["method"] in ("milp-highs", "cpsat", "brute-force")]
     assert all(abs(r["gap"]) < 1e-6 for r in exact)
     assert all(r["gap"] >= -1e-9 for r in table)  # no heuristic beats the exact split
+    rows = check_claims_csv(out, "nova")
+    assert rows.loc[rows["claim"] == "density_x", "basis"].item() == "input"  # NOVA Sec. IV-A's 1.5 x 1.39
 
 
 def test_nova_scenario_errors_are_one_line(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from chipdse.evaluators.snake_pu import (
 from chipdse.formulations.snake_area import AreaSplitProblem
 from chipdse.formulations.snake_shapes import AREA_TOL_MM2, ShapeSetProblem
 from chipdse.solvers.snake_hw import solve_area_split, solve_shape_set
+from tests.claims_checks import check_claims_csv
 
 gemms = st.builds(GemmOp, st.just("g"), st.integers(1, 64), st.integers(16, 8192), st.integers(16, 8192),
                   st.just(1))
@@ -232,6 +233,8 @@ def test_explore_on_the_bundled_snake_scenario_writes_the_report(tmp_path: Path)
     assert methods["enumeration"] <= methods["greedy"] * (1 + 1e-9)
     area = man["details"]["area_split"]
     assert area[0]["latency_s"] == pytest.approx(area[1]["latency_s"], rel=1e-6)
+    rows = check_claims_csv(out, "snake")
+    assert set(rows.loc[rows["claim"].str.startswith("power_"), "basis"]) == {"construction"}  # Fig. 11 by design
 
 
 def test_snake_scenario_errors_are_one_line(tmp_path: Path) -> None:

@@ -262,7 +262,8 @@ def explore(
             run = api.explore(sc, work_limit=work_limit, time_limit_s=time_limit, seed=seed, progress=progress,
                               checkpoints=checkpoints)
             bar.update(task, description="writing the report")
-            kept.report_files = [out_dir / n for n in ("report.pdf", run.csv_name, "manifest.json")]
+            kept.report_files = [out_dir / n for n in ("report.pdf", run.csv_name, "manifest.json", "claims.csv",
+                                                       "claims.columns.csv", Path(run.csv_name).stem + ".columns.csv")]
             kept.writing = True
             run = run.write_report(out_dir)
             bar.update(task, description="done", total=1, completed=1)

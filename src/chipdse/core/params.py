@@ -264,10 +264,11 @@ def table_rows(prefix: str, entries: Mapping[str, Mapping[str, Any]], paper: str
     return rows
 
 
-def calibrated_claims(rows: list[ParamRow]) -> dict[str, list[str]]:
-    """Claim key -> the parameters fitted with it in view (the rows' ``calibrated_on``)."""
+def fitted_claims(reg: RegisterFile) -> dict[str, list[str]]:
+    """Claim key -> the register's parameters chosen with that claim in view (their ``calibrated_on``): the rows
+    a study's claims stage labels ``calibrated``."""
     out: dict[str, list[str]] = {}
-    for r in rows:
-        for key in r.calibrated_on:
-            out.setdefault(key, []).append(r.name)
+    for e in reg.parameters:
+        for key in e.calibrated_on:
+            out.setdefault(key, []).append(e.name)
     return out

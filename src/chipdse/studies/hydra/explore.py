@@ -220,13 +220,14 @@ def _finalist_summary(f: FinalistResult) -> dict[str, Any]:
 def summary(r: ExploreResult) -> dict[str, Any]:
     """Headline numbers: point counts, B* and M_T (``b_star.design``, ``m_t.design``: their labels; ``pick``: the
     rule), and each finalist's screen numbers, re-scored layouts and best exact placement (byte-hops/s, with its
-    proof status)."""
+    proof status); ``fidelity``: the claims' counts by basis (:meth:`chipdse.studies.claims.ClaimTable.fidelity`)."""
     df = r.table.frame
     return {"points": len(df), "stable": int(df["stable"].sum()), "pareto": int(df["pareto"].sum()),
             "pick": r.picks.rule.value,
             "b_star": {"design": r.picks.b_star.label, "point": r.picks.b_star.index},
             "m_t": {"design": r.picks.m_t.label, "point": r.picks.m_t.index},
-            "finalists": {str(f.role): _finalist_summary(f) for f in r.finalists}}
+            "finalists": {str(f.role): _finalist_summary(f) for f in r.finalists},
+            "fidelity": None if r.claims is None else r.claims.fidelity()}
 
 
 def placement_summary(sols: list[Solution]) -> list[str]:

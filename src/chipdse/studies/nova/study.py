@@ -374,9 +374,10 @@ def expert_table(spec: NovaScenario, config: SolverConfig) -> tuple[pd.DataFrame
 
 
 def summary(s: NovaStudy) -> dict[str, Any]:
-    """Headline numbers (:func:`chipdse.studies.nova.ratios.summary_numbers`, computed by :func:`run`)."""
+    """Headline numbers (:func:`chipdse.studies.nova.ratios.summary_numbers`, computed by :func:`run`) and
+    ``fidelity``: the claims' counts by basis (:meth:`chipdse.studies.claims.ClaimTable.fidelity`)."""
     assert s.summaries is not None, "run() computes the summaries"
-    return s.summaries.numbers
+    return {**s.summaries.numbers, "fidelity": None if s.claims is None else s.claims.fidelity()}
 
 
 def headline(s: NovaStudy) -> list[str]:

@@ -349,7 +349,8 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
 def summary(s: SnakeStudy) -> dict[str, Any]:
     """Headline numbers: SNAKE's average decode speedup over each baseline, next to the paper's (Sec. 6.3)."""
     assert s.summaries is not None, "run() computes the summaries"
-    return {"average_speedups": s.summaries.average_speedups, "paper_speedups": PAPER_SPEEDUPS}
+    return {"average_speedups": s.summaries.average_speedups, "paper_speedups": PAPER_SPEEDUPS,
+            "fidelity": None if s.claims is None else s.claims.fidelity()}
 
 
 def headline(s: SnakeStudy) -> list[str]:
