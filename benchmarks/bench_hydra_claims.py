@@ -15,7 +15,7 @@ then prints the claims table from the same code as the report's claims page (:mo
 :mod:`chipdse.studies.claims`), and the details behind it. Not part of the test run (minutes on 2 cores).
 
 Run: python benchmarks/bench_hydra_claims.py [--workers 2] [--policy-scenario PATH]... [--hbm 12 --d2d 512
---batch 16] [--skip explore|recovery|table4]... [--json OUT.json]
+--batch 16] [--skip explore|recovery|table4]... [--seeds 3] [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from chipdse.core.params import fitted_claims, load_register
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario
 from chipdse.runtime.parallel import Backend
-from chipdse.studies.claims import claim_rows, measured_from, render_text
+from chipdse.studies.claims import claim_rows, fidelity_line, measured_from, render_text
 from chipdse.studies.hydra.claims import CLAIMS, measure_library, measure_policies, measure_recovery, measure_table_iv
 from chipdse.studies.hydra.explore import explore
 from chipdse.studies.hydra.generality import generality, simulate_table_iv
@@ -102,23 +103,32 @@ def run_recovery(hbm: int, d2d: float, batch: int, backend: Backend) -> tuple[di
     return measure_recovery(m), notes, lines
 
 
-def run_table_iv(backend: Backend) -> tuple[dict, dict, list[str]]:
-    """Table IV by the estimator and by simulation on the bundled Table IV scenario."""
+def run_table_iv(backend: Backend, seeds: int) -> tuple[dict, dict, list[str]]:
+    """Table IV by the estimator and by simulation on the bundled Table IV scenario, each cell over ``seeds``
+    simulator seeds (mean, and max - min printed beside it)."""
     sc = load_scenario(instances_dir() / "scenarios" / "hydra-table4-chat.yaml")
     t0, c0 = time.perf_counter(), _cpu_s()
     r = generality(sc)
-    sim = simulate_table_iv(sc, r, backend=backend)
+    sim = simulate_table_iv(sc, r, backend=backend, seeds=seeds)
     r.simulated = sim
     rates = ", ".join(f"{k} {v:.3g}" for k, v in sim.rates_rps.items())
     measured = measure_table_iv(sim.scores)
     notes = {k: f"simulated, each model at {sim.load:.0%} of its own B* design's simulated capacity ({rates} "
-                "req/s; other shares: the range tried)" for k in measured}
+                f"req/s; other shares: the range tried); mean of {sim.seeds} seeds, each model normalized to its best "
+                "simulated design" for k in measured}
     lines = [f"Table IV: {time.perf_counter() - t0:.0f} s wall, {_cpu_s() - c0:.0f} s CPU; rates {rates} req/s"]
     for obj in ("B*", "M_T"):
         lines += [f"  {obj} estimator:", *("    " + x for x in r.scores[obj].round(2).to_string().split("\n")),
                   f"  {obj} simulated (u = unstable at the model's rate):",
                   *("    " + x for x in (sim.scores[obj].round(2).astype(str)
-                                         + sim.stable[obj].map(lambda v: "" if v else "u")).to_string().split("\n"))]
+                                         + sim.stable[obj].map(lambda v: "" if v else "u")).to_string().split("\n")),
+                  f"  {obj} spread over {sim.seeds} seeds (max - min):",
+                  *("    " + x for x in sim.spread[obj].round(3).to_string().split("\n"))]
+    b, sp = sim.scores["B*"], sim.spread["B*"]
+    for row, col in (("Jamba", "Nemo"), ("Nemo", "Zamba")):
+        if row in b.index and col in b.columns:
+            lines.append(f"  B* {row}-specialized on {col}: {b.loc[row, col]:.3f} (seed spread "
+                         f"{sp.loc[row, col]:.3f}; every cell <= 1: {bool((b.to_numpy() <= 1 + 1e-9).all())})")
     lines += [f"  skipped: {s}" for s in sim.skipped]
     return measured, notes, lines
 
@@ -132,6 +142,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--skip", action="append", default=[], choices=["explore", "recovery", "table4"])
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--seeds", type=int, default=3, help="simulator seeds per Table IV cell (default 3)")
     a = ap.parse_args()
     backend = Backend.processes(a.workers) if a.workers > 1 else Backend.in_process()
     t0, c0 = time.perf_counter(), _cpu_s()
@@ -148,15 +159,16 @@ def main() -> None:
         parts.append((m, n))
         details += lines
     if "table4" not in a.skip:
-        m, n, lines = run_table_iv(backend)
+        m, n, lines = run_table_iv(backend, a.seeds)
         parts.append((m, n))
         details += lines
     measured, notes = measured_from(parts)
-    rows = claim_rows(measured, notes, claims=CLAIMS)
+    rows = claim_rows(measured, notes, claims=CLAIMS, calibrated=fitted_claims(load_register("hydra")))
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine {platform.machine()}, {os.cpu_count()} CPUs, "
           f"python {platform.python_version()}; load average {os.getloadavg()[0]:.2f} at the end; "
           f"{a.workers} worker(s)")
     print(render_text(rows))
+    print(fidelity_line(rows))
     print()
     print("\n".join(details))
     print(f"total: {time.perf_counter() - t0:.0f} s wall, {_cpu_s() - c0:.0f} s CPU")

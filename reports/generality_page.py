@@ -48,10 +48,11 @@ def generality_pages(pdf: PdfPages, r: GeneralityResult) -> None:
         table_page(pdf, "Specialization vs generality, simulated (HYDRA Table IV)",
                    f"The same designs as the previous page, each placed ({sim.placement}) and simulated on every "
                    f"model: saturated for throughput, at the model's own rate for TTFT. Rates: {sim.load:.0%} of "
-                   f"the simulated capacity of each model's own B* design ({rates}). 1.00 = the model's own "
-                   "optimum design, simulated (a cell above 1 is a design the simulator ranks above it). 'u': the "
+                   f"the simulated capacity of each model's own B* design ({rates}). 1.00 = the best simulated "
+                   f"design for that model among those simulated (so no cell exceeds 1); mean of {sim.seeds} "
+                   "simulator seed(s), the spread is in the manifest. 'u': the "
                    "design cannot sustain that model's rate; its cell is then its saturated throughput over the "
-                   "optimum's, not 0. Brackets: the paper's value."
+                   "best saturated throughput, not 0. Brackets: the paper's value."
                    + (f" Not simulated: {'; '.join(sim.skipped)}." if sim.skipped else ""), blocks)
     d = r.designs
     rows = [[x["objective"], x["target"], x["design"], fmt(x["worst_on_target"], spec=".3f"),

@@ -188,14 +188,17 @@ def test_simulated_table_iv_normalization_by_hand() -> None:
                         columns=["point", "model", "sim_throughput_tps", "sim_ttft_s", "stable"])
     scores, stable = normalize_table_iv(runs, designs, ["A", "B"])
     b, t = scores["B*"], scores["M_T"]
-    # B*: (TP / TTFT) over the own B* design's (A: 100 / 1, B: 60 / 1); unstable: saturated TP over the own TP
+    # each model's reference is its best simulated result over every design simulated for it:
+    # A: TP / TTFT 100, 25, 80, 40 -> 100 (point 1), TP max 120 (point 4);
+    # B: stable TP / TTFT 60, 30, 45 -> 60 (point 2), TP max 90 (point 4)
     assert b.loc["A", "A"] == pytest.approx(1.0) and b.loc["B", "B"] == pytest.approx(1.0)
-    assert b.loc["A", "B"] == pytest.approx(30 / 60) and not stable["B*"].loc["A", "B"]
-    assert b.loc["B", "A"] == pytest.approx((50 / 2) / 100)
-    assert b.loc["A + B", "A"] == pytest.approx(0.8) and b.loc["A + B", "B"] == pytest.approx((45 / 1.5) / 60)
-    # M_T: TP over the own M_T design's (A: point 4, 120; B: point 2, 60)
-    assert t.loc["A", "A"] == pytest.approx(1.0) and t.loc["A", "B"] == pytest.approx(90 / 60)
-    assert t.loc["B", "A"] == pytest.approx(50 / 120) and t.loc["A + B", "B"] == pytest.approx(45 / 60)
+    assert b.loc["A", "B"] == pytest.approx(30 / 90) and not stable["B*"].loc["A", "B"]  # unstable: TP / best TP
+    assert b.loc["B", "A"] == pytest.approx(25 / 100)
+    assert b.loc["A + B", "A"] == pytest.approx(0.8) and b.loc["A + B", "B"] == pytest.approx(30 / 60)
+    assert t.loc["A", "A"] == pytest.approx(1.0) and t.loc["A", "B"] == pytest.approx(90 / 90)
+    assert t.loc["B", "A"] == pytest.approx(50 / 120) and t.loc["B", "B"] == pytest.approx(60 / 90)
+    assert t.loc["A + B", "B"] == pytest.approx(45 / 90)
+    assert (b.to_numpy() <= 1 + 1e-12).all() and (t.to_numpy() <= 1 + 1e-12).all()  # no cell above the optimum
     assert stable["M_T"].loc["A", "B"]
 
 

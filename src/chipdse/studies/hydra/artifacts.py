@@ -457,6 +457,10 @@ class SimulatedTableIV:
     placement : str
     skipped : list[str]
     wall_s : float
+    spread : dict[str, pandas.DataFrame]
+        Per objective, each cell's max - min over the seeds (empty with one seed).
+    seeds : int
+        Simulator seeds each cell was run with (``scores`` is their mean).
     """
 
     scores: dict[str, pd.DataFrame]
@@ -467,6 +471,8 @@ class SimulatedTableIV:
     placement: str
     skipped: list[str]
     wall_s: float
+    spread: dict[str, pd.DataFrame] = field(default_factory=dict)
+    seeds: int = 1
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able summary: matrices, stability, rates and the per-run table."""
@@ -477,6 +483,9 @@ class SimulatedTableIV:
                        for o, df in self.scores.items()},
             "stable": {o: {t: {m: bool(v) for m, v in row.items()} for t, row in df.iterrows()}
                        for o, df in self.stable.items()},
+            "seeds": self.seeds,
+            "spread": {o: {t: {m: round(float(v), 4) for m, v in row.items()} for t, row in df.iterrows()}
+                       for o, df in self.spread.items()},
             "runs": self.runs.to_dict("records")}
 
 

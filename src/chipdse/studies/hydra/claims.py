@@ -8,14 +8,18 @@ so the benchmark and the report print the same table (:func:`chipdse.studies.cla
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from chipdse.core.params import fitted_claims, load_register
+from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario
+from chipdse.core.specs import file_sha256
 from chipdse.studies.claims import Claim, ClaimTable, claim_rows, measured_from
 from chipdse.studies.hydra.artifacts import FinalistResult, GeneralityResult, SimulationStudy
 from chipdse.studies.hydra.simstudy import WORKLOAD_KEYS, geomean, ratio_rows
@@ -362,6 +366,36 @@ ESTIMATOR_ONLY = "estimator only (Table IV not simulated in this run): "
 """Prefix of a Table IV row's note when the run scored Table IV with the estimator alone."""
 
 
+ROBUSTNESS_DIR = instances_dir() / "robustness"
+"""Where ``benchmarks/bench_claims_robustness.py`` writes the robustness of HYDRA's orderings, one JSON per bundled
+scenario it ran on (``hydra-default.json``)."""
+
+
+def robustness_file(sc: LoadedScenario) -> Path | None:
+    """The robustness sweep that applies to ``sc``: the bundled sweep of its scenario file, when that file is
+    unchanged since the sweep (same SHA-256) and the run has no ``--set`` overrides; else None."""
+    path = ROBUSTNESS_DIR / f"hydra-{sc.path.stem}.json"
+    if sc.overrides or not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    return path if data.get("scenario_sha256") == file_sha256(sc.path) else None
+
+
+def robustness_for(sc: LoadedScenario) -> tuple[dict[str, tuple[float, str]], str]:
+    """(ordering key -> (holds_share, flips_at), a sentence saying where they come from) from
+    :func:`robustness_file`; empty when no sweep applies."""
+    path = robustness_file(sc)
+    if path is None:
+        return {}, ""
+    data = json.loads(path.read_text())
+    rows = {k: (v["holds_share"], v["flips_at"]) for k, v in data["orderings"].items()
+            if v["holds_share"] is not None}
+    names = ", ".join(p["name"] for p in data["swept"])
+    return rows, (f"holds_share / flips_at: {path.name} ({len(data['settings'])} settings: {names} at their register "
+                  f"low and high, {data['joint']} joint draws; reduced to {', '.join(data['reduction'])}; commit "
+                  f"{data['commit']}, {data['date']}; benchmarks/bench_claims_robustness.py).")
+
+
 def explore_claims(sc: LoadedScenario, finalists: list[FinalistResult], simulation: SimulationStudy | None,
                    table_iv: GeneralityResult | None) -> ClaimTable:
     """HYDRA's claims against an explore run (the claims stage): what it measured, keyed like :data:`CLAIMS`, and
@@ -397,5 +431,9 @@ def explore_claims(sc: LoadedScenario, finalists: list[FinalistResult], simulati
     measured, notes = measured_from(parts)
     context = (f"Run: {sc.spec.name} ({sc.model.name} on {sc.workload.name}). The recovery and roofline rows need "
                "an exhaustively simulated sub-space: benchmarks/bench_hydra_claims.py computes them.")
-    rows = claim_rows(measured, notes, claims=CLAIMS, calibrated=fitted_claims(load_register("hydra")))
+    robust, where = robustness_for(sc)
+    if where:
+        context += " " + where
+    rows = claim_rows(measured, notes, claims=CLAIMS, calibrated=fitted_claims(load_register("hydra")),
+                      robustness=robust)
     return ClaimTable(rows, measured, notes, context, "HYDRA")

@@ -32,7 +32,7 @@ from chipdse.studies.hydra.artifacts import (
     SimulationStudy,
     ThermalFinalist,
 )
-from chipdse.studies.hydra.claims import explore_claims
+from chipdse.studies.hydra.claims import explore_claims, robustness_file
 from chipdse.studies.hydra.generality import generality
 from chipdse.studies.hydra.report_data import report_data
 from chipdse.studies.hydra.simstage import explore_simulations
@@ -66,7 +66,8 @@ def run_identity(sc: LoadedScenario, cfg: SolverConfig) -> dict[str, Any]:
     return {"spec": spec, "scenario": scenario_identity(sc),
             "files_sha256": {k: file_sha256(p) for k, p in sorted(sc.named_files.items())},
             "datasets": datasets, "generality_models_sha256": models, "solver": cfg.model_dump(mode="json"),
-            "overrides": as_record(sc.overrides)}
+            "overrides": as_record(sc.overrides),
+            **({"robustness_sha256": file_sha256(rf)} if (rf := robustness_file(sc)) is not None else {})}
 
 
 def _thermal(ctx: Context) -> None:
