@@ -191,6 +191,11 @@ def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
         lines.append(f"    on {int(fid.get('points', 0))} simulated design points: " + "; ".join(
             f"{k} = {fid[k]:.3f} (target >= {t}: {'met' if fid[k] >= t else 'NOT met'})"
             for k, t in FIDELITY_THRESHOLDS.items() if k in fid) + ".")
+        if "mape_throughput" in fid:
+            rho = fid.get("spearman_throughput", float("nan"))
+            lines.append(f"    throughput MAPE {fid['mape_throughput']:.1%}; Spearman {rho:.3f}"
+                         + (f"; a constant predictor scores cosine {fid['cosine_constant']:.3f} on the same points"
+                            if fid.get("cosine_constant") is not None else "") + ".")
     else:
         lines.append("    not measured (simulation disabled or too few simulated points).")
     lines += ["", "Terms (chiplet types, label format, B*, M_T, max batch, gaps, every points.csv column): see the "

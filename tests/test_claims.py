@@ -114,3 +114,16 @@ def test_table_iv_cells_are_read_by_row_and_column() -> None:
     m = measure_table_iv({"B*": b, "M_T": b})
     assert m["t4_b_jamba_on_nemo"] == 0.3 and m["t4_b_nemo_on_zamba"] == 0.2 and m["t4_b_jamba_on_zamba"] == 0.4
     assert m["t4_b_all_worst"] == 0.85 and m["t4_t_all_worst"] == 0.85
+
+
+def test_finalist_gap_compares_the_layout_estimate_with_its_simulation() -> None:
+    """Like for like (issue 30): B*'s gap uses the estimate of the simulated (exact) layout, not the screen's."""
+    from chipdse.studies.hydra.claims import measure_fidelity
+
+    fid = pd.DataFrame([{"label": "b", "est_throughput_tps": 100.0, "sim_throughput_tps": 80.0},
+                        {"label": "m", "est_throughput_tps": 200.0, "sim_throughput_tps": 150.0}])
+    labels = {"B*": "b", "M_T": "m"}
+    screen = measure_fidelity(fid, labels)
+    assert screen["est_gap_b_star"] == pytest.approx(0.2) and screen["est_gap_m_t"] == pytest.approx(0.25)
+    layout = measure_fidelity(fid, labels, layout_estimates={"B*": 90.0})
+    assert layout["est_gap_b_star"] == pytest.approx(1 - 80 / 90) and layout["est_gap_m_t"] == pytest.approx(0.25)
