@@ -10,6 +10,7 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from chipdse.cli import app
+from tests.claims_checks import check_claims_csv
 
 
 def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> None:
@@ -58,3 +59,7 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     # a short static-batching window may finish nothing (invalid, no average): None, else a positive ratio
     assert all(gains[k] is None or gains[k] > 0 for k in ("full_vs_baseline_throughput_x",
                                                            "elastic_vs_static_throughput_x"))
+    claims = check_claims_csv(out, "hydra")
+    assert set(claims.loc[claims["claim"].isin(["hbm_capacity_gib", "hbm_bandwidth_GBps"]), "basis"]) == {"input"}
+    orderings = claims[claims["kind"] == "ordering"]
+    assert len(orderings) == 8 and orderings["holds_share"].isna().all()  # no robustness sweep of this scenario
