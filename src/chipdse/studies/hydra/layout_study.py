@@ -94,9 +94,18 @@ def layout_jobs(sc: LoadedScenario, candidates: list[LayoutCandidate], rate_rps:
                    tags={"study": "layout", "variant": c.name}) for c in candidates]
 
 
+def _at_offered(e: Served | None, rate_rps: object) -> float | None:
+    """The estimator's throughput at the simulated run's offered rate (tok/s): min(rate, capacity) x tokens per
+    request, the number comparable with the simulated throughput at that rate (issue 30; the capacity is not)."""
+    if e is None or not isinstance(rate_rps, int | float) or e.capacity_rps <= 0:
+        return None
+    return min(float(rate_rps), e.capacity_rps) * e.throughput_tps / e.capacity_rps
+
+
 def layout_table(candidates: list[LayoutCandidate], served: dict[str, Served],
                  results: list[dict[str, object]]) -> pd.DataFrame:
-    """One row per layout: objectives, estimator re-score (``served`` by name) and the simulator's metrics."""
+    """One row per layout: objectives, estimator re-score (``served`` by name: capacity, and ``est_offered_tps`` at
+    the simulated run's offered rate ``offered_rps``) and the simulator's metrics over ``sim_duration_s``."""
     sims = {r["variant"]: r for r in results if r.get("study") == "layout"}
     rows = []
     for c in candidates:
@@ -107,6 +116,8 @@ def layout_table(candidates: list[LayoutCandidate], served: dict[str, Served],
                      "max_link_bound_GBps": None if c.max_link_bound is None else c.max_link_bound / 1e9,
                      "est_throughput_tps": None if e is None else e.throughput_tps,
                      "est_ttft_s": None if e is None else e.ttft_s,
+                     "offered_rps": s.get("rate_rps"), "sim_duration_s": s.get("duration_s"),
+                     "est_offered_tps": _at_offered(e, s.get("rate_rps")),
                      "sim_throughput_tps": s.get("sim_throughput_tps"), "sim_ttft_s": s.get("sim_ttft_s"),
                      "sim_ttft_p99_s": s.get("sim_ttft_p99_s")})
     return pd.DataFrame(rows)
