@@ -77,7 +77,8 @@ def settings_for(params: Sequence[ParamRow], joint: int = 0, seed: int = 0) -> l
                 out.append((f"{p.name}={text}", (f"{p.name}={text}",)))
     rng = np.random.default_rng(seed)
     for k in range(joint):
-        sets = tuple(f"{p.name}={_fmt(float(rng.uniform(p.low, p.high)), p.value)}" for p in params)
+        sets = tuple(f"{p.name}={_fmt(float(rng.uniform(float(p.low or 0.0), float(p.high or 0.0))), p.value)}"
+                     for p in params)
         out.append((f"joint #{k + 1}", sets))
     return out
 
