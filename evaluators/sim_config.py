@@ -202,6 +202,13 @@ class SimConfig:
         ``experts_touched`` feature of a job is 1 - (1 - p)^n over its n tokens (decode: one per request;
         prefill: per chunk and request), the expected fraction of a layer's routed experts it reads
         (``evaluators.latency.touched_fraction``).
+    stop_after_finished : int
+        0 (default): the run lasts ``duration_s``. n >= 1: the run ends at the first instant, at or after
+        ``min_duration_s``, by which n requests that arrived at or after ``warmup_s`` have finished; ``duration_s``
+        is then the cap (HYDRA Sec. VI-A measures each configuration over a stated workload; issue 30's protocol:
+        no workload's window may close on 0-2 completed requests). ``SimResult.stop`` says which limit ended it.
+    min_duration_s : float
+        Shortest window when ``stop_after_finished`` is set, s, in ``(warmup_s, duration_s]`` (0: the warm-up).
     """
 
     chiplets: tuple[ChipletSpec, ...]
@@ -222,6 +229,8 @@ class SimConfig:
     record_timeline: bool = False
     warmup_s: float = 0.0
     expert_touch_p: float = 0.0
+    stop_after_finished: int = 0
+    min_duration_s: float = 0.0
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -316,6 +325,11 @@ def _validate(cfg: SimConfig) -> None:
               "the rate")
     if cfg.warmup_s >= cfg.duration_s:
         _fail("warmup_s", f"below duration_s = {cfg.duration_s:g} s, got {cfg.warmup_s!r}")
+    if not (isinstance(cfg.stop_after_finished, int) and cfg.stop_after_finished >= 0):
+        _fail("stop_after_finished", f"an integer >= 0 (0: a fixed window), got {cfg.stop_after_finished!r}")
+    _check_number("min_duration_s", cfg.min_duration_s)
+    if cfg.min_duration_s > cfg.duration_s:
+        _fail("min_duration_s", f"at most duration_s = {cfg.duration_s:g} s (the cap), got {cfg.min_duration_s!r}")
     for name in ("seed", "block_tokens", "chunk_tokens"):
         v = getattr(cfg, name)
         if not (isinstance(v, int) and v >= (0 if name == "seed" else 1)):

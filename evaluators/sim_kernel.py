@@ -128,8 +128,9 @@ class Kernel:
             self.schedule(new)
         return event
 
-    def run(self, until_s: float | None = None) -> int:
-        """Handle events in order while the next one is at or before ``until_s`` (all of them when ``None``).
+    def run(self, until_s: float | None = None, stop: Callable[[], bool] | None = None) -> int:
+        """Handle events in order while the next one is at or before ``until_s`` (all of them when ``None``)
+        and, when ``stop`` is given, until it returns True after an event (checked after every event).
 
         Returns
         -------
@@ -147,6 +148,10 @@ class Kernel:
             raise SimulationError(msg)
         start = self.n_events
         heap = self._heap
-        while heap and heap[0][0] <= limit:
-            self.step()
+        if stop is None:
+            while heap and heap[0][0] <= limit:
+                self.step()
+        else:
+            while heap and heap[0][0] <= limit and not stop():
+                self.step()
         return self.n_events - start

@@ -49,7 +49,8 @@ class SimResult:
     Attributes
     ----------
     duration_s : float
-        Simulated window, s.
+        Simulated window, s: ``SimConfig.duration_s``, or the end of the run when ``stop_after_finished`` ended it
+        earlier.
     warmup_s : float
         Start of the measured part of the window, s (``SimConfig.warmup_s``).
     arrived, finished, in_system : int
@@ -92,6 +93,12 @@ class SimResult:
         No request finished in the window: the latency statistics and the throughput describe no completed
         request (window too short for one request, or a design that stalls). Studies mark such runs invalid;
         ``chipdse simulate`` refuses them.
+    finished_measured : int
+        Requests that arrived at or after the warm-up and finished in the window.
+    stop : str
+        Which limit ended the run: ``"window"`` (the fixed window, or ``min_duration_s`` when the completed
+        requests were reached by then), ``"completed"`` (``stop_after_finished`` measured requests finished) or
+        ``"cap"`` (``duration_s`` came first: fewer completed requests than asked).
     """
 
     duration_s: float
@@ -118,6 +125,8 @@ class SimResult:
     cross_phase_jobs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CROSS_PHASE_KEYS, 0))
     cross_phase_busy_s: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CROSS_PHASE_KEYS, 0.0))
     empty: bool = False
+    finished_measured: int = 0
+    stop: str = "window"
 
 
 # --------------------------------------------------------------------------------------------------------------

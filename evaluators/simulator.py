@@ -61,7 +61,8 @@ What is not modeled
 * Resending activations when work stealing moves a job after they were sent.
 * Request cancellation and SLO-aware admission.
 * Power and thermals.
-* Draining: the run stops at ``duration_s``, and requests still in the system are reported as such.
+* Draining: the run stops at ``duration_s`` (or, with ``stop_after_finished``, once that many requests that
+  arrived after the warm-up have finished), and requests still in the system are reported as such.
 
 Determinism: all randomness (arrivals, optional exponential service times) comes from one
 ``numpy.random.Generator(seed)``, the kernel breaks ties by (time, kind, insertion order), and no result depends
@@ -191,6 +192,10 @@ class _Engine:
         self.tokens = 0
         self.warmup = float(cfg.warmup_s)
         self.tokens_measured = 0
+        self.finished_measured = 0
+        self.end = self.duration
+        self.stop = "window"
+        self.run_start = [0.0] * n_chip
         self.preemptions = 0
         self.tbt: list[float] = []
         self.kernel = Kernel({EventKind.ARRIVAL: self.on_arrival, EventKind.STAGE_DONE: self.on_stage_done,
@@ -395,6 +400,7 @@ class _Engine:
         done = t + local
         self.running[c] = job
         self.busy_until[c] = done
+        self.run_start[c] = start
         end = self.duration
         busy = (done - start) if done <= end else (end - start if start < end else 0.0)
         self.chip_busy[c] += busy
@@ -554,6 +560,8 @@ class _Engine:
         if r.generated >= r.output_tokens:
             r.state = RequestState.DONE
             r.finish_s = now
+            if r.arrival_s >= self.warmup:
+                self.finished_measured += 1
             r.slot = None
             self._release(r)
             return True
@@ -661,14 +669,43 @@ class _Engine:
     # ---- run -------------------------------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Schedule the first arrival and handle events up to the end of the window."""
+        """Schedule the first arrival and handle events up to the end of the window: ``duration_s``, or with
+        ``stop_after_finished`` = n the first instant at or after ``min_duration_s`` with n measured requests
+        finished (``duration_s`` the cap)."""
         if len(self.arrivals):
             self.kernel.schedule(Event(float(self.arrivals[0]), EventKind.ARRIVAL, 0))
-        self.kernel.run(self.duration)
+        target = self.cfg.stop_after_finished
+        if target <= 0:
+            self.kernel.run(self.duration)
+            return
+        floor = max(float(self.cfg.min_duration_s), self.warmup)
+        self.kernel.run(floor)
+        if self.finished_measured >= target:
+            self._close(floor, "window")
+            return
+        self.kernel.run(self.duration, stop=lambda: self.finished_measured >= target)
+        if self.finished_measured >= target:
+            self._close(self.kernel.now_s, "completed")
+        else:
+            self.stop = "cap"
+
+    def _close(self, end_s: float, reason: str) -> None:
+        """End the window at ``end_s`` (before ``duration_s``): take the running jobs' time past it out of the
+        chiplets' busy seconds (``_start`` counted it up to ``duration_s``)."""
+        self.end, self.stop = end_s, reason
+        for c, job in enumerate(self.running):
+            done = self.busy_until[c]
+            if job is None or done <= end_s:
+                continue
+            over = min(done, self.duration) - max(self.run_start[c], end_s)
+            if over > 0.0:
+                self.chip_busy[c] -= over
+                if job.decode != self.decode_role[c]:
+                    self.cross_busy[job.decode] -= over
 
     def result(self, wall_s: float) -> SimResult:
         """Collect the metrics."""
-        cfg, topo, d = self.cfg, self.topo, self.duration
+        cfg, topo, d = self.cfg, self.topo, self.end
         reqs = self.requests
         times = np.array([(r.arrival_s, r.admitted_s, r.prefill_start_s, r.first_token_s, r.finish_s) for r in reqs],
                          dtype=float).reshape(len(reqs), 5)
@@ -703,7 +740,7 @@ class _Engine:
             timeline=timeline, warmup_s=self.warmup,
             cross_phase_jobs=dict(zip(CROSS_PHASE_KEYS, self.cross_jobs, strict=True)),
             cross_phase_busy_s=dict(zip(CROSS_PHASE_KEYS, self.cross_busy, strict=True)),
-            empty=not bool(done.any()),
+            empty=not bool(done.any()), finished_measured=self.finished_measured, stop=self.stop,
         )
 
 

@@ -612,3 +612,62 @@ def test_moe_decode_iteration_reads_the_touched_experts(moe_design: tuple) -> No
     for b in (1, 4, 64):
         touched = 128 * (1.0 - (1.0 - 8 / 128) ** b)
         assert weight_bytes(b) - weight_bytes(1) == pytest.approx(one_expert * (touched - 8), rel=1e-9)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Stop rule: a run measured until n requests that arrived after the warm-up have finished (issue 30)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_cases(), st.floats(0.0, 0.5), st.floats(0.0, 1.0), st.integers(1, 40))
+def test_stop_after_finished_ends_at_the_nth_measured_finish_of_the_fixed_run(
+        case: tuple[SimConfig, LengthSample], warm_frac: float, floor_frac: float, n: int) -> None:
+    """Brute force: the fixed-window run to the cap is the truth. Stopping changes no history, so the stopped run
+    ends at max(min_duration_s, the n-th measured finish of the fixed run), finishes exactly the fixed run's
+    requests up to then, and is the fixed run itself when fewer than n measured requests finish by the cap."""
+    cfg, sample = case
+    cap = 4.0 * cfg.duration_s
+    warm = warm_frac * cap
+    floor = warm + floor_frac * (cap - warm)
+    full = simulate(replace(cfg, duration_s=cap, warmup_s=warm), sample)
+    df = full.requests
+    measured = (df["state"] == "done") & (df["arrival_s"] >= warm)
+    assert full.finished_measured == int(measured.sum()) and full.stop == "window"
+    finishes = np.sort(df.loc[measured, "finish_s"].to_numpy())
+    res = simulate(replace(cfg, duration_s=cap, warmup_s=warm, stop_after_finished=n, min_duration_s=floor), sample)
+    if n > len(finishes):
+        assert res.stop == "cap" and res.duration_s == cap
+        pd.testing.assert_frame_equal(res.requests, df)
+        assert res.throughput_tps == full.throughput_tps
+        return
+    end = max(floor, float(finishes[n - 1]))
+    assert res.duration_s == end
+    assert res.stop == ("completed" if finishes[n - 1] > floor else "window")
+    assert res.finished_measured >= n
+    got = res.requests  # the same arrivals in the same order: a prefix of the fixed run's rows
+    assert len(got) <= len(df) and (got["arrival_s"].to_numpy() == df["arrival_s"].to_numpy()[:len(got)]).all()
+    want = df.iloc[:len(got)]
+    done_got, done_want = got["state"] == "done", want["state"] == "done"
+    assert (got.loc[done_got, "finish_s"].to_numpy() == want.loc[done_got.to_numpy(), "finish_s"].to_numpy()).all()
+    assert (got.loc[done_got, "finish_s"] <= end).all()
+    assert not (done_want.to_numpy() & (want["finish_s"].to_numpy() < end) & ~done_got.to_numpy()).any()
+    assert ((df["state"] == "done") & (df["finish_s"] < end)).sum() <= done_got.sum()
+    assert all(0.0 <= u <= 1.0 + 1e-9 for u in res.chiplet_utilization.values())
+    assert all(0.0 <= u <= 1.0 + 1e-9 for u in res.link_utilization.values())
+
+
+def test_stop_after_finished_on_the_hand_timeline() -> None:
+    """The two-request timeline above, stopped after one finished request: both finish at 1.375 s in the same
+    decode iteration, so the run ends there with both done; chiplet busy time is the fixed run's (nothing runs
+    past 1.375 s) over a 1.375 s window."""
+    sample = LengthSample(np.array([2, 1]), np.array([3, 2]), np.array([0.0, 0.0625]), "hand")
+    res = simulate(pipeline_config(stop_after_finished=1), sample)
+    assert (res.stop, res.duration_s, res.finished, res.finished_measured) == ("completed", 1.375, 2, 2)
+    busy = {"P": 0.375, "D1": 0.375 + 0.5, "D2": 0.125 + 0.125}
+    assert res.chiplet_utilization == pytest.approx({k: v / 1.375 for k, v in busy.items()})
+    assert res.throughput_tps == pytest.approx(5 / 1.375)
+    with pytest.raises(SimulationError, match="min_duration_s"):
+        pipeline_config(stop_after_finished=1, min_duration_s=3.0)
+    with pytest.raises(SimulationError, match="stop_after_finished"):
+        pipeline_config(stop_after_finished=-1)
