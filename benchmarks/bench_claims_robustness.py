@@ -36,7 +36,7 @@ BASE_SETS = ("simulation.datasets=[arxiv.yaml]", "simulation.candidates=0", "sim
 """The reduction every setting shares (one dataset, no fidelity page, no thermal stage)."""
 
 DEFAULT_PARAMS = ("simulation.static_batch_timeout_s", "simulation.load", "simulation.warmup_s",
-                  "simulation.min_first_tokens", "package.hop_latency_ns")
+                  "simulation.min_completed", "package.hop_latency_ns")
 """The assumptions the simulated orderings read most directly: the protocol's knobs and the NoI hop. The offered
 rate (``workload.arrival_rate_rps``) and the chiplets' sustained utilization (``library.compute.*.utilization``)
 move B* and M_T themselves; ``--params`` adds them (about 5 CPU-minutes per setting)."""

@@ -91,7 +91,7 @@ def base_jobs(sc: LoadedScenario, dataset: str, measure_s: float, skipped: list[
 
 def measure(jobs: list[SimJob], backend: Backend, skipped: list[str]) -> dict[str, float | None]:
     """Run the jobs and measure the policy claims on their table (the claims table's code)."""
-    table = run_policy_jobs(jobs, backend, jobs[0].sc.spec.simulation.min_first_tokens, skipped)
+    table = run_policy_jobs(jobs, backend, jobs[0].sc.spec.simulation.min_completed, skipped)
     m, _ = measure_policies(table)
     n_ok = int(table[table["study"] == "ablation"].groupby(["dataset", "role"])["valid"].all().sum())
     return {**{k: m.get(k) for k in POLICY_KEYS}, "valid_workloads": n_ok}

@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
@@ -380,6 +381,20 @@ def _compare_page(pdf: PdfPages, f: FinalistResult) -> None:
                   "(HYDRA Eq. 5)", cols, _solution_rows(f.mapping, scale=1e3))])
 
 
+_RUN_FIELDS = ("model", "dataset", "role", "study", "variant", "rate_rps", "warmup_s", "duration_s", "completed",
+               "stop", "valid")
+"""Per policy run in the manifest: what ran, its window, how many measured requests completed, which limit ended it
+(window: measure_s; completed: simulation.min_completed reached; cap: simulation.max_measure_s) and validity."""
+
+
+def _policy_runs(policies: pd.DataFrame) -> list[dict[str, Any]]:
+    """The policy table's runs as manifest records (:data:`_RUN_FIELDS` it has)."""
+    if policies is None or policies.empty:
+        return []
+    cols = [c for c in _RUN_FIELDS if c in policies.columns]
+    return strict_json(policies[cols].to_dict("records"))
+
+
 def details(r: ExploreResult) -> dict[str, Any]:
     """The manifest's HYDRA part: the page-1 recommendation, model, workload, unbuildable reasons, finalists,
     simulation (fidelity, policy gains, layouts, what was skipped), Table IV, the claims, the energy and the power /
@@ -392,6 +407,7 @@ def details(r: ExploreResult) -> dict[str, Any]:
         "finalists": {str(f.role): f.label for f in r.finalists},
         "simulation": None if sim is None else {
             "fidelity": sim.metrics, "policy_gains": sim.gains,
+            "policy_runs": _policy_runs(sim.policies),
             "layouts": strict_json(sim.layouts.to_dict("records")), "skipped": sim.skipped},
         "generality": None if r.generality is None else r.generality.to_json(),
         "claims": None if r.claims is None else strict_json(r.claims.records()),

@@ -143,8 +143,9 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
 
 STUDY_PAGES = (
     ("ablation", STUDY_VARIANTS["ablation"], "HYDRA Fig. 9: ablation over the static baseline",
-     "baseline = round-robin placement and mapping, static task scheduling, static batching; CP = exact "
-     "communication-aware placement + exact mapping; ET = HYDRA's elastic task scheduler; DB = dynamic batching. "
+     "baseline = round-robin placement and mapping, static task scheduling, static batching; greedy CP = the "
+     "paper's two-step greedy placement with LPT mapping; CP = exact communication-aware placement + exact "
+     "mapping (CP+ET and CP+ET+DB build on it); ET = HYDRA's elastic task scheduler; DB = dynamic batching. "
      "HYDRA: CP+ET+DB 1.55x throughput and -43.7% TTFT on average (up to 2.3x); ET +3% to +150% throughput; DB "
      "alone +15% throughput, -23% TTFT."),
     ("scheduler", STUDY_VARIANTS["scheduler"],
@@ -251,9 +252,9 @@ def policy_page(pdf: PdfPages, study: SimulationStudy, b_star: str, load: float)
                       f"of the design's estimated capacity on each workload ({rates}). Averages: geometric means of "
                       "per-workload ratios over valid workloads (a ratio's mean that does not depend on the "
                       "reference). " + _summary_text(study, name, variants) + ". Invalid (hatched, left out): "
-                      "every run of a workload one of whose runs, in any study, gave no first token in its measured "
-                      "window or whose study's reference run gave fewer than simulation.min_first_tokens first tokens "
-                      "there "
+                      "every run of a workload one of whose runs, in any study, completed no request or whose "
+                      "study's reference run completed fewer than simulation.min_completed requests by the cap "
+                      "(simulation.max_measure_s) "
                       "(one rule for every page, the claims and the manifest)"
                       + (f": {notes}." if notes else "."))
         fig.subplots_adjust(bottom=top + 0.2, top=0.9, wspace=0.55, right=0.86, left=0.07)

@@ -76,13 +76,13 @@ def _runs() -> pd.DataFrame:
     for ds, variants in ablation.items():
         for v, (tp, tt) in variants.items():
             rows.append({"study": "ablation", "variant": v, "dataset": ds, "sim_throughput_tps": tp,
-                         "sim_ttft_s": tt, "first_tokens": 0 if tp == 0 else 10})
+                         "sim_ttft_s": tt, "completed": 0 if tp == 0 else 10})
     sched = {"arxiv": {"static": 100, "fcfs": 150, "work-stealing": 170, "elastic": 160},
              "chat": {"static": 200, "fcfs": 220, "work-stealing": 200, "elastic": 300}}
     for ds, variants in sched.items():
         for v, tp in variants.items():
             rows.append({"study": "scheduler", "variant": v, "dataset": ds, "sim_throughput_tps": tp,
-                         "sim_ttft_s": 1.0, "first_tokens": 10})
+                         "sim_ttft_s": 1.0, "completed": 10})
     return pd.DataFrame(rows)
 
 

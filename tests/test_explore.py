@@ -18,7 +18,7 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     path = write_scenario({"name": "small", "design_space": {
         "total_chiplets": 24, "hbm_min": 4, "hbm_max": 5, "d2d_GBps": [512], "max_batch": [64]},
         "simulation": {"candidates": 2, "spread": 2, "duration_s": 8, "max_duration_s": 30,
-                       "warmup_s": 2, "measure_s": 6, "min_first_tokens": 1,
+                       "warmup_s": 2, "measure_s": 6, "min_completed": 1,
                        "datasets": ["arxiv.yaml", "chat.yaml"], "workers": 1},
         "generality": {"models": ["nemotron-h-4b", "nemotron-h-8b", "jamba-tiny-dev"]}})
     out = tmp_path / "out"

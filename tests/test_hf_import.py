@@ -229,7 +229,7 @@ EXPLORE = {
     "moe": ("heldout/mixtral-8x7b", {"arrival_rate_rps": 0.1}),  # 93 GB of weights: a light load keeps it stable
     "mla": ("heldout/deepseek-v2-lite", {"simulation": {
         "candidates": 1, "spread": 0, "duration_s": 4, "max_duration_s": 8, "warmup_s": 1, "measure_s": 3,
-        "min_first_tokens": 1, "datasets": ["arxiv.yaml"], "workers": 1}}),
+        "min_completed": 1, "datasets": ["arxiv.yaml"], "workers": 1}}),
     "hybrid-ssm": ("bundled/nemotron-h-4b", {}),
 }
 

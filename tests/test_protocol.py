@@ -31,7 +31,7 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, 
     base |= {"library": str(inst / "chiplets" / "hydra.yaml"), "package": str(inst / "packages" / "hydra-5x5.yaml"),
              "workload": str(inst / "workloads" / "arxiv.yaml"), "name": "tiny-protocol", "work_limit": 0.5,
              "design_space": TINY,
-             "simulation": {"warmup_s": 2, "measure_s": 6, "min_first_tokens": 3, "load": 0.9,
+             "simulation": {"warmup_s": 2, "measure_s": 6, "min_completed": 3, "max_measure_s": 30, "load": 0.9,
                             "datasets": ["arxiv.yaml", "chat.yaml"], "workers": 1}}
     path = tmp_path_factory.mktemp("protocol") / "tiny.yaml"
     path.write_text(yaml.safe_dump(base))
@@ -59,14 +59,23 @@ def test_every_study_runs_on_each_workloads_own_designs(tiny_study) -> None:
         place = g[g["study"] == "placement"]["rate_rps"]
         assert shared.nunique() == 1 and place.nunique() == 1 and shared.iloc[0] > 0
         assert (place.iloc[0] <= shared.iloc[0]) if role == "B*" else (place.iloc[0] > shared.iloc[0])
-        assert set(g["duration_s"]) == {8.0} and set(g["warmup_s"]) == {2.0}
+        assert set(g["warmup_s"]) == {2.0}
+        # the stop rule: at least 2 + 6 s, then until 3 measured requests finished, at most 2 + 30 s
+        for _, r in g.iterrows():
+            assert 8.0 <= r["duration_s"] <= 32.0
+            if r["stop"] == "window":
+                assert r["duration_s"] == 8.0 and r["completed"] >= 3
+            elif r["stop"] == "completed":
+                assert r["duration_s"] > 8.0 and r["completed"] >= 3
+            else:
+                assert r["stop"] == "cap" and r["duration_s"] == 32.0 and r["completed"] < 3
 
 
 def test_validity_follows_the_reference_runs_counts(tiny_study) -> None:
     table, _ = tiny_study
     for (_ds, _role, study), g in table.groupby(["dataset", "role", "study"]):
-        ref = g[g["variant"] == REFERENCE[study]]["first_tokens"].iloc[0]
-        expect = (ref >= 3) & (g["first_tokens"] > 0)
+        ref = g[g["variant"] == REFERENCE[study]]["completed"].iloc[0]
+        expect = (ref >= 3) & (g["completed"] > 0)
         assert (g["valid"] == expect).all()
 
 
@@ -91,10 +100,13 @@ def test_policy_pages_have_no_overlapping_text(tiny_study) -> None:
 
 
 def test_the_old_validity_field_name_is_refused_with_the_new_one() -> None:
-    """``simulation.min_finished`` (finished requests) was renamed ``min_first_tokens`` (first tokens in the window)."""
-    with pytest.raises(SpecError, match="min_finished was renamed min_first_tokens"):
-        parse_spec(SimulationSettings, {"min_finished": 10}, "scenario.yaml")
-    s = parse_spec(SimulationSettings, {"min_first_tokens": 3, "static_batch_timeout_s": 2.5}, "scenario.yaml")
-    assert (s.min_first_tokens, s.static_batch_timeout_s) == (3, 2.5)
+    """``simulation.min_finished`` and ``min_first_tokens`` were replaced by ``min_completed`` (the stop rule)."""
+    for old in ("min_finished", "min_first_tokens"):
+        with pytest.raises(SpecError, match=f"{old} was replaced by min_completed"):
+            parse_spec(SimulationSettings, {old: 10}, "scenario.yaml")
+    s = parse_spec(SimulationSettings, {"min_completed": 3, "static_batch_timeout_s": 2.5}, "scenario.yaml")
+    assert (s.min_completed, s.static_batch_timeout_s) == (3, 2.5)
+    with pytest.raises(SpecError, match="max_measure_s"):
+        parse_spec(SimulationSettings, {"measure_s": 200, "max_measure_s": 100}, "scenario.yaml")
     with pytest.raises(SpecError, match="static_batch_timeout_s"):
         parse_spec(SimulationSettings, {"static_batch_timeout_s": -1}, "scenario.yaml")

@@ -94,7 +94,7 @@ def policies_table() -> pd.DataFrame:
                     for v in variants:
                         rows.append({"study": study, "model": model, "dataset": ds, "role": role, "variant": v,
                                      "sim_throughput_tps": float(rng.uniform(100, 3000)),
-                                     "sim_ttft_s": float(rng.uniform(0.05, 20)), "first_tokens": 500,
+                                     "sim_ttft_s": float(rng.uniform(0.05, 20)), "completed": 500,
                                      "rate_rps": 1.5, "duration_s": 110.0, "warmup_s": 10.0})
     return mark_validity(pd.DataFrame(rows), 10)
 

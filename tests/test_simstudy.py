@@ -64,14 +64,14 @@ def test_policy_gains_by_hand() -> None:
     rows = []
     for ds, (base_tp, full_tp, base_tt, full_tt) in {"a": (100, 150, 2.0, 1.0), "b": (100, 250, 4.0, 3.0)}.items():
         rows += [{"study": "ablation", "dataset": ds, "variant": "baseline", "sim_throughput_tps": base_tp,
-                  "sim_ttft_s": base_tt, "first_tokens": 50},
+                  "sim_ttft_s": base_tt, "completed": 50},
                  {"study": "ablation", "dataset": ds, "variant": "CP+ET+DB", "sim_throughput_tps": full_tp,
-                  "sim_ttft_s": full_tt, "first_tokens": 50},
+                  "sim_ttft_s": full_tt, "completed": 50},
                  {"study": "scheduler", "dataset": ds, "variant": "static", "sim_throughput_tps": 10,
-                  "sim_ttft_s": 1.0, "first_tokens": 50},
+                  "sim_ttft_s": 1.0, "completed": 50},
                  {"study": "scheduler", "dataset": ds, "variant": "elastic", "sim_throughput_tps": 10,
-                  "sim_ttft_s": 1.0, "first_tokens": 50}]
-    g = policy_report(mark_validity(pd.DataFrame(rows), min_first_tokens=10))["gains"]
+                  "sim_ttft_s": 1.0, "completed": 50}]
+    g = policy_report(mark_validity(pd.DataFrame(rows), min_completed=10))["gains"]
     assert g["full_vs_baseline_throughput_x"] == pytest.approx(math.sqrt(1.5 * 2.5))
     assert g["full_vs_baseline_ttft_reduction"] == pytest.approx(1 - math.sqrt(0.5 * 0.75))
     assert g["full_vs_baseline_throughput_x_min"] == 1.5 and g["full_vs_baseline_throughput_x_max"] == 2.5
@@ -81,26 +81,27 @@ def test_policy_gains_by_hand() -> None:
     assert g["elastic_vs_static_throughput_x"] == pytest.approx(1.0) and g["elastic_vs_static_wins"] == 0
 
 
-def _run(ds: str, role: str, study: str, variant: str, tp: float, ttft: float, first_tokens: int) -> dict:
+def _run(ds: str, role: str, study: str, variant: str, tp: float, ttft: float, completed: int) -> dict:
     return {"model": "m", "dataset": ds, "role": role, "study": study, "variant": variant,
-            "sim_throughput_tps": tp, "sim_ttft_s": ttft, "first_tokens": first_tokens}
+            "sim_throughput_tps": tp, "sim_ttft_s": ttft, "completed": completed}
 
 
 def test_invalid_baseline_is_marked_and_left_out_of_the_averages() -> None:
-    """Workload c's baseline gave 3 < 10 first tokens in its window: c's ablation rows are invalid, shown with the
-    reason and left out; d's CP+ET+DB gave none: that row is invalid and with it the whole of workload d (the one
+    """Workload c's baseline completed 3 < 10 requests by its cap: c's ablation rows are invalid, shown with the
+    reason and left out; d's CP+ET+DB completed none: that row is invalid and with it the whole of workload d (the one
     validity rule, issue 29: a workload counts with every run or not at all). The average is over a and b only."""
     data = {"a": ((100, 2.0, 40), (200, 1.0, 80)), "b": ((100, 2.0, 40), (800, 1.0, 90)),
             "c": ((1, 90.0, 3), (900, 1.0, 99)), "d": ((100, 2.0, 40), (0, 0.0, 0))}
     runs = [_run(ds, "M_T", "ablation", v, *x) for ds, pair in data.items()
             for v, x in zip(("baseline", "CP+ET+DB"), pair, strict=True)]
-    t = mark_validity(pd.DataFrame(runs), min_first_tokens=10)
+    t = mark_validity(pd.DataFrame(runs), min_completed=10)
     by = t.set_index(["dataset", "variant"])
     assert not by.loc[("c", "baseline"), "valid"] and not by.loc[("c", "CP+ET+DB"), "valid"]
-    assert by.loc[("c", "CP+ET+DB"), "invalid_reason"] == "baseline gave 3 < 10 first tokens in its window"
+    assert by.loc[("c", "CP+ET+DB"), "invalid_reason"] == ("baseline completed 3 < 10 requests by the cap "
+                                                            "(simulation.max_measure_s)")
     assert not by.loc[("d", "CP+ET+DB"), "valid"] and not by.loc[("d", "baseline"), "valid"]
-    assert by.loc[("d", "CP+ET+DB"), "invalid_reason"] == "no first token in its window"
-    assert by.loc[("d", "baseline"), "invalid_reason"] == f"{ANOTHER_RUN}: no first token in its window"
+    assert by.loc[("d", "CP+ET+DB"), "invalid_reason"] == "no request completed in its window"
+    assert by.loc[("d", "baseline"), "invalid_reason"] == f"{ANOTHER_RUN}: no request completed in its window"
     assert by.loc[("a", "CP+ET+DB"), "valid"] and by.loc[("b", "baseline"), "valid"]
     c = compare(t, "ablation", "CP+ET+DB", "baseline")
     assert (c["n"], c["invalid"]) == (2, 2)
@@ -108,24 +109,18 @@ def test_invalid_baseline_is_marked_and_left_out_of_the_averages() -> None:
     assert c["target_x"] == pytest.approx(4.0)  # M_T: the target metric is throughput
     assert c["wins"] == 2
     # a workload with no reference run at all is invalid too
-    t2 = mark_validity(pd.DataFrame([_run("e", "B*", "ablation", "CP", 5, 1.0, 50)]), min_first_tokens=10)
+    t2 = mark_validity(pd.DataFrame([_run("e", "B*", "ablation", "CP", 5, 1.0, 50)]), min_completed=10)
     assert not t2["valid"].iloc[0] and "no run" in t2["invalid_reason"].iloc[0]
 
 
-def test_validity_counts_first_tokens_of_requests_that_outlive_the_window() -> None:
-    """A hand-built run (tests.test_simulator's pipeline: 0.125 s per prompt token, one decode slot): A (prompt 2)
-    at 0 gets its first token at 0.25, B (prompt 1) at 1/16 at 0.375; both want 1000 tokens, so neither finishes in
-    the 2 s window. With a 0.3 s warm-up only B's first token is in the measured window: 1 first token, 0 finished.
-    The run is valid at min_first_tokens = 1 (it would be invalid under the old finished-requests rule)."""
+def test_first_tokens_in_window_counts_requests_that_outlive_the_window() -> None:
+    """Hand timeline (tests.test_simulator's pipeline: 0.125 s per prompt token): A (prompt 2) at 0 gets its first
+    token at 0.25, B (prompt 1) at 1/16 at 0.375; both want 1000 tokens, so neither finishes in the 2 s window. With
+    a 0.3 s warm-up only B's first token is in the measured window."""
     sample = LengthSample(np.array([2, 1]), np.array([1000, 1000]), np.array([0.0, 0.0625]), "hand")
     res = simulate(pipeline_config(), sample)
     assert res.requests["first_token_s"].tolist() == [0.25, 0.375] and res.finished == 0
-    n = first_tokens_in_window(res.requests, 0.3, 2.0)
-    assert n == 1 and first_tokens_in_window(res.requests, 0.0, 2.0) == 2
-    rows = [{"dataset": "bwb", "study": "ablation", "variant": v, "sim_throughput_tps": 1.0, "sim_ttft_s": 0.3,
-             "first_tokens": n, "finished": res.finished} for v in ("baseline", "CP")]
-    assert mark_validity(pd.DataFrame(rows), min_first_tokens=1)["valid"].all()
-    assert not mark_validity(pd.DataFrame(rows), min_first_tokens=2)["valid"].any()
+    assert first_tokens_in_window(res.requests, 0.3, 2.0) == 1 and first_tokens_in_window(res.requests, 0.0, 2.0) == 2
 
 
 def test_geomean_ignores_non_positive_and_nan() -> None:
@@ -139,7 +134,7 @@ def test_policy_rows_copy_the_shared_runs_into_every_study() -> None:
     tp = {"baseline": 1.0, "CP": 2.0, "CP+ET": 3.0, "CP+ET+DB": 4.0}
     res = [{**_run("a", "B*", "ablation", v, x, 1.0, 20), "chiplet_utilization": {"c": 0.5}} for v, x in tp.items()]
     res += [_run("a", "B*", "scheduler", "fcfs", 5.0, 1.0, 20), _run("a", "B*", "placement", "random", 6.0, 1.0, 20)]
-    t = policy_rows(res, min_first_tokens=10).set_index(["study", "variant"])["sim_throughput_tps"]
+    t = policy_rows(res, min_completed=10).set_index(["study", "variant"])["sim_throughput_tps"]
     assert t[("scheduler", "static")] == 2.0 and t[("scheduler", "elastic")] == 3.0
     assert t[("placement", "round-robin")] == 1.0 and t[("placement", "exact")] == 2.0
     assert t[("scheduler", "fcfs")] == 5.0 and t[("placement", "random")] == 6.0
@@ -155,8 +150,8 @@ def test_policy_jobs_windows_and_offered_load() -> None:
                        tags={"role": "B*"})
     assert {(j.duration_s, j.warmup_s, j.rate_rps) for j in jobs} == {(120.0, 20.0, 1.8)}
     names = [(j.tags["study"], j.tags["variant"]) for j in jobs]
-    assert names == [("ablation", v) for v, *_ in ABLATION] + [("scheduler", "fcfs"), ("scheduler", "work-stealing"),
-                                                             ("placement", "random")]  # no greedy layout given
+    ablation = [("ablation", v) for v, p, *_ in ABLATION if p != "hydra-greedy"]  # no greedy layout given
+    assert names == ablation + [("scheduler", "fcfs"), ("scheduler", "work-stealing"), ("placement", "random")]
     sched = [j for j in jobs if j.tags["study"] == "scheduler"]
     assert all(j.batching == "static" and j.layout is sentinel["exact"] for j in sched)
     assert all(j.tags["role"] == "B*" and j.tags["load"] == 0.9 for j in jobs)
@@ -176,9 +171,9 @@ def test_placement_study_runs_every_layout_at_its_own_load() -> None:
     assert [j.tags["variant"] for j in place] == ["round-robin", "random", "exact"]
     assert {j.rate_rps for j in place} == {0.45} and {j.rate_rps for j in jobs if j not in place} == {1.8}
     assert all(j.layout is sentinel[j.tags["variant"]] for j in place)
-    runs = [{**_run("a", "B*", "ablation", v, 1.0, 1.0, 20)} for v, *_ in ABLATION]
+    runs = [{**_run("a", "B*", "ablation", v, 1.0, 1.0, 20)} for v, p, *_ in ABLATION if p != "hydra-greedy"]
     runs += [_run("a", "B*", "placement", v, 7.0, 1.0, 20) for v in ("round-robin", "random", "exact")]
-    t = policy_rows(runs, min_first_tokens=10)
+    t = policy_rows(runs, min_completed=10)
     assert (t[t["study"] == "placement"]["sim_throughput_tps"] == 7.0).all() and (t["study"] == "placement").sum() == 3
 
 
@@ -252,7 +247,7 @@ def test_policy_page_survives_runs_without_tokens(tmp_path) -> None:
     rows = [{"study": s, "dataset": "d", "variant": v, "sim_throughput_tps": 0.0, "sim_ttft_s": math.nan}
             for s, v in (("ablation", "baseline"), ("ablation", "CP+ET+DB"), ("scheduler", "static"),
                          ("scheduler", "elastic"))]
-    rows = [{**r, "first_tokens": 0, "rate_rps": 1.0, "duration_s": 10.0, "warmup_s": 2.0} for r in rows]
+    rows = [{**r, "completed": 0, "rate_rps": 1.0, "duration_s": 10.0, "warmup_s": 2.0} for r in rows]
     study = simulation_study(pd.DataFrame(), {}, mark_validity(pd.DataFrame(rows), 10), {}, [], 0.0)
     with PdfPages(tmp_path / "p.pdf") as pdf:
         policy_page(pdf, study, "B*", 0.9)

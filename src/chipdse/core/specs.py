@@ -402,12 +402,17 @@ class SimulationSettings(_Spec):
         "Warm-up in request lifetimes: each workload's warm-up is at least this many x (max batch / offered rate + "
         "mean output tokens x the estimator's decode iteration time), s: one static batch filled and decoded, so "
         "long-output datasets reach steady state before the measured window (0 = warmup_s alone; at most 100)."))
-    min_first_tokens: int = Field(5, ge=1, le=1_000_000, description=(
-        "Fewest requests that must receive their first token inside the measured window (after warm-up) of the "
-        "reference run of a study (baseline, static scheduler, round-robin placement) for that workload's runs to "
-        "count; fewer marks them invalid: shown, counted and left out of the averages. First tokens, not finished "
-        "requests: BWB / LongWriter requests outlive a 100 s window, and their designs serve 0.05-0.1 req/s, so a "
-        "100 s window at 90% load sees only 5-10 arrivals (at most 1,000,000; replaces min_finished)."))
+    min_completed: int = Field(10, ge=1, le=1_000_000, description=(
+        "Requests that arrived after the warm-up and must have finished before an ablation / scheduler / placement "
+        "run ends: every such run lasts at least measure_s after its warm-up and then until this many have "
+        "finished, at most max_measure_s (HYDRA Sec. VI-A measures each configuration over a stated workload). "
+        "The one validity rule: a workload whose study's reference run (baseline, static scheduler, round-robin "
+        "placement) reaches the cap with fewer is invalid: shown, counted and left out of the averages (at most "
+        "1,000,000; replaces min_first_tokens)."))
+    max_measure_s: float = Field(1200.0, gt=0, le=MAX_SIM_DURATION_S, description=(
+        "Cap on the measured window of an ablation / scheduler / placement run, s (from the end of its warm-up): "
+        "a run that has not completed min_completed requests by then ends there (at most 3600). BWB / LongWriter "
+        "requests live 270-1000 s and their designs serve 0.04-0.4 req/s, so their runs need several hundred s."))
     static_batch_timeout_s: float = Field(0.1, ge=0, le=MAX_SIM_DURATION_S, description=(
         "Batch-formation timeout of static batching in the ablation / scheduler / placement runs, s: a partial "
         "batch starts once its oldest request has waited this long (HYDRA gives no formation rule; 0.1 s is "
@@ -425,19 +430,26 @@ class SimulationSettings(_Spec):
     @model_validator(mode="before")
     @classmethod
     def _renamed(cls, data: Any) -> Any:
-        """``min_finished`` was renamed ``min_first_tokens`` (validity counts first tokens, issue 15)."""
-        if isinstance(data, dict) and "min_finished" in data:
-            msg = ("min_finished was renamed min_first_tokens: validity now counts the reference run's requests "
-                   "that received their first token in the measured window, not finished ones")
-            raise ValueError(msg)
+        """``min_finished`` (issue 15) and ``min_first_tokens`` (issue 30) were replaced by ``min_completed``."""
+        for old in ("min_finished", "min_first_tokens"):
+            if isinstance(data, dict) and old in data:
+                msg = (f"{old} was replaced by min_completed: every policy run is measured until that many "
+                       "requests that arrived after its warm-up have finished (at most max_measure_s), and a "
+                       "workload whose reference run falls short is invalid")
+                raise ValueError(msg)
         return data
 
     def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
-        """``duration_s`` above the ``max_duration_s`` cap on every run's window."""
+        """``duration_s`` above the ``max_duration_s`` cap on every run's window; ``measure_s`` above
+        ``max_measure_s``."""
+        out: list[tuple[tuple[str | int, ...], str]] = []
         if self.duration_s > self.max_duration_s:
-            return [(("duration_s",), f"at most max_duration_s ({self.max_duration_s:g} s, the cap on every run's "
-                     f"window), got {self.duration_s:g}")]
-        return []
+            out.append((("duration_s",), f"at most max_duration_s ({self.max_duration_s:g} s, the cap on every "
+                        f"run's window), got {self.duration_s:g}"))
+        if self.measure_s > self.max_measure_s:
+            out.append((("measure_s",), f"at most max_measure_s ({self.max_measure_s:g} s, the cap on a policy "
+                        f"run's measured window), got {self.measure_s:g}"))
+        return out
 
 
 class SweepSettings(_Spec):

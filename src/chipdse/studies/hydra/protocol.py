@@ -22,7 +22,7 @@ def policy_study(workloads: list[LoadedScenario], cfg: SolverConfig | None = Non
     ----------
     workloads : list of LoadedScenario
         One scenario per workload (model and dataset), e.g. :func:`protocol_workloads`; each one's
-        ``simulation`` settings (``warmup_s``, ``measure_s``, ``load``, ``min_first_tokens``, ``roles``) and
+        ``simulation`` settings (``warmup_s``, ``measure_s``, ``load``, ``min_completed``, ``roles``) and
         ``estimator`` settings (the B* / M_T pick: HYDRA picks under static batching) apply.
     cfg : SolverConfig, optional
         Placement and mapping limits; default: the first workload's (``SolverConfig.of``).
@@ -53,7 +53,7 @@ def policy_study(workloads: list[LoadedScenario], cfg: SolverConfig | None = Non
         if progress is not None:
             progress(f"B* and M_T of {scw.model.key} on {scw.workload.name}", 0.0)
         jobs += workload_policy_jobs(scw, cfg, skipped)
-    table = run_policy_jobs(jobs, backend or Backend.in_process(), workloads[0].spec.simulation.min_first_tokens,
+    table = run_policy_jobs(jobs, backend or Backend.in_process(), workloads[0].spec.simulation.min_completed,
                             skipped)
     return table, skipped
 

@@ -142,7 +142,7 @@ def explore_simulations(sc: LoadedScenario, table: DesignTable, finalists: list[
                        "+ simulation.spread)")
 
     layouts_df = layout_table(candidates, layout_served, results)
-    pol = policy_rows(results, st.min_first_tokens)
+    pol = policy_rows(results, st.min_completed)
     if len(pol):
         own = ~pol["valid"] & ~pol["invalid_reason"].str.startswith(ANOTHER_RUN)  # each cause once, where it is
         bad = pol[own].drop_duplicates([k for k in ("model", "dataset", "role", "study") if k in pol])
@@ -245,7 +245,7 @@ def protocol_jobs(sc: LoadedScenario, cfg: SolverConfig, progress: Progress, ski
     return jobs
 
 
-def run_policy_jobs(jobs: list[SimJob], backend: Backend, min_first_tokens: int, skipped: list[str]) -> pd.DataFrame:
+def run_policy_jobs(jobs: list[SimJob], backend: Backend, min_completed: int, skipped: list[str]) -> pd.DataFrame:
     """Run policy jobs (simulator input errors appended to ``skipped``) and return :func:`policy_rows`' table."""
     results = []
     for res in run_jobs(_run_safe, [_SafeJob(j) for j in jobs], backend):
@@ -253,7 +253,7 @@ def run_policy_jobs(jobs: list[SimJob], backend: Backend, min_first_tokens: int,
             skipped.append(res["error"])
         else:
             results.append(res)
-    return policy_rows(results, min_first_tokens)
+    return policy_rows(results, min_completed)
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,12 @@
   placement study (:func:`placement_rate_rps`): on B* every layout at ``load`` x the weakest compared layout's
   estimated capacity (a load every layout sustains, so TP/TTFT compares latency at equal traffic), on M_T every
   layout saturated (throughput = its capacity). Every run
-  is ``warmup_s`` + ``measure_s`` long and measured after its warm-up (HYDRA simulates 100 s per configuration,
-  Sec. VI-A). A run is *invalid* when no request got its first token in its measured window or its study's
-  reference run (baseline, static, round-robin) gave fewer than ``min_first_tokens`` first tokens there (first
-  tokens, not finished requests: BWB / LongWriter requests outlive the window); invalid runs are shown, counted and
-  left out of averages. Throughput stays output tokens / measured window.
+  is measured after its warm-up for at least ``measure_s`` (HYDRA simulates 100 s per configuration, Sec. VI-A)
+  and then until ``min_completed`` requests that arrived after the warm-up have finished, at most
+  ``max_measure_s`` (issue 30: no workload's figures rest on 0-2 finished requests). A run is *invalid* when it
+  completed no request or its study's reference run (baseline, static, round-robin) completed fewer than
+  ``min_completed`` by the cap; invalid runs are shown, counted and left out of averages. Throughput stays output
+  tokens / measured window.
 
 Every simulation is one :class:`SimJob` (plain data), so a sweep can hand them to any
 :class:`chipdse.runtime.parallel.Backend`.
@@ -68,7 +69,8 @@ PLACEMENT_OVERLOAD = 2.0
 layout runs saturated and its throughput is its own capacity (HYDRA Fig. 10(b) compares M_T's throughput)."""
 
 _FROM_ABLATION = {("scheduler", "static"): "CP", ("scheduler", "elastic"): "CP+ET",
-                  ("placement", "round-robin"): "baseline", ("placement", "exact"): "CP"}
+                  ("placement", "round-robin"): "baseline", ("placement", "exact"): "CP",
+                  ("placement", "hydra-greedy"): "greedy CP"}
 """(study, variant) rows copied from the ablation's runs, which simulate the same configuration."""
 
 
@@ -114,11 +116,18 @@ class SimJob:
     """Static batching's batch-formation timeout, s (``math.inf``: full batches only, the estimator's static model,
     kept by the fidelity, recovery and Table IV runs); :func:`policy_jobs` sets the scenario's
     ``simulation.static_batch_timeout_s``."""
+    min_completed: int = 0
+    """0: the run lasts ``duration_s``. n >= 1: it lasts at least ``duration_s`` and then until n requests that
+    arrived after the warm-up have finished, at most ``cap_s`` (``SimConfig.stop_after_finished``; issue 30)."""
+    cap_s: float = 0.0
+    """Longest window when ``min_completed`` is set, s (below ``duration_s``: ``duration_s``)."""
 
     def run(self) -> dict[str, Any]:
-        """Simulate and return tags + throughput_tps, TTFT mean / p99, E2E mean, utilizations, events, and
-        ``first_tokens`` (requests whose first token came inside the measured window [warm-up, duration]).
-        Static batching gets ``static_batch_timeout_s``."""
+        """Simulate and return tags + throughput_tps, TTFT mean / p99, E2E mean, utilizations, events,
+        ``first_tokens`` (requests whose first token came inside the measured window [warm-up, duration]),
+        ``completed`` (requests that arrived after the warm-up and finished), ``stop`` (the limit that ended the
+        run: window / completed / cap) and ``duration_s`` (the window simulated). Static batching gets
+        ``static_batch_timeout_s``."""
 
         lay = self.layout
         batcher = batcher_config(self.batching, lay.point.batch)
@@ -129,15 +138,17 @@ class SimJob:
                                scheduler=dataclasses.replace(scheduler_config(self.scheduler),
                                                              **dict(self.scheduler_options)),
                                arrival_rate_rps=self.rate_rps,
-                               duration_s=self.duration_s)
-        cfg = dataclasses.replace(cfg, warmup_s=self.warmup_s)
+                               duration_s=max(self.duration_s, self.cap_s) if self.min_completed else self.duration_s)
+        cfg = dataclasses.replace(cfg, warmup_s=self.warmup_s, stop_after_finished=self.min_completed,
+                                  min_duration_s=self.duration_s if self.min_completed else 0.0)
         res = simulate(cfg, self.sc.lengths)
-        return {**self.tags, "rate_rps": self.rate_rps, "duration_s": self.duration_s, "warmup_s": self.warmup_s,
+        return {**self.tags, "rate_rps": self.rate_rps, "duration_s": res.duration_s, "warmup_s": self.warmup_s,
+                "completed": res.finished_measured, "stop": res.stop,
                 "sim_throughput_tps": res.throughput_tps,
                 "empty": bool(getattr(res, "empty", res.finished == 0)),
                 "sim_ttft_s": res.ttft.mean_s, "sim_ttft_p99_s": res.ttft.p99_s, "sim_e2e_s": res.e2e.mean_s,
                 "finished": res.finished, "arrived": res.arrived, "preemptions": res.preemptions,
-                "first_tokens": first_tokens_in_window(res.requests, self.warmup_s, self.duration_s),
+                "first_tokens": first_tokens_in_window(res.requests, self.warmup_s, res.duration_s),
                 "chiplet_utilization": dict(res.chiplet_utilization),
                 "link_utilization": dict(res.link_utilization), "events": res.n_events, "wall_s": res.wall_s,
                 "cross_phase": {"jobs": dict(res.cross_phase_jobs), "busy_s": dict(res.cross_phase_busy_s)}}
@@ -308,8 +319,10 @@ def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: fl
     load : float
         Offered load as a fraction of ``capacity_rps``.
     warmup_s, measure_s : float
-        Warm-up and measured window of every run, s (the run is ``warmup_s + measure_s`` long). Static batching
-        forms batches with ``sc``'s ``simulation.static_batch_timeout_s``.
+        Warm-up and shortest measured window of every run, s: each run lasts at least ``warmup_s + measure_s`` and
+        then until ``sc``'s ``simulation.min_completed`` requests that arrived after the warm-up have finished, at
+        most ``warmup_s + simulation.max_measure_s`` (HYDRA Sec. VI-A; issue 30). Static batching forms batches
+        with ``sc``'s ``simulation.static_batch_timeout_s``.
     tags : dict, optional
         Extra tags of every run (e.g. ``{"role": "B*", "model": ...}``).
     placement_rate : float, optional
@@ -319,21 +332,25 @@ def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: fl
     Returns
     -------
     list of SimJob
-        4 ablation runs, the scheduler runs not in the ablation (FCFS, work stealing) and the placement runs (not
-        those in the ablation when ``placement_rate`` is None or equals the ablation's rate); :func:`policy_rows`
-        copies the shared runs into every study.
+        5 ablation runs (greedy CP only with a ``"hydra-greedy"`` layout), the scheduler runs not in the ablation
+        (FCFS, work stealing) and the placement runs (not those in the ablation when ``placement_rate`` is None or
+        equals the ablation's rate); :func:`policy_rows` copies the shared runs into every study.
     """
     rate, dur = load * capacity_rps, warmup_s + measure_s
     extra = {"dataset": dataset, "load": load, **(tags or {})}
     own_rate = placement_rate is not None and placement_rate != rate
-    timeout_s = sc.spec.simulation.static_batch_timeout_s if sc is not None else math.inf
+    sim = sc.spec.simulation if sc is not None else None
+    timeout_s = sim.static_batch_timeout_s if sim is not None else math.inf
+    n_done = sim.min_completed if sim is not None else 0
+    cap = warmup_s + max(measure_s, sim.max_measure_s) if sim is not None else dur
 
     def job(study: str, variant: str, placement: str, sched: str, batching: str, at: float = rate) -> SimJob:
         return SimJob(sc, layouts[placement], at, dur, warmup_s, batching, sched,
                       tags={"study": study, "variant": variant, "placement": placement, "scheduler": sched,
-                            "batching": batching, **extra}, static_batch_timeout_s=timeout_s)
+                            "batching": batching, **extra}, static_batch_timeout_s=timeout_s,
+                      min_completed=n_done, cap_s=cap)
 
-    jobs = [job("ablation", v, p, sched, b) for v, p, sched, b in ABLATION]
+    jobs = [job("ablation", v, p, sched, b) for v, p, sched, b in ABLATION if p in layouts]
     jobs += [job("scheduler", s_, "exact", s_, SCHEDULER_BATCHING) for s_ in SCHEDULER_VARIANTS
              if ("scheduler", s_) not in _FROM_ABLATION]
     placement_at = placement_rate if own_rate and placement_rate is not None else rate
@@ -375,7 +392,7 @@ def random_layout(sc: LoadedScenario, point: PointSpec, capacity_rps: float, cfg
     return map_placement(sc, point, decision, "random", cfg, "round-robin", LayoutKind.RANDOM)
 
 
-def policy_rows(results: list[dict[str, Any]], min_first_tokens: int) -> pd.DataFrame:
+def policy_rows(results: list[dict[str, Any]], min_completed: int) -> pd.DataFrame:
     """The policy table: one row per (workload, design, study, variant), validity marked.
 
     Parameters
@@ -383,18 +400,18 @@ def policy_rows(results: list[dict[str, Any]], min_first_tokens: int) -> pd.Data
     results : list of dict
         :meth:`SimJob.run` outputs of :func:`policy_jobs` runs (others are ignored); nested dicts (utilizations)
         are dropped.
-    min_first_tokens : int
-        Fewest requests of the study's reference run (:data:`REFERENCE`) that must get their first token in the
-        measured window for its rows to count.
+    min_completed : int
+        Fewest requests that arrived after the warm-up that the study's reference run (:data:`REFERENCE`) must
+        have finished in its window for its rows to count (``simulation.min_completed``).
 
     Returns
     -------
     pandas.DataFrame
         The runs' tags and metrics, the shared runs copied into each study (:data:`_FROM_ABLATION`; not where the
-        study ran that variant itself, e.g. the placement study at its own load), and ``ref_first_tokens`` (the
-        reference run's first tokens; NaN when it is missing), ``valid`` (bool) and ``invalid_reason`` ("" when
-        valid). A row is invalid when it gave no first token in its window or its reference run fewer than
-        ``min_first_tokens``.
+        study ran that variant itself, e.g. the placement study at its own load), and ``ref_completed`` (the
+        reference run's completed requests; NaN when it is missing), ``valid`` (bool) and ``invalid_reason`` (""
+        when valid). A row is invalid when it completed no request or its reference run fewer than
+        ``min_completed``.
     """
     flat = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in results
             if r.get("study") in ("ablation", "scheduler", "placement")]
@@ -403,48 +420,50 @@ def policy_rows(results: list[dict[str, Any]], min_first_tokens: int) -> pd.Data
         if r["study"] == "ablation":
             flat += [{**r, "study": st, "variant": var} for (st, var), src in _FROM_ABLATION.items()
                      if src == r["variant"] and (st, var, *(r.get(k) for k in WORKLOAD_KEYS)) not in own]
-    return mark_validity(pd.DataFrame(flat), min_first_tokens)
+    return mark_validity(pd.DataFrame(flat), min_completed)
 
 
 ANOTHER_RUN = "another run of this workload is invalid"
 """The start of the reason of a run that is itself fine but belongs to an invalid workload (:func:`mark_validity`)."""
 
 
-def mark_validity(table: pd.DataFrame, min_first_tokens: int) -> pd.DataFrame:
+def mark_validity(table: pd.DataFrame, min_completed: int) -> pd.DataFrame:
     """Mark which runs of a policy table count: the one validity rule of a simulated workload.
 
     A run is *short* when its study's reference run (:data:`~chipdse.studies.hydra.artifacts.REFERENCE`) on the
-    same workload gave fewer than ``min_first_tokens`` first tokens in its measured window, and *empty* when it gave
-    no first token itself. A workload (its :data:`~chipdse.studies.hydra.artifacts.WORKLOAD_KEYS`: model, dataset,
-    design role) counts only when none of its runs, in any study, is short or empty: then every average (the policy
-    pages, the claims, the manifest) is over the same workloads, and a study never averages a workload another
-    study of the same run leaves out.
+    same workload completed fewer than ``min_completed`` requests that arrived after its warm-up (it reached
+    ``simulation.max_measure_s`` first: every policy run is measured until that many have finished), and *empty*
+    when it completed none itself. A workload (its :data:`~chipdse.studies.hydra.artifacts.WORKLOAD_KEYS`: model,
+    dataset, design role) counts only when none of its runs, in any study, is short or empty: then every average
+    (the policy pages, the claims, the manifest) is over the same workloads, and a study never averages a workload
+    another study of the same run leaves out.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        ``study``, ``variant``, ``first_tokens`` (requests whose first token came in the run's measured window) and
-        optionally the workload columns.
-    min_first_tokens : int
+        ``study``, ``variant``, ``completed`` (requests that arrived after the run's warm-up and finished in its
+        window) and optionally the workload columns.
+    min_completed : int
 
     Returns
     -------
     pandas.DataFrame
-        A copy with ``ref_first_tokens`` (the reference run's first tokens; NaN when it is missing), ``valid`` (the
+        A copy with ``ref_completed`` (the reference run's completed requests; NaN when missing), ``valid`` (the
         workload counts) and ``invalid_reason`` ("" when valid: the run's own reason first, else the workload's).
     """
     t = table.copy()
     if t.empty:
-        return t.assign(ref_first_tokens=[], valid=[], invalid_reason=[])
+        return t.assign(ref_completed=[], valid=[], invalid_reason=[])
     keys = [k for k in WORKLOAD_KEYS if k in t]
-    ref = t[t["variant"] == t["study"].map(REFERENCE)].groupby([*keys, "study"])["first_tokens"].first()
-    t = t.join(ref.rename("ref_first_tokens"), on=[*keys, "study"])
-    short = ~(t["ref_first_tokens"] >= min_first_tokens)  # NaN (no reference run) counts as short
-    empty = ~(t["first_tokens"] > 0)
+    ref = t[t["variant"] == t["study"].map(REFERENCE)].groupby([*keys, "study"])["completed"].first()
+    t = t.join(ref.rename("ref_completed"), on=[*keys, "study"])
+    short = ~(t["ref_completed"] >= min_completed)  # NaN (no reference run) counts as short
+    empty = ~(t["completed"] > 0)
     own = np.where(  # the reference's reason first: it covers every run of its study on the workload
-        short, [f"{REFERENCE.get(s, '?')} gave {'no run' if math.isnan(f) else int(f)} < {min_first_tokens} first "
-                "tokens in its window" for s, f in zip(t["study"], t["ref_first_tokens"], strict=True)],
-        np.where(empty, "no first token in its window", ""))
+        short, [f"{REFERENCE.get(s, '?')} completed {'no run' if math.isnan(f) else int(f)} < {min_completed} "
+                "requests by the cap (simulation.max_measure_s)"
+                for s, f in zip(t["study"], t["ref_completed"], strict=True)],
+        np.where(empty, "no request completed in its window", ""))
     t["_own"] = own
     bad = short | empty
     if keys:
@@ -497,6 +516,7 @@ def ratio_rows(table: pd.DataFrame, study: str, variant: str, reference: str | N
 COMPARISONS = (
     ("full_vs_baseline", "ablation", "CP+ET+DB", "baseline"),
     ("cp_vs_baseline", "ablation", "CP", "baseline"),
+    ("greedy_cp_vs_baseline", "ablation", "greedy CP", "baseline"),
     ("et_vs_cp", "ablation", "CP+ET", "CP"),
     ("db_vs_et", "ablation", "CP+ET+DB", "CP+ET"),
     ("elastic_vs_static", "scheduler", "elastic", "static"),
