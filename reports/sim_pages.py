@@ -151,7 +151,9 @@ STUDY_PAGES = (
     ("scheduler", STUDY_VARIANTS["scheduler"],
      "HYDRA Fig. 12: task schedulers over static scheduling",
      "Exact placement and static batching (Sec. VI-B's hardware configurations, only the scheduler changed): static "
-     "= the ablation's CP run, elastic = its CP+ET run. HYDRA: elastic over static 1.40-2.04x (B*, TP/TTFT) and "
+     "= the ablation's CP run, elastic = its CP+ET run; elastic may run a job on the other phase's chiplets, FCFS and "
+     "work stealing only in their '(cross-phase)' runs (the like-for-like comparison). HYDRA: elastic over static "
+     "1.40-2.04x (B*, TP/TTFT) and "
      "1.17-1.73x (M_T, TP); over FCFS 1.04-1.30x; best in 6 of 8 against work stealing."),
     ("placement", STUDY_VARIANTS["placement"],
      "HYDRA Fig. 10: placements over round-robin",

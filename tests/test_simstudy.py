@@ -12,6 +12,7 @@ import pytest
 from chipdse.core.scenario import load_scenario
 from chipdse.core.workloads import LengthSample
 from chipdse.evaluators.estimator import Screen
+from chipdse.evaluators.policies import scheduler_config
 from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.evaluators.simulator import simulate
 from chipdse.studies.hydra.artifacts import ABLATION, SCHEDULER_VARIANTS
@@ -151,9 +152,17 @@ def test_policy_jobs_windows_and_offered_load() -> None:
     assert {(j.duration_s, j.warmup_s, j.rate_rps) for j in jobs} == {(120.0, 20.0, 1.8)}
     names = [(j.tags["study"], j.tags["variant"]) for j in jobs]
     ablation = [("ablation", v) for v, p, *_ in ABLATION if p != "hydra-greedy"]  # no greedy layout given
-    assert names == ablation + [("scheduler", "fcfs"), ("scheduler", "work-stealing"), ("placement", "random")]
+    assert names == ablation + [("scheduler", "fcfs"), ("scheduler", "work-stealing"),
+                                ("scheduler", "fcfs (cross-phase)"), ("scheduler", "work-stealing (cross-phase)"),
+                                ("placement", "random")]
     sched = [j for j in jobs if j.tags["study"] == "scheduler"]
     assert all(j.batching == "static" and j.layout is sentinel["exact"] for j in sched)
+    # like for like with elastic (cross-phase by default): FCFS and work stealing run again with the same access
+    access = {j.tags["variant"]: dataclasses.replace(scheduler_config(j.scheduler), **dict(j.scheduler_options))
+              .cross_phase for j in sched}
+    assert access == {"fcfs": False, "work-stealing": False, "fcfs (cross-phase)": True,
+                      "work-stealing (cross-phase)": True}
+    assert scheduler_config("elastic").cross_phase is True
     assert all(j.tags["role"] == "B*" and j.tags["load"] == 0.9 for j in jobs)
 
 

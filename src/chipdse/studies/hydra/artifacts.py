@@ -31,7 +31,8 @@ from chipdse.studies.common import solve_record
 from chipdse.studies.hydra.columns import Column, table_columns
 
 __all__ = ["ABLATION", "EXTRA_PAIRS", "FIDELITY_MAX_ERRORS", "FIDELITY_THRESHOLDS", "HYDRA_TABLE_IV", "OBJECTIVES",
-           "PLACEMENT_VARIANTS", "REFERENCE", "SCHEDULER_VARIANTS", "SHORT_NAMES", "STUDY_VARIANTS", "WORKLOAD_KEYS",
+           "PLACEMENT_VARIANTS", "REFERENCE", "SCHEDULER_STUDY", "SCHEDULER_VARIANTS", "SHORT_NAMES", "STUDY_VARIANTS",
+           "WORKLOAD_KEYS",
            "Column", "DesignTable", "ExploreResult", "Finalist", "FinalistLayouts", "FinalistResult",
            "FinalistSolves", "GeneralityResult", "Layout", "LayoutKind", "PickRule", "Picks", "Role", "Served",
            "ServedLayout", "SimulatedTableIV", "SimulationStudy", "ThermalFinalist", "ThermalLayout", "pair_key"]
@@ -69,8 +70,18 @@ ABLATION = (
 communication-aware placement (its two-step greedy, scored under Eq. 2 traffic), ``CP`` chipdse's exact one beside
 it; CP+ET and CP+ET+DB build on the exact placement. A variant whose layout is missing is not run."""
 
-SCHEDULER_VARIANTS = SCHEDULER_NAMES
-"""The scheduler comparison runs every registered task scheduler (HYDRA Sec. VI-E)."""
+SCHEDULER_STUDY: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...] = (
+    *((name, name, ()) for name in SCHEDULER_NAMES),
+    ("fcfs (cross-phase)", "fcfs", (("cross_phase", True),)),
+    ("work-stealing (cross-phase)", "work-stealing", (("cross_phase", True),)),
+)
+"""(variant, task scheduler, scheduler options) of the scheduler comparison (HYDRA Sec. VI-E, Fig. 12): every
+registered scheduler with its defaults, and FCFS and work stealing again with the cross-phase access elastic has by
+default (``cross_phase``: a prefill job may run on a decode chiplet and the reverse), so elastic is also compared
+like for like (issue 30 item 7)."""
+
+SCHEDULER_VARIANTS = tuple(v for v, *_ in SCHEDULER_STUDY)
+"""The scheduler comparison's variants (:data:`SCHEDULER_STUDY`)."""
 
 PLACEMENT_VARIANTS = ("round-robin", "random", "hydra-greedy", "exact")
 """Placements of the placement study (HYDRA Fig. 10 plus the paper's greedy), static scheduling and batching; the
@@ -91,7 +102,9 @@ STUDY_VARIANTS: dict[str, tuple[str, ...]] = {
 """Per policy study, the variants compared with its reference run (HYDRA Figs. 9, 12, 10)."""
 
 EXTRA_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
-    "scheduler": (("elastic", "fcfs"), ("elastic", "work-stealing")), "placement": (("exact", "random"),)}
+    "scheduler": (("elastic", "fcfs"), ("elastic", "work-stealing"), ("elastic", "fcfs (cross-phase)"),
+                  ("elastic", "work-stealing (cross-phase)")),
+    "placement": (("exact", "random"),)}
 """Comparisons HYDRA reports besides a study's variants over its reference: (variant, reference)."""
 
 

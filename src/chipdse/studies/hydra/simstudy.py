@@ -6,7 +6,8 @@
   requests), which is what the estimator's capacity predicts; simulated TTFT at the scenario's offered load.
 * **Ablation** (HYDRA Sec. VI-E, Fig. 9): the same design under baseline (round-robin placement, static task
   scheduling, static batching), CP (communication-aware exact placement), CP+ET (+ elastic task scheduling) and
-  CP+ET+DB (+ dynamic batching); the four task schedulers (Fig. 12: static, FCFS, work stealing, elastic) and the
+  CP+ET+DB (+ dynamic batching); the four task schedulers (Fig. 12: static, FCFS, work stealing, elastic; FCFS and
+  work stealing also with elastic's cross-phase access, so elastic is compared like for like) and the
   placements (Fig. 10: round-robin, random, HYDRA greedy, exact), both with static batching as in Sec. VI-B; on
   B* and M_T and several datasets, each at ``load`` x the design's estimated capacity on that dataset, except the
   placement study (:func:`placement_rate_rps`): on B* every layout at ``load`` x the weakest compared layout's
@@ -52,7 +53,7 @@ from chipdse.studies.hydra.artifacts import (
     EXTRA_PAIRS,
     PLACEMENT_VARIANTS,
     REFERENCE,
-    SCHEDULER_VARIANTS,
+    SCHEDULER_STUDY,
     STUDY_VARIANTS,
     WORKLOAD_KEYS,
     SimulationStudy,
@@ -333,8 +334,10 @@ def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: fl
     -------
     list of SimJob
         5 ablation runs (greedy CP only with a ``"hydra-greedy"`` layout), the scheduler runs not in the ablation
-        (FCFS, work stealing) and the placement runs (not those in the ablation when ``placement_rate`` is None or
-        equals the ablation's rate); :func:`policy_rows` copies the shared runs into every study.
+        (FCFS and work stealing, each without and with cross-phase access:
+        :data:`~chipdse.studies.hydra.artifacts.SCHEDULER_STUDY`) and the placement runs (not those in the ablation
+        when ``placement_rate`` is None or equals the ablation's rate); :func:`policy_rows` copies the shared runs
+        into every study.
     """
     rate, dur = load * capacity_rps, warmup_s + measure_s
     extra = {"dataset": dataset, "load": load, **(tags or {})}
@@ -344,15 +347,16 @@ def policy_jobs(sc: LoadedScenario, layouts: dict[str, Layout], capacity_rps: fl
     n_done = sim.min_completed if sim is not None else 0
     cap = warmup_s + max(measure_s, sim.max_measure_s) if sim is not None else dur
 
-    def job(study: str, variant: str, placement: str, sched: str, batching: str, at: float = rate) -> SimJob:
+    def job(study: str, variant: str, placement: str, sched: str, batching: str, at: float = rate,
+            options: tuple[tuple[str, Any], ...] = ()) -> SimJob:
         return SimJob(sc, layouts[placement], at, dur, warmup_s, batching, sched,
                       tags={"study": study, "variant": variant, "placement": placement, "scheduler": sched,
-                            "batching": batching, **extra}, static_batch_timeout_s=timeout_s,
-                      min_completed=n_done, cap_s=cap)
+                            "batching": batching, **extra}, scheduler_options=options,
+                      static_batch_timeout_s=timeout_s, min_completed=n_done, cap_s=cap)
 
     jobs = [job("ablation", v, p, sched, b) for v, p, sched, b in ABLATION if p in layouts]
-    jobs += [job("scheduler", s_, "exact", s_, SCHEDULER_BATCHING) for s_ in SCHEDULER_VARIANTS
-             if ("scheduler", s_) not in _FROM_ABLATION]
+    jobs += [job("scheduler", v, "exact", s_, SCHEDULER_BATCHING, options=opts) for v, s_, opts in SCHEDULER_STUDY
+             if ("scheduler", v) not in _FROM_ABLATION]
     placement_at = placement_rate if own_rate and placement_rate is not None else rate
     jobs += [job("placement", p, p, "static", "static", placement_at)
              for p in PLACEMENT_VARIANTS if (own_rate or ("placement", p) not in _FROM_ABLATION) and p in layouts]
