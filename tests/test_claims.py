@@ -106,6 +106,29 @@ def test_policy_numbers_from_constructed_runs() -> None:
     assert "cp_vs_random_tp_min" not in m  # no placement study in the runs: that row stays "not run"
 
 
+def test_single_model_rows_say_they_span_one_of_the_papers_three_models() -> None:
+    """HYDRA's Figs. 9, 10, 12 span its three Table III models (the protocol scenario's simulation.models); a
+    policy table of one model says so in every policy row, a table of all three does not."""
+    from chipdse.core.paths import instances_dir
+    from chipdse.core.scenario import load_scenario
+    from chipdse.studies.hydra.claims import PAPER_MODELS
+
+    protocol = load_scenario(instances_dir() / "scenarios" / "hydra-protocol.yaml")
+    assert set(PAPER_MODELS) == set(protocol.spec.simulation.models)
+    one = _runs().assign(model="nemotron-h-4b")
+    _, notes = measure_policies(one)
+    assert "1 of the paper's 3 models (nemotron-h-4b)" in notes["full_tp_mean"]
+    three = pd.concat([one.assign(model=m) for m in PAPER_MODELS], ignore_index=True)
+    _, notes = measure_policies(three)
+    assert "of the paper's 3 models" not in notes["full_tp_mean"]
+    # the like-for-like scheduler rows: elastic 160 / 300 over cross-phase FCFS 150 / 200
+    xp = pd.concat([one, pd.DataFrame([{"study": "scheduler", "variant": "fcfs (cross-phase)", "dataset": d,
+                                        "sim_throughput_tps": tp, "sim_ttft_s": 1.0, "completed": 10,
+                                        "model": "nemotron-h-4b"} for d, tp in (("arxiv", 150), ("chat", 200))])])
+    m, _ = measure_policies(xp)
+    assert m["elastic_vs_fcfs_cross_phase_min"] == pytest.approx(160 / 150)
+
+
 def test_table_iv_cells_are_read_by_row_and_column() -> None:
     names = ["Jamba", "Zamba", "Nemo"]
     idx = ["Jamba", "Zamba", "Nemo", "Jamba + Zamba", "Jamba + Nemo", "Zamba + Nemo", "Jamba + Zamba + Nemo"]

@@ -227,6 +227,11 @@ _RATIO_COLUMN = {"tp": "throughput_x", "ttft": "ttft_x", "ratio": "tp_per_ttft_x
 target metric per design: TP/TTFT for B*, TP for M_T)."""
 
 
+PAPER_MODELS = ("llama-3-8b", "mamba2-2.7b", "nemotron-h-4b")
+"""The models of HYDRA's policy figures (Table III; Figs. 9, 10, 12 span them x four datasets; the
+``simulation.models`` of ``hydra-protocol.yaml``)."""
+
+
 def _workload_validity(pol: pd.DataFrame) -> pd.DataFrame:
     """``pol`` with ``valid`` set per workload: a workload (its :data:`~chipdse.studies.hydra.simstudy.WORKLOAD_KEYS`)
     counts only when every run of it is valid (the table's ``valid`` column), or, in a table without one, when
@@ -334,6 +339,11 @@ def measure_policies(pol: pd.DataFrame) -> tuple[dict[str, float | None], dict[s
         lo, hi = pol["duration_s"].min(), pol["duration_s"].max()
         used += ((f"; simulated windows {lo:.0f}-{hi:.0f} s" if hi > lo else f"; simulated window {lo:.0f} s")
                  + ("" if "warmup_s" in pol.columns else " from an empty system"))
+    if "model" in pol.columns and pol["model"].nunique() < len(PAPER_MODELS):
+        names = ", ".join(sorted(map(str, pol["model"].unique())))
+        used += (f"; {pol['model'].nunique()} of the paper's {len(PAPER_MODELS)} models ({names}): HYDRA's figures "
+                 "span three models x four datasets; benchmarks/bench_hydra_claims.py runs all 12 "
+                 "(hydra-protocol.yaml)")
     notes = {k: used for k, *_ in POLICY_MEASURES}
     if not {"design", "role"} & set(pol.columns):  # the runs do not say which design they simulated
         notes |= {k: used + "; measured on the run's B* design only (its policy study simulates no M_T runs)"
