@@ -130,7 +130,7 @@ class Kernel:
 
     def run(self, until_s: float | None = None, stop: Callable[[], bool] | None = None) -> int:
         """Handle events in order while the next one is at or before ``until_s`` (all of them when ``None``)
-        and, when ``stop`` is given, until it returns True after an event (checked after every event).
+        and, when ``stop`` is given, until it returns True (checked before every event).
 
         Returns
         -------

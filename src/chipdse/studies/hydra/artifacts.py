@@ -102,10 +102,10 @@ STUDY_VARIANTS: dict[str, tuple[str, ...]] = {
 """Per policy study, the variants compared with its reference run (HYDRA Figs. 9, 12, 10)."""
 
 EXTRA_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
-    "scheduler": (("elastic", "fcfs"), ("elastic", "work-stealing"), ("elastic", "fcfs (cross-phase)"),
-                  ("elastic", "work-stealing (cross-phase)")),
+    "scheduler": tuple(("elastic", v) for v in STUDY_VARIANTS["scheduler"] if v != "elastic"),
     "placement": (("exact", "random"),)}
-"""Comparisons HYDRA reports besides a study's variants over its reference: (variant, reference)."""
+"""Comparisons HYDRA reports besides a study's variants over its reference: (variant, reference); elastic against
+every other scheduler variant (FCFS and work stealing, each without and with cross-phase access)."""
 
 
 def pair_key(study: str, variant: str, reference: str | None = None) -> str:
