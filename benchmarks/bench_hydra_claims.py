@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import resource
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,6 +134,11 @@ def run_table_iv(backend: Backend, seeds: int) -> tuple[dict, dict, list[str]]:
     return measured, notes, lines
 
 
+def _progress(lines: list[str]) -> None:
+    """Each stage's details on stderr as soon as it ends (the table itself needs every stage)."""
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, default=2)
@@ -154,14 +160,17 @@ def main() -> None:
         m, n, lines = run_explore(_policy_scenarios(a.policy_scenario))
         parts.append((m, n))
         details += lines
+        _progress(lines)
     if "recovery" not in a.skip:
         m, n, lines = run_recovery(a.hbm, a.d2d, a.batch, backend)
         parts.append((m, n))
         details += lines
+        _progress(lines)
     if "table4" not in a.skip:
         m, n, lines = run_table_iv(backend, a.seeds)
         parts.append((m, n))
         details += lines
+        _progress(lines)
     measured, notes = measured_from(parts)
     rows = claim_rows(measured, notes, claims=CLAIMS, calibrated=fitted_claims(load_register("hydra")))
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine {platform.machine()}, {os.cpu_count()} CPUs, "
