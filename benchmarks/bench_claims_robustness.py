@@ -35,7 +35,7 @@ from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario
 from chipdse.core.specs import file_sha256
 from chipdse.runtime.parallel import Backend
-from chipdse.studies.hydra.claims import CLAIMS, measure_table_iv
+from chipdse.studies.hydra.claims import CLAIMS, measure_table_iv, robustness_path
 from chipdse.studies.hydra.generality import generality, simulate_table_iv
 from chipdse.studies.hydra.params import params
 from chipdse.studies.robustness import sweep_orderings, swept_parameters
@@ -94,7 +94,8 @@ def main() -> None:
     ap.add_argument("--joint", type=int, default=1, help="joint draws of all swept parameters (default 1)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache", type=Path, default=Path("reports/out/robustness-cache.json"))
-    ap.add_argument("--out", type=Path, help="default instances/robustness/hydra-<scenario stem>.json")
+    ap.add_argument("--out", type=Path, help="default instances/robustness/hydra-default.json or "
+                    "hydra-table4-chat.json")
     ap.add_argument("--reuse-cache", action="store_true", help="use a cached setting measured at another commit "
                     "(only when the simulator and the policy studies have not changed since; the output names the "
                     "commits its settings were measured at)")
@@ -105,7 +106,7 @@ def main() -> None:
     table4 = args.scenario == TABLE4_SCENARIO
     names = args.params.split(",") if args.params else (TABLE4_PARAMS if table4 else DEFAULT_PARAMS)
     swept = swept_parameters(params(), [p for p in names if p])
-    out_path = args.out or instances_dir() / "robustness" / f"hydra-{sc_path.stem}.json"
+    out_path = args.out or robustness_path(sc_path.stem)
     base_sets = () if table4 else BASE_SETS
 
     measured_at: set[str] = set()

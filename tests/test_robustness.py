@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from chipdse.core.params import ParamRow
+from chipdse.core.paths import instances_dir
+from chipdse.core.specs import file_sha256
 from chipdse.studies.claims import Claim, claim_rows
 from chipdse.studies.robustness import settings_for, sweep_orderings, swept_parameters
 
@@ -58,3 +63,36 @@ def test_rows_carry_share_flip_and_basis() -> None:
 def test_unknown_parameter_is_refused() -> None:
     with pytest.raises(ValueError, match="c"):
         swept_parameters([A, PAPER], ["c"])
+
+
+def _record(path: Path, scenario: Path, orderings: dict[str, float | None]) -> None:
+    path.write_text(json.dumps({
+        "scenario": scenario.name, "scenario_sha256": file_sha256(scenario), "commit": "c0", "date": "d",
+        "reduction": ["r"], "swept": [{"name": "p"}], "joint": 0, "settings": [{}, {}],
+        "orderings": {k: {"holds_share": v, "flips_at": "p=1" if v and v < 1 else ""} for k, v in orderings.items()}}))
+
+
+def test_default_scenario_borrows_only_table_iv_orderings(tmp_path, monkeypatch) -> None:
+    """The bundled default scenario has no generality stage: its generality row reads the Table IV scenario's
+    record and nothing else from it; its other orderings read its own record; a --set run reads none."""
+    from chipdse.core.overrides import parse_overrides
+    from chipdse.core.scenario import load_scenario
+    from chipdse.studies.hydra import claims as hc
+
+    monkeypatch.setattr(hc, "ROBUSTNESS_DIR", tmp_path)
+    scen = instances_dir() / "scenarios"
+    _record(tmp_path / "hydra-default.json", scen / "default.yaml",
+            {"order_db_helps": 0.5, "order_generality_cost": None})
+    _record(tmp_path / "hydra-table4-chat.json", scen / "hydra-table4-chat.yaml",
+            {"order_db_helps": 0.1, "order_generality_cost": 0.75})
+    rows, where = hc.robustness_for(load_scenario())
+    assert rows == {"order_db_helps": (0.5, "p=1"), "order_generality_cost": (0.75, "p=1")}
+    assert "hydra-default.json" in where and "hydra-table4-chat.json" in where
+    assert hc.robustness_for(load_scenario(overrides=parse_overrides(["seed=1"]))) == ({}, "")
+    # the Table IV scenario reads its own record whole
+    own, _ = hc.robustness_for(load_scenario(scen / "hydra-table4-chat.yaml"))
+    assert own == {"order_db_helps": (0.1, "p=1"), "order_generality_cost": (0.75, "p=1")}
+    # a record swept on another version of the scenario file does not apply
+    _record(tmp_path / "hydra-table4-chat.json", scen / "default.yaml", {"order_generality_cost": 0.75})
+    rows, where = hc.robustness_for(load_scenario())
+    assert rows == {"order_db_helps": (0.5, "p=1")} and "hydra-table4-chat.json" not in where

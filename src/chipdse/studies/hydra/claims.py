@@ -161,6 +161,9 @@ ORDERINGS: tuple[Claim, ...] = (
 )
 """HYDRA's conclusions as orderings: each holds when the measured value it reads (``of``) passes the threshold."""
 
+ORDERING_OF = {c.key: c.of for c in ORDERINGS}
+"""Ordering key -> the measured key it reads."""
+
 _ON_EXACT = "measured with chipdse's exact placement as CP, before the greedy CP was in the ablation: "
 _SWEEP = "(bench_claims_sweeps.py: Nemotron-H-4B's own B* and M_T, 60 s measured) "
 _TIMEOUT = "static-batch timeout 0.1-3600 s (arXiv, BWB)"
@@ -416,32 +419,61 @@ ESTIMATOR_ONLY = "estimator only (Table IV not simulated in this run): "
 
 ROBUSTNESS_DIR = instances_dir() / "robustness"
 """Where ``benchmarks/bench_claims_robustness.py`` writes the robustness of HYDRA's orderings, one JSON per bundled
-scenario it ran on (``hydra-default.json``)."""
+scenario it ran on (:func:`robustness_path`)."""
+
+TABLE4_SCENARIO = "hydra-table4-chat"
+"""The bundled Table IV scenario (stem): its robustness record scores the generality ordering, which the bundled
+scenarios without a generality stage of their own borrow (:func:`robustness_files`)."""
 
 
-def robustness_file(sc: LoadedScenario) -> Path | None:
-    """The robustness sweep that applies to ``sc``: the bundled sweep of its scenario file, when that file is
-    unchanged since the sweep (same SHA-256) and the run has no ``--set`` overrides; else None."""
-    path = ROBUSTNESS_DIR / f"hydra-{sc.path.stem}.json"
-    if sc.overrides or not path.exists():
-        return None
-    data = json.loads(path.read_text())
-    return path if data.get("scenario_sha256") == file_sha256(sc.path) else None
+def robustness_path(stem: str) -> Path:
+    """The robustness record of the bundled scenario ``stem``: ``hydra-default.json``, ``hydra-table4-chat.json``."""
+    return ROBUSTNESS_DIR / (f"{stem}.json" if stem.startswith("hydra-") else f"hydra-{stem}.json")
+
+
+def _current(path: Path, scenario: Path) -> bool:
+    """``path`` exists and was swept on ``scenario`` as that file is now (same SHA-256)."""
+    return path.exists() and json.loads(path.read_text()).get("scenario_sha256") == file_sha256(scenario)
+
+
+def robustness_files(sc: LoadedScenario) -> list[Path]:
+    """The robustness records that apply to ``sc`` (none when the run has ``--set`` overrides): the sweep of its
+    own scenario file, when that file is unchanged since (same SHA-256); and, for a bundled scenario with no
+    generality stage of its own, the Table IV scenario's sweep (its generality ordering only), when the Table IV
+    scenario is unchanged since."""
+    if sc.overrides:
+        return []
+    out = [p for p in (robustness_path(sc.path.stem),) if _current(p, sc.path)]
+    t4_sc = instances_dir() / "scenarios" / f"{TABLE4_SCENARIO}.yaml"
+    bundled = sc.path.resolve().parent == t4_sc.resolve().parent
+    if bundled and sc.path.stem != TABLE4_SCENARIO and sc.spec.generality is None \
+            and _current(t4 := robustness_path(TABLE4_SCENARIO), t4_sc):
+        out.append(t4)
+    return out
 
 
 def robustness_for(sc: LoadedScenario) -> tuple[dict[str, tuple[float, str]], str]:
     """(ordering key -> (holds_share, flips_at), a sentence saying where they come from) from
-    :func:`robustness_file`; empty when no sweep applies."""
-    path = robustness_file(sc)
-    if path is None:
-        return {}, ""
-    data = json.loads(path.read_text())
-    rows = {k: (v["holds_share"], v["flips_at"]) for k, v in data["orderings"].items()
-            if v["holds_share"] is not None}
-    names = ", ".join(p["name"] for p in data["swept"])
-    return rows, (f"holds_share / flips_at: {path.name} ({len(data['settings'])} settings: {names} at their register "
-                  f"low and high, {data['joint']} joint draws; reduced to {', '.join(data['reduction'])}; commit "
-                  f"{data['commit']}, {data['date']}; benchmarks/bench_claims_robustness.py).")
+    :func:`robustness_files` (a borrowed Table IV record gives only the Table IV orderings); empty when no sweep
+    applies."""
+    rows: dict[str, tuple[float, str]] = {}
+    where = []
+    for path in robustness_files(sc):
+        data = json.loads(path.read_text())
+        own = path.stem == robustness_path(sc.path.stem).stem
+        got = {k: (v["holds_share"], v["flips_at"]) for k, v in data["orderings"].items()
+               if v["holds_share"] is not None and k not in rows
+               and (own or (ORDERING_OF.get(k) or "").startswith("t4_"))}
+        if not got:
+            continue
+        rows.update(got)
+        names = ", ".join(p["name"] for p in data["swept"])
+        scope = "" if own else f" (for {', '.join(sorted(got))}: {data['scenario']}, Table IV not in this scenario)"
+        joint = f", {data['joint']} joint draws" if data["joint"] else ""
+        where.append(f"holds_share / flips_at{scope}: {path.name} ({len(data['settings'])} settings: {names} at "
+                     f"their register low and high{joint}; reduced to {', '.join(data['reduction'])}; commit "
+                     f"{data['commit']}, {data['date']}; benchmarks/bench_claims_robustness.py).")
+    return rows, " ".join(where)
 
 
 def explore_claims(sc: LoadedScenario, finalists: list[FinalistResult], simulation: SimulationStudy | None,

@@ -32,7 +32,7 @@ from chipdse.studies.hydra.artifacts import (
     SimulationStudy,
     ThermalFinalist,
 )
-from chipdse.studies.hydra.claims import explore_claims, robustness_file
+from chipdse.studies.hydra.claims import explore_claims, robustness_files
 from chipdse.studies.hydra.generality import generality
 from chipdse.studies.hydra.report_data import report_data
 from chipdse.studies.hydra.simstage import explore_simulations
@@ -67,7 +67,7 @@ def run_identity(sc: LoadedScenario, cfg: SolverConfig) -> dict[str, Any]:
             "files_sha256": {k: file_sha256(p) for k, p in sorted(sc.named_files.items())},
             "datasets": datasets, "generality_models_sha256": models, "solver": cfg.model_dump(mode="json"),
             "overrides": as_record(sc.overrides),
-            **({"robustness_sha256": file_sha256(rf)} if (rf := robustness_file(sc)) is not None else {})}
+            **({"robustness_sha256": [file_sha256(p) for p in rf]} if (rf := robustness_files(sc)) else {})}
 
 
 def _thermal(ctx: Context) -> None:
