@@ -6,7 +6,9 @@ scenario's M_T finalist by round-robin, by the paper's greedy (LPT mapping) and 
 (seeds 0, 1, ...; round-robin mapping, as the placement study), simulates each saturated (arrivals at twice the
 estimated capacity, 20 s warm-up, 60 s window, dynamic batching) and prints throughput, the three busiest NoI links'
 utilization and the mean compute-chiplet utilization, so the spread over draws is measured beside the one the
-policy studies use.
+policy studies use. The last column maps the same placement with ``round-robin-balanced`` (round robin within each
+task's compatible chiplets, :func:`chipdse.solvers.mapping.balanced_round_robin_mapping`) instead of the pointer
+round robin, which is balanced only when the cell order alternates the chiplet types.
 
     python benchmarks/bench_random_placement.py [--draws 3] [--role M_T|B*]
 """
@@ -18,10 +20,10 @@ import os
 import resource
 import time
 
-from chipdse.core.layout import LayoutKind
+from chipdse.core.layout import Layout, LayoutKind
 from chipdse.core.scenario import load_scenario
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.hydra.simstudy import SimJob, make_layout, random_layout
+from chipdse.studies.hydra.simstudy import SimJob, make_layout, map_placement, random_layout
 from chipdse.studies.hydra.stages import screen_and_pick
 
 
@@ -45,17 +47,25 @@ def main() -> None:
             "greedy CP": make_layout(sc, d, "hydra-greedy", cfg, kind=LayoutKind.HYDRA_GREEDY)}
     lays |= {f"random seed {s}": random_layout(sc, d.point, d.capacity_rps, cfg, s) for s in range(a.draws)}
     print(f"{a.role} {d.label} on {sc.workload.name}, saturated at {2 * d.capacity_rps:.3g} req/s, 60 s after 20 s")
-    print("| layout | throughput tok/s | busiest links (utilization) | mean chiplet utilization |")
-    print("| --- | --- | --- | --- |")
+    print("| layout | throughput tok/s | busiest links (utilization) | mean chiplet utilization | "
+          "tok/s, round-robin-balanced mapping |")
+    print("| --- | --- | --- | --- | --- |")
+
+    def run(lay: Layout) -> dict:
+        return SimJob(sc=sc, layout=lay, rate_rps=2 * d.capacity_rps, duration_s=60.0, warmup_s=20.0).run()
+
     for name, lay in lays.items():
         if lay is None:
-            print(f"| {name} | no layout | | |")
+            print(f"| {name} | no layout | | | |")
             continue
-        r = SimJob(sc=sc, layout=lay, rate_rps=2 * d.capacity_rps, duration_s=60.0, warmup_s=20.0).run()
+        r = run(lay)
         links = sorted(r["link_utilization"].values())[-3:][::-1]
         chip = r["chiplet_utilization"]
+        bal = ("-" if name == "greedy CP" or (b := map_placement(sc, d.point, lay.placement, lay.placement_method, cfg,
+                                                                "round-robin-balanced", lay.kind)) is None
+               else f"{run(b)['sim_throughput_tps']:.0f}")
         print(f"| {name} | {r['sim_throughput_tps']:.0f} | {', '.join(f'{x:.2f}' for x in links)} | "
-              f"{sum(chip.values()) / len(chip):.2f} |", flush=True)
+              f"{sum(chip.values()) / len(chip):.2f} | {bal} |", flush=True)
     print(f"{time.perf_counter() - t0:.0f} s wall, {_cpu_s() - c0:.0f} s CPU; load average {os.getloadavg()[0]:.2f}")
 
 

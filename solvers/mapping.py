@@ -14,6 +14,9 @@ Methods
     Longest processing time first (heuristic), :func:`lpt_greedy_mapping`.
 ``"round-robin"``
     Tasks in order to compatible chiplets in cyclic order (heuristic), :func:`round_robin_mapping`.
+``"round-robin-balanced"``
+    Round robin within each task's compatible chiplets, whatever their order (heuristic),
+    :func:`balanced_round_robin_mapping`.
 ``"contiguous-dp"``
     The exact dynamic program for contiguous chain splits, a heuristic for the general problem,
     :func:`contiguous_dp_mapping`.
@@ -220,6 +223,37 @@ def round_robin_mapping(problem: MappingProblem) -> dict[str, str]:
     return decision
 
 
+def balanced_round_robin_mapping(problem: MappingProblem) -> dict[str, str]:
+    """Map tasks in order, each to the compatible chiplet with the fewest tasks so far (a naive baseline that is
+    round robin within each set of compatible chiplets, whatever the order of ``problem.chiplets``).
+
+    Ties go to the first chiplet in cyclic order after the one used last. :func:`round_robin_mapping`'s single
+    pointer is balanced only when the chiplet order alternates the types (as round-robin placement lays them
+    out): with chiplets ``A1, A2, B1, B2`` and tasks alternating A-only and B-only it puts every task on A1 or
+    B1; this one alternates A1, A2 and B1, B2 (benchmarks/bench_random_placement.py measures what that does to
+    HYDRA Fig. 10's random baseline).
+
+    Returns
+    -------
+    dict[str, str]
+        Task -> chiplet; every task with a compatible chiplet is mapped.
+    """
+    n = len(problem.chiplets)
+    count = dict.fromkeys(problem.chiplets, 0)
+    pointer = 0
+    decision: dict[str, str] = {}
+    for k in problem.tasks:
+        order = [problem.chiplets[(pointer + o) % n] for o in range(n)]
+        ok = [(count[c], o) for o, c in enumerate(order) if (k, c) in problem.time_s]
+        if not ok:
+            continue
+        c = order[min(ok)[1]]
+        decision[k] = c
+        count[c] += 1
+        pointer = (problem.chiplets.index(c) + 1) % n
+    return decision
+
+
 def contiguous_dp_mapping(problem: MappingProblem) -> dict[str, str] | None:
     """Split the task chain into contiguous runs, one per chiplet in chiplet order, minimizing the bottleneck.
 
@@ -311,6 +345,7 @@ def _methods(kind: ProblemKind) -> Methods:
         "brute-force": enumeration_runner(kind, brute_force_mapping, "assignments"),
         "lpt-greedy": heuristic_runner(kind, lpt_greedy_mapping),
         "round-robin": heuristic_runner(kind, round_robin_mapping),
+        "round-robin-balanced": heuristic_runner(kind, balanced_round_robin_mapping),
         "contiguous-dp": heuristic_runner(kind, contiguous_dp_mapping, stuck="no split of the task chain into "
                                           "contiguous runs in chiplet order is compatible"),
     }, infeasibility=mapping_infeasibility)

@@ -31,7 +31,7 @@ from chipdse.solvers.mapping import MAPPING_METHODS, lpt_greedy_mapping, solve_m
 from tests.solution_checks import CONFIG, assert_checked, assert_identifies, assert_infeasible
 
 EXACT = ("milp-highs", "cpsat", "brute-force")
-HEURISTICS = ("lpt-greedy", "round-robin", "contiguous-dp")
+HEURISTICS = ("lpt-greedy", "round-robin", "round-robin-balanced", "contiguous-dp")
 REL = (
     1e-5  # MILP gap 1e-6 and CP-SAT ticks of 1e-6 of the largest time's power of ten, summed over <= 7 tasks
 )
@@ -186,6 +186,21 @@ def test_hand_computed_heuristics() -> None:
     dp = solve_mapping(HAND, "contiguous-dp", CONFIG)
     assert dp.decision == {"a": "X", "b": "X", "c": "X", "d": "Y"} and dp.objective == 9.0
     assert dp.status == SolutionStatus.FEASIBLE and dp.termination == TerminationCondition.HEURISTIC_DONE
+
+
+def test_round_robin_with_grouped_chiplet_order() -> None:
+    """Chiplets A1, A2, B1, B2 (types grouped, as a random placement may order them); tasks alternate A-only and
+    B-only, 1 s each. The pointer round robin walks A1 -> B1 -> (B2 skipped, wrap) A1 -> B1 ...: A1 and B1 get all
+    four of their type's tasks (bottleneck 4 s). Balanced: t0 A1, t1 B1, t2 A2, t3 B2, t4 A1, t5 B1, t6 A2, t7 B2:
+    two tasks each (2 s, the optimum)."""
+    tasks = tuple(f"t{i}" for i in range(8))
+    time_s = {(k, c): 1.0 for i, k in enumerate(tasks) for c in (("A1", "A2") if i % 2 == 0 else ("B1", "B2"))}
+    problem = MappingProblem(tasks, ("A1", "A2", "B1", "B2"), time_s)
+    pointer = solve_mapping(problem, "round-robin", CONFIG)
+    assert set(pointer.decision.values()) == {"A1", "B1"} and pointer.objective == 4.0
+    balanced = solve_mapping(problem, "round-robin-balanced", CONFIG)
+    assert [balanced.decision[k] for k in tasks] == ["A1", "B1", "A2", "B2"] * 2 and balanced.objective == 2.0
+    assert balanced.objective == oracle(problem)
 
 
 @pytest.mark.parametrize("method", MAPPING_METHODS)
