@@ -10,8 +10,10 @@ from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.registry import problem_record
 
 
-def validate_methods(problem_name: str, methods: Sequence[str] | None) -> list[str]:
+def validate_methods(problem_name: str, methods: Sequence[str] | None, option: str = "--methods") -> list[str]:
     """Return the methods to run (the problem's defaults when none are given), each once, in the given order.
+
+    ``option`` is the command-line option the methods came from, for the message (``--method`` for solve).
 
     Raises
     ------
@@ -22,7 +24,8 @@ def validate_methods(problem_name: str, methods: Sequence[str] | None) -> list[s
     chosen = list(dict.fromkeys(methods)) if methods else list(record.default_methods)
     bad = [m for m in chosen if m not in record.methods]
     if bad:
-        msg = f"--methods: unknown {problem_name} method(s) {bad}; valid: {list(record.methods)}"
+        what = f"method {bad[0]!r}" if len(bad) == 1 else f"methods {bad}"
+        msg = f"{option}: unknown {problem_name} {what}; valid: {list(record.methods)}"
         raise ValueError(msg)
     return chosen
 

@@ -165,6 +165,9 @@ CASES = [
     Case("card-vocab-fraction", {"card": {"vocab_size": 1.5}}, ("{card}", "vocab_size")),
     Case("card-heads-negative", {"card": {"num_attention_heads": -4}}, ("{card}", "num_attention_heads")),
     Case("card-layer-mixer-string", {"card": {"layer_mixer": "attention"}}, ("{card}", "layer_mixer")),
+    # a bad layer name is blamed on itself, not on the derived fields (layer_counts, ...) it no longer matches
+    Case("card-layer-mixer-unknown", {"card": {"layer_mixer": ["mamba9"] + ["mamba2"] * 51}},
+         ("{card}", "layer_mixer[0]", "mamba9", "attention")),
     Case("card-published-total-string", {"card": {"published_params_total": "many"}},
          ("{card}", "published_params_total")),
     # --- other options and commands ---
@@ -248,6 +251,9 @@ CASES = [
     Case("snake-batches-repeated", {"scenario": {"batches": [8, 8]}}, ("{scenario}", "batches[1]"), kind="snake"),
     Case("snake-mode-model-not-in-models", {"scenario": {"mode_models": ["llama-3-8b"]}},
          ("{scenario}", "mode_models[0]", "llama-3-8b"), kind="snake"),
+    # a misspelt model is blamed on itself, not on the mode model it no longer matches
+    Case("snake-unknown-model", {"scenario": {"models": ["opt-66b", "llama-3-70bx", "qwen3-30b-a3b"]}},
+         ("{scenario}", "models[1]", "llama-3-70bx", "one of"), kind="snake"),
     Case("nova-models-repeated", {"scenario": {"models": ["falcon-h1-7b", "falcon-h1-7b"], "gpus": {}}},
          ("{scenario}", "models[1]"), kind="nova"),
     Case("nova-batches-repeated", {"scenario": {"batches": [32, 32]}}, ("{scenario}", "batches[1]"), kind="nova"),

@@ -146,6 +146,8 @@ CASES = [
     # --- an unknown name names the option or argument it came from ---
     Case("compare-unknown-problem", ("compare", "nosuch"), ("PROBLEM: ", "nosuch", "placement")),
     Case("compare-unknown-method", ("compare", "placement", "--methods", "nosuch"), ("--methods: ", "nosuch")),
+    Case("solve-unknown-method", ("solve", "mapping", "--method", "nosuch"), ("--method: ", "nosuch"),
+         banned=("--methods",)),
     Case("compare-unknown-point", ("compare", "placement", "--point", "zz"), ("--point: ", "b-star", "zz")),
     Case("qap-unknown-solver", ("solve", "qap", "{made}", "--solver", "gurobi"), ("--solver: ", "gurobi", "bnb"),
          make=lambda tmp: _qap_file(tmp)),  # a valid 3 x 3 instance: only the option is wrong

@@ -199,6 +199,10 @@ def test_published_count_more_than_5pct_off_is_a_warning_line(tmp_path: Path) ->
     (json.dumps({"model_type": "llama", "num_hidden_layers": "2"}), "num_hidden_layers: a whole number"),
     ("{not json", "valid JSON"),
     (json.dumps([1, 2]), "a JSON object"),
+    # 4096 / 30 heads is no whole head size: the config must give head_dim (not "attention_head_dim ... none")
+    (json.dumps({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 4096, "vocab_size": 10,
+                 "num_attention_heads": 30, "num_key_value_heads": 10, "intermediate_size": 64}),
+     "head_dim: a value: hidden_size 4096 is not a multiple of num_attention_heads 30"),
 ])
 def test_bad_config_is_one_line_exit_2_nothing_written(tmp_path: Path, text: str, needle: str) -> None:
     config, out = tmp_path / "config.json", tmp_path / "card.json"
@@ -215,6 +219,15 @@ def test_unreadable_config_is_one_line_exit_2(tmp_path: Path, make) -> None:
     result = _invoke(str(config), "--out", str(tmp_path / "card.json"))
     assert result.exit_code == 2 and not (tmp_path / "card.json").exists()
     assert len(result.output.strip().splitlines()) == 1 and str(config) in result.output
+
+
+def test_unwritable_out_names_the_output(tmp_path: Path) -> None:
+    """--out in a missing folder: the line names the output (not the temporary file beside it as an input)."""
+    out = tmp_path / "no" / "such" / "card.json"
+    result = _invoke(str(DATA / "heldout" / "mistral-7b.json"), "--out", str(out))
+    assert result.exit_code == 2 and not out.exists()
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and f"cannot write output {out}" in lines[0] and ".tmp" not in lines[0], result.output
 
 
 def test_import_error_names_the_file_and_field() -> None:

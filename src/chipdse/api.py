@@ -557,7 +557,7 @@ def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, 
     if method is None:
         msg = f"--method is required for {problem!r} (chipdse compare {problem} lists the methods)"
         raise ValueError(msg)
-    validate_methods(problem, [method])
+    validate_methods(problem, [method], option="--method")
     point = _finalist(problem, point)
     instance, label, cfg = _problem_instance(problem, path, point, time_limit_s, work_limit, sets)
     hydra = problem_record(problem).scenario_kind == "hydra"

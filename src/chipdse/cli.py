@@ -402,7 +402,8 @@ def _short(text: str, limit: int = 200) -> str:
 
 def _os_error_text(exc: OSError, outputs: Sequence[Path]) -> str:
     """The error line of an OSError: ``cannot write output FILE: reason`` when FILE is (in) one of ``outputs``,
-    else ``FILE: cannot read input: reason``; without a file name, both are possible and the line says so."""
+    else ``FILE: cannot read input: reason``; an output's temporary file (``.NAME.*`` beside it, written then renamed)
+    counts as the output; without a file name, both are possible and the line says so."""
     reason = exc.strerror or str(exc)
     if exc.filename is None:
         return f"cannot read an input or write an output: {reason}"
@@ -412,6 +413,9 @@ def _os_error_text(exc: OSError, outputs: Sequence[Path]) -> str:
         top = os.path.abspath(o)
         if where == top or where.startswith(top + os.sep) or top.startswith(where + os.sep):
             return f"cannot write output {_short(name)}: {reason}"
+        head, base = os.path.split(top)
+        if os.path.dirname(where) == head and os.path.basename(where).startswith(f".{base}."):
+            return f"cannot write output {_short(os.fsdecode(o))}: {reason}"  # its temporary file beside it
     return f"{_short(name)}: cannot read input: {reason}"
 
 

@@ -650,7 +650,8 @@ def check_card(card: dict[str, Any], source: str) -> None:
 
     Sizes (:data:`CARD_SIZES`) are whole numbers 1..:data:`MAX_CARD_DIM`, counts (:data:`CARD_COUNTS`) 0..that,
     totals (:data:`CARD_TOTALS`) finite and positive; ``layer_mixer`` and ``layer_ffn`` are lists of names and
-    ``num_hidden_layers`` equals their length (every layer is in the list the blocks are built from); every field
+    ``num_hidden_layers`` equals their length (every layer is in the list the blocks are built from), each name one
+    of :data:`SUPPORTED_MIXERS` / :data:`SUPPORTED_FFNS`; every field
     is one of :data:`CARD_FIELDS`; ``torch_dtype`` is one of :data:`CARD_DTYPES`; head and expert counts are
     possible (KV heads divide the attention heads, Mamba heads x head dim = ``ssm_d_inner``, top-k <= experts);
     the derived layer fields (``layer_counts``, ``*_layer_indices``) agree with ``layer_mixer`` / ``layer_ffn``.
@@ -675,6 +676,10 @@ def check_card(card: dict[str, Any], source: str) -> None:
         value = card.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise SpecError(source, key, f"a list of layer type names, one per layer, got {shorten(value)}")
+    for key, names in (("layer_mixer", SUPPORTED_MIXERS), ("layer_ffn", SUPPORTED_FFNS)):
+        for i, v in enumerate(card.get(key) or []):  # before the derived fields, which a bad name also breaks
+            if v not in names:
+                raise SpecError(source, f"{key}[{i}]", f"one of {sorted(names)}, got {shorten(v)}")
     layers, mixers = card.get("num_hidden_layers"), card.get("layer_mixer")
     if layers is not None and mixers is not None and layers != len(mixers):
         raise SpecError(source, "num_hidden_layers", f"the number of entries of layer_mixer ({len(mixers)}; the "

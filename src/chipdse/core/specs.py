@@ -678,15 +678,6 @@ class SnakeScenario(_StudyLimits):
         description="Inter-PU link bandwidths the link page sweeps, GB/s, each at most 100,000 (the paper states "
         "none).")
 
-    def cross_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
-        """A mode model that is not among ``models`` (the mode pages reuse the speedup runs of ``models``)."""
-        out: list[tuple[tuple[str | int, ...], str]] = []
-        for i, m in enumerate(self.mode_models):
-            if m not in self.models:
-                out.append((("mode_models", i), f"one of models {shorten(self.models)} (the mode pages reuse their "
-                            f"runs), got {shorten(m)}"))
-        return out[:1]
-
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""
         refs = [(f"models[{i}]", m) for i, m in enumerate(self.models)]
