@@ -255,18 +255,25 @@ def explore(
                                                TimeElapsedColumn(), console=err, transient=True,
                                                disable=not err.is_terminal))
             task = bar.add_task(api.STUDIES[kind].label(sc), total=None)
+            log = _LineLog() if not sys.stdout.isatty() else None
 
             def progress(msg: str, _frac: float) -> None:
                 bar.update(task, description=msg)
+                if log is not None:
+                    log(msg)
 
             run = api.explore(sc, work_limit=work_limit, time_limit_s=time_limit, seed=seed, progress=progress,
                               checkpoints=checkpoints)
             bar.update(task, description="writing the report")
+            if log is not None:
+                log("writing the report")
             kept.report_files = [out_dir / n for n in ("report.pdf", run.csv_name, "manifest.json", "claims.csv",
                                                        "claims.columns.csv", Path(run.csv_name).stem + ".columns.csv")]
             kept.writing = True
             run = run.write_report(out_dir)
             bar.update(task, description="done", total=1, completed=1)
+            if log is not None:
+                log("done")
     except (ChipdseError, OSError) as exc:
         kept.discard_new_store()
         _fail_output(exc, created, [out_dir, store_path])
@@ -280,6 +287,37 @@ def explore(
         typer.echo(line)
     for kind, p in run.paths.items():
         typer.echo(f"wrote {kind}: {p}")
+
+
+class _LineLog:
+    """Progress as lines when stdout is not a terminal (``chipdse explore > log.txt``, CI, a notebook): each new
+    message once, stamped with the wall seconds since the start and the CPU seconds of this process and its finished
+    workers (a pool's workers count once their pool has shut down)."""
+
+    def __init__(self) -> None:
+        import time
+
+        self._clock = time.perf_counter
+        self._t0, self._c0 = self._clock(), self._cpu_s()
+        self._last = ""
+
+    @staticmethod
+    def _cpu_s() -> float:
+        try:
+            import resource
+        except ImportError:  # not on this platform: this process only
+            import time
+
+            return time.process_time()
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    def __call__(self, msg: str) -> None:
+        if msg == self._last:
+            return
+        self._last = msg
+        typer.echo(f"[{self._clock() - self._t0:7.1f} s, {self._cpu_s() - self._c0:7.1f} CPU-s] {msg}")
+        sys.stdout.flush()
 
 
 HYDRA_STORE = "explore.sqlite"
