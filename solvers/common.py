@@ -48,6 +48,8 @@ class ProblemKind:
         The problem's checker.
     extra : callable(problem, decision) -> dict, optional
         Extra decoded information stored in ``Solution.extra``.
+    unit : str
+        Unit of the objective (and bound), for tables: ``"s"``, ``"byte-hops/s"``, ``"requests"``, ...
     """
 
     name: str
@@ -55,6 +57,7 @@ class ProblemKind:
     exact_methods: frozenset[str]
     check: Callable[[Any, Any], tuple[float, list[str]]]
     extra: Callable[[Any, Any], dict[str, Any]] | None = None
+    unit: str = ""
 
 
 Runner = Callable[[Any, str, SolverConfig, float], Solution]

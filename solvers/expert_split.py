@@ -57,7 +57,7 @@ ROUTING_KINDS = ("uniform", "zipf", "concentrated")
 """Routing distributions accepted by :func:`routing_counts`."""
 
 KIND = ProblemKind("expert-split", "min", frozenset({"milp-highs", "cpsat", "brute-force"}), check_expert_split,
-                   extra=tier_loads_s)
+                   extra=tier_loads_s, unit="s")
 """Checker, sense and exact methods of the tier split (NOVA Sec. VI-E), for :func:`solvers.common.settle`."""
 
 

@@ -24,7 +24,7 @@ from chipdse.solvers.config import SolverConfig
 
 PROBLEM = "hbm-packing"
 BRUTE_FORCE_MAX = 200_000
-KIND = ProblemKind(PROBLEM, "max", frozenset({"milp-highs", "brute-force"}), check_hbm_packing)
+KIND = ProblemKind(PROBLEM, "max", frozenset({"milp-highs", "brute-force"}), check_hbm_packing, unit="requests")
 
 
 def first_fit(problem: HbmPackingProblem, r: int) -> dict[str, int] | None:

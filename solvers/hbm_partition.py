@@ -46,7 +46,8 @@ from chipdse.solvers.common import (
 from chipdse.solvers.config import SolverConfig
 
 KIND = ProblemKind("hbm-partition", "max", frozenset({"milp-highs", "cpsat", "enumeration"}), check_hbm_partition,
-                   extra=lambda p, d: {"requests": {g: group_concurrency(p, g, d[g]) for g in hbm_groups(p)}})
+                   extra=lambda p, d: {"requests": {g: group_concurrency(p, g, d[g]) for g in hbm_groups(p)}},
+                   unit="requests")
 """Checker, sense and exact methods of HYDRA Eq. 1, for :func:`solvers.common.settle`."""
 
 

@@ -38,7 +38,7 @@ def check_max_link(problem: PlacementProblem, decision: dict[int, str]) -> tuple
     return objective_value(problem, decision), check_placement(problem, decision)[1]
 
 
-KIND = ProblemKind(PROBLEM, "min", frozenset(MAX_LINK_EXACT_METHODS), check_max_link)
+KIND = ProblemKind(PROBLEM, "min", frozenset(MAX_LINK_EXACT_METHODS), check_max_link, unit="B/s")
 """Checker, sense and exact methods of ``placement-max-link`` as registered (no ``hop_weight``, no ``hop_limit``)."""
 
 

@@ -52,7 +52,7 @@ MAX_BRUTE_FORCE = 2_000_000
 """Most assignments ``"brute-force"`` enumerates before refusing."""
 
 KIND = ProblemKind("mapping", "min", frozenset({"milp-highs", "cpsat", "brute-force"}), check_mapping,
-                   extra=lambda p, d: {"stage_times_s": stage_times(p, d)})
+                   extra=lambda p, d: {"stage_times_s": stage_times(p, d)}, unit="s")
 """Checker, sense and exact methods of the bottleneck mapping, for :func:`solvers.common.settle`."""
 
 

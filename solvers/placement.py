@@ -59,7 +59,7 @@ FOOTPRINT_METHODS = ("milp-highs", "milp-compact", "cpsat", "brute-force")
 """Methods that place chiplets spanning 2 or 4 cells (``PlacementProblem.footprints``); the others return no
 placement with a reason naming these."""
 BRUTE_FORCE_MAX_ASSIGNMENTS = 2_000_000
-KIND = ProblemKind("placement", "min", frozenset(EXACT_METHODS), check_placement)
+KIND = ProblemKind("placement", "min", frozenset(EXACT_METHODS), check_placement, unit="byte-hops/s")
 """Checker, sense and exact methods of HYDRA Eq. 2 placement, for :func:`solvers.common.settle`."""
 
 

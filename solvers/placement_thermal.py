@@ -34,7 +34,7 @@ from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement import PlacementInputError, settle_placement_milp
 
 THERMAL_PLACEMENT_METHODS = ("milp-highs", "thermal-repair")
-KIND = ProblemKind("placement-thermal", "min", frozenset({"milp-highs"}), check_thermal_placement)
+KIND = ProblemKind("placement-thermal", "min", frozenset({"milp-highs"}), check_thermal_placement, unit="byte-hops/s")
 """Checker (Eq. 2 plus the temperature limit), sense and exact methods, for :func:`solvers.common.settle`."""
 
 

@@ -121,5 +121,5 @@ def check_qap(inst: QapInstance, decision: list[int]) -> tuple[float, list[str]]
     return float(qap_cost(inst, np.array(decision))), []
 
 
-QAP_KIND = ProblemKind("qap", "min", frozenset({"glb-bnb", "rlt1-bnb"}), check_qap)
+QAP_KIND = ProblemKind("qap", "min", frozenset({"glb-bnb", "rlt1-bnb"}), check_qap, unit="QAP cost")
 """Checker and sense of the QAP (for :func:`solvers.common.settle`)."""

@@ -37,8 +37,8 @@ from chipdse.solvers.backends import PyomoModel, solve_pyomo
 from chipdse.solvers.common import Methods, ProblemKind, enumerate_best, heuristic_runner, settle
 from chipdse.solvers.config import SolverConfig
 
-SHAPE_KIND = ProblemKind("snake-shapes", "min", frozenset({"milp-highs", "enumeration"}), check_shape_set)
-AREA_KIND = ProblemKind("snake-area", "min", frozenset({"milp-highs", "enumeration"}), check_area_split)
+SHAPE_KIND = ProblemKind("snake-shapes", "min", frozenset({"milp-highs", "enumeration"}), check_shape_set, unit="s")
+AREA_KIND = ProblemKind("snake-area", "min", frozenset({"milp-highs", "enumeration"}), check_area_split, unit="s")
 
 
 def _solve_milp(kind: ProblemKind, p: Any, method: str, build: Callable[[Any], PyomoModel],

@@ -13,8 +13,8 @@ from chipdse.core.paths import instances_dir
 from chipdse.solvers.registry import PROBLEMS
 
 runner = CliRunner()
-KEYS = {"design", "method", "exact", "objective", "bound", "gap", "gap_to_best_bound", "status", "termination",
-        "wall_s"}
+KEYS = {"design", "method", "exact", "objective", "objective_unit", "bound", "gap", "gap_to_best_bound", "status",
+        "termination", "wall_s", "reason"}
 
 
 def test_compare_hbm_partition_json_exact_methods_agree(tmp_path: Path) -> None:
@@ -24,10 +24,27 @@ def test_compare_hbm_partition_json_exact_methods_agree(tmp_path: Path) -> None:
     rows = json.loads(result.output)
     assert {r["method"] for r in rows} == {"milp-highs", "cpsat", "enumeration", "proportional"}
     assert all(set(r) == KEYS for r in rows)
+    assert {r["objective_unit"] for r in rows} == {"requests"}  # HYDRA Eq. 1: concurrent requests of the group
     exact = [r["objective"] for r in rows if r["exact"]]
     assert len(set(exact)) == 1  # MILP, CP-SAT and enumeration prove the same optimum
     assert all(r["objective"] <= exact[0] for r in rows)  # maximization: no heuristic above it
     assert csv.read_text().startswith("design,method,")
+
+
+def test_compare_table_has_units_ended_by_and_reasons() -> None:
+    """The text table says the objective's unit, which limit ended each solve, and why a method found nothing
+    (the same rows as --json)."""
+    args = ["compare", "mapping", "--methods", "lpt-greedy", "--methods", "contiguous-dp", "--methods", "round-robin"]
+    rows = {r["method"]: r for r in json.loads(runner.invoke(app, [*args, "--json"]).output)}
+    text = runner.invoke(app, args)
+    assert text.exit_code == 0, text.output
+    lines = text.output.strip().splitlines()
+    assert lines[0].endswith("objective and bound in s") and "ended by" in lines[1]
+    for m, r in rows.items():
+        row = next(ln for ln in lines[2:] if ln.split()[0] == m)
+        assert r["termination"] in row
+        reason = [ln for ln in lines if ln.startswith(f"{m}: ")]
+        assert reason == ([f"{m}: {r['status']}: {r['reason']}"] if r["objective"] is None and r["reason"] else [])
 
 
 def test_compare_placement_exact_bound_below_every_heuristic() -> None:

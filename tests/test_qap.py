@@ -193,6 +193,23 @@ def test_cli_solve_qap_json(tmp_path: Path, solver: str) -> None:
     assert out["objective"] == brute and out["status"] == "optimal"
 
 
+def test_cli_solve_qap_text_prints_the_permutation(tmp_path: Path) -> None:
+    """Without --json: the objective with its unit, what ended the solve, and the permutation, whose cost is the
+    printed objective and the brute-force optimum (n = 5)."""
+    inst = _tiny(7, 5)
+    path = tmp_path / "tiny.dat"
+    path.write_text(f"{inst.n}\n" + "\n".join(" ".join(map(str, r)) for r in inst.flow) + "\n"
+                    + "\n".join(" ".join(map(str, r)) for r in inst.distance) + "\n")
+    result = CliRunner().invoke(app, ["solve", "qap", str(path), "--solver", "bnb"])
+    assert result.exit_code == 0, result.output
+    head, perm_line = result.output.strip().splitlines()
+    brute = min(qap_cost(inst, np.array(p)) for p in itertools.permutations(range(inst.n)))
+    assert f"objective {brute:g} QAP cost" in head and "ended by " in head
+    assert perm_line.startswith("permutation")
+    perm = [int(x) for x in perm_line.split(":", 1)[1].split()]
+    assert sorted(perm) == list(range(inst.n)) and qap_cost(inst, np.array(perm)) == brute
+
+
 def test_oversized_instance_is_refused_before_building(tmp_path: Path) -> None:
     n = 30
     rng = np.random.default_rng(0)

@@ -417,10 +417,12 @@ class CompareRun:
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per method: ``design`` (the finalist's label for HYDRA problems, else None), method, exact,
-        objective, bound, gap (own, proven), gap_to_best_bound, status, termination (the limit or event that ended
-        the solve), wall_s (:func:`chipdse.solvers.compare.comparison_rows`)."""
+        objective, ``objective_unit`` (of objective and bound), bound, gap (own, proven), gap_to_best_bound, status,
+        termination (the limit or event that ended the solve), wall_s, reason
+        (:func:`chipdse.solvers.compare.comparison_rows`)."""
         design = self.instance if self.point is not None else None
-        return [{"design": design, **row} for row in comparison_rows(self.solutions)]
+        unit = problem_record(self.problem).kind.unit
+        return [{"design": design, **row, "objective_unit": unit} for row in comparison_rows(self.solutions)]
 
     def to_pandas(self) -> pd.DataFrame:
         """:meth:`rows` as a table, one row per method (the CSV ``chipdse compare --csv`` writes)."""
@@ -484,14 +486,17 @@ class SolveRun:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``chipdse solve --json`` prints: problem, instance, ``design`` (the finalist's label for
-        a HYDRA problem, else None), method (solver for qap), objective, bound, gap, status, termination (the limit
-        or event that ended the solve), wall_s, reason (and permutation for qap)."""
+        a HYDRA problem, else None), method (solver for qap), objective, ``objective_unit`` (of objective and bound),
+        bound, gap, status, termination (the limit or event that ended the solve), wall_s, reason (and permutation
+        for qap)."""
         sol = self.solution
         head = ({"problem": "qap", "instance": self.instance, "design": None, **self.extra, "solver": self.method}
                 if self.problem == "qap" else {"problem": self.problem, "instance": self.instance,
                                                "design": self.extra.get("design"), "method": self.method})
-        out = {**head, "objective": sol.objective, "bound": sol.bound, "gap": sol.gap, "status": sol.status.value,
-               "termination": sol.termination.value, "wall_s": sol.wall_s, "reason": sol.reason}
+        unit = "QAP cost" if self.problem == "qap" else problem_record(self.problem).kind.unit
+        out = {**head, "objective": sol.objective, "objective_unit": unit, "bound": sol.bound, "gap": sol.gap,
+               "status": sol.status.value, "termination": sol.termination.value, "wall_s": sol.wall_s,
+               "reason": sol.reason}
         if self.problem == "qap":
             out["permutation"] = sol.decision
         return out

@@ -507,19 +507,26 @@ def compare(
         typer.echo(json.dumps(rows, default=str))
         return
     where = run.instance if run.point is None else f"{run.instance} ({run.point})"
-    typer.echo(f"{problem} on {where}, {run.config.limits_text()} per exact solve")
-    typer.echo(f"{'method':14s} {'exact':>5s} {'objective':>12s} {'bound':>12s} {'proven gap':>10s} "
-               f"{'over bound':>10s} {'status':>12s} {'wall s':>8s}")
+    unit = rows[0]["objective_unit"] if rows else ""
+    typer.echo(f"{problem} on {where}, {run.config.limits_text()} per exact solve"
+               + (f"; objective and bound in {unit}" if unit else ""))
+    w = max([len("method"), *(len(r["method"]) for r in rows)])
+    typer.echo(f"{'method':{w}s} {'exact':>5s} {'objective':>12s} {'bound':>12s} {'proven gap':>10s} "
+               f"{'over bound':>10s} {'status':>12s} {'ended by':>14s} {'wall s':>8s}")
+
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:.5g}"
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.3g}%"
+
     for r in rows:
-        def num(v: float | None) -> str:
-            return "-" if v is None else f"{v:.5g}"
-
-        def pct(v: float | None) -> str:
-            return "-" if v is None else f"{100 * v:.3g}%"
-
-        typer.echo(f"{r['method']:14s} {'yes' if r['exact'] else 'no':>5s} {num(r['objective']):>12s} "
+        typer.echo(f"{r['method']:{w}s} {'yes' if r['exact'] else 'no':>5s} {num(r['objective']):>12s} "
                    f"{num(r['bound']):>12s} {pct(r['gap']):>10s} {pct(r['gap_to_best_bound']):>10s} "
-                   f"{r['status']:>12s} {r['wall_s']:8.2f}")
+                   f"{r['status']:>12s} {r['termination']:>14s} {r['wall_s']:8.2f}")
+    for r in rows:  # why a method has no solution (or what limited it)
+        if r["objective"] is None and r["reason"]:
+            typer.echo(f"{r['method']}: {r['status']}: {r['reason']}")
 
 
 @app.command(cls=_LateHelpCommand)
@@ -569,14 +576,19 @@ def solve(
     if as_json:
         typer.echo(json.dumps(out, default=str))
         return
+    ended = f"ended by {out['termination']}"
     if sol.objective is None:
-        typer.echo(f"{out['instance']}: {sol.status.value}: {sol.reason or 'no solution'} ({sol.wall_s:.1f} s)")
+        typer.echo(f"{out['instance']}: {sol.status.value}: {sol.reason or 'no solution'} ({ended}, "
+                   f"{sol.wall_s:.1f} s)")
         return
+    unit = f" {out['objective_unit']}" if out["objective_unit"] else ""
     gap = "-" if out["gap"] is None else f"{100 * out['gap']:.3g}%"
-    bound = "-" if sol.bound is None else f"{sol.bound:.6g}"
+    bound = "-" if sol.bound is None else f"{sol.bound:.6g}{unit}"
     note = f" ({sol.reason})" if sol.reason and sol.status.value != "optimal" else ""
-    typer.echo(f"{out['instance']}: objective {sol.objective:.6g}, bound {bound}, gap {gap}, {sol.status.value}, "
-               f"{sol.wall_s:.1f} s{note}")
+    typer.echo(f"{out['instance']}: objective {sol.objective:.6g}{unit}, bound {bound}, gap {gap}, "
+               f"{sol.status.value}, {ended}, {sol.wall_s:.1f} s{note}")
+    if out.get("permutation") is not None:
+        typer.echo(f"permutation (facility -> location, 0-based): {' '.join(str(x) for x in out['permutation'])}")
 
 
 @app.command()

@@ -96,7 +96,8 @@ class Solution:
     def row(self, best_bound: float | None = None) -> dict[str, Any]:
         """Return the comparison-table row: method, exact, objective, bound, gap (the proven gap,
         :data:`PROVEN_GAP`), ``gap_to_best_bound`` (the excess over ``best_bound``, :data:`EXCESS_OVER_BOUND`),
-        status, ``termination`` (the limit or event that ended the solve) and wall_s."""
+        status, ``termination`` (the limit or event that ended the solve), wall_s and ``reason`` (why there is no
+        solution, or what limited it; "" when nothing to say)."""
         return {
             "method": self.method,
             "exact": self.exact,
@@ -107,6 +108,7 @@ class Solution:
             "status": self.status.value,
             "termination": self.termination.value,
             "wall_s": round(self.wall_s, 4),
+            "reason": self.reason,
         }
 
 
