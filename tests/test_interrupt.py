@@ -229,8 +229,12 @@ def test_ctrl_c_before_the_first_stage_keeps_nothing_and_leaves_no_folder(write_
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.parametrize("fresh", [False, True], ids=["resume", "fresh"])
 def test_ctrl_c_while_writing_the_report_removes_the_report_files(write_scenario, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  fresh: bool) -> None:
+    """... and says how to resume: the same command, or, after --fresh (whose rerun would recompute every stage),
+    the command without it."""
     def half_written(_result: object, _pages: object, _summary: object, out_dir: Path) -> None:
         (out_dir / "report.pdf").write_bytes(b"%PDF-1.4 cut short")
         raise KeyboardInterrupt
@@ -238,12 +242,13 @@ def test_ctrl_c_while_writing_the_report_removes_the_report_files(write_scenario
     monkeypatch.setattr(api_module, "write_report", half_written)
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["explore", str(_tiny_scenario(write_scenario)), "--out", str(out),
-                                   "--time-limit", "0.1"])
+                                   "--time-limit", "0.1", *(["--fresh"] if fresh else [])])
     assert res.exit_code == 130, res.output
     assert {p.name for p in out.iterdir()} <= {"explore.sqlite", "explore.sqlite-wal", "explore.sqlite-shm"}
     lines = _lines(res.stderr)
     assert lines[0].startswith("interrupted: kept screen (") and lines[1].startswith("interrupted: kept finalists")
-    assert lines[-1].startswith("rerun the same command to resume")
+    assert lines[-1].startswith("rerun the command without --fresh to resume" if fresh
+                                else "rerun the same command to resume")
 
 
 @pytest.mark.parametrize("kind", ["snake", "nova"])

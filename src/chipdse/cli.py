@@ -320,6 +320,14 @@ class _LineLog:
         sys.stdout.flush()
 
 
+def _resume_hint(fresh: bool, what: str) -> str:
+    """How to resume an interrupted run: the same command, or without ``--fresh`` (which would recompute every
+    kept ``what`` again)."""
+    if fresh:
+        return f"rerun the command without --fresh to resume (with it, every {what} is recomputed)"
+    return f"rerun the same command to resume (--fresh recomputes every {what})"
+
+
 HYDRA_STORE = "explore.sqlite"
 """File name of HYDRA explore's store of finished stages, in the output folder (``--store`` overrides)."""
 
@@ -357,6 +365,7 @@ class _KeptStages:
     checkpoints: Checkpoints | None = None
     report_files: list[Path] = field(default_factory=list)
     writing: bool = False
+    fresh: bool = False
 
     def open(self, path: Path, fresh: bool, stack: contextlib.ExitStack) -> Checkpoints:
         """Open (or create) the store at ``path``, closed with ``stack``, and return the run's checkpoints.
@@ -369,7 +378,7 @@ class _KeptStages:
         if path.is_dir():
             msg = f"--store {path}: is a directory; give the path of a store file (e.g. {path / HYDRA_STORE})"
             raise ChipdseError(msg)
-        self.path, self.new_store = path, not path.exists()
+        self.path, self.new_store, self.fresh = path, not path.exists(), fresh
         store = stack.enter_context(ResultsStore(path, "explore", "--store"))
         self.checkpoints = Checkpoints(store, fresh=fresh, on_stage=self.announce)
         return self.checkpoints
@@ -406,7 +415,7 @@ class _KeptStages:
             raise typer.Exit(130)
         for stage, note in kept:
             _say(f"interrupted: kept {stage} ({note}) in {self.path}")
-        _say("rerun the same command to resume (--fresh recomputes every stage)")
+        _say(_resume_hint(self.fresh, "stage"))
         raise typer.Exit(130)
 
 
@@ -651,14 +660,14 @@ def sweep(
                             progress=progress)
     except (ChipdseError, ValueError, OSError) as exc:
         if from_interrupt(exc):  # Ctrl-C that a library turned into another error
-            err.print(f"interrupted: finished jobs are saved in {path}; rerun the same command to resume")
+            err.print(f"interrupted: finished jobs are saved in {path}; {_resume_hint(fresh, 'job')}")
             raise typer.Exit(130) from None
         if new_store and path is not None:  # leave no empty store, nor the folders made for it, behind
             for leftover in _store_files(path):
                 leftover.unlink(missing_ok=True)
         _fail_output(exc, created, [path])
     except KeyboardInterrupt:
-        err.print(f"interrupted: finished jobs are saved in {path}; rerun the same command to resume")
+        err.print(f"interrupted: finished jobs are saved in {path}; {_resume_hint(fresh, 'job')}")
         raise typer.Exit(130) from None
     summary = run.summary
     if as_json:
