@@ -59,7 +59,7 @@ def _title_page(pdf: PdfPages, r: ExploreResult) -> None:
     fig = plt.figure(figsize=PAGE)
     fig.text(0.06, 0.9, "chipdse design report: the run", fontsize=22, fontweight="bold")
     lines = [
-        f"Scenario: {sc.spec.name}   ({sc.path})   sha256 {sc.sha256[:16]}",
+        f"Scenario: {sc.spec.name}   ({sc.path.name})   sha256 {sc.sha256[:16]}",
         f"Model: {sc.model.name}: {sc.model.total_params / 1e9:.3f} B parameters "
         f"(published {sc.model.published_params / 1e9:.3f} B), {len(sc.model.blocks)} blocks",
         f"Workload: {sc.workload.name}, {len(sc.lengths.prefill_tokens):,} requests from {sc.lengths.source}; "
