@@ -5,6 +5,7 @@ against this run; written by :func:`chipdse.reports.files.write_report`."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import matplotlib
@@ -16,7 +17,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.core.solution import EXCESS_OVER_BEST  # noqa: E402
-from chipdse.evaluators.nova_system import ABLATION, DESIGNS  # noqa: E402
+from chipdse.evaluators.nova_system import ABLATION, DESIGNS, NovaDesign  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
 from chipdse.studies.nova.artifacts import PAPER, NovaStudy, NovaSummaries  # noqa: E402
@@ -29,6 +30,25 @@ CSV = ("runs.csv", "runs")
 
 SHORT = {"nemotron3-nano-30b-a3b": "N3-Nano", "nemotron3-super-120b-a12b": "N3-Super",
          "falcon-h1-7b": "Falcon-H1", "qwen3-30b-a3b": "Qwen3-30B"}
+
+
+def design_terms(designs: tuple[NovaDesign, ...]) -> list[str]:
+    """The glossary's definition of each design, ``"NAME: offloads ... to ... NMP, ..."``: what it offloads, where,
+    its cubes' density, its expert split (and the one it serves with under continuous batching) and its mode
+    priority, so two designs that differ only in how they serve read differently (NOVA Secs. VI-A, VI-E); a design
+    equal to an earlier one but for its name says so."""
+    out: list[str] = []
+    for i, d in enumerate(designs):
+        same = next((e.name for e in designs[:i] if replace(e, name=d.name) == d), None)
+        out.append(f"{d.name}: the same design as {same}" if same else
+                   f"{d.name}: offloads {', '.join(sorted(d.offload)) or 'nothing'}"
+                   + ("" if d.nmp == "none" else f" to {d.nmp} NMP")
+                   + ("" if d.density == 1.0 else f", {d.density:g}x-density cubes")
+                   + (f", expert split {d.expert_split}" if d.two_tier else "")
+                   + (f" (serving with continuous batching: {d.serving_split})"
+                      if d.two_tier and d.serving_split not in (None, d.expert_split) else "")
+                   + (", modes chosen for the least energy" if d.priority == "energy" else ""))
+    return out
 
 
 def columns(s: NovaStudy) -> dict[str, tuple[str, str]]:
@@ -292,11 +312,7 @@ def draw(pdf: PdfPages, s: NovaStudy) -> None:
     _claims_page(pdf, s)
     glossary_pages(pdf, [
         "## Terms",
-        "    Designs: " + "; ".join(f"{d.name}: offloads {', '.join(sorted(d.offload)) or 'nothing'}"
-                                   + ("" if d.nmp == "none" else f" to {d.nmp} NMP")
-                                   + ("" if d.density == 1.0 else f", {d.density:g}x-density cubes")
-                                   + (f", expert split {d.expert_split}" if d.two_tier else "")
-                                   for d in (*DESIGNS, *ABLATION[:-1])) + ".",
+        "    Designs: " + "; ".join(design_terms((*DESIGNS, *ABLATION[:-1]))) + ".",
         "    Offloaded operators: gqa = grouped-query attention, ssm = Mamba/SSM layers, moe = MoE experts.",
         "    OoM: weights, KV cache and SSM state do not fit the memory. E2E: prefill + L_out decode steps of a "
         "batch. L_in / L_out: prompt / output tokens per request.",

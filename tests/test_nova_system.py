@@ -358,3 +358,19 @@ def test_bad_system_inputs_rejected() -> None:
         routed_tokens(32, 128, 6, "zipf")
     with pytest.raises(SpecError, match="serving"):
         serving_output_lengths(0, 100)
+
+
+def test_glossary_tells_every_design_apart() -> None:
+    """Issue 32: "NOVA" and "NOVA 1:9" had the same definition. Each design's glossary entry is its own: NOVA
+    serves with k*, NOVA 1:9 with the static split, energy-first says its priority; "base-die only" is Duplex
+    and says so."""
+    from chipdse.evaluators.nova_system import ABLATION, DESIGNS
+    from chipdse.reports.nova_pages import design_terms
+
+    designs = (*DESIGNS, *ABLATION[:-1])
+    terms = design_terms(designs)
+    bodies = [t.split(": ", 1)[1] for t in terms]
+    assert len(set(bodies)) == len(bodies), [t for t in terms if bodies.count(t.split(": ", 1)[1]) > 1]
+    by = dict(zip([d.name for d in designs], terms, strict=True))
+    assert "serving with continuous batching: nova-kstar" in by["NOVA"] and "serving" not in by["NOVA 1:9"]
+    assert "least energy" in by["NOVA energy-first"]
