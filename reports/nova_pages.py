@@ -20,6 +20,7 @@ from chipdse.core.solution import EXCESS_OVER_BEST  # noqa: E402
 from chipdse.evaluators.nova_system import ABLATION, DESIGNS, NovaDesign  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
+from chipdse.reports.summary_page import caveat_lines, solve_lines, summary_page  # noqa: E402
 from chipdse.studies.nova.artifacts import PAPER, NovaStudy, NovaSummaries  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
@@ -300,8 +301,53 @@ def details(s: NovaStudy) -> dict[str, Any]:
             "routing_runs": s.routing_runs.to_dict("records"), "claims": None if s.claims is None else s.claims.summary}
 
 
+def _ranked(values: dict[str, float]) -> list[tuple[str, float]]:
+    """(names, value) from the largest value down; designs with the same value are one entry (``"A = B"``)."""
+    out: dict[float, list[str]] = {}
+    for name, v in values.items():
+        out.setdefault(round(v, 9), []).append(name)
+    return [(" = ".join(names), v) for v, names in sorted(out.items(), reverse=True)]
+
+
+def summary_lines(s: NovaStudy) -> list[str]:
+    """Page 1: the design with the largest served decode gain over the GPU and the runner-up's margin
+    (:attr:`NovaSummaries.numbers` ``per_design``), their energy efficiency and power (:attr:`NovaSummaries.energy`,
+    means over models), the exact solves (:meth:`NovaStudy.solves`) and the fidelity line (NOVA Secs. VI-C-VI-F)."""
+    sm = _summaries(s)
+    per = {d: float(v["serve_decode_x"]) for d, v in sm.numbers["per_design"].items()
+           if d != "GPU" and v.get("serve_decode_x") is not None and not math.isnan(v["serve_decode_x"])}
+    ranked = _ranked(per)
+    lines = ["## Recommendation"]
+    if not ranked:
+        lines.append("    no design fits beside the GPU in this run")
+    else:
+        (best, x), rest = ranked[0], ranked[1:]
+        row = sm.numbers["per_design"][best.split(" = ")[0]]
+        lines.append(f"    {best}: {x:.2f}x the GPU's decode throughput served with continuous batching, "
+                     f"{row['serve_throughput_x']:.2f}x its end-to-end throughput and "
+                     f"{row['serve_e2e_reduction']:.0%} lower E2E latency (means over the models, batches and "
+                     "lengths where both fit).")
+        if rest:
+            (second, x2) = rest[0]
+            lines.append(f"    Runner-up {second}: {x2:.2f}x ({x2 / x - 1:+.1%}): the recommendation changes if "
+                         f"{best}'s gain falls by that much.")
+        en = sm.energy.groupby("design")[["x_gpu", "power_W"]].mean() if not sm.energy.empty else None
+        if en is not None:
+            lead = best.split(" = ")[0]
+            top = en["x_gpu"].idxmax()
+            hot = en["power_W"].idxmax()
+            lines += ["## Energy and power (E2E, static batch, mean over models)",
+                      f"    {best}: {en.loc[lead, 'x_gpu']:.2f}x the GPU's tokens/J at {en.loc[lead, 'power_W']:.0f} W "
+                      f"(GPU {en.loc['GPU', 'power_W']:.0f} W). Most tokens/J: {top} {en.loc[top, 'x_gpu']:.2f}x at "
+                      f"{en.loc[top, 'power_W']:.0f} W. Highest power: {hot} {en.loc[hot, 'power_W']:.0f} W. No "
+                      "power limit is set for the NOVA designs, so none is checked."]
+    lines += ["## Exact solves", *solve_lines(s.solves())]
+    return lines + caveat_lines("nova", s.claims.rows if s.claims is not None else None)
+
+
 def draw(pdf: PdfPages, s: NovaStudy) -> None:
-    """Draw every page of the NOVA report into ``pdf``."""
+    """Draw every page of the NOVA report into ``pdf``: the run summary first."""
+    summary_page(pdf, f"chipdse NOVA report: the run ({s.scenario.spec.name})", summary_lines(s))
     _throughput_page(pdf, s)
     _e2e_page(pdf, s)
     _ablation_page(pdf, s)

@@ -19,6 +19,7 @@ from chipdse.evaluators.snake_energy import PEAK_PARTS  # noqa: E402
 from chipdse.evaluators.snake_pu import GROUPED, MODES  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
+from chipdse.reports.summary_page import caveat_lines, solve_lines, summary_page  # noqa: E402
 from chipdse.studies.snake.artifacts import (  # noqa: E402
     PAPER_ENERGY,
     PAPER_SPEEDUPS,
@@ -412,8 +413,38 @@ def details(s: SnakeStudy) -> dict[str, Any]:
     }
 
 
+def summary_lines(s: SnakeStudy) -> list[str]:
+    """Page 1: SNAKE's mean decode speedup and energy efficiency over each baseline
+    (:attr:`SnakeSummaries.average_speedups`, :attr:`SnakeSummaries.energy_ratios`), the closest baseline (what
+    would change the verdict), the logic die's peak power against its budget (:attr:`SnakeStudy.power`), the exact
+    solves (:meth:`SnakeStudy.solves`) and the fidelity line (SNAKE Secs. 6.3-6.7)."""
+    assert s.summaries is not None, "the SNAKE study's run() computes the summaries"
+    sp, en = s.summaries.average_speedups, s.summaries.energy_ratios
+    lines = ["## Recommendation"]
+    if sp:
+        lines.append("    SNAKE's decode speedup (mean per model over batches and contexts, then over models): "
+                     + "; ".join(f"{x:.2f}x over {BASELINE_LABELS.get(b, b)}" for b, x in sp.items()) + ".")
+        close = min(sp, key=lambda b: sp[b])
+        lines.append(f"    Closest: {BASELINE_LABELS.get(close, close)} at {sp[close]:.2f}x; "
+                     + ("SNAKE is faster than every baseline" if sp[close] > 1 else
+                        f"{BASELINE_LABELS.get(close, close)} is at least as fast") + " in this run.")
+    if en:
+        lines.append("    Energy efficiency (decode tokens/J): "
+                     + "; ".join(f"{x:.2f}x {BASELINE_LABELS.get(b, b)}'s" for b, x in en.items()) + ".")
+    if not s.power.empty:
+        lines.append("## Power of the logic die (W)")
+        for r in s.power.itertuples():
+            verdict = "within" if r.fits else "over"
+            lines.append(f"    {BASELINE_LABELS.get(r.design, r.design) if r.design != 'snake' else 'SNAKE'}: peak "
+                         f"{r.peak_W:.1f} W, decode at most {r.decode_max_W:.1f} W, {verdict} the {r.budget_W:.0f} W "
+                         "budget")
+    lines += ["## Exact solves", *solve_lines(s.solves())]
+    return lines + caveat_lines("snake", s.claims.rows if s.claims is not None else None)
+
+
 def draw(pdf: PdfPages, s: SnakeStudy) -> None:
-    """Draw every page of the SNAKE report into ``pdf``."""
+    """Draw every page of the SNAKE report into ``pdf``: the run summary first."""
+    summary_page(pdf, f"chipdse SNAKE report: the run ({s.scenario.spec.name})", summary_lines(s))
     _speedup_page(pdf, s)
     _mode_page(pdf, s)
     _shape_page(pdf, s)

@@ -28,6 +28,7 @@ from chipdse.reports.files import COLUMNS_SUFFIX, MANIFEST_KEYS, write_pdf, writ
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.registry import REPORTS
 from chipdse.solvers.compare import comparison_rows
+from chipdse.studies.claims import fidelity_line
 from chipdse.studies.common import Settings
 from chipdse.studies.hydra import explore
 from chipdse.studies.hydra.generality import generality
@@ -193,6 +194,24 @@ def test_snake_and_nova_pages_have_no_overlapping_text_and_described_columns(stu
     assert overlaps(rec) == []
     table = getattr(result, pages.CSV[1])
     assert set(pages.columns(result)) == set(table.columns)
+    # page 1 is the run summary, its numbers read from the study's own artifacts (issue 32)
+    first = " ".join(rec.text(0).split())
+    assert first.startswith("chipdse ") and "the run" in first
+    assert " ".join(fidelity_line(result.claims.rows).split()) in first
+    sm = result.summaries
+    if pages is snake_pages:
+        for b, x in sm.average_speedups.items():
+            assert f"{x:.2f}x over {snake_pages.BASELINE_LABELS.get(b, b)}" in first
+        snake_row = result.power.set_index("design").loc["snake"]
+        assert f"SNAKE: peak {snake_row['peak_W']:.1f} W" in first
+    else:
+        served = {d: v["serve_decode_x"] for d, v in sm.numbers["per_design"].items()
+                  if d != "GPU" and v["serve_decode_x"] is not None}
+        best = max(served.values())
+        tied = " = ".join(d for d, v in served.items() if round(v, 9) == round(best, 9))
+        assert f"{tied}: {best:.2f}x the GPU's decode throughput" in first
+    for sol in result.solves():
+        assert f"{sol['problem']} by {sol['method']}" in first
 
 
 def test_each_gap_has_one_definition_used_by_compare() -> None:
