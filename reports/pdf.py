@@ -35,6 +35,7 @@ from chipdse.studies.hydra.artifacts import (  # noqa: E402
     FinalistResult,
     LayoutKind,
 )
+from chipdse.studies.hydra.report_data import STAGE_WORDS  # noqa: E402
 
 
 def best_exact(solutions: list[Solution]) -> Solution | None:
@@ -156,11 +157,28 @@ def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
                      f"({nxt['throughput_tps']:.1f} tok/s at TTFT {nxt['ttft_s']:.3f} s)"
                      + (": a margin this small rests on the estimator, whose fidelity is below." if short < 0.01
                         else "."))
-    if len(r.finalists) > 1:
-        m = r.finalists[1].row
-        lines.append(f"    M_T ({m['label']}, the highest throughput) gives {m['throughput_tps']:.1f} tok/s at TTFT "
-                     f"{m['ttft_s']:.3f} s; B* gives {rec['screen']['throughput_tps'] / m['throughput_tps']:.1%} of "
-                     f"that throughput at {rec['screen']['ttft_s'] / m['ttft_s']:.1%} of its TTFT.")
+    dec = r.reports.get("deciding") or {}
+    bm = dec.get("b_vs_m")
+    if bm is not None and bm["throughput_share"] is not None:
+        m = r.finalists[-1]
+        ttft = (f" at {bm['ttft_share']:.1%} of its TTFT" if bm["ttft_share"] is not None
+                else " (TTFT not comparable: one of them has none at the offered load)")
+        lines.append(f"    Against M_T ({m.label}, the highest screened throughput), {STAGE_WORDS[bm['stage']]}: B* "
+                     f"gives {bm['throughput_share']:.1%} of its throughput{ttft}.")
+    en = dec.get("energy")
+    if en:
+        pct = "" if en["percentile"] is None else (f", more tokens/J than {en['percentile']:.0%} of the stable "
+                                                   "points (screen)")
+        heat = ("no thermal stage in this run" if en["peak_C"] is None
+                else f"its exact layout peaks at {en['peak_C']:.1f} degC")
+        limit = sc.spec.energy.package_max_W
+        cap = "no package power limit is set" if limit is None else f"package limit {limit:g} W"
+        best_txt = ("" if en["best_label"] is None else
+                    f"; the most efficient stable point, {en['best_label']}, reaches {en['best_tokens_per_J']:.3g}")
+        lines += ["", "## Energy, power and heat of B*",
+                  f"    {en['tokens_per_J']:.3g} tokens/J at {en['power_W']:.0f} W "
+                  f"({'at its exact layout' if en['energy_stage'] == 'estimator' else 'screen'}){pct}{best_txt}; "
+                  f"{heat}; {cap}."]
     lines += ["", "## Estimator vs simulator, each finalist on its exact layout",
               "| finalist  quantity                       sweep screen   estimator, exact layout   simulator"]
     for c in r.reports["finalists_fidelity"]:

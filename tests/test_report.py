@@ -143,6 +143,24 @@ def test_page_one_recommends_b_star_with_its_numbers_and_fidelity(hydra: explore
         if s.exact:
             assert s.method in text
     assert "proven optimal" in text or "proven gap" in text
+    # B* against M_T from the most faithful stage both have, and B*'s energy, power and heat (issue 32), checked
+    # against the artifacts they come from (not the sweep screen when the exact layouts or simulations exist)
+    m = hydra.finalists[-1]
+    if m is not b:
+        fid = hydra.simulation.fidelity.set_index("label")
+        if b.row["label"] in fid.index and m.row["label"] in fid.index:
+            share = fid.loc[b.row["label"], "sim_throughput_tps"] / fid.loc[m.row["label"], "sim_throughput_tps"]
+            assert f"simulated on the exact layouts: B* gives {share:.1%} of its throughput" in flat
+    df = hydra.points
+    stable = df[df["stable"]]
+    pct = float((stable["tokens_per_J"] < b.row["tokens_per_J"]).mean())
+    assert f"more tokens/J than {pct:.0%} of the stable points" in flat
+    assert f"{exact.tokens_per_J:.3g} tokens/J at {exact.power_W:.0f} W (at its exact layout)" in flat
+    best = stable.loc[stable["tokens_per_J"].idxmax()]
+    assert f"{best['label']}, reaches {best['tokens_per_J']:.3g}" in flat
+    therm = [t for t in hydra.thermal if str(t.role) == str(b.role)]
+    if therm and therm[0].exact is not None:
+        assert f"peaks at {therm[0].exact.thermal.peak_C:.1f} degC" in flat
 
 
 def test_glossary_covers_every_points_column_and_the_chiplet_types(hydra: explore.ExploreResult,

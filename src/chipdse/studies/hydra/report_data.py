@@ -146,6 +146,67 @@ def energy_summary(sc: LoadedScenario, table: DesignTable, finalists: list[Final
     }
 
 
+STAGE_WORDS = {"simulator": "simulated on the exact layouts", "estimator": "the estimator on the exact layouts",
+               "screen": "the sweep screen"}
+"""Where page 1's B*-against-M_T numbers come from, in words (:func:`deciding_numbers`)."""
+
+
+def deciding_numbers(table: DesignTable, comparison: list[dict[str, Any]], finalists: list[FinalistResult],
+                     thermal: list[ThermalFinalist]) -> dict[str, Any]:
+    """The numbers page 1 argues on, each from the most faithful stage that has it (issue 32).
+
+    Parameters
+    ----------
+    table : DesignTable
+        The scored sweep (its stable points rank B*'s tokens/J).
+    comparison : list of dict
+        :func:`finalist_comparison` (B* first, M_T last).
+    finalists, thermal : lists
+        The finalists and their power / thermal results (may be empty).
+
+    Returns
+    -------
+    dict
+        ``b_vs_m``: B*'s throughput and TTFT as shares of M_T's (``throughput_share``, ``ttft_share``; None where
+        a value is missing) and ``stage`` (``"simulator"`` when both finalists were simulated, else
+        ``"estimator"`` when both have an exact layout, else ``"screen"``); None with one finalist.
+        ``energy``: B*'s ``tokens_per_J`` and ``power_W`` at its exact layout's throughput (the screen's where it
+        has none; ``energy_stage`` says which), ``percentile`` (share of the stable points whose screen tokens/J is
+        below B*'s screen tokens/J, 0-1), ``best_label`` / ``best_tokens_per_J`` (the stable point with the most
+        tokens/J, screen), ``peak_C`` (B*'s exact layout's steady-state peak, None without the thermal stage).
+    """
+    b, m = comparison[0], comparison[-1]
+    b_vs_m = None
+    if len(comparison) > 1:
+        stage = next(k for k in ("simulator", "estimator", "screen") if b[k] is not None and m[k] is not None
+                     and b[k].get("throughput_tps") and m[k].get("throughput_tps"))
+        bt, mt = b[stage], m[stage]
+
+        def share(key: str) -> float | None:
+            x, y = bt.get(key), mt.get(key)
+            ok = x is not None and y is not None and x == x and y == y and y > 0
+            return float(x / y) if ok else None
+
+        b_vs_m = {"stage": stage, "throughput_share": share("throughput_tps"), "ttft_share": share("ttft_s")}
+    f = finalists[0]
+    df = table.frame
+    st = df[df["stable"]]
+    row = f.row
+    exact = f.served(LayoutKind.EXACT)
+    use_exact = exact is not None and exact.tokens_per_J == exact.tokens_per_J
+    best = None if st.empty or "tokens_per_J" not in st else st.loc[st["tokens_per_J"].idxmax()]
+    therm = next((t for t in thermal if str(t.role) == str(f.role)), None)
+    tpj, pw = ((exact.tokens_per_J, exact.power_W) if exact is not None and use_exact
+               else (row["tokens_per_J"], row["power_W"]))
+    energy = {"energy_stage": "estimator" if use_exact else "screen",
+              "tokens_per_J": float(tpj), "power_W": float(pw),
+              "percentile": None if st.empty else float((st["tokens_per_J"] < row["tokens_per_J"]).mean()),
+              "best_label": None if best is None else str(best["label"]),
+              "best_tokens_per_J": None if best is None else float(best["tokens_per_J"]),
+              "peak_C": None if therm is None or therm.exact is None else float(therm.exact.thermal.peak_C)}
+    return {"b_vs_m": b_vs_m, "energy": energy}
+
+
 def report_data(sc: LoadedScenario, table: DesignTable, picks: Picks, finalists: list[FinalistResult],
                 thermal: list[ThermalFinalist], simulation: SimulationStudy | None) -> dict[str, Any]:
     """Everything the HYDRA report and manifest print besides the artifacts themselves.
@@ -154,9 +215,12 @@ def report_data(sc: LoadedScenario, table: DesignTable, picks: Picks, finalists:
     -------
     dict
         ``recommendation`` (:func:`recommendation`), ``finalists_fidelity`` (:func:`finalist_comparison`),
+        ``deciding`` (:func:`deciding_numbers`),
         ``energy`` (:func:`energy_summary`, NaN as None), ``thermal`` (role -> its power / thermal summary).
     """
+    comparison = finalist_comparison(finalists, simulation)
     return {"recommendation": recommendation(sc, table, picks, finalists, simulation),
-            "finalists_fidelity": strict_json(finalist_comparison(finalists, simulation)),
+            "finalists_fidelity": strict_json(comparison),
+            "deciding": strict_json(deciding_numbers(table, comparison, finalists, thermal)),
             "energy": strict_json(energy_summary(sc, table, finalists)),
             "thermal": {str(t.role): strict_json(thermal_summary(t)) for t in thermal}}
