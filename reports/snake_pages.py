@@ -365,7 +365,14 @@ def _serving_page(pdf: PdfPages, s: SnakeStudy) -> None:
             ax = axes[i][j]
             for name, h in g.groupby("design", sort=False):
                 h = h.set_index("rate_fraction")
-                ax.plot(h.index, h[col] / ours[col], marker="o", label=BASELINE_LABELS.get(name, "SNAKE"))
+                y = h[col] / ours[col]
+                (line,) = ax.plot(h.index, y, marker="o", label=BASELINE_LABELS.get(name, "SNAKE"))
+                if "overloaded" in h:  # offered at or above its own capacity: no steady state, drawn hollow
+                    over = h["overloaded"].astype(bool)
+                    if over.any():
+                        ax.scatter(h.index[over], y[over], s=60, facecolors="white", edgecolors=line.get_color(),
+                                   zorder=3, label="overloaded (rate >= its capacity)" if j == 0 and i == 0 and
+                                   not any("overloaded" in t for t in ax.get_legend_handles_labels()[1]) else None)
             ax.set_title(f"{m}: {label}", fontsize=8)
             ax.set_xlabel("rate / capacity" if i else "", fontsize=7)
             ax.set_ylabel(f"{label} / SNAKE's" if j == 0 else "", fontsize=8)
@@ -385,9 +392,21 @@ def _serving_page(pdf: PdfPages, s: SnakeStudy) -> None:
             "batch, streaming the KV cache; the GPU decodes on its own roofline). Latencies are normalized to "
             f"SNAKE's at the same rate, as in the paper. At the lowest rate: {base}. {cut + '. ' if cut else ''}"
             "A baseline whose capacity is below the offered rate queues, so its latency grows with the number of "
-            "requests simulated.", y=0.02)
+            f"requests simulated: those points are hollow ({_overloaded_text(d)}) and left out of the claims' "
+            "ratios.", y=0.02)
     pdf.savefig(fig)
     plt.close(fig)
+
+
+def _overloaded_text(d: Any) -> str:
+    """How many serving points of each design are overloaded (offered at or above its own capacity)."""
+    if "overloaded" not in d:
+        return "not marked"
+    over = d[d["overloaded"].astype(bool)]["design"].value_counts()
+    if over.empty:
+        return "none in this run"
+    return ", ".join(f"{BASELINE_LABELS.get(k, 'SNAKE' if k == 'snake' else k)} {n} of "
+                     f"{int((d['design'] == k).sum())}" for k, n in over.items())
 
 
 def details(s: SnakeStudy) -> dict[str, Any]:

@@ -122,3 +122,22 @@ def test_energy_tables_of_a_small_study(small_study: SnakeStudy) -> None:
     assert measured["power_total"] == pytest.approx(sum(measured[f"power_{p}"] for p in
                                                         ("matrix", "vector", "pe_control", "noc")), rel=1e-12)
     assert len(small_study.area_energy) >= 1 and (small_study.area_energy["logic_J"] > 0).all()
+
+
+def test_overloaded_serving_points_are_left_out_of_the_ratios() -> None:
+    """Issue 32: a design offered a rate at or above its own capacity queues without bound; its E2E is no
+    steady-state number. By hand: at rate 0.2 the GPU's E2E is 3 s against SNAKE's 1 s (3x); at 0.8 it is
+    overloaded with 40 s (40x, left out): the GPU row reads 3x, not 40x; the MAC tree (never overloaded) reads
+    2x and 1.5x."""
+    import pandas as pd
+
+    from chipdse.studies.snake.claims import _serving_measures
+
+    rows = []
+    for f, ours, tree, gpu, over in ((0.2, 1.0, 2.0, 3.0, False), (0.8, 2.0, 3.0, 40.0, True)):
+        rows += [{"model": "m", "rate_fraction": f, "design": "snake", "e2e_s": ours, "overloaded": False},
+                 {"model": "m", "rate_fraction": f, "design": "mac_tree", "e2e_s": tree, "overloaded": False},
+                 {"model": "m", "rate_fraction": f, "design": "gpu", "e2e_s": gpu, "overloaded": over}]
+    got = _serving_measures(pd.DataFrame(rows))
+    assert got["e2e_gpu_min"] == got["e2e_gpu_max"] == 3.0
+    assert (got["e2e_mac_tree_min"], got["e2e_mac_tree_max"]) == (1.5, 2.0)

@@ -223,8 +223,9 @@ def test_explore_on_the_bundled_snake_scenario_writes_the_report(tmp_path: Path)
     res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "snake-stratum.yaml"),
                                    "--out", str(out)])
     assert res.exit_code == 0, res.output
-    # speedups, modes, shapes, buffers, link sweep, 2 hardware, serving, energy and power, 3 claims, glossary
-    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 13
+    # run summary, speedups, modes, shapes, buffers, link sweep, 2 hardware, serving, energy and power, 3 claims,
+    # glossary
+    assert len(re.findall(rb"/Type /Page\b", (out / "report.pdf").read_bytes())) == 14
     man = json.loads((out / "manifest.json").read_text())
     assert set(man["summary"]["average_speedups"]) == {"mac_tree", "sa48x48", "sa8x288", "gpu"}
     assert all(v > 0 for v in man["summary"]["average_speedups"].values()) and len(man["details"]["models"]) == 5

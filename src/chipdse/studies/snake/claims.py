@@ -141,17 +141,23 @@ def _decode_measures(speedups: pd.DataFrame, modes: pd.DataFrame, slowdowns: pd.
 
 def _serving_measures(serving: pd.DataFrame) -> dict[str, float | None]:
     """Serving rows: E2E of each baseline over SNAKE's at the same model and rate (min, max), and the share of
-    points where the 48x48 array's E2E is below the 8x288's."""
+    points where the 48x48 array's E2E is below the 8x288's; a design offered a rate at or above its own capacity
+    (``overloaded``) has no steady-state latency and is left out of these numbers."""
     if serving.empty:
         return {}
+    if "overloaded" in serving:
+        serving = serving.assign(e2e_s=serving["e2e_s"].where(~serving["overloaded"].astype(bool)))
     piv = serving.pivot_table(index=["model", "rate_fraction"], columns="design", values="e2e_s")
     out: dict[str, float | None] = {}
     for name, key in (("mac_tree", "e2e_mac_tree"), (GPU, "e2e_gpu")):
         if name in piv.columns:
             ratio = (piv[name] / piv["snake"]).to_numpy(dtype=float)
-            out[f"{key}_min"], out[f"{key}_max"] = float(ratio.min()), float(ratio.max())
+            ratio = ratio[~np.isnan(ratio)]
+            out[f"{key}_min"], out[f"{key}_max"] = ((float(ratio.min()), float(ratio.max())) if ratio.size
+                                                    else (None, None))
     if {"sa48x48", "sa8x288"} <= set(piv.columns):
-        out["sa48_beats_sa8x288"] = float(np.mean(piv["sa48x48"] < piv["sa8x288"]))
+        both = piv[["sa48x48", "sa8x288"]].dropna()
+        out["sa48_beats_sa8x288"] = float(np.mean(both["sa48x48"] < both["sa8x288"])) if len(both) else None
     return out
 
 
@@ -285,8 +291,12 @@ def measure(study: SnakeStudy) -> tuple[dict[str, float | None], dict[str, str]]
     if not study.serving.empty:
         sv = study.serving
         rates = ", ".join(f"{r:g}" for r in sorted(sv["rate_fraction"].unique()))
+        over = sv[sv["overloaded"].astype(bool)] if "overloaded" in sv else sv.iloc[:0]
+        left = ("" if over.empty else "; left out, offered at or above their own capacity (no steady state): "
+                + ", ".join(f"{d} {n} of {len(sv[sv['design'] == d])}"
+                            for d, n in over["design"].value_counts().items()))
         served = (f"{sv['model'].nunique()} models x rates {rates} of SNAKE's capacity, "
-                  f"{study.spec.serving.requests} requests each")
+                  f"{study.spec.serving.requests} requests each{left}")
         notes |= {k: served for k in measured if k.startswith(("e2e_", "sa48"))}
     return measured, notes
 

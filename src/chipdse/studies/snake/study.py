@@ -372,7 +372,11 @@ def served_lengths(card: dict, l_in: int, l_out: int) -> tuple[int, int]:
 
 def serving_table(spec: SnakeScenario) -> pd.DataFrame:
     """Mean E2E and TBT per model, design (SNAKE, the three NMP baselines, the H100) and arrival rate (SNAKE
-    Fig. 10), by event simulation; the rate is a fraction of SNAKE's capacity (the lower of prefill and decode)."""
+    Fig. 10), by event simulation; the rate is a fraction of SNAKE's capacity (the lower of prefill and decode).
+
+    Each row also has the design's own ``capacity_rps`` (the lower of the GPU prefill rate and its decode rate at
+    the largest batch, req/s) and ``overloaded`` (the offered rate is at or above it: the design queues without
+    bound, so its latency grows with the number of requests simulated and is no steady-state number)."""
     sv, t = spec.serving, nmp_template(spec.template)
     rows = []
     for m in sv.models or spec.mode_models:
@@ -382,10 +386,12 @@ def serving_table(spec: SnakeScenario) -> pd.DataFrame:
         tables = {getattr(d, "name", d): step_table_s(card, d, t, sv.max_batch, l_in + l_out / 2, spec.tp,
                                                       sv.gpu_efficiency)
                   for d in (SNAKE, *BASELINE_DESIGNS, GPU)}
-        capacity = min(1.0 / pre, sv.max_batch / (l_out * tables[SNAKE.name][sv.max_batch]))
+        own = {name: min(1.0 / pre, sv.max_batch / (l_out * tab[sv.max_batch])) for name, tab in tables.items()}
+        capacity = own[SNAKE.name]
         for f in sv.rate_fractions:
             for name, tab in tables.items():
                 r = simulate(tab, pre, f * capacity, l_out, sv.requests, sv.seed)
                 rows.append({"model": m, "l_in": l_in, "l_out": l_out, "rate_fraction": f, "rate_rps": f * capacity,
-                             "design": name, "e2e_s": r.e2e_s, "tbt_s": r.tbt_s, "prefill_s": pre})
+                             "design": name, "e2e_s": r.e2e_s, "tbt_s": r.tbt_s, "prefill_s": pre,
+                             "capacity_rps": own[name], "overloaded": bool(f * capacity >= own[name])})
     return pd.DataFrame(rows)
