@@ -143,7 +143,7 @@ def _throughput_page(pdf: PdfPages, s: NovaStudy) -> None:
 def _e2e_page(pdf: PdfPages, s: NovaStudy) -> None:
     rows = []
     for (m, b, li, lo), g in s.runs.groupby(["model", "batch", "l_in", "l_out"], sort=False):
-        cells = [m, str(b), f"{li}/{lo}"]
+        cells = [SHORT.get(m, m), str(b), f"{li}/{lo}"]
         for name in NAMES:
             r = g[g["design"] == name].iloc[0]
             served = r.get("serve_e2e_s")

@@ -88,7 +88,9 @@ def table_page(pdf: PdfPages, title: str, note: str, blocks: list[tuple[str, lis
             tb = ax.table(cellText=rows, colLabels=cols, loc="upper center", cellLoc="center",
                           colWidths=[w / total for w in widths])
             tb.auto_set_font_size(False)
-            tb.set_fontsize(7.5)
+            # the widest row must fit the table's width: a character of DejaVu Sans is about 0.6 em wide
+            fit_pt = 0.92 * PAGE[0] * 72 / (0.6 * total)
+            tb.set_fontsize(min(7.5, fit_pt))
             tb.scale(1, 1.25)
     caption(fig, note)
     pdf.savefig(fig)
