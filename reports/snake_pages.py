@@ -378,7 +378,9 @@ def _serving_page(pdf: PdfPages, s: SnakeStudy) -> None:
             ax.set_ylabel(f"{label} / SNAKE's" if j == 0 else "", fontsize=8)
             ax.tick_params(labelsize=7)
             ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.945), ncol=len(labels), fontsize=7,
+               frameon=False)
     sv = s.spec.serving
     base = "; ".join(f"{m}: SNAKE E2E {r['e2e_s']:.2f} s, TBT {1e3 * r['tbt_s']:.2f} ms, prefill {r['prefill_s']:.3f} s"
                      for m in models for r in [d[(d["model"] == m) & (d["design"] == "snake")].iloc[0]])
