@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.evaluators.energy_hydra import ENERGY_PARTS  # noqa: E402
-from chipdse.reports.style import PAGE, caption, fmt, table_page  # noqa: E402
+from chipdse.reports.style import PAGE, ROLE_STYLE, caption, fmt, table_page  # noqa: E402
 from chipdse.studies.hydra.artifacts import ExploreResult  # noqa: E402
 
 PART_COLOURS = {"compute": "#1f77b4", "sram": "#9467bd", "hbm": "#2ca02c", "d2d": "#ff7f0e", "static": "#7f7f7f"}
@@ -39,8 +39,9 @@ def energy_page(pdf: PdfPages, r: ExploreResult, top: int = 12) -> None:
     ax.scatter(st["throughput_tps"], st["tokens_per_J"], s=3, c="#bbbbbb", rasterized=True,
                label=f"stable points ({len(st):,})")
     ax.scatter(front["throughput_tps"], front["tokens_per_J"], s=12, c="#1f77b4", label="3-objective front")
-    for (lab, rw), marker in zip(shown[:len(rows)], ("*", "D"), strict=False):
-        ax.scatter([rw["throughput_tps"]], [rw["tokens_per_J"]], marker=marker, s=160, c="#d62728",
+    for (lab, rw), role in zip(shown[:len(rows)], ("B*", "M_T"), strict=False):
+        marker, colour, size = ROLE_STYLE[role]
+        ax.scatter([rw["throughput_tps"]], [rw["tokens_per_J"]], marker=marker, s=size, c=colour,
                    edgecolors="k", zorder=5, label=lab)
     ax.set_xlabel("throughput (output tokens/s)")
     ax.set_ylabel("output tokens per joule")

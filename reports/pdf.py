@@ -28,7 +28,15 @@ from chipdse.core.solution import (  # noqa: E402
 from chipdse.reports import claims_page, energy_pages, sim_pages, thermal_pages  # noqa: E402
 from chipdse.reports.files import package_versions  # noqa: E402
 from chipdse.reports.generality_page import generality_pages  # noqa: E402
-from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_pages  # noqa: E402
+from chipdse.reports.style import (  # noqa: E402
+    PAGE,
+    ROLE_STYLE,
+    caption,
+    fmt,
+    glossary_pages,
+    table_page,
+    text_pages,
+)
 from chipdse.studies.hydra.artifacts import (  # noqa: E402
     FIDELITY_THRESHOLDS,
     ExploreResult,
@@ -228,7 +236,8 @@ def _pareto_panel(ax: plt.Axes, df: Any, st: Any, front: Any) -> None:
     distinct = len(front.drop_duplicates(["ttft_s", "throughput_tps"]))
     ax.plot(front["ttft_s"], front["throughput_tps"], "o-", c="#1f77b4", ms=4, zorder=3,
             label=f"Pareto front ({len(front)} points, {distinct} distinct)")
-    for role, marker, colour, size, z in (("M_T", "D", "#2ca02c", 90, 4), ("B*", "*", "#d62728", 260, 5)):
+    for role, z in (("M_T", 4), ("B*", 5)):
+        marker, colour, size = ROLE_STYLE[role]
         sel = df[df["role"].str.contains(role, regex=False)]
         if not sel.empty:
             row = sel.iloc[0]

@@ -11,6 +11,9 @@ import numpy as np
 from matplotlib.backends.backend_pdf import PdfPages
 
 PAGE = (11.0, 8.5)
+
+ROLE_STYLE = {"B*": ("*", "#d62728", 260), "M_T": ("D", "#2ca02c", 90)}
+"""Marker, colour and size of each finalist on every plot that marks it (B* a red star, M_T a green diamond)."""
 """US letter, landscape, inches."""
 
 
