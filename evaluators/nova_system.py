@@ -71,6 +71,7 @@ from chipdse.core.models import (
     kv_cache_bytes_per_token,
 )
 from chipdse.core.specs import NovaScenario
+from chipdse.evaluators.energy import load_energy_table
 from chipdse.evaluators.gpu import H100_FLOPS
 from chipdse.evaluators.nmp import (
     NOVA_DENSITY,
@@ -88,7 +89,7 @@ from chipdse.evaluators.nmp import (
     tier2_throughput_flops,
     tier_throughput_flops,
 )
-from chipdse.evaluators.nova_energy import PARTS, NovaEnergy, nova_energy
+from chipdse.evaluators.nova_energy import PARTS, NovaEnergy, nova_energy, nova_energy_from
 from chipdse.evaluators.nova_model import BYTES, LayerWork, NovaModel
 
 OPS = ("gqa", "ssm", "moe")
@@ -1141,4 +1142,7 @@ def scenario_system(spec: NovaScenario) -> NovaSystem:
     times, us -> s, expert routing), for the NOVA study and the registry's expert-split builder."""
     s = spec.system
     gpu = GpuEfficiency(s.gpu_efficiency, s.gpu_attention_efficiency, s.gpu_expert_efficiency, s.gpu_ssm_efficiency)
-    return replace(SYSTEM, gpu=gpu, sync_s=s.sync_us * 1e-6, allreduce_s=s.allreduce_us * 1e-6, routing=s.routing)
+    energy = (nova_energy_from(load_energy_table("common", "nova").with_values(spec.energy.table))
+              if spec.energy.table else None)
+    return replace(SYSTEM, gpu=gpu, sync_s=s.sync_us * 1e-6, allreduce_s=s.allreduce_us * 1e-6, routing=s.routing,
+                   energy=energy)

@@ -42,6 +42,7 @@ common.yaml for every constant and its source.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from chipdse.evaluators.energy import PJ, EnergyBreakdown, EnergyTable, load_energy_table
@@ -136,6 +137,12 @@ def design_pes(design: Design, t: NmpTemplate) -> int:
     return t.cores * max(r * c for r, c in design.shapes)
 
 
+def snake_table(overrides: Mapping[str, float] | None = None, source: str = "energy.table") -> EnergyTable:
+    """The SNAKE study's energy constants: ``instances/energy/common.yaml`` and ``snake.yaml``, with a scenario's
+    ``energy.table`` ``overrides`` (key -> value in the entry's unit; SpecError naming ``source`` for a bad one)."""
+    return load_energy_table("common", "snake").with_values(overrides or {}, source)
+
+
 def energy_model(t: NmpTemplate, table: EnergyTable | None = None) -> SnakeEnergy:
     """Per-action energies of the module table, derived at ``t`` from the SNAKE and common energy constants.
 
@@ -157,7 +164,7 @@ def energy_model(t: NmpTemplate, table: EnergyTable | None = None) -> SnakeEnerg
     chipdse.core.errors.SpecError
         A missing or malformed energy constant (:func:`evaluators.energy.load_energy_table`).
     """
-    tab = table or load_energy_table("common", "snake")
+    tab = table or snake_table()
     f = SNAKE_FREQ_HZ
     pes = design_pes(SNAKE, t)
     sram_bit = tab.get("sram_read", SNAKE_NODE_NM) * PJ

@@ -43,7 +43,6 @@ from chipdse.studies.hydra.artifacts import (  # noqa: E402
     FinalistResult,
     LayoutKind,
 )
-from chipdse.studies.hydra.report_data import STAGE_WORDS  # noqa: E402
 
 
 def best_exact(solutions: list[Solution]) -> Solution | None:
@@ -137,6 +136,11 @@ def _num(v: float | None, spec: str) -> str:
 
 SCORE_WORDS = {"throughput-ttft": "throughput / TTFT", "energy": "tokens per joule"}
 """B*'s score in words, by pick rule."""
+
+
+STAGE_WORDS = {"simulator": "simulated on the exact layouts", "estimator": "the estimator on the exact layouts",
+               "screen": "the sweep screen"}
+"""Where page 1's B*-against-M_T numbers come from (``deciding.b_vs_m.stage``), in words."""
 
 
 def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:

@@ -153,6 +153,31 @@ def test_set_bad_path_or_value_is_one_line(tmp_path: Path, command: str, option:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("scenario", "key", "value"), [("snake-stratum.yaml", "gpu_h100_flop", 1.42),
+                                                        ("nova-nemotron3-nano.yaml", "hbm4_static", 9.0)])
+def test_set_energy_table_on_a_study_scenario(scenario: str, key: str, value: float) -> None:
+    """``chipdse params snake|nova`` lists energy.table.* rows: ``--set`` reaches them (the study reads the
+    changed constant and no other), and an unknown key is one --set line."""
+    from chipdse.evaluators.nova_system import scenario_system
+    from chipdse.evaluators.snake_energy import snake_table
+
+    path = instances_dir() / "scenarios" / scenario
+    sc = load(path, parse_overrides([f"energy.table.{key}={value}"]))
+    assert sc.spec.energy.table == {key: value}  # type: ignore[union-attr]
+    if scenario.startswith("snake"):
+        table, plain = snake_table(sc.spec.energy.table), snake_table()  # type: ignore[union-attr]
+        assert table.get(key) == value
+        assert {k: c.value for k, c in table.constants.items() if k != key} == \
+            {k: c.value for k, c in plain.constants.items() if k != key}
+    else:  # hbm4_static is a conventional HBM4 cube's background power (W), nothing else
+        changed, plain_sys = scenario_system(sc.spec), scenario_system(load(path).spec)  # type: ignore[arg-type]
+        assert changed.energy_model.cube_static_W == value != plain_sys.energy_model.cube_static_W
+        assert changed.energy_model.gpu_static_W == plain_sys.energy_model.gpu_static_W
+    with pytest.raises(SpecError) as info:
+        load(path, parse_overrides(["energy.table.nokey=1"]))
+    assert info.value.source == "--set" and "a key of" in str(info.value)
+
+
 def test_set_file_paths_refused_on_a_study_scenario() -> None:
     snake = instances_dir() / "scenarios" / "snake-stratum.yaml"
     with pytest.raises(SpecError, match="HYDRA scenario"):

@@ -182,11 +182,16 @@ def caused_by(overrides: Sequence[Override], target: str, exc: SpecError) -> Spe
     """Re-state a validation error of a file that ``overrides`` changed as the ``--set`` that caused it.
 
     Returns ``exc`` unchanged when no override reaches ``target``; otherwise a SpecError with source ``--set``,
-    the options as field, and the file's own message (file and field) as what was expected.
+    the options as field, and the file's own message (file and field) as what was expected. When the error's
+    field lies on the path of some of the overrides (or theirs on its), only those are named.
     """
-    mine = [ov.text for ov in overrides if ov.target == target]
+    mine = [ov for ov in overrides if ov.target == target]
     if not mine:
         return exc
+    field = exc.field.replace("[", ".").replace("]", "")
+    hit = [ov for ov in mine if field and (ov.inner == field or ov.inner.startswith(field + ".")
+                                           or field.startswith(ov.inner + "."))]
+    mine = [ov.text for ov in (hit or mine)]
     where = f"{exc.source}: {exc.field}" if exc.field else exc.source
     return SpecError(SOURCE, " ".join(mine), f"{exc.expected} (as {where})")
 

@@ -135,6 +135,13 @@ def load(path: Path | None = None, overrides: tuple[Override, ...] = ()) -> AnyS
     if outside:
         raise SpecError("--set", " ".join(outside), f"a field of this kind: {spec.kind} scenario (library., "
                         "package. and workload. paths reach the files a HYDRA scenario names)")
+    try:
+        _check_study_energy_keys(path, spec)
+    except SpecError as exc:  # a key an override named: say so
+        hit = [ov.text for ov in overrides if ov.inner == exc.field]
+        if hit:
+            raise SpecError("--set", " ".join(hit), f"{exc.expected} (as {exc.source}: {exc.field})") from None
+        raise
     files: dict[str, Path] = {}
     for where, ref in spec.card_refs():
         try:
@@ -232,6 +239,19 @@ def _check_table_keys(path: Path, spec: Scenario) -> None:
             if key not in known:
                 msg = f"a key of {file} ({', '.join(sorted(known))}), got {key!r}"
                 raise SpecError(str(path), f"{fld}.{key}", msg)
+
+
+def _check_study_energy_keys(path: Path, spec: SnakeScenario | NovaScenario) -> None:
+    """Every key of a SNAKE / NOVA scenario's ``energy.table`` names a constant of ``instances/energy/common.yaml``
+    or of the study's own file (``snake.yaml``, ``nova.yaml``); SpecError naming the field otherwise."""
+    if not spec.energy.table:
+        return
+    files = [instances_dir() / "energy" / f"{n}.yaml" for n in ("common", spec.kind)]
+    known = {k for f in files for k in read_yaml(f)}
+    for key in spec.energy.table:
+        if key not in known:
+            msg = f"a key of {' or '.join(str(f) for f in files)} ({', '.join(sorted(known))}), got {key!r}"
+            raise SpecError(str(path), f"energy.table.{key}", msg)
 
 
 def _check_core_area(path: Path, spec: Scenario, lib_path: Path, library: ChipletLibrary,

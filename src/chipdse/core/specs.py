@@ -648,6 +648,15 @@ class _StudyLimits(_Spec):
                                            "work_limit + 30 s; at most 86,400).")
 
 
+class StudyEnergy(_Spec):
+    """Energy constants of a SNAKE or NOVA scenario (``energy.table``; ``--set energy.table.KEY=VALUE``)."""
+
+    table: dict[str, Annotated[float, Field(ge=0, le=1e6)]] = Field(default_factory=dict, description=(
+        "Energy constants replacing instances/energy/common.yaml's and the study's own file's (snake.yaml, "
+        "nova.yaml), by key, in the entry's unit; the names and ranges are chipdse params snake / nova's "
+        "energy.table.* rows."))
+
+
 class SnakeScenario(_StudyLimits):
     """A SNAKE study scenario (``kind: snake``)."""
 
@@ -677,6 +686,9 @@ class SnakeScenario(_StudyLimits):
         [16.0, 32.0, 64.0, 160.0, 320.0, 640.0], min_length=1, max_length=MAX_LIST, json_schema_extra=UNIQUE,
         description="Inter-PU link bandwidths the link page sweeps, GB/s, each at most 100,000 (the paper states "
         "none).")
+
+    energy: StudyEnergy = Field(StudyEnergy(), description="Energy constants replacing the bundled ones "
+                                "(energy.table: key -> value in the entry's unit).")
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""
@@ -776,6 +788,9 @@ class NovaScenario(_StudyLimits):
                                    "efficiencies, routing, synchronization in us, in-die TFLOP/s and TB/s.")
     experts: ExpertTableSpec = Field(ExpertTableSpec(), description="The expert-split comparison (NOVA Fig. 16): "
                                      "batch, top-k, expert counts, routing, expert bytes.")
+
+    energy: StudyEnergy = Field(StudyEnergy(), description="Energy constants replacing the bundled ones "
+                                "(energy.table: key -> value in the entry's unit).")
 
     def card_refs(self) -> list[tuple[str, str]]:
         """Every model card the scenario names, as (field, bundled key or path)."""

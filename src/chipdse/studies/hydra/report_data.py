@@ -146,11 +146,6 @@ def energy_summary(sc: LoadedScenario, table: DesignTable, finalists: list[Final
     }
 
 
-STAGE_WORDS = {"simulator": "simulated on the exact layouts", "estimator": "the estimator on the exact layouts",
-               "screen": "the sweep screen"}
-"""Where page 1's B*-against-M_T numbers come from, in words (:func:`deciding_numbers`)."""
-
-
 def deciding_numbers(table: DesignTable, comparison: list[dict[str, Any]], finalists: list[FinalistResult],
                      thermal: list[ThermalFinalist]) -> dict[str, Any]:
     """The numbers page 1 argues on, each from the most faithful stage that has it (issue 32).

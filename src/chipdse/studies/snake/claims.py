@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from chipdse.core.params import fitted_claims, load_register
-from chipdse.evaluators.energy import PJ, load_energy_table
+from chipdse.evaluators.energy import PJ
 from chipdse.evaluators.snake import SA_8X288, SA_48X48, Design, decode_gemms, load_card
-from chipdse.evaluators.snake_energy import LOGIC_PARTS, PEAK_PARTS, energy_model
+from chipdse.evaluators.snake_energy import LOGIC_PARTS, PEAK_PARTS, energy_model, snake_table
 from chipdse.evaluators.snake_pu import decode_step_s, nmp_template
 from chipdse.evaluators.snake_serving import GPU
 from chipdse.studies.claims import Claim, ClaimTable, claim_rows
@@ -212,7 +212,7 @@ def _energy_measures(study: SnakeStudy) -> tuple[dict[str, float | None], dict[s
     gpu = en[en["design"] == GPU].set_index(key)
     logic_only = (gpu["total_J"] / snake_logic).groupby("model").mean().mean()
     dram_bits = ours.set_index(key)["dram_J"] / em.dram_bit_J
-    column_pj = em.dram_bit_J / PJ - load_energy_table("common", "snake").get("stratum_dram_column")  # held part
+    column_pj = em.dram_bit_J / PJ - snake_table(study.spec.energy.table).get("stratum_dram_column")  # held part
     ys = [float((gpu["total_J"] / (snake_logic + dram_bits * (column_pj + x) * PJ)).groupby("model").mean().mean())
           for x in DRAM_COLUMN_SWEEP_PJ]
     notes["energy_gpu"] = (f"over SNAKE's logic die alone {logic_only:.1f}x; " + _sweep_note(

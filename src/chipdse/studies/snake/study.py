@@ -29,6 +29,7 @@ from chipdse.evaluators.snake_energy import (
     gpu_step_energy,
     logic_J,
     peak_power_W,
+    snake_table,
     step_energy,
     step_power_W,
 )
@@ -308,7 +309,7 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     shapes = pd.DataFrame()
     progress("SNAKE: decode speedups and modes", 0.0)
     with stages.stage("decode_s"):
-        em = energy_model(t)
+        em = energy_model(t, snake_table(spec.energy.table, f"{sc.path}: energy.table"))
         sp, md, slow, energy = decode_tables(spec, t, em)
         power = power_table(t, em, energy)
         if not md.empty:
