@@ -191,9 +191,9 @@ def caused_by(overrides: Sequence[Override], target: str, exc: SpecError) -> Spe
     field = exc.field.replace("[", ".").replace("]", "")
     hit = [ov for ov in mine if field and (ov.inner == field or ov.inner.startswith(field + ".")
                                            or field.startswith(ov.inner + "."))]
-    mine = [ov.text for ov in (hit or mine)]
+    named = [ov.text for ov in (hit or mine)]
     where = f"{exc.source}: {exc.field}" if exc.field else exc.source
-    return SpecError(SOURCE, " ".join(mine), f"{exc.expected} (as {where})")
+    return SpecError(SOURCE, " ".join(named), f"{exc.expected} (as {where})")
 
 
 def as_record(overrides: Sequence[Override]) -> dict[str, Any]:
