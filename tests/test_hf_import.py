@@ -202,7 +202,7 @@ def test_published_count_more_than_5pct_off_is_a_warning_line(tmp_path: Path) ->
     # 4096 / 30 heads is no whole head size: the config must give head_dim (not "attention_head_dim ... none")
     (json.dumps({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 4096, "vocab_size": 10,
                  "num_attention_heads": 30, "num_key_value_heads": 10, "intermediate_size": 64}),
-     "head_dim: a value: hidden_size 4096 is not a multiple of num_attention_heads 30"),
+     "head_dim: a value (hidden_size 4096 is not a multiple of num_attention_heads 30"),
 ])
 def test_bad_config_is_one_line_exit_2_nothing_written(tmp_path: Path, text: str, needle: str) -> None:
     config, out = tmp_path / "config.json", tmp_path / "card.json"

@@ -493,7 +493,9 @@ def compare(
 ) -> None:
     """Run every method of one decision problem on a scenario's instance (HYDRA: its B* or M_T) and compare them.
 
-    Columns: method, exact, objective, bound, gap (own), gap to the best proven bound, status, wall time.
+    Columns: method, exact, objective, bound (the header names their unit), proven gap (the solve's own), over
+    bound (excess over the best proven bound of any method), status, ended by (the limit or event that ended the
+    solve), wall time; then why each method without a solution found none. Repeat --methods to pick several.
     """
     created: list[Path] = []
     csv_path: Path | None = None

@@ -86,8 +86,8 @@ def _attention(cfg: Config, qk_norm: bool = False, gate: bool = False) -> dict[s
     h, nh = cfg.size("hidden_size"), cfg.size("num_attention_heads")
     kv = cfg.size("num_key_value_heads", nh)
     if h % nh and cfg.get("head_dim") is None and cfg.get("attention_head_dim") is None:
-        raise SpecError(cfg.source, "head_dim", f"a value: hidden_size {h} is not a multiple of num_attention_heads "
-                        f"{nh}, so the head size cannot be derived (give head_dim), found none")
+        raise SpecError(cfg.source, "head_dim", f"a value (hidden_size {h} is not a multiple of num_attention_heads "
+                        f"{nh}, so the head size cannot be derived), found none")
     hd = cfg.size("head_dim", cfg.size("attention_head_dim", h // nh if h % nh == 0 else None))
     kind = "MHA" if kv == nh else ("MQA" if kv == 1 else "GQA")
     notes = [n for n, on in (("per-head q/k RMSNorm", qk_norm), ("sigmoid output gate", gate)) if on]
