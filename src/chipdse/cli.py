@@ -8,11 +8,17 @@ import json
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Annotated
+
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None  # type: ignore[assignment]
 
 import typer
 from rich.console import Console
@@ -295,19 +301,13 @@ class _LineLog:
     workers (a pool's workers count once their pool has shut down)."""
 
     def __init__(self) -> None:
-        import time
-
         self._clock = time.perf_counter
         self._t0, self._c0 = self._clock(), self._cpu_s()
         self._last = ""
 
     @staticmethod
     def _cpu_s() -> float:
-        try:
-            import resource
-        except ImportError:  # not on this platform: this process only
-            import time
-
+        if resource is None:  # not on this platform: this process only
             return time.process_time()
         own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
