@@ -3,10 +3,12 @@ kept stage is read back instead of run, every stage that runs is timed."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
+from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.runtime.store import Checkpoints, ResultsStore
 from chipdse.studies.pipeline import Context, Key, MissingArtifactError, Stage, Timings, run_stages
 
@@ -67,3 +69,26 @@ def test_a_kept_stage_is_read_back_not_run(tmp_path: Path) -> None:
         ctx = run_stages((stage, ADD), Context(a=3), checkpoints=again)
     assert runs == [1] and again.read == ["double"] and again.kept == [("double", "b = 6")]
     assert ctx.get(C) == 9
+
+
+def _burn(seconds: float) -> dict:
+    """Spin for ``seconds`` of this process's CPU time; return the CPU seconds it measured on itself."""
+    t0 = time.process_time()
+    x = 0
+    while time.process_time() - t0 < seconds:
+        x += 1
+    return {"cpu_s": time.process_time() - t0}
+
+
+def test_stage_cpu_counts_the_workers() -> None:
+    """A stage's ``cpu_s`` is the process tree's, not the main process's (issue 32): the CPU a pool worker measured
+    on itself (time.process_time in the worker) is in it, though the main process only waited."""
+    t = Timings()
+    with t.stage("sim_s"):
+        c0 = time.process_time()
+        out = run_jobs(_burn, [0.6, 0.6], backend=Backend.processes(2))
+        main_cpu_s = time.process_time() - c0
+    workers_cpu_s = sum(r["cpu_s"] for r in out)
+    assert workers_cpu_s >= 1.2
+    assert main_cpu_s < 0.5 * workers_cpu_s
+    assert t.cpu_s["sim_s"] >= workers_cpu_s

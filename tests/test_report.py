@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -274,3 +275,23 @@ def test_page_one_shows_every_finalists_simulated_numbers_or_not_simulated(hydra
     assert text.count("not simulated") == 0 or hydra.simulation is None
     assert bare.text(0).count("not simulated (simulation disabled)") == 2 * len(hydra.finalists)
     assert overlaps(bare) == []
+
+
+def test_one_quantity_has_one_value_across_pages(hydra_pages: Pages) -> None:
+    """CP+ET+DB's gain is printed on the ablation page, the claims page and the orderings page (issue 32 item 2: p15
+    said 1.54x on 8 of 8 valid, p18 1.38x on 7 of 8): the mean, best workload and TTFT change agree wherever they
+    appear."""
+    text = " ".join(" ".join(hydra_pages.text(k).split()) for k in range(len(hydra_pages.pages)))
+    abl = re.search(r"CP\+ET\+DB: throughput ([\d.]+)x \(([\d.]+)x-([\d.]+)x\), TTFT (-?[\d.]+)%", text)
+    assert abl is not None, "the ablation page's CP+ET+DB summary"
+    mean, _, best, ttft = abl.groups()
+    claims_best = re.search(r"CP\+ET\+DB over the static baseline: throughput, best workload: .*? this run ([\d.]+)x",
+                            text)
+    claims_ttft = re.search(r"CP\+ET\+DB over the static baseline: TTFT change, mean: .*? this run (-?[\d.]+)%", text)
+    claims_mean = re.search(r"CP\+ET\+DB over the static baseline: throughput, mean over workloads: .*? this run "
+                            r"([\d.]+)x", text)
+    ordering = re.search(r"CP\+ET\+DB beats the static baseline .*? this run ([\d.]+)x", text)
+    for found in (claims_best, claims_ttft, claims_mean, ordering):
+        assert found is not None
+    assert (claims_mean.group(1), claims_best.group(1), claims_ttft.group(1), ordering.group(1)) == (
+        mean, best, ttft, mean)
