@@ -242,6 +242,8 @@ def test_each_gap_has_one_definition_used_by_compare() -> None:
     assert excess(1.0, None) is None and excess(1.0, 0.0) is None
     assert str(excess(710.0, 710.0, "max")) == "0.0"  # equal is 0, never -0 (printed "-0%")
     assert relative_gap(120.0, 100.0) == pytest.approx(1 / 6)
+    # rounding is not a gap: 0.1 + 0.2 and 0.3 differ by 5.6e-17 in double precision, a relative 1.9e-16
+    assert 0.1 + 0.2 != 0.3 and relative_gap(0.1 + 0.2, 0.3) == 0.0 and excess(0.1 + 0.2, 0.3) == 0.0
     sols = [Solution("p", "milp", True, SolutionStatus.FEASIBLE, TerminationCondition.TIME_LIMIT, objective=120.0,
                      bound=100.0),
             Solution("p", "cpsat", True, SolutionStatus.FEASIBLE, TerminationCondition.TIME_LIMIT, objective=110.0,

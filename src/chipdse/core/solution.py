@@ -123,6 +123,16 @@ EXCESS_OVER_BOUND = ("excess over bound = (objective - best proven bound) / |bes
 ``gap_to_best_bound``."""
 
 
+FLOAT_NOISE = 1e-12
+"""Relative differences below this are rounding, not a gap (a few double-precision operations err by ~1e-15 each;
+the solvers' own optimality tolerances are 1e-9 and coarser): printed as 0, not e.g. "1.5e-14%"."""
+
+
+def _denoise(x: float) -> float:
+    """``x``, or 0.0 when ``|x| <`` :data:`FLOAT_NOISE` (never -0.0)."""
+    return 0.0 if abs(x) < FLOAT_NOISE else x + 0.0
+
+
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
     """The proven gap of one solve (:data:`PROVEN_GAP`).
 
@@ -135,11 +145,11 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     -------
     float or None
         |objective - bound| / max(|objective|, 1e-9) (a fraction, 0 = proven optimal), ``None`` if either is
-        missing.
+        missing; below :data:`FLOAT_NOISE` it is 0 (the two differ only by rounding).
     """
     if objective is None or bound is None:
         return None
-    return abs(objective - bound) / max(abs(objective), 1e-9)
+    return _denoise(abs(objective - bound) / max(abs(objective), 1e-9))
 
 
 def excess(objective: float | None, reference: float | None, sense: str = "min") -> float | None:
@@ -158,9 +168,9 @@ def excess(objective: float | None, reference: float | None, sense: str = "min")
     float or None
         (objective - reference) / |reference| for ``"min"``, (reference - objective) / |reference| for ``"max"``
         (a fraction; 0.25 = 25% worse; negative = better than the reference); ``None`` if either is missing or
-        the reference is 0.
+        the reference is 0; below :data:`FLOAT_NOISE` in magnitude it is 0.
     """
     if objective is None or reference is None or reference == 0:
         return None
     sign = 1.0 if sense == "min" else -1.0
-    return sign * (objective - reference) / abs(reference) + 0.0  # + 0.0: no -0.0 when equal
+    return _denoise(sign * (objective - reference) / abs(reference))
