@@ -18,7 +18,7 @@ from chipdse.core.solution import PROVEN_GAP  # noqa: E402
 from chipdse.evaluators.snake_energy import PEAK_PARTS  # noqa: E402
 from chipdse.evaluators.snake_pu import GROUPED, MODES  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
-from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
+from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_colour_on  # noqa: E402
 from chipdse.reports.summary_page import caveat_lines, solve_lines, summary_page  # noqa: E402
 from chipdse.studies.snake.artifacts import (  # noqa: E402
     PAPER_ENERGY,
@@ -337,7 +337,8 @@ def _hardware_page(pdf: PdfPages, s: SnakeStudy) -> None:
     for i in range(grid.shape[0]):
         for j in range(grid.shape[1]):
             txt = f"{grid.iloc[i, j]:.0f}" + ("" if feasible[i, j] else "\n(too big)")
-            ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w" if feasible[i, j] else "#555555",
+            colour = text_colour_on(im, grid.iloc[i, j]) if feasible[i, j] else "#555555"
+            ax.text(j, i, txt, ha="center", va="center", fontsize=7, color=colour,
                     fontweight="bold" if (i, j) == chosen else "normal")
     if chosen is not None:
         ax.add_patch(plt.Rectangle((chosen[1] - 0.5, chosen[0] - 0.5), 1, 1, fill=False, ec="red", lw=2.5))

@@ -31,6 +31,15 @@ def fmt(v: Any, digits: int = 4, spec: str | None = None) -> str:
     return str(v)
 
 
+def text_colour_on(image: Any, value: float) -> str:
+    """Black or white, whichever reads better on ``image``'s colour at ``value`` (an ``AxesImage`` from ``imshow``):
+    black where the colour's relative luminance (WCAG 2.x, sRGB) is above 0.179, the point of equal contrast with
+    both, so no number is drawn white on yellow."""
+    r, g, b = (((c / 12.92) if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+               for c in image.cmap(image.norm(value))[:3])
+    return "k" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 else "w"
+
+
 CAPTION_CHARS = 170
 """Characters per caption line (8 pt on the page width)."""
 LINE_H = 1.45 / 72 / PAGE[1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.backends.backend_pdf import PdfPages
 
-from chipdse.reports.style import PAGE, caption
+from chipdse.reports.style import PAGE, caption, text_colour_on
 from chipdse.studies.hydra.artifacts import ThermalFinalist, ThermalLayout
 
 SERVE_MAPPING = "lpt-greedy"
@@ -33,13 +33,12 @@ def _map_panel(fig: plt.Figure, ax: plt.Axes, lay: ThermalLayout, kind: str, tit
     ax.tick_params(labelsize=6, length=0)
     ax.set_xlabel("column", fontsize=7)
     ax.set_ylabel("row", fontsize=7)
-    mid = (float(data.max()) + float(data.min())) / 2
     for cell in range(rows * cols):
         r, c = divmod(cell, cols)
         v = float(data[r, c])
         text = f"{_short(lay.decision[cell])}\n{v:.0f} W" if kind == "power" and cell in lay.decision else (
             "empty" if kind == "power" else f"{v:.1f}")
-        ax.text(c, r, text, ha="center", va="center", fontsize=6, color="k" if v > mid else "w")
+        ax.text(c, r, text, ha="center", va="center", fontsize=6, color=text_colour_on(im, v))
     bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     bar.set_label("W per cell" if kind == "power" else "die temperature, degC", fontsize=7)
     bar.ax.tick_params(labelsize=6)

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -28,6 +30,7 @@ from chipdse.reports import nova_pages, pdf, snake_pages
 from chipdse.reports.files import COLUMNS_SUFFIX, MANIFEST_KEYS, write_pdf, write_report
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.registry import REPORTS
+from chipdse.reports.style import text_colour_on
 from chipdse.solvers.compare import comparison_rows
 from chipdse.studies.claims import fidelity_line
 from chipdse.studies.common import Settings
@@ -297,3 +300,14 @@ def test_one_quantity_has_one_value_across_pages(hydra_pages: Pages) -> None:
         assert found is not None
     assert (claims_mean.group(1), claims_best.group(1), claims_ttft.group(1), ordering.group(1)) == (
         mean, best, ttft, mean)
+
+
+def test_cell_numbers_are_dark_on_light_colours() -> None:
+    """The text colour on a heat map follows the cell's luminance (issue 32: white numbers on viridis_r's yellow):
+    viridis' ends are #fde725 (yellow, luminance 0.77) and #440154 (dark purple, 0.03)."""
+    fig, ax = plt.subplots()
+    im = ax.imshow(np.array([[0.0, 1.0]]), cmap="viridis_r")
+    assert (text_colour_on(im, 0.0), text_colour_on(im, 1.0)) == ("k", "w")
+    im = ax.imshow(np.array([[0.0, 1.0]]), cmap="inferno")  # the thermal maps: black to pale yellow
+    assert (text_colour_on(im, 0.0), text_colour_on(im, 1.0)) == ("w", "k")
+    plt.close(fig)
