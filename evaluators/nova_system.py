@@ -325,6 +325,9 @@ class NovaSystem:
     energy : NovaEnergy or None
         Energy per action by data path and static power (:mod:`chipdse.evaluators.nova_energy`); None reads
         ``instances/energy/common.yaml`` and ``nova.yaml`` (:attr:`energy_model`).
+    cube_nmp_budget_W : float
+        Near-memory dynamic power a cube may draw, W (default 62 W: SNAKE Sec. 6.2's allowable logic-die power of
+        a 3D-stacked NMP cube, HotSpot at 85 C; NOVA states no limit). :func:`e2e` marks runs above it.
     """
 
     gpu_flops: float = H100_FLOPS
@@ -337,6 +340,7 @@ class NovaSystem:
     allreduce_s: float = 5e-6
     routing: str = "skewed"
     energy: NovaEnergy | None = None
+    cube_nmp_budget_W: float = 62.0
 
     @property
     def energy_model(self) -> NovaEnergy:
@@ -970,22 +974,27 @@ def e2e(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: int,
     dict
         ``fits``, ``step_s`` (at the mean context), ``throughput_tps`` (batch / step), ``prefill_s``,
         ``e2e_s`` (prefill + ``l_out`` steps) and the step's parts (:func:`decode_step_s`, its energy included);
-        ``power_W`` (step energy / step time), ``decode_tokens_per_J`` (batch / step energy), ``prefill_J``,
+        ``power_W`` (step energy / step time), ``nmp_W_per_cube`` (the step's near-memory energy / step time /
+        cubes) and ``over_power_budget`` (it exceeds ``system.cube_nmp_budget_W``), ``decode_tokens_per_J``
+        (batch / step energy), ``prefill_J``,
         ``e2e_J`` (prefill + ``l_out`` steps), ``tokens_per_J`` (``batch x l_out`` / ``e2e_J``) and NOVA Fig. 13's
         breakdown of ``e2e_J``: ``e2e_gpu_prefill_J``, ``e2e_nmp_decode_J`` (near-memory activations, accesses
         and FLOPs), ``e2e_gpu_decode_J`` (GPU FLOPs and DRAM traffic, static power).
     """
     _check_run(batch, l_in, l_out)
     if not fits(model, design, batch, l_in + l_out, system):
-        return {"fits": False, "step_s": np.nan, "throughput_tps": np.nan, "prefill_s": np.nan, "e2e_s": np.nan,
+        return {"fits": False, "over_power_budget": False, "step_s": np.nan, "throughput_tps": np.nan,
+                "prefill_s": np.nan, "e2e_s": np.nan,
                 "energy_J": np.nan, "e2e_J": np.nan, "tokens_per_J": np.nan}
     step = decode_step_s(model, design, batch, l_in + l_out / 2.0, system, expert_splits)
     pre = prefill_s(model, batch, l_in, system)
     pre_J = prefill_energy_J(model, design, batch, l_in, system)
     nmp_J = sum(step[c] for c in NMP_PARTS)
     e2e_J = pre_J + l_out * step["energy_J"]
+    cube_W = nmp_J / step["step_s"] / system.all_cubes
     return {"fits": True, **step, "throughput_tps": batch / step["step_s"], "prefill_s": pre,
             "e2e_s": pre + l_out * step["step_s"], "power_W": step["energy_J"] / step["step_s"],
+            "nmp_W_per_cube": cube_W, "over_power_budget": bool(cube_W > system.cube_nmp_budget_W),
             "decode_tokens_per_J": batch / step["energy_J"], "prefill_J": pre_J, "e2e_J": e2e_J,
             "tokens_per_J": batch * l_out / e2e_J, "e2e_gpu_prefill_J": pre_J, "e2e_nmp_decode_J": l_out * nmp_J,
             "e2e_gpu_decode_J": l_out * (step["energy_J"] - nmp_J)}
@@ -1145,4 +1154,4 @@ def scenario_system(spec: NovaScenario) -> NovaSystem:
     energy = (nova_energy_from(load_energy_table("common", "nova").with_values(spec.energy.table))
               if spec.energy.table else None)
     return replace(SYSTEM, gpu=gpu, sync_s=s.sync_us * 1e-6, allreduce_s=s.allreduce_us * 1e-6, routing=s.routing,
-                   energy=energy)
+                   energy=energy, cube_nmp_budget_W=s.cube_nmp_budget_W)

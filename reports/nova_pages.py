@@ -87,6 +87,10 @@ def columns(s: NovaStudy) -> dict[str, tuple[str, str]]:
         "e_static_J": ("J", "one decode step's energy: static power of the GPUs and cubes over step_s"),
         "energy_J": ("J", "one decode step's energy (the six parts above)"),
         "power_W": ("W", "average power of a decode step: energy_J / step_s"),
+        "nmp_W_per_cube": ("W", "near-memory power per cube of a decode step: its activation, access and NMP FLOP "
+                           "energy / step_s / cubes"),
+        "over_power_budget": ("bool", "nmp_W_per_cube exceeds system.cube_nmp_budget_W (62 W: SNAKE Sec. 6.2's "
+                              "logic-die budget)"),
         "decode_tokens_per_J": ("tokens/J", "decode energy efficiency: batch / energy_J"),
         "prefill_J": ("J", "energy of the GPU prefill of the batch (static power included)"),
         "e2e_J": ("J", "energy of one static batch end to end: prefill_J + l_out x energy_J"),
@@ -100,28 +104,49 @@ def columns(s: NovaStudy) -> dict[str, tuple[str, str]]:
     }
 
 
+def static_distinct(designs: tuple[NovaDesign, ...]) -> tuple[list[str], str]:
+    """The names of ``designs`` without those equal to an earlier one but for the split they serve with (NOVA 1:9
+    is NOVA on a static batch), and the caption clause naming them ("" when none)."""
+    seen: dict[NovaDesign, str] = {}
+    dropped = []
+    for d in designs:
+        key = replace(d, name="", serving_split=None)
+        if key in seen:
+            dropped.append(f"{d.name} is {seen[key]} on a static batch (they differ only when served)")
+        else:
+            seen[key] = d.name
+    return list(seen.values()), "" if not dropped else " (" + "; ".join(dropped) + ")"
+
+
 def _throughput_page(pdf: PdfPages, s: NovaStudy) -> None:
     l_in, l_out = s.spec.lengths[len(s.spec.lengths) // 2]
     d = s.runs[(s.runs["l_in"] == l_in) & (s.runs["l_out"] == l_out)]
     groups = list(d.groupby(["model", "batch"]).groups)
+    names, same = static_distinct(DESIGNS)
     fig, ax = plt.subplots(figsize=PAGE)
     fig.subplots_adjust(bottom=0.3, top=0.9)
-    w = 0.8 / len(NAMES)
+    w = 0.8 / len(names)
     x = np.arange(len(groups))
-    for k, name in enumerate(NAMES):
-        vals = [float(d[(d["model"] == m) & (d["batch"] == b) & (d["design"] == name)]["throughput_tps"].iloc[0])
-                for m, b in groups]
-        ax.bar(x + k * w, np.nan_to_num(vals), w, label=name)
+    over_any = False
+    for k, name in enumerate(names):
+        rows = [d[(d["model"] == m) & (d["batch"] == b) & (d["design"] == name)].iloc[0] for m, b in groups]
+        over = [bool(r.get("over_power_budget", False)) for r in rows]
+        over_any |= any(over)
+        ax.bar(x + k * w, np.nan_to_num([float(r["throughput_tps"]) for r in rows]), w, label=name,
+               hatch=["////" if o else "" for o in over], edgecolor=["k" if o else "none" for o in over], lw=0.4)
     for xi, (m, b) in zip(x, groups, strict=True):
-        oom = [n for n in NAMES if not bool(d[(d["model"] == m) & (d["batch"] == b) & (d["design"] == n)]["fits"]
+        oom = [n for n in names if not bool(d[(d["model"] == m) & (d["batch"] == b) & (d["design"] == n)]["fits"]
                                            .iloc[0])]
         if oom:
-            ax.text(xi + w * (len(NAMES) - 1) / 2, ax.get_ylim()[1] * 0.02, "OoM:\n" + "\n".join(oom),
+            ax.text(xi + w * (len(names) - 1) / 2, ax.get_ylim()[1] * 0.02, "OoM:\n" + "\n".join(oom),
                     ha="center", va="bottom", fontsize=6)
     gpus = {m: int(d[d["model"] == m]["gpus"].iloc[0]) for m, _ in groups}
-    ax.set_xticks(x + w * (len(NAMES) - 1) / 2, [f"{SHORT.get(m, m)}\nB={b}{f', {gpus[m]} GPUs' if gpus[m] > 1 else ''}"
+    ax.set_xticks(x + w * (len(names) - 1) / 2, [f"{SHORT.get(m, m)}\nB={b}{f', {gpus[m]} GPUs' if gpus[m] > 1 else ''}"
                                                   for m, b in groups], fontsize=7)
     ax.set_ylabel("decode throughput, tokens/s")
+    if over_any:
+        ax.bar([np.nan], [np.nan], color="white", edgecolor="k", hatch="////", lw=0.4,
+               label=f"over {s.spec.system.cube_nmp_budget_W:g} W/cube NMP budget")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     sm = _summaries(s).numbers
@@ -133,7 +158,9 @@ def _throughput_page(pdf: PdfPages, s: NovaStudy) -> None:
             f"{fmt(tx, spec='.2f')}x decoding throughput, {fmt(None if red is None else 100 * red, spec='.1f')}% "
             f"lower E2E latency (paper: {PAPER['throughput_x']}x, {100 * PAPER['e2e_reduction']:.1f}%); one static "
             f"batch's decode step: {fmt(sm['nova_vs_gpu_decode_x'], spec='.2f')}x, with the exact expert split "
-            f"{fmt(exact.get('throughput_x'), spec='.2f')}x. Bars: one static batch. OoM: weights, KV cache and SSM "
+            f"{fmt(exact.get('throughput_x'), spec='.2f')}x. Bars: one static batch{same}; hatched: the decode step "
+            f"draws more than {s.spec.system.cube_nmp_budget_W:g} W of near-memory power per cube "
+            "(system.cube_nmp_budget_W). OoM: weights, KV cache and SSM "
             "state exceed the cubes (five 36 GB HBM4 cubes per H100; NOVA's 2.09x-density cubes hold 75 GB). Expert "
             f"routing: {s.spec.system.routing}.", y=0.03)
     pdf.savefig(fig)
@@ -208,8 +235,9 @@ def _routing_page(pdf: PdfPages, s: NovaStudy) -> None:
 def _energy_rows(energy: pd.DataFrame) -> list[list[str]]:
     """The energy table's rows (the study's :attr:`NovaSummaries.energy` or ``ablation_energy``)."""
     return [[SHORT.get(r["model"], r["model"]), r["design"], f"{r['tokens_per_J']:.1f}", fmt(r["x_gpu"], spec=".2f"),
-             f"{r['power_W']:.0f}", *(f"{r[c]:.0f}%" for c in ("share_e2e_gpu_prefill_J", "share_e2e_nmp_decode_J",
-                                                               "share_e2e_gpu_decode_J"))]
+             f"{r['power_W']:.0f}", fmt(r["nmp_W_per_cube_max"], spec=".0f"), f"{r['over_budget']} of {r['runs']}",
+             *(f"{r[c]:.0f}%" for c in ("share_e2e_gpu_prefill_J", "share_e2e_nmp_decode_J",
+                                        "share_e2e_gpu_decode_J"))]
             for r in energy.to_dict("records")]
 
 
@@ -220,9 +248,12 @@ ENERGY_NOTE = (
     "instances/energy (common.yaml, nova.yaml): GPU 3.9 pJ/bit HBM + an assumed 2 pJ/bit on-chip path, 0.71 pJ/FLOP, "
     "70 W idle; Tier-1 all-bank reads activate 8x the rows per bit of Tier-2, in-die 256-bit PIM 8x more, "
     "first-tier experts once per routed token. NOVA energy-first picks each operator's mode for the least energy "
-    "(Sec. VI-E). Paper: NOVA 5x over the GPU (7.5x on the hybrids, 2.4x on Qwen3, where Duplex reaches 6.7x). "
-    "runs.csv has every run's energy parts.")
-ENERGY_HEAD = ["model", "design", "tokens/J", "x GPU", "decode W", "GPU prefill", "NMP decode", "GPU decode"]
+    "(Sec. VI-E). NMP W/cube: the decode step's near-memory power per cube, largest over the runs; over budget: "
+    "runs above system.cube_nmp_budget_W (default 62 W, SNAKE Sec. 6.2's logic-die budget; NOVA states none). Paper: "
+    "NOVA 5x over the GPU (7.5x on the hybrids, 2.4x on Qwen3, where Duplex reaches 6.7x). runs.csv has every run's "
+    "energy parts.")
+ENERGY_HEAD = ["model", "design", "tokens/J", "x GPU", "decode W", "NMP W/cube\n(max)", "over\nbudget",
+               "GPU prefill", "NMP decode", "GPU decode"]
 
 
 def _energy_pages(pdf: PdfPages, s: NovaStudy) -> None:
@@ -309,6 +340,29 @@ def _ranked(values: dict[str, float]) -> list[tuple[str, float]]:
     return [(" = ".join(names), v) for v, names in sorted(out.items(), reverse=True)]
 
 
+def power_lines(numbers: dict[str, Any], served_x: dict[str, float]) -> list[str]:
+    """Page 1's power-budget check: per design the runs whose decode step draws more near-memory power per cube
+    than ``system.cube_nmp_budget_W`` and the served decode gain over the runs within it (``numbers``:
+    :attr:`NovaSummaries.numbers`; ``served_x``: each design's gain over all runs)."""
+    budget, power = numbers["cube_nmp_budget_W"], numbers["power_budget"]
+    over = {d: p for d, p in power.items() if d in served_x and p["over_budget"]}
+    lines = [f"## Power budget ({budget:g} W of near-memory power per cube: SNAKE Sec. 6.2's logic-die budget; NOVA "
+             "states none)"]
+    if not over:
+        return [*lines, "    every design's decode steps stay within it."]
+    for d, p in sorted(over.items(), key=lambda kv: -served_x[kv[0]]):
+        within, rest = p["serve_decode_x_within"], p["runs"] - p["over_budget"]
+        lines.append(f"    {d}: {p['over_budget']} of {p['runs']} runs over it; "
+                     + (f"{within:.2f}x the GPU's served decode throughput over the other {rest}"
+                        f" (all runs: {served_x[d]:.2f}x)." if within is not None else "no run within it."))
+    ok = _ranked({d: v for d, v in served_x.items() if d not in over})
+    if ok:
+        lines.append(f"    Within the budget on every run: {ok[0][0]} leads at {ok[0][1]:.2f}x. The headline above "
+                     "counts every run, as the paper does; the NMP energies behind this check are assumptions "
+                     "(chipdse params nova).")
+    return lines
+
+
 def summary_lines(s: NovaStudy) -> list[str]:
     """Page 1: the design with the largest served decode gain over the GPU and the runner-up's margin
     (:attr:`NovaSummaries.numbers` ``per_design``), their energy efficiency and power (:attr:`NovaSummaries.energy`,
@@ -339,8 +393,8 @@ def summary_lines(s: NovaStudy) -> list[str]:
             lines += ["## Energy and power (E2E, static batch, mean over models)",
                       f"    {best}: {en.loc[lead, 'x_gpu']:.2f}x the GPU's tokens/J at {en.loc[lead, 'power_W']:.0f} W "
                       f"(GPU {en.loc['GPU', 'power_W']:.0f} W). Most tokens/J: {top} {en.loc[top, 'x_gpu']:.2f}x at "
-                      f"{en.loc[top, 'power_W']:.0f} W. Highest power: {hot} {en.loc[hot, 'power_W']:.0f} W. No "
-                      "power limit is set for the NOVA designs, so none is checked."]
+                      f"{en.loc[top, 'power_W']:.0f} W. Highest power: {hot} {en.loc[hot, 'power_W']:.0f} W."]
+        lines += power_lines(sm.numbers, per)
     lines += ["## Exact solves", *solve_lines(s.solves())]
     return lines + caveat_lines("nova", s.claims.rows if s.claims is not None else None)
 

@@ -178,6 +178,19 @@ def test_set_energy_table_on_a_study_scenario(scenario: str, key: str, value: fl
     assert info.value.source == "--set" and "a key of" in str(info.value)
 
 
+def test_set_cube_power_budget_reaches_the_nova_system() -> None:
+    """``--set system.cube_nmp_budget_W=1000`` reaches the NOVA system (the default is SNAKE Sec. 6.2's 62 W);
+    a negative budget is refused as a --set error naming the field."""
+    from chipdse.evaluators.nova_system import scenario_system
+
+    path = instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml"
+    assert scenario_system(load(path).spec).cube_nmp_budget_W == 62.0  # type: ignore[arg-type]
+    sc = load(path, parse_overrides(["system.cube_nmp_budget_W=1000"]))
+    assert scenario_system(sc.spec).cube_nmp_budget_W == 1000.0  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match="cube_nmp_budget_W"):
+        load(path, parse_overrides(["system.cube_nmp_budget_W=-5"]))
+
+
 def test_set_file_paths_refused_on_a_study_scenario() -> None:
     snake = instances_dir() / "scenarios" / "snake-stratum.yaml"
     with pytest.raises(SpecError, match="HYDRA scenario"):

@@ -737,6 +737,11 @@ class NovaSystemSpec(_Spec):
         "constrained bank-level scale; at most 1e4)."))
     serving_requests: int = Field(0, ge=0, le=100_000, description=(
         "Requests of the continuous-batching stream served per run (0: twice the batch)."))
+    cube_nmp_budget_W: PositiveFloat = Field(62.0, le=1e4, description=(
+        "Near-memory power budget per cube, W: the dynamic power of a cube's near-memory processing (row "
+        "activations, column accesses and TSV/base-die wires, NMP FLOPs) a run may draw; runs above it are marked "
+        "over budget and left out of the within-budget headline (62 W: SNAKE Sec. 6.2's HotSpot-derived logic-die "
+        "budget of a 3D-stacked NMP cube at 85 C; at most 1e4)."))
 
 
 class ExpertTableSpec(_Spec):
