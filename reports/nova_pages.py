@@ -350,9 +350,13 @@ def power_lines(numbers: dict[str, Any], served_x: dict[str, float]) -> list[str
              "states none)"]
     if not over:
         return [*lines, "    every design's decode steps stay within it."]
+    same: dict[tuple[Any, ...], list[str]] = {}  # designs with the same line are printed once ("NOVA = NOVA k*")
     for d, p in sorted(over.items(), key=lambda kv: -served_x[kv[0]]):
+        same.setdefault((p["runs"], p["over_budget"], p["serve_decode_x_within"], round(served_x[d], 9)), []).append(d)
+    for names in same.values():
+        d, p = names[0], over[names[0]]
         within, rest = p["serve_decode_x_within"], p["runs"] - p["over_budget"]
-        lines.append(f"    {d}: {p['over_budget']} of {p['runs']} runs over it; "
+        lines.append(f"    {' = '.join(names)}: {p['over_budget']} of {p['runs']} runs over it; "
                      + (f"{within:.2f}x the GPU's served decode throughput over the other {rest}"
                         f" (all runs: {served_x[d]:.2f}x)." if within is not None else "no run within it."))
     ok = _ranked({d: v for d, v in served_x.items() if d not in over})

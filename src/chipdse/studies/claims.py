@@ -187,11 +187,14 @@ def fidelity(rows: list[ClaimRow], tolerance: float = TOLERANCE) -> dict[str, in
 
 
 def fidelity_line(rows: list[ClaimRow], tolerance: float = TOLERANCE) -> str:
-    """:func:`fidelity` in words, the claims page's first line."""
+    """:func:`fidelity` in words, the claims page's first line (the orderings clause only where the study has
+    ordering rows: NOVA scores its orderings as shares of runs, "0 of 0" says nothing)."""
     f = fidelity(rows, tolerance)
+    order = (f"; {f['orderings_hold']} of {f['orderings']} of the paper's orderings hold in this run"
+             if f["orderings"] else "")
     return (f"Fidelity: {f['within']} of {f['predicted']} predicted numbers within {tolerance:.0%} of the paper "
-            f"(not counted: {f['calibrated']} calibrated, {f['input']} inputs, {f['construction']} by construction); "
-            f"{f['orderings_hold']} of {f['orderings']} of the paper's orderings hold in this run.")
+            f"(not counted: {f['calibrated']} calibrated, {f['input']} inputs, {f['construction']} by construction)"
+            f"{order}.")
 
 
 def render_text(rows: list[ClaimRow], paper: str = "HYDRA") -> str:
