@@ -512,5 +512,6 @@ def _glossary_pages(pdf: PdfPages, r: ExploreResult) -> None:
               f"    Gaps: {PROVEN_GAP}.",
               f"    {EXCESS_OVER_BEST}.",
               f"    {EXCESS_OVER_BOUND}.",
-              "    Ended by: the limit or event that ended a solve (optimal, time limit, heuristic done, ...)."]
+              "    Ended by: the limit or event that ended a solve (optimal, time limit, heuristic done, ...).",
+              f"    {sim_pages.LINK_LOAD_TERMS}"]
     glossary_pages(pdf, lines, CSV[0], columns(r))

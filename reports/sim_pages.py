@@ -117,7 +117,7 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
                     f"{key} placement: busiest link {mx:.0%}, mean {np.mean(list(u['links'].values())):.0%}",
                     (placements or {}).get(key))
     fig.colorbar(ScalarMappable(norm, plt.get_cmap("inferno_r")), ax=fig.axes[:2], shrink=0.7,
-                 label="link busy fraction")
+                 label="link busy fraction (simulated)")
     ax = fig.add_subplot(gs[1, :])
     for k, (key, colour) in enumerate((("round-robin", "#ff7f0e"), ("exact", "#1f77b4"))):
         # chiplets by type, busiest first within a type: both placements hold the same type multiset
@@ -136,7 +136,9 @@ def noi_page(pdf: PdfPages, study: SimulationStudy, rows: int, cols: int, b_star
              "ablation's 'baseline' and 'CP' runs); only the placement differs. Each directed link is drawn on "
              "its side of the mesh edge. Chiplet bars: by type, busiest first within a type (the cells differ "
              "between placements). The exact placement minimizes hop-weighted volume (Eq. 2), not the busiest "
-             "link; chipdse's max-link-load objective (formulations/link_load.py) targets that.")
+             "link; chipdse's max-link-load objective (formulations/link_load.py) targets that. Link colours: the "
+             "simulator's busy share of the window at the ablation's offered load, not the layout page's modelled "
+             "busiest link GB/s (about 6x lower on the default B*; glossary: link load).")
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -308,6 +310,18 @@ def fit_cells(fig: plt.Figure, table: Table, pad_px: float = CELL_PAD_PX) -> Non
         cell.set_height(cell.get_height() * grow[row])
 
 
+LINK_LOAD_TERMS = (
+    "Link load, two measures: 'busiest link GB/s' (layout page) is the placement model's traffic "
+    "(formulations/link_load.py): each chiplet pair's bytes/s at the design's estimated capacity with full batches, "
+    "half each way along the XY routes, the quantity the min max-link placement minimizes. 'Link busy fraction' (NoI "
+    "page) is the simulator's: the share of the window a directed link carried bytes, every stage's HBM reads "
+    "streamed one way from the stacks, at the offered load with the batches the batcher forms. Measured on the "
+    "default B* (benchmarks/bench_link_load.py): the simulated busiest link carries about 6x the model's, the "
+    "simulator reading 5.4x the model's HBM bytes per output token at 90% load and 1.9x when saturated (full "
+    "batches); the two rank layouts differently and are not interchangeable.")
+"""The glossary's definition of the two link-load measures (issue 32 item 2), cited by both pages."""
+
+
 def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: float | None = None) -> None:
     """B*'s layouts: placement objectives and their excess over ``best_eq2`` (the best exact placement's Eq. 2
     objective, byte-hops/s; :data:`EXCESS_OVER_BEST`), busiest links, then estimator and simulator at serving
@@ -316,7 +330,7 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: fl
     if t.empty:
         return
 
-    cols = ["layout", "Eq. 2\nbyte-hops/s", "Eq. 2 excess\nover best", "busiest link\nGB/s", "its bound\nGB/s",
+    cols = ["layout", "Eq. 2\nbyte-hops/s", "Eq. 2 excess\nover best", "busiest link\nGB/s (model)", "its bound\nGB/s",
             "est. capacity\ntok/s", "est. tok/s\nat offered", "sim. tok/s\nat offered", "est. TTFT s\n(offered)",
             "sim.\nTTFT s", "sim. TTFT\np99 s"]
     cells = []
@@ -344,7 +358,8 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: fl
     fig.suptitle(f"What the layout buys at serving time: B* ({b_star})", fontsize=11)
     caption(fig, "Eq. 2 = HYDRA's hop-weighted volume at the design's capacity; excess over best: how much more "
              f"than the best exact placement's ({EXCESS_OVER_BEST}). Busiest link = the largest directed "
-             "link load under XY routing at the same traffic; the last row minimizes it (layout-bnb within the "
+             "link load of the placement model's traffic at the same capacity (not the simulator's busy fraction "
+             "of the NoI page; glossary: link load); the last row minimizes it (layout-bnb within the "
              "scenario's work limit, started from the exact placement; its proven bound beside it). Estimator = the "
              "layout re-score; simulator = the same offered load as the policy studies (simulation.load x "
              "the exact layout's estimated capacity), dynamic batching, static scheduling, over simulation.duration_s "
