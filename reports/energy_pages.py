@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.evaluators.energy_hydra import ENERGY_PARTS  # noqa: E402
-from chipdse.reports.style import PAGE, ROLE_STYLE, caption, fmt, table_page  # noqa: E402
+from chipdse.reports.style import PAGE, ROLE_STYLE, caption, fmt  # noqa: E402
 from chipdse.studies.hydra.artifacts import ExploreResult  # noqa: E402
 
 PART_COLOURS = {"compute": "#1f77b4", "sram": "#9467bd", "hbm": "#2ca02c", "d2d": "#ff7f0e", "static": "#7f7f7f"}
@@ -67,13 +67,12 @@ def energy_page(pdf: PdfPages, r: ExploreResult, top: int = 12) -> None:
     plt.close(fig)
 
 
-def finalists_energy_page(pdf: PdfPages, r: ExploreResult) -> None:
-    """Add a table of the finalists' J/token, tokens/J and power next to their throughput and TTFT, at the screen
-    and at each served layout (:func:`chipdse.studies.hydra.report_data.finalist_energy`)."""
-    cols = ["finalist", "design", "layout", "throughput (tok/s)", "TTFT (s)", "J/token", "tokens/J", "power (W)"]
-    rows = [[e["role"], e["label"], e["layout"], fmt(e["throughput_tps"], spec=".0f"), fmt(e["ttft_s"], spec=".3f"),
-             fmt(e["energy_J_per_token"], spec=".4f"), fmt(e["tokens_per_J"], spec=".3g"),
+def finalists_energy_table(r: ExploreResult) -> tuple[str, list[str], list[list[str]]]:
+    """The finalists' J/token, tokens/J and power at the screen and at each served layout (throughput and TTFT are in
+    the table above it) (:func:`chipdse.studies.hydra.report_data.finalist_energy`): ``(title, columns, rows)`` for the
+    configurations page's third table (:func:`chipdse.reports.style.table_page`)."""
+    cols = ["finalist", "layout", "J/token", "tokens/J", "power (W)"]
+    rows = [[e["role"], e["layout"], fmt(e["energy_J_per_token"], spec=".4f"), fmt(e["tokens_per_J"], spec=".3g"),
              fmt(e["power_W"], spec=".0f")] for e in r.reports["energy"]["finalists"]]
-    table_page(pdf, "Energy of the finalists", "Layouts: the same work per token as the screen (dynamic J/token), "
-               "static power spread over the layout's re-scored throughput.", [("J per output token next to "
-                                                                                "throughput and TTFT", cols, rows)])
+    return ("Energy per output token with each layout (the screen's dynamic J/token, static power over the "
+            "layout's re-scored throughput)", cols, rows)

@@ -319,13 +319,15 @@ def _config_page(pdf: PdfPages, r: ExploreResult) -> None:
                                f"{1e3 * v.prefill_bottleneck_s:.1f}", f"{1e3 * v.decode_step_s:.2f}"])
     table_page(pdf, "Chosen configurations (B* and M_T)",
                 "Top: the two configurations as scored by the sweep screen (fluid mapping, assumed mean hop count). "
-                "Bottom: the same configurations re-scored with real layouts: placement and bottleneck mapping "
+                "Middle: the same configurations re-scored with real layouts: placement and bottleneck mapping "
                 "(HYDRA Eqs. 2-5) solved with MILP/CP-SAT (best of both, within the work limit; gaps on the next "
                 "pages) "
                 "vs with HYDRA's greedy and round-robin baselines. 'unstable': the layout's capacity is at or below "
-                "the offered load, so TTFT grows without bound; its throughput is the capacity.",
+                "the offered load, so TTFT grows without bound; its throughput is the capacity. Bottom: energy per "
+                "output token of the screen and of each layout.",
                 [("Configurations", cols, rows),
-                 ("Serving with each layout (estimator re-score)", serve_cols, serve_rows)])
+                 ("Serving with each layout (estimator re-score)", serve_cols, serve_rows),
+                 energy_pages.finalists_energy_table(r)])
 
 
 def _draw_floorplan(ax: plt.Axes, r: ExploreResult, sol: Solution, title: str) -> None:
@@ -454,7 +456,6 @@ def draw(pdf: PdfPages, r: ExploreResult) -> None:
     _title_page(pdf, r)
     _pareto_page(pdf, r)
     energy_pages.energy_page(pdf, r)
-    energy_pages.finalists_energy_page(pdf, r)
     _config_page(pdf, r)
     _floorplan_page(pdf, r)
     for f in r.finalists:
