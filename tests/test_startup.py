@@ -35,7 +35,8 @@ def test_importing_the_cli_loads_no_heavy_library(code: str) -> None:
     assert _loaded_after(code) == set()
 
 
-@pytest.mark.parametrize("args", [["--help"], ["explore", "--help"], ["sweep", "--help"], ["generality", "--help"]])
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--version"], ["explore", "--help"], ["explore", "-h"],
+                                  ["sweep", "--help"], ["generality", "--help"]])
 def test_help_loads_no_heavy_library(args: list[str]) -> None:
     """``chipdse --help`` and the help of commands whose options name no registry entry import nothing heavy."""
     code = f"import sys\nfrom chipdse.cli import invoke\nassert invoke({args!r}) == 0"
@@ -55,3 +56,28 @@ def test_a_help_that_lists_registered_problems_still_lists_them() -> None:
             "text = ' '.join(buf.getvalue().split())\nassert '{problems}' not in text\n"
             "missing = [p for p in PROBLEMS if p not in text]\nassert not missing, missing")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_version_is_the_installed_distributions() -> None:
+    """``chipdse --version`` prints ``chipdse <version>``, the version pip installed (importlib.metadata), which is
+    also ``chipdse.__version__`` and CITATION.cff's; ``-h`` prints the same help as ``--help``."""
+    from importlib import metadata
+    from pathlib import Path
+
+    import yaml
+
+    import chipdse
+
+    cli = [sys.executable, "-c", "import sys; from chipdse.cli import run; sys.argv[0] = 'chipdse'; run()"]
+    run = subprocess.run([*cli, "--version"], capture_output=True, text=True, timeout=120)
+    installed = metadata.version("chipdse")
+    assert run.returncode == 0 and run.stdout.strip() == f"chipdse {installed}" == f"chipdse {chipdse.__version__}"
+    short = subprocess.run([*cli, "-h"], capture_output=True, text=True, timeout=120)
+    long = subprocess.run([*cli, "--help"], capture_output=True, text=True, timeout=120)
+    assert short.returncode == 0 and short.stdout == long.stdout and "Usage: " in short.stdout
+    root = Path(__file__).resolve().parent.parent
+    cff = yaml.safe_load((root / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["version"] == installed and cff["license"] == "MIT"
+    assert {"message", "title", "authors"} <= set(cff)
+    assert metadata.metadata("chipdse")["License-Expression"] == "MIT"
+    assert (root / "LICENSE").read_text().startswith("MIT License")

@@ -17,7 +17,14 @@ statements); ``import chipdse`` and ``import chipdse.cli`` stay light (tests/tes
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
+
+try:
+    __version__ = version("chipdse")
+    """The installed distribution's version (``chipdse --version``)."""
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 API_NAMES = ("load_scenario", "explore", "sweep", "compare", "solve", "simulate", "generality")
 """The names ``chipdse.<name>`` resolves to :mod:`chipdse.api`'s functions of the same name."""

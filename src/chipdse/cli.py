@@ -36,6 +36,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+import chipdse
 from chipdse.core.errors import ChipdseError
 from chipdse.core.io import atomic_path, ensure_writable_dir, remove_if_empty
 from chipdse.core.overrides import parse_overrides
@@ -81,6 +82,7 @@ class _LateHelpCommand(typer.core.TyperCommand):
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="chipdse: exact layout and split optimization for LLM-serving chiplet hardware, with Pareto reports.",
 )
 err = Console(stderr=True, soft_wrap=True)  # one message, one line: never wrapped at 80 columns when piped
@@ -196,8 +198,18 @@ def _fail_as(as_json: bool, exc: BaseException | str, field: str | None = None) 
     _fail(_os_error_text(exc, []) if isinstance(exc, OSError) else exc)
 
 
+def _print_version(value: bool) -> None:
+    """``--version``: print ``chipdse <version>`` (the installed distribution's) and exit 0."""
+    if value:
+        typer.echo(f"chipdse {chipdse.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print chipdse's version and exit.")] = False,
+) -> None:
     """Solver-based design-space exploration for LLM serving on chiplets and near-memory stacks."""
 
 
