@@ -108,6 +108,8 @@ CASES = [
          ("{library}", "memory.capacity_GB", "no split of at most 2 HBM stacks", "mamba")),
     Case("total-chiplets-over-cells", {"scenario": {"design_space.total_chiplets": 99}},
          ("{scenario}", "design_space.total_chiplets", "25 cells")),
+    Case("hbm-max-over-ring", {"scenario": {"design_space.hbm_max": 100}},
+         ("{scenario}", "design_space.hbm_max", "16 ring cells", "{package}")),
     # --- fields the study now uses ---
     Case("num-hidden-layers-mismatch", {"card": {"num_hidden_layers": 40}}, ("{card}", "num_hidden_layers", "52")),
     Case("die-larger-than-cell", {"package": {"cell_pitch_mm": 10.0}},

@@ -205,13 +205,15 @@ def _with_rate(path: Path, spec: Scenario, workload: Workload) -> Workload:
 
 def _check_cells(path: Path, spec: Scenario, pkg_path: Path, package: Package, lib_path: Path,
                  library: ChipletLibrary) -> None:
-    """Cross-file checks of the package: every chiplet fits a cell (pitch^2, mm^2) and the design space's
-    ``total_chiplets`` fits the grid's cells.
+    """Cross-file checks of the package: every chiplet fits a cell (pitch^2, mm^2), the design space's
+    ``total_chiplets`` fits the grid's cells and ``hbm_max`` stacks fit the design (``total_chiplets``) and the
+    cells stacks may take (the ring's when ``hbm_on_ring``).
 
     Raises
     ------
     SpecError
-        Naming the library field of a die larger than a cell, or the scenario's ``design_space.total_chiplets``.
+        Naming the library field of a die larger than a cell, or the scenario's ``design_space.total_chiplets`` or
+        ``design_space.hbm_max``.
     """
     cell_mm2 = package.cell_pitch_mm ** 2
     dies = [(f"compute[{i}].die_area_mm2", c.die_area_mm2) for i, c in enumerate(library.compute)]
@@ -225,6 +227,15 @@ def _check_cells(path: Path, spec: Scenario, pkg_path: Path, package: Package, l
         msg = (f"at most the {package.rows} x {package.cols} = {package.n_cells} cells of the package "
                f"({pkg_path}; each chiplet takes one cell), got {total}")
         raise SpecError(str(path), "design_space.total_chiplets", msg)
+    ds = spec.design_space
+    ring = len(package.ring_cells()) if package.hbm_on_ring else package.n_cells
+    most = min(total, ring)
+    if ds.hbm_max > most:  # no point could hold that many stacks: refused now, not after a sweep of empty blocks
+        where = (f"the package's {ring} ring cells ({pkg_path}: HBM stacks sit on the outer ring)"
+                 if package.hbm_on_ring and ring < total else f"design_space.total_chiplets ({total}: the stacks "
+                 "are among the design's chiplets)")
+        msg = f"at most {most}, {where}; got {ds.hbm_max}"
+        raise SpecError(str(path), "design_space.hbm_max", msg)
 
 
 def _check_table_keys(path: Path, spec: Scenario) -> None:
