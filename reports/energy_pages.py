@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from chipdse.evaluators.energy_hydra import ENERGY_PARTS  # noqa: E402
-from chipdse.reports.style import PAGE, ROLE_STYLE, caption, fmt  # noqa: E402
+from chipdse.reports.style import PAGE, POWER, ROLE_STYLE, TPJ, caption, fmt, quantity  # noqa: E402
 from chipdse.studies.hydra.artifacts import ExploreResult  # noqa: E402
 
 PART_COLOURS = {"compute": "#1f77b4", "sram": "#9467bd", "hbm": "#2ca02c", "d2d": "#ff7f0e", "static": "#7f7f7f"}
@@ -72,7 +72,8 @@ def finalists_energy_table(r: ExploreResult) -> tuple[str, list[str], list[list[
     the table above it) (:func:`chipdse.studies.hydra.report_data.finalist_energy`): ``(title, columns, rows)`` for the
     configurations page's third table (:func:`chipdse.reports.style.table_page`)."""
     cols = ["finalist", "layout", "J/token", "tokens/J", "power (W)"]
-    rows = [[e["role"], e["layout"], fmt(e["energy_J_per_token"], spec=".4f"), fmt(e["tokens_per_J"], spec=".3g"),
-             fmt(e["power_W"], spec=".0f")] for e in r.reports["energy"]["finalists"]]
+    rows = [[e["role"], e["layout"], fmt(e["energy_J_per_token"], spec=".4f"),
+             quantity(e["tokens_per_J"], ".3g", e["label"], e["layout"], TPJ),
+             quantity(e["power_W"], ".0f", e["label"], e["layout"], POWER)] for e in r.reports["energy"]["finalists"]]
     return ("Energy per output token with each layout (the screen's dynamic J/token, static power over the "
             "layout's re-scored throughput)", cols, rows)

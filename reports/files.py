@@ -24,8 +24,10 @@ its scenario hash, seed, versions and solver settings):
     solve's problem, method, status and ``termination`` (which limit ended it: ``work_limit`` or the cap's
     ``time_limit``), objective, bound and wall seconds.
 ``timings``
-    ``wall_s`` and ``cpu_s`` per stage (the only wall-clock and CPU times of a run: the PDF prints none, so the
-    same results give the same PDF bytes).
+    ``wall_s`` and ``cpu_s`` per stage, ``report_s`` (drawing the PDF) among them, and ``process_cpu_s``: the
+    CPU seconds of the whole process tree (the run's process since it started, imports included, and its finished
+    worker processes) when the manifest is written. These are the only wall-clock and CPU times of a run: the PDF
+    prints none, so the same results give the same PDF bytes.
 ``summary``
     The headline numbers (the study's ``summary(result)``).
 ``details``
@@ -34,10 +36,12 @@ its scenario hash, seed, versions and solver settings):
 
 from __future__ import annotations
 
+import io
 import json
 import platform
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -47,6 +51,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
+from chipdse.core.cpu import tree_cpu_s
 from chipdse.core.io import atomic_path, strict_json, write_text_atomic
 from chipdse.core.specs import file_sha256
 from chipdse.studies.claims import CSV_COLUMNS
@@ -123,7 +128,8 @@ def code_version() -> dict[str, str]:
     return {"package": package, "git_commit": commit}
 
 
-def manifest(result: Any, summary: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+def manifest(result: Any, summary: dict[str, Any], details: dict[str, Any],
+             report_s: tuple[float, float] | None = None) -> dict[str, Any]:
     """The run manifest of a study result (see the module docstring for the schema).
 
     Parameters
@@ -135,8 +141,13 @@ def manifest(result: Any, summary: dict[str, Any], details: dict[str, Any]) -> d
         The study's headline numbers.
     details : dict
         Study-specific content.
+    report_s : (float, float), optional
+        Wall and CPU seconds of drawing the report, added to the timings as the stage ``report_s``.
     """
     sc = result.scenario
+    wall_s, cpu_s = dict(result.timings_s), dict(result.cpu_s)
+    if report_s is not None:
+        wall_s["report_s"], cpu_s["report_s"] = report_s
     files = {k: {"path": str(p), "sha256": file_sha256(p)} for k, p in sc.named_files.items()}
     return strict_json({
         "kind": sc.spec.kind,
@@ -147,7 +158,7 @@ def manifest(result: Any, summary: dict[str, Any], details: dict[str, Any]) -> d
         "seed": result.solver.seed,
         "versions": {"python": platform.python_version(), **package_versions()},
         "solver": {**result.solver.model_dump(), "solves": result.solves()},
-        "timings": {"wall_s": result.timings_s, "cpu_s": result.cpu_s},
+        "timings": {"wall_s": wall_s, "cpu_s": cpu_s, "process_cpu_s": tree_cpu_s()},
         "summary": summary,
         "details": details,
     })
@@ -160,11 +171,20 @@ def columns_table(cols: dict[str, tuple[str, str]]) -> pd.DataFrame:
                         columns=["column", "unit", "description"])
 
 
-def write_pdf(result: Any, pages: ReportPages, path: Path) -> None:
-    """Draw the study's pages (``pages.draw``) into the PDF ``path``, atomically, with :data:`PDF_METADATA`: the
-    same result gives the same bytes."""
-    with atomic_path(path) as tmp, PdfPages(tmp, metadata=PDF_METADATA) as pdf:
+def pdf_bytes(result: Any, pages: ReportPages) -> bytes:
+    """The study's pages (``pages.draw``) as a PDF, with :data:`PDF_METADATA`: the same result gives the same
+    bytes."""
+    buf = io.BytesIO()
+    with PdfPages(buf, metadata=PDF_METADATA) as pdf:
         pages.draw(pdf, result)
+    return buf.getvalue()
+
+
+def write_pdf(result: Any, pages: ReportPages, path: Path) -> None:
+    """Write :func:`pdf_bytes` to ``path``, atomically."""
+    data = pdf_bytes(result, pages)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_dir: Path) -> dict[str, Path]:
@@ -192,12 +212,16 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
     Raises
     ------
     OSError
-        The folder or a file cannot be written. The manifest is serialized (strict JSON: NaN as null) before
-        anything is written; the PDF is drawn before the CSV and manifest are written.
+        The folder or a file cannot be written. The PDF is drawn and the manifest serialized (strict JSON: NaN as
+        null) before anything is written.
     """
     csv_name, attr = pages.csv
     table = getattr(result, attr)
-    text = json.dumps(manifest(result, summary, pages.details(result)), indent=2, default=str, allow_nan=False)
+    w0, c0 = time.perf_counter(), tree_cpu_s()
+    pdf = pdf_bytes(result, pages)
+    report_s = (time.perf_counter() - w0, tree_cpu_s() - c0)
+    text = json.dumps(manifest(result, summary, pages.details(result), report_s), indent=2, default=str,
+                      allow_nan=False)
     out_dir.mkdir(parents=True, exist_ok=True)
     cols = columns_table(pages.columns(result))
     paths = {"pdf": out_dir / "report.pdf", "csv": out_dir / csv_name,
@@ -207,7 +231,8 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
     if claims is not None:
         paths |= {"claims": out_dir / CLAIMS_CSV, "claims_columns": out_dir / (Path(CLAIMS_CSV).stem + COLUMNS_SUFFIX)}
         tables += [(paths["claims"], claims.frame()), (paths["claims_columns"], columns_table(CSV_COLUMNS))]
-    write_pdf(result, pages, paths["pdf"])
+    with atomic_path(paths["pdf"]) as tmp:
+        tmp.write_bytes(pdf)
     for path, frame in tables:
         with atomic_path(path) as tmp:
             frame.to_csv(tmp, index=False)

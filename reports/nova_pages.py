@@ -19,11 +19,15 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from chipdse.core.solution import EXCESS_OVER_BEST  # noqa: E402
 from chipdse.evaluators.nova_system import ABLATION, DESIGNS, NovaDesign  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
-from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page  # noqa: E402
+from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, quantity, table_page  # noqa: E402
 from chipdse.reports.summary_page import caveat_lines, solve_lines, summary_page  # noqa: E402
 from chipdse.studies.nova.artifacts import PAPER, NovaStudy, NovaSummaries  # noqa: E402
 
 NAMES = [d.name for d in DESIGNS]
+
+SERVED_X, TPJ_X, POWER_W, MEAN = "serve_decode_x", "tokens_per_J_x_gpu", "power_W", "mean over models"
+"""Parts of the :data:`chipdse.reports.style.QuantityKey` of NOVA's printed numbers: a design's served decode gain,
+tokens/J over the GPU's and power, per model or as the mean over models."""
 
 CSV = ("runs.csv", "runs")
 """The report's CSV: its file name and the result's table (every (model, batch, lengths, design) run)."""
@@ -234,8 +238,11 @@ def _routing_page(pdf: PdfPages, s: NovaStudy) -> None:
 
 def _energy_rows(energy: pd.DataFrame) -> list[list[str]]:
     """The energy table's rows (the study's :attr:`NovaSummaries.energy` or ``ablation_energy``)."""
-    return [[SHORT.get(r["model"], r["model"]), r["design"], f"{r['tokens_per_J']:.1f}", fmt(r["x_gpu"], spec=".2f"),
-             f"{r['power_W']:.0f}", fmt(r["nmp_W_per_cube_max"], spec=".0f"), f"{r['over_budget']} of {r['runs']}",
+    return [[SHORT.get(r["model"], r["model"]), r["design"], f"{r['tokens_per_J']:.1f}",
+             quantity(r["x_gpu"], ".2f", r["design"], r["model"], TPJ_X),
+             quantity(r["power_W"], ".0f", r["design"], r["model"], POWER_W),
+             quantity(r["nmp_W_per_cube_max"], ".0f", r["design"], r["model"], "nmp_W_per_cube_max"),
+             f"{r['over_budget']} of {r['runs']}",
              *(f"{r[c]:.0f}%" for c in ("share_e2e_gpu_prefill_J", "share_e2e_nmp_decode_J",
                                         "share_e2e_gpu_decode_J"))]
             for r in energy.to_dict("records")]
@@ -358,10 +365,12 @@ def power_lines(numbers: dict[str, Any], served_x: dict[str, float]) -> list[str
         within, rest = p["serve_decode_x_within"], p["runs"] - p["over_budget"]
         lines.append(f"    {' = '.join(names)}: {p['over_budget']} of {p['runs']} runs over it; "
                      + (f"{within:.2f}x the GPU's served decode throughput over the other {rest}"
-                        f" (all runs: {served_x[d]:.2f}x)." if within is not None else "no run within it."))
+                        f" (all runs: {quantity(served_x[d], '.2f', d, SERVED_X)}x)." if within is not None
+                        else "no run within it."))
     ok = _ranked({d: v for d, v in served_x.items() if d not in over})
     if ok:
-        lines.append(f"    Within the budget on every run: {ok[0][0]} leads at {ok[0][1]:.2f}x. The headline above "
+        lines.append(f"    Within the budget on every run: {ok[0][0]} leads at "
+                     f"{quantity(ok[0][1], '.2f', ok[0][0].split(' = ')[0], SERVED_X)}x. The headline above "
                      "counts every run, as the paper does; the NMP energies behind this check are assumptions "
                      "(chipdse params nova).")
     return lines
@@ -381,13 +390,15 @@ def summary_lines(s: NovaStudy) -> list[str]:
     else:
         (best, x), rest = ranked[0], ranked[1:]
         row = sm.numbers["per_design"][best.split(" = ")[0]]
-        lines.append(f"    {best}: {x:.2f}x the GPU's decode throughput served with continuous batching, "
+        lines.append(f"    {best}: {quantity(x, '.2f', best.split(' = ')[0], SERVED_X)}x the GPU's decode "
+                     "throughput served with continuous batching, "
                      f"{row['serve_throughput_x']:.2f}x its end-to-end throughput and "
                      f"{row['serve_e2e_reduction']:.0%} lower E2E latency (means over the models, batches and "
                      "lengths where both fit).")
         if rest:
             (second, x2) = rest[0]
-            lines.append(f"    Runner-up {second}: {x2:.2f}x ({x2 / x - 1:+.1%}): the recommendation changes if "
+            lines.append(f"    Runner-up {second}: {quantity(x2, '.2f', second.split(' = ')[0], SERVED_X)}x "
+                         f"({x2 / x - 1:+.1%}): the recommendation changes if "
                          f"{best}'s gain falls by that much.")
         en = sm.energy.groupby("design")[["x_gpu", "power_W"]].mean() if not sm.energy.empty else None
         if en is not None:
@@ -395,9 +406,12 @@ def summary_lines(s: NovaStudy) -> list[str]:
             top = en["x_gpu"].idxmax()
             hot = en["power_W"].idxmax()
             lines += ["## Energy and power (E2E, static batch, mean over models)",
-                      f"    {best}: {en.loc[lead, 'x_gpu']:.2f}x the GPU's tokens/J at {en.loc[lead, 'power_W']:.0f} W "
-                      f"(GPU {en.loc['GPU', 'power_W']:.0f} W). Most tokens/J: {top} {en.loc[top, 'x_gpu']:.2f}x at "
-                      f"{en.loc[top, 'power_W']:.0f} W. Highest power: {hot} {en.loc[hot, 'power_W']:.0f} W."]
+                      f"    {best}: {quantity(en.loc[lead, 'x_gpu'], '.2f', lead, MEAN, TPJ_X)}x the GPU's tokens/J "
+                      f"at {quantity(en.loc[lead, 'power_W'], '.0f', lead, MEAN, POWER_W)} W "
+                      f"(GPU {quantity(en.loc['GPU', 'power_W'], '.0f', 'GPU', MEAN, POWER_W)} W). Most tokens/J: "
+                      f"{top} {quantity(en.loc[top, 'x_gpu'], '.2f', top, MEAN, TPJ_X)}x at "
+                      f"{quantity(en.loc[top, 'power_W'], '.0f', top, MEAN, POWER_W)} W. Highest power: {hot} "
+                      f"{quantity(en.loc[hot, 'power_W'], '.0f', hot, MEAN, POWER_W)} W."]
         lines += power_lines(sm.numbers, per)
     lines += ["## Exact solves", *solve_lines(s.solves())]
     return lines + caveat_lines("nova", s.claims.rows if s.claims is not None else None)

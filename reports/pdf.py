@@ -29,11 +29,20 @@ from chipdse.reports import claims_page, energy_pages, sim_pages, thermal_pages 
 from chipdse.reports.files import package_versions  # noqa: E402
 from chipdse.reports.generality_page import generality_pages  # noqa: E402
 from chipdse.reports.style import (  # noqa: E402
+    EXACT_LAYOUT,
     PAGE,
+    PEAK,
+    POWER,
     ROLE_STYLE,
+    SCREEN,
+    SIMULATED,
+    TP,
+    TPJ,
+    TTFT,
     caption,
     fmt,
     glossary_pages,
+    quantity,
     table_page,
     text_pages,
 )
@@ -100,11 +109,13 @@ def _key_results(r: ExploreResult) -> list[str]:
     """Headline lines: each finalist's screen numbers, its re-scored layouts, and the placement proof status."""
     lines = ["Key results:"]
     for f in r.finalists:
-        lines.append(f"  {f.role} = {f.label}: screen {f.row['throughput_tps']:.1f} tok/s, "
-                     f"TTFT {f.row['ttft_s']:.3f} s")
+        lines.append(f"  {f.role} = {f.label}: screen {quantity(f.row['throughput_tps'], '.1f', f.label, SCREEN, TP)} "
+                     f"tok/s, TTFT {quantity(f.row['ttft_s'], '.3f', f.label, SCREEN, TTFT)} s")
         for s in f.serving:
-            ttft = f"TTFT {s.served.ttft_s:.3f} s" if s.served.stable else "unstable at the offered load"
-            lines.append(f"      {s.label}: {s.served.throughput_tps:.1f} tok/s, {ttft}")
+            ttft = (f"TTFT {quantity(s.served.ttft_s, '.3f', f.label, s.label, TTFT)} s" if s.served.stable
+                    else "unstable at the offered load")
+            lines.append(f"      {s.label}: {quantity(s.served.throughput_tps, '.1f', f.label, s.label, TP)} tok/s, "
+                         f"{ttft}")
         best = best_exact(f.placement)
         if best is not None:
             lines.append(f"      placement {best.method}: {best.objective:.4g} byte-hops/s ({proof(best)})")
@@ -128,10 +139,6 @@ def proof(s: Solution) -> str:
     if s.gap is not None:
         return f"proven gap {100 * s.gap:.3g}%, ended by the {ended_by(s)}"
     return f"{s.status.value.replace('_', ' ')}, ended by the {ended_by(s)}"
-
-
-def _num(v: float | None, spec: str) -> str:
-    return "-" if v is None or v != v else format(v, spec)
 
 
 SCORE_WORDS = {"throughput-ttft": "throughput / TTFT", "energy": "tokens per joule"}
@@ -166,7 +173,8 @@ def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
     if nxt is not None:
         short = nxt["margin"]
         lines.append(f"    The next design, {nxt['label']}, is {100 * short:.2g}% below B*'s {score} "
-                     f"({nxt['throughput_tps']:.1f} tok/s at TTFT {nxt['ttft_s']:.3f} s)"
+                     f"({quantity(nxt['throughput_tps'], '.1f', nxt['label'], SCREEN, TP)} tok/s at TTFT "
+                     f"{quantity(nxt['ttft_s'], '.3f', nxt['label'], SCREEN, TTFT)} s)"
                      + (": a margin this small rests on the estimator, whose fidelity is below." if short < 0.01
                         else "."))
     dec = r.reports.get("deciding") or {}
@@ -182,24 +190,31 @@ def _recommendation_page(pdf: PdfPages, r: ExploreResult) -> None:
         pct = "" if en["percentile"] is None else (f", more tokens/J than {en['percentile']:.0%} of the stable "
                                                    "points (screen)")
         heat = ("no thermal stage in this run" if en["peak_C"] is None
-                else f"its exact layout peaks at {en['peak_C']:.1f} degC")
+                else f"its exact layout peaks at {quantity(en['peak_C'], '.1f', rec['label'], EXACT_LAYOUT, PEAK)} "
+                "degC")
         limit = sc.spec.energy.package_max_W
         cap = "no package power limit is set" if limit is None else f"package limit {limit:g} W"
+        energy_at = EXACT_LAYOUT if en["energy_stage"] == "estimator" else SCREEN
         best_txt = ("" if en["best_label"] is None else
-                    f"; the most efficient stable point, {en['best_label']}, reaches {en['best_tokens_per_J']:.3g}")
+                    f"; the most efficient stable point, {en['best_label']}, reaches "
+                    f"{quantity(en['best_tokens_per_J'], '.3g', en['best_label'], SCREEN, TPJ)}")
         lines += ["", "## Energy, power and heat of B*",
-                  f"    {en['tokens_per_J']:.3g} tokens/J at {en['power_W']:.0f} W "
+                  f"    {quantity(en['tokens_per_J'], '.3g', rec['label'], energy_at, TPJ)} tokens/J at "
+                  f"{quantity(en['power_W'], '.0f', rec['label'], energy_at, POWER)} W "
                   f"({'at its exact layout' if en['energy_stage'] == 'estimator' else 'screen'}){pct}{best_txt}; "
                   f"{heat}; {cap}."]
     lines += ["", "## Estimator vs simulator, each finalist on its exact layout",
               "| finalist  quantity                       sweep screen   estimator, exact layout   simulator"]
     for c in r.reports["finalists_fidelity"]:
-        est, sim, scr = c["estimator"] or {}, c["simulator"] or {}, c["screen"]
+        est, sim, scr, lab = c["estimator"] or {}, c["simulator"] or {}, c["screen"], c["label"]
         gone = "" if c["simulator"] else c["why_not"]
-        lines += [f"| {c['role']:<9s} throughput (tok/s)             {scr['throughput_tps']:>12.1f}   "
-                  f"{_num(est.get('throughput_tps'), '.1f'):>23s}   {gone or _num(sim.get('throughput_tps'), '.1f')}",
-                  f"| {'':<9s} TTFT at the offered load (s)   {scr['ttft_s']:>12.3f}   "
-                  f"{_num(est.get('ttft_s'), '.3f'):>23s}   {gone or _num(sim.get('ttft_s'), '.3f')}"]
+        lines += [f"| {c['role']:<9s} throughput (tok/s)             "
+                  f"{quantity(scr['throughput_tps'], '>12.1f', lab, SCREEN, TP)}   "
+                  f"{quantity(est.get('throughput_tps'), '.1f', lab, EXACT_LAYOUT, TP):>23s}   "
+                  f"{gone or quantity(sim.get('throughput_tps'), '.1f', lab, SIMULATED, TP)}",
+                  f"| {'':<9s} TTFT at the offered load (s)   {quantity(scr['ttft_s'], '>12.3f', lab, SCREEN, TTFT)}   "
+                  f"{quantity(est.get('ttft_s'), '.3f', lab, EXACT_LAYOUT, TTFT):>23s}   "
+                  f"{gone or quantity(sim.get('ttft_s'), '.3f', lab, SIMULATED, TTFT)}"]
     lines += [
         "Sweep screen: the estimator on the whole space (its own mapping and hop model). Exact layout: the best exact "
         "placement and mapping below. Simulator: the simulation stage's fidelity runs on the same layout; "
@@ -307,15 +322,17 @@ def _config_page(pdf: PdfPages, r: ExploreResult) -> None:
         rows.append([f.role, *[str(int(row[t])) for t in types],
                      f"{int(row['n_hbm'])} ({int(row['hbm_attention'])}/{int(row['hbm_mamba'])})",
                      f"{row['d2d_GBps']:.0f}", str(int(row["max_batch"])), str(int(row["batch_eff"])),
-                     f"{row['throughput_tps']:.1f}", f"{row['ttft_s']:.3f}", f"{row['capacity_rps']:.3f}"])
+                     quantity(row["throughput_tps"], ".1f", f.label, SCREEN, TP),
+                     quantity(row["ttft_s"], ".3f", f.label, SCREEN, TTFT), f"{row['capacity_rps']:.3f}"])
     serve_cols = ["finalist", "layout", "placement (byte-hops/s)", "throughput tok/s", "TTFT s",
                   "prefill bottleneck ms", "decode step ms"]
     serve_rows = []
     for f in r.finalists:
         for s in f.serving:
             v = s.served
-            serve_rows.append([f.role, s.label, f"{s.placement_objective:.3e}", f"{v.throughput_tps:.1f}",
-                               f"{v.ttft_s:.3f}" if v.stable else "unstable",
+            serve_rows.append([f.role, s.label, f"{s.placement_objective:.3e}",
+                               quantity(v.throughput_tps, ".1f", f.label, s.label, TP),
+                               quantity(v.ttft_s, ".3f", f.label, s.label, TTFT) if v.stable else "unstable",
                                f"{1e3 * v.prefill_bottleneck_s:.1f}", f"{1e3 * v.decode_step_s:.2f}"])
     table_page(pdf, "Chosen configurations (B* and M_T)",
                 "Top: the two configurations as scored by the sweep screen (fluid mapping, assumed mean hop count). "

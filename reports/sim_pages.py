@@ -15,7 +15,7 @@ from matplotlib.colors import Normalize
 from matplotlib.table import Table
 
 from chipdse.core.solution import EXCESS_OVER_BEST, excess
-from chipdse.reports.style import LINE_H, PAGE, caption, fmt, label_points
+from chipdse.reports.style import LINE_H, PAGE, TP, TTFT, caption, fmt, label_points, quantity
 from chipdse.studies.hydra.artifacts import (
     EXTRA_PAIRS,
     FIDELITY_THRESHOLDS,
@@ -339,8 +339,10 @@ def layout_page(pdf: PdfPages, study: SimulationStudy, b_star: str, best_eq2: fl
                       fmt(None if (x := excess(r["eq2_byte_hops_per_s"], best_eq2)) is None else 100 * x,
                           spec=".1f") + ("" if x is None else "%"),
                       fmt(r["max_link_GBps"], spec=".1f"), fmt(r["max_link_bound_GBps"], spec=".1f"),
-                      fmt(r["est_throughput_tps"], spec=".0f"), fmt(r.get("est_offered_tps"), spec=".0f"),
-                      fmt(r["sim_throughput_tps"], spec=".0f"), fmt(r["est_ttft_s"], spec=".3f"),
+                      quantity(r["est_throughput_tps"], ".0f", b_star, r["layout"], TP),
+                      fmt(r.get("est_offered_tps"), spec=".0f"),
+                      fmt(r["sim_throughput_tps"], spec=".0f"),
+                      quantity(r["est_ttft_s"], ".3f", b_star, r["layout"], TTFT),
                       fmt(r["sim_ttft_s"], spec=".3f"), fmt(r["sim_ttft_p99_s"], spec=".3f")])
     offered = t["offered_rps"].dropna() if "offered_rps" in t.columns else pd.Series(dtype=float)
     window = t["sim_duration_s"].dropna() if "sim_duration_s" in t.columns else pd.Series(dtype=float)

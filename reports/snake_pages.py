@@ -18,7 +18,15 @@ from chipdse.core.solution import PROVEN_GAP  # noqa: E402
 from chipdse.evaluators.snake_energy import PEAK_PARTS  # noqa: E402
 from chipdse.evaluators.snake_pu import GROUPED, MODES  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
-from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, table_page, text_colour_on  # noqa: E402
+from chipdse.reports.style import (  # noqa: E402
+    PAGE,
+    caption,
+    fmt,
+    glossary_pages,
+    quantity,
+    table_page,
+    text_colour_on,
+)
 from chipdse.reports.summary_page import caveat_lines, solve_lines, summary_page  # noqa: E402
 from chipdse.studies.snake.artifacts import (  # noqa: E402
     PAPER_ENERGY,
@@ -30,6 +38,10 @@ from chipdse.studies.snake.artifacts import (  # noqa: E402
 
 BASELINE_LABELS = {"mac_tree": "MAC tree 16x16x16 / PU", "sa48x48": "fixed 48x48", "sa8x288": "fixed 8x288",
                    "gpu": "H100 GPU"}
+
+SPEEDUP, ENERGY_X = "decode_speedup_x", "decode_tokens_per_J_x"
+"""Quantity names (:data:`chipdse.reports.style.QuantityKey`) of SNAKE's mean speedup and energy ratio over a
+baseline."""
 
 CSV = ("speedups.csv", "speedups")
 """The report's CSV: its file name and the result's table (SNAKE's decode speedup per baseline, model and batch)."""
@@ -86,8 +98,9 @@ def _speedup_page(pdf: PdfPages, s: SnakeStudy) -> None:
                  fontsize=11)
     t = s.spec.template
     caption(fig, "Average over models: " + "; ".join(
-        f"{BASELINE_LABELS.get(b, b)} {v:.2f}x (paper {PAPER_SPEEDUPS.get(b, float('nan')):.2f}x)"
-        for b, v in avg.items()) + f". Same {t.pus} PUs x {t.cores_per_pu} cores for every design (the paper's "
+        f"{BASELINE_LABELS.get(b, b)} {quantity(v, '.2f', 'SNAKE', b, SPEEDUP)}x "
+        f"(paper {PAPER_SPEEDUPS.get(b, float('nan')):.2f}x)" for b, v in avg.items())
+            + f". Same {t.pus} PUs x {t.cores_per_pu} cores for every design (the paper's "
         f"area-normalized comparison at {t.pu_area_mm2:g} mm^2 per PU); SNAKE at 800 MHz with per-operator logical "
         "shape, dataflow and multi-PU mode and pipelined folds; fixed arrays at 1 GHz with the better of OS / IS and "
         "the template's n-split; every design may run MoE experts as a grouped GEMM and runs QK^T / PV "
@@ -282,12 +295,14 @@ def _energy_page(pdf: PdfPages, s: SnakeStudy) -> None:
     avg = _summaries(s).energy_ratios
     sn = pw.loc["snake"]
     caption(fig, "Energy efficiency of SNAKE (baseline energy / SNAKE's, mean over models): " + "; ".join(
-        f"{BASELINE_LABELS.get(b, b)} {v:.2f}x (paper {PAPER_ENERGY.get(b, float('nan')):.2f}x)"
-        for b, v in avg.items()) + ". The paper gives its logic-die power at peak per component (Fig. 11) and no "
+        f"{BASELINE_LABELS.get(b, b)} {quantity(v, '.2f', 'SNAKE', b, ENERGY_X)}x "
+        f"(paper {PAPER_ENERGY.get(b, float('nan')):.2f}x)" for b, v in avg.items())
+            + ". The paper gives its logic-die power at peak per component (Fig. 11) and no "
         "energy per action: each per-action energy is that power over the component's peak rate at 800 MHz "
         "(instances/energy/snake.yaml; SRAM, DRAM activation, TSV and H100 constants from common.yaml), so SNAKE at "
-        f"full activity draws {sn['peak_W']:.1f} W by construction; its highest decode step draws "
-        f"{sn['decode_max_W']:.1f} W. The fixed arrays use the same PE at 1 GHz and clock every PE while they "
+        f"full activity draws {quantity(sn['peak_W'], '.1f', 'snake', 'peak_W')} W by construction; its highest "
+        f"decode step draws {quantity(sn['decode_max_W'], '.1f', 'snake', 'decode_max_W')} W. The fixed arrays "
+        "use the same PE at 1 GHz and clock every PE while they "
         "compute; the MAC tree adds its broadcast and reduction energy per MAC. Budget (Sec. 6.2): the stack's "
         f"thermal limit less the DRAM power, {budget:.1f} W at {t.dram_TBps:g} TB/s and {uncapped:.1f} W at the "
         f"uncapped {UNCAPPED_DRAM_TBPS:g} TB/s{_dram_note(s)}: SNAKE "
@@ -445,20 +460,25 @@ def summary_lines(s: SnakeStudy) -> list[str]:
     lines = ["## Recommendation"]
     if sp:
         lines.append("    SNAKE's decode speedup (mean per model over batches and contexts, then over models): "
-                     + "; ".join(f"{x:.2f}x over {BASELINE_LABELS.get(b, b)}" for b, x in sp.items()) + ".")
+                     + "; ".join(f"{quantity(x, '.2f', 'SNAKE', b, SPEEDUP)}x over {BASELINE_LABELS.get(b, b)}"
+                                 for b, x in sp.items()) + ".")
         close = min(sp, key=lambda b: sp[b])
-        lines.append(f"    Closest: {BASELINE_LABELS.get(close, close)} at {sp[close]:.2f}x; "
+        lines.append(f"    Closest: {BASELINE_LABELS.get(close, close)} at "
+                     f"{quantity(sp[close], '.2f', 'SNAKE', close, SPEEDUP)}x; "
                      + ("SNAKE is faster than every baseline" if sp[close] > 1 else
                         f"{BASELINE_LABELS.get(close, close)} is at least as fast") + " in this run.")
     if en:
         lines.append("    Energy efficiency (decode tokens/J): "
-                     + "; ".join(f"{x:.2f}x {BASELINE_LABELS.get(b, b)}'s" for b, x in en.items()) + ".")
+                     + "; ".join(f"{quantity(x, '.2f', 'SNAKE', b, ENERGY_X)}x {BASELINE_LABELS.get(b, b)}'s"
+                                 for b, x in en.items()) + ".")
     if not s.power.empty:
         lines.append("## Power of the logic die (W)")
         for r in s.power.itertuples():
             verdict = "within" if r.fits else "over"
             lines.append(f"    {BASELINE_LABELS.get(r.design, r.design) if r.design != 'snake' else 'SNAKE'}: peak "
-                         f"{r.peak_W:.1f} W, decode at most {r.decode_max_W:.1f} W, {verdict} the {r.budget_W:.0f} W "
+                         f"{quantity(r.peak_W, '.1f', r.design, 'peak_W')} W, decode at most "
+                         f"{quantity(r.decode_max_W, '.1f', r.design, 'decode_max_W')} W, {verdict} the "
+                         f"{r.budget_W:.0f} W "
                          "budget")
     lines += ["## Exact solves", *solve_lines(s.solves())]
     return lines + caveat_lines("snake", s.claims.rows if s.claims is not None else None)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.backends.backend_pdf import PdfPages
+
+from chipdse.core.layout import SCREEN_LABEL, LayoutKind
 
 PAGE = (11.0, 8.5)
 
@@ -29,6 +34,45 @@ def fmt(v: Any, digits: int = 4, spec: str | None = None) -> str:
     if isinstance(v, float):
         return f"{v + 0.0:.{digits}g}"  # + 0.0 turns -0.0 into 0.0
     return str(v)
+
+
+QuantityKey = tuple[str, ...]
+"""What a printed number is, e.g. ``("Ap1-Ad8-...", "exact placement + exact mapping", "throughput_tps")``: the
+design, the stage or layout it was computed at, and the quantity with its unit."""
+
+SCREEN = SCREEN_LABEL
+"""Stage of a :data:`QuantityKey`: the sweep screen (the estimator's own mapping and hop model)."""
+EXACT_LAYOUT = LayoutKind.EXACT.label
+"""Stage of a :data:`QuantityKey`: the estimator's re-score of the best exact layout (other layouts: their label)."""
+SIMULATED = "simulator, fidelity run"
+"""Stage of a :data:`QuantityKey`: the simulation stage's fidelity run on the exact layout."""
+TP, TTFT, TPJ, POWER, PEAK = "throughput_tps", "ttft_s", "tokens_per_J", "power_W", "peak_C"
+"""Quantity names of a :data:`QuantityKey` (the artifacts' column names, units in the suffix)."""
+
+_LEDGER: ContextVar[dict[QuantityKey, list[float]] | None] = ContextVar("quantity_ledger", default=None)
+
+
+def quantity(value: Any, spec: str, *key: str) -> str:
+    """Format ``value`` with the format spec ``spec`` (``-`` for None / NaN) as the quantity ``key`` (see
+    :data:`QuantityKey`); while :func:`recording_quantities` is active, note the value under its key, so a report
+    that prints one quantity with two values on two pages can be caught (issue 32: "one quantity, one value")."""
+    ledger = _LEDGER.get()
+    missing = value is None or (isinstance(value, float) and math.isnan(value))
+    if ledger is not None and not missing:
+        ledger.setdefault(tuple(key), []).append(float(value))
+    return "-" if missing else format(value, spec)
+
+
+@contextmanager
+def recording_quantities() -> Iterator[dict[QuantityKey, list[float]]]:
+    """Record every :func:`quantity` printed inside the ``with`` block: yields ``{key: [values as printed, in
+    order]}``."""
+    ledger: dict[QuantityKey, list[float]] = {}
+    token = _LEDGER.set(ledger)
+    try:
+        yield ledger
+    finally:
+        _LEDGER.reset(token)
 
 
 def text_colour_on(image: Any, value: float) -> str:
@@ -104,6 +148,11 @@ def table_page(pdf: PdfPages, title: str, note: str, blocks: list[tuple[str, lis
             fit_pt = 0.92 * PAGE[0] * 72 / (0.6 * total)
             tb.set_fontsize(min(7.5, fit_pt))
             tb.scale(1, 1.25)
+            lines = max(str(c).count("\n") + 1 for c in cols)  # a two-line header needs a row twice as tall
+            if lines > 1:
+                for (row, _), cell in tb.get_celld().items():
+                    if row == 0:
+                        cell.set_height(cell.get_height() * lines)
     caption(fig, note)
     pdf.savefig(fig)
     plt.close(fig)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.backends.backend_pdf import PdfPages
 
-from chipdse.reports.style import PAGE, caption, text_colour_on
+from chipdse.reports.style import EXACT_LAYOUT, PAGE, PEAK, caption, quantity, text_colour_on
 from chipdse.studies.hydra.artifacts import ThermalFinalist, ThermalLayout
 
 SERVE_MAPPING = "lpt-greedy"
@@ -45,9 +45,16 @@ def _map_panel(fig: plt.Figure, ax: plt.Axes, lay: ThermalLayout, kind: str, tit
     ax.set_title(title, fontsize=8)
 
 
+def _stage(t: ThermalFinalist, lay: ThermalLayout) -> str:
+    """The stage name of a placed layout's numbers (:data:`chipdse.reports.style.QuantityKey`): the best exact
+    layout's is the one page 1 quotes."""
+    return EXACT_LAYOUT if lay is t.exact else f"placement {lay.name}"
+
+
 def _caption_text(t: ThermalFinalist) -> str:
     ex, lim = t.exact, t.limited
-    peaks = ", ".join(f"{lay.name} {lay.thermal.peak_C:.1f}" for lay in t.layouts)
+    peaks = ", ".join(f"{lay.name} {quantity(lay.thermal.peak_C, '.1f', t.label, _stage(t, lay), PEAK)}"
+                      for lay in t.layouts)
     powers = ", ".join(f"{_short(k)} {v:.1f} W" for k, v in t.power_by_type_W.items())
     text = (f"Steady-state compact thermal model (chipdse/evaluators/thermal.py; HotSpot / TAP-2.5D layer stack, "
             f"instances/thermal/package.yaml): one node per cell in the die / interposer layer and in the heat "
@@ -85,7 +92,7 @@ def thermal_page(pdf: PdfPages, t: ThermalFinalist) -> None:
     for i, (lay, name) in enumerate(shown):
         _map_panel(fig, axes[i][0], lay, "power", f"{t.role}: {name}:\npower map (floorplan)")
         _map_panel(fig, axes[i][1], lay, "temperature", f"{t.role}: {name}:\ntemperature, peak "
-                   f"{lay.thermal.peak_C:.1f} degC")
+                   f"{quantity(lay.thermal.peak_C, '.1f', t.label, _stage(t, lay), PEAK)} degC")
     fig.suptitle(f"Power and temperature: {t.role} {t.label}", fontsize=11)
     top = caption(fig, _caption_text(t), y=0.01)
     fig.tight_layout(rect=(0, top, 1, 0.95))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 import re
 import subprocess
 import sys
@@ -21,7 +22,9 @@ import pandas as pd
 import pytest
 import yaml
 from matplotlib.figure import Figure
+from matplotlib.table import Table
 from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from chipdse.core.layout import LayoutKind
 from chipdse.core.paths import instances_dir
@@ -30,7 +33,7 @@ from chipdse.reports import nova_pages, pdf, snake_pages
 from chipdse.reports.files import COLUMNS_SUFFIX, MANIFEST_KEYS, write_pdf, write_report
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.registry import REPORTS
-from chipdse.reports.style import text_colour_on
+from chipdse.reports.style import QuantityKey, recording_quantities, text_colour_on
 from chipdse.solvers.compare import comparison_rows
 from chipdse.studies.claims import fidelity_line
 from chipdse.studies.common import Settings
@@ -46,12 +49,28 @@ TOLERANCE_PX = 0.5
 """Extents may touch: boxes must overlap by more than this (pixels at the figure's dpi) to count."""
 
 
+def _inside(inner: Bbox, outer: Bbox) -> bool:
+    return (inner.x0 >= outer.x0 - TOLERANCE_PX and inner.x1 <= outer.x1 + TOLERANCE_PX
+            and inner.y0 >= outer.y0 - TOLERANCE_PX and inner.y1 <= outer.y1 + TOLERANCE_PX)
+
+
+def _table_rows(cells: dict[tuple[int, int], Any]) -> tuple[list[str], list[list[str]]]:
+    """A matplotlib table's header row and body rows as cell strings (row 0 is the header)."""
+    n_rows = max(r for r, _ in cells) + 1
+    n_cols = max(c for _, c in cells) + 1
+    grid = [[cells[(r, c)].get_text().get_text() if (r, c) in cells else "" for c in range(n_cols)]
+            for r in range(n_rows)]
+    return grid[0], grid[1:]
+
+
 class Pages:
     """Stands in for PdfPages: draws each page's canvas and keeps its text artists' window extents."""
 
     def __init__(self) -> None:
         self.pages: list[list[tuple[str, Any]]] = []
         self.sizes: list[tuple[float, float]] = []
+        self.cell_problems: list[str] = []
+        self.tables: list[tuple[int, str, tuple[list[str], list[list[str]]]]] = []
 
     def savefig(self, fig: Figure, **_: Any) -> None:
         fig.canvas.draw()
@@ -67,14 +86,43 @@ class Pages:
         texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and id(t) not in hidden]
         self.pages.append([(t.get_text(), t.get_window_extent(renderer)) for t in texts])
         self.sizes.append((fig.bbox.width, fig.bbox.height))
+        page = len(self.pages)
+        titled = [(" ".join((ax.get_title("left") or ax.get_title()).split()), t) for ax in fig.axes
+                  for t in ax.findobj(Table)]
+        for k, (title, table) in enumerate(titled):
+            cells = table.get_celld()
+            for (row, col), cell in cells.items():
+                text = cell.get_text()
+                if text.get_text().strip() and not _inside(text.get_window_extent(renderer),
+                                                           cell.get_window_extent(renderer)):
+                    self.cell_problems.append(f"page {page} table {k + 1} cell ({row}, {col}) {text.get_text()!r} "
+                                              "leaves its cell")
+            self.tables.append((page, title, _table_rows(cells)))
+
+    def cells_by_key(self) -> dict[tuple[str, str, str], dict[str, list[int]]]:
+        """Every table cell keyed by (table title, row label, column label): the title above the table names what
+        it is of (e.g. which finalist's solves), the first column's text the row, the header row's text the column;
+        a row label repeated within one table (rows that need more than one column to be told apart) is left out.
+        Returns ``{key: {cell text: [pages]}}``."""
+        out: dict[tuple[str, str, str], dict[str, list[int]]] = {}
+        for page, title, (header, rows) in self.tables:
+            labels = [r[0] for r in rows]
+            for r in rows:
+                if labels.count(r[0]) > 1 or not r[0].strip():
+                    continue
+                for col, value in zip(header[1:], r[1:], strict=False):
+                    out.setdefault((title, " ".join(r[0].split()), " ".join(col.split())), {}).setdefault(
+                        value.strip(), []).append(page)
+        return out
 
     def text(self, page: int) -> str:
         return "\n".join(t for t, _ in self.pages[page])
 
 
 def overlaps(pages: Pages) -> list[str]:
-    """Every pair of text artists on one page whose extents overlap, and every text that leaves its page."""
-    bad = []
+    """Every pair of text artists on one page whose extents overlap, every text that leaves its page and every table
+    cell's text that leaves its cell."""
+    bad = list(pages.cell_problems)
     for k, (texts, (w, h)) in enumerate(zip(pages.pages, pages.sizes, strict=True)):
         for text, b in texts:
             if b.x0 < -TOLERANCE_PX or b.y0 < -TOLERANCE_PX or b.x1 > w + TOLERANCE_PX or b.y1 > h + TOLERANCE_PX:
@@ -205,13 +253,28 @@ def test_report_writes_column_descriptions_and_command_line(hydra: explore.Explo
     assert rec["label"] == hydra.finalists[0].row["label"]
 
 
-@pytest.mark.parametrize(("study", "pages", "scenario"), [(snake, snake_pages, "snake-stratum.yaml"),
-                                                           (nova, nova_pages, "nova-nemotron3-nano.yaml")])
-def test_snake_and_nova_pages_have_no_overlapping_text_and_described_columns(study: Any, pages: Any,
-                                                                             scenario: str) -> None:
+@pytest.fixture(scope="module", params=[(snake, snake_pages, "snake-stratum.yaml"),
+                                        (nova, nova_pages, "nova-nemotron3-nano.yaml")], ids=["snake", "nova"])
+def other_study(request: pytest.FixtureRequest) -> tuple[Any, Any, Pages, dict[QuantityKey, list[float]]]:
+    """A bundled SNAKE or NOVA run, its report drawn: (result, report module, pages, the printed quantities)."""
+    study, pages, scenario = request.param
     result = study.run(study.load(instances_dir() / "scenarios" / scenario), Settings(time_limit_s=5.0, seed=0))
     rec = Pages()
-    pages.draw(rec, result)
+    with recording_quantities() as printed:
+        pages.draw(rec, result)
+    return result, pages, rec, printed
+
+
+def two_values(printed: dict[QuantityKey, list[float]]) -> dict[QuantityKey, list[float]]:
+    """The quantities a report printed with more than one value (relative 1e-9: formatting precision may differ
+    between pages, the number behind it may not)."""
+    return {k: v for k, v in printed.items() if any(not math.isclose(x, v[0], rel_tol=1e-9, abs_tol=1e-12)
+                                                     for x in v)}
+
+
+def test_snake_and_nova_pages_have_no_overlapping_text_and_described_columns(
+        other_study: tuple[Any, Any, Pages, dict[QuantityKey, list[float]]]) -> None:
+    result, pages, rec, _ = other_study
     assert len(rec.pages) >= 3
     assert overlaps(rec) == []
     table = getattr(result, pages.CSV[1])
@@ -280,6 +343,27 @@ def test_page_one_shows_every_finalists_simulated_numbers_or_not_simulated(hydra
     assert text.count("not simulated") == 0 or hydra.simulation is None
     assert bare.text(0).count("not simulated (simulation disabled)") == 2 * len(hydra.finalists)
     assert overlaps(bare) == []
+
+
+def test_every_quantity_printed_twice_has_one_value(hydra: explore.ExploreResult,
+                                                    other_study: tuple[Any, Any, Pages, dict[QuantityKey, list[float]]]
+                                                    ) -> None:
+    """Issue 32 item 2 ("one quantity, two values"): every number a report prints through its quantity key (design,
+    stage or layout, quantity) has one value wherever it appears. HYDRA: B*'s exact-layout throughput stands on page
+    1 (twice), the configurations page and the layout page; each layout's throughput and TTFT on the configurations
+    and layout pages; energy and peak temperature on page 1, the configurations and thermal pages. SNAKE: the mean
+    speedups and energy ratios on page 1 and the chart captions; NOVA: the energy table and its ablation."""
+    with recording_quantities() as printed:
+        pdf.draw(Pages(), hydra)
+    _, _, _, other = other_study
+    for report in (printed, other):
+        repeated = {k: v for k, v in report.items() if len(v) > 1}
+        assert len(repeated) >= 5, "the check needs quantities printed more than once"
+        assert two_values(report) == {}
+    b = hydra.finalists[0]
+    key = (b.label, LayoutKind.EXACT.label, "throughput_tps")
+    assert printed[key][0] == pytest.approx(b.served(LayoutKind.EXACT).served.throughput_tps)
+    assert len(printed[key]) >= 3
 
 
 def test_one_quantity_has_one_value_across_pages(hydra_pages: Pages) -> None:

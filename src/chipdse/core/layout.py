@@ -43,6 +43,10 @@ LAYOUT_LABELS: dict[LayoutKind, str] = {
 }
 """Each kind's name in reports and the manifest."""
 
+SCREEN_LABEL = "screen (estimator)"
+"""The name reports and the manifest give the sweep screen's numbers where they stand beside the layouts' (the
+estimator's own fluid mapping and assumed hop count, no layout)."""
+
 
 @dataclass(frozen=True)
 class Layout:

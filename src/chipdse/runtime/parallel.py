@@ -21,11 +21,6 @@ from chipdse.core.errors import ChipdseError
 from chipdse.core.io import canonical_json
 from chipdse.runtime.store import ResultsStore
 
-try:
-    import resource  # POSIX only: the CPU time of finished worker processes
-except ImportError:  # pragma: no cover - Windows
-    resource = None  # type: ignore[assignment]
-
 BackendKind = Literal["in-process", "processes", "dask"]
 Progress = Callable[[float, float], None]
 
@@ -98,16 +93,6 @@ class Backend:
         if self.kind == "dask":
             return f"Dask at {self.scheduler}" if self.scheduler else f"Dask LocalCluster ({self.workers} workers)"
         return "in-process"
-
-
-def child_cpu_s() -> float:
-    """CPU seconds (user + system) of this process's finished child processes: the local process pools' workers,
-    once their pool has shut down (``resource.RUSAGE_CHILDREN``; 0.0 where the platform has no ``resource``, or for
-    Dask workers, which are not children)."""
-    if resource is None:
-        return 0.0
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return float(usage.ru_utime + usage.ru_stime)
 
 
 def _import_distributed() -> Any:

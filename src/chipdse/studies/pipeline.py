@@ -4,7 +4,7 @@ and checkpoints (STYLE.md item 17, after Stream's stages and their required fiel
 A :class:`Stage` names the artifacts it needs and makes (each a typed :class:`Key`) and runs on a
 :class:`Context`; :func:`run_stages` runs a list of them in order: it refuses a stage whose inputs no earlier stage
 made (naming the stage and the artifact), times each stage (wall and CPU seconds, the CPU of the process pools a
-stage ran included through :func:`chipdse.runtime.parallel.child_cpu_s`), reports it to ``progress`` and, for a
+stage ran included through :func:`chipdse.core.cpu.child_cpu_s`), reports it to ``progress`` and, for a
 stage marked ``keep``, reads its artifacts from the run's :class:`chipdse.runtime.store.Checkpoints` or stores them
 as soon as it finishes, so an interrupted run resumes after its last finished stage.
 """
@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
 
+from chipdse.core.cpu import child_cpu_s
 from chipdse.core.errors import ChipdseError
-from chipdse.runtime.parallel import child_cpu_s
 from chipdse.runtime.store import Checkpoints
 
 T = TypeVar("T")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from chipdse.core.io import strict_json
-from chipdse.core.layout import LayoutKind
+from chipdse.core.layout import SCREEN_LABEL, LayoutKind
 from chipdse.core.scenario import LoadedScenario
 from chipdse.evaluators.energy_hydra import D2D_LINK_KEY, scenario_energy_table
 from chipdse.studies.hydra.artifacts import DesignTable, FinalistResult, Picks, SimulationStudy, ThermalFinalist
@@ -108,7 +108,7 @@ def finalist_energy(finalists: list[FinalistResult]) -> list[dict[str, Any]]:
     out = []
     for f in finalists:
         row = f.row
-        out.append({"role": str(f.role), "label": f.label, "layout": "screen (estimator)",
+        out.append({"role": str(f.role), "label": f.label, "layout": SCREEN_LABEL,
                     "throughput_tps": row["throughput_tps"], "ttft_s": row["ttft_s"],
                     "energy_J_per_token": row["energy_J_per_token"], "tokens_per_J": row["tokens_per_J"],
                     "power_W": row["power_W"]})

@@ -1,0 +1,5 @@
+"""``python -m chipdse``: the same command line as the ``chipdse`` script."""
+
+from chipdse.cli import run
+
+run()
