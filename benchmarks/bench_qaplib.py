@@ -17,7 +17,7 @@ import sys
 import time
 
 from chipdse.core.paths import shared_dir
-from chipdse.formulations.qap import read_qaplib
+from chipdse.core.qaplib import read_qaplib
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.qap import solve_qap
 

@@ -1,4 +1,6 @@
-"""Start-up time of the command line (issue 18 item 4): ``import chipdse.cli`` and ``chipdse --help``.
+"""Start-up time of the command line (issue 18 item 4, issue 34): ``import chipdse.cli``, ``chipdse --help`` and
+the light commands (``schema``, ``params``, ``model import``), beside ``import chipdse.api`` (what every command
+loaded before the light commands had :mod:`chipdse.inputs`: the in-run baseline).
 
 Each case runs N fresh interpreters and prints the median and least wall time and CPU time (user + system of the
 child): on a shared machine the CPU time is what an idle machine's wall time would be, the wall time depends on the
@@ -18,13 +20,28 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+HF_CONFIG = Path(__file__).resolve().parent.parent / "tests" / "data" / "hf_configs" / "bundled" / "llama-3-8b.json"
+"""A Hugging Face config for ``model import`` (the card is written to the temporary working folder)."""
+
+
+def _command(*argv: str) -> list[str]:
+    """``python -c`` arguments that run ``chipdse ARGV`` as the console script does."""
+    return ["-c", f"import sys; from chipdse.cli import run; sys.argv = ['chipdse', *{list(argv)!r}]; run()"]
+
 
 CASES = {
     "python -c pass": ["-c", "pass"],
     "import chipdse.cli": ["-c", "import chipdse.cli"],
-    "chipdse --help": ["-c", "import sys; from chipdse.cli import run; sys.argv = ['chipdse', '--help']; run()"],
+    "chipdse --help": _command("--help"),
+    "import chipdse.api": ["-c", "import chipdse.api"],
+    "schema scenario": _command("schema", "scenario"),
+    "params hydra": _command("params", "hydra"),
+    "model import": _command("model", "import", str(HF_CONFIG), "--out", "card.json"),
 }
-"""What is timed: an empty interpreter (the floor), the import the console script does, and the help."""
+"""What is timed: an empty interpreter (the floor), the import the console script does, the help, the whole API
+(the baseline: every command loaded it before issue 34) and the three light commands."""
 
 
 def timed(args: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:

@@ -12,8 +12,8 @@ import resource
 import sys
 import time
 
+from chipdse.core.qaplib import QapInstance
 from chipdse.core.scenario import load
-from chipdse.formulations.qap import QapInstance
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.link_load import solve_max_link_placement
 from chipdse.solvers.mapping import solve_mapping

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chipdse.core.errors import SpecError, shorten
 from chipdse.core.paths import instances_dir
+from chipdse.core.scenario import LoadedScenario
 from chipdse.core.specs import format_field, read_yaml
 
 PJ = 1e-12
@@ -312,3 +313,14 @@ class EnergyBreakdown:
         """Return ``{part: J}`` plus ``"total"``, for CSV / JSON output."""
         return {**self.parts_J, "total": self.total_J}
 
+
+def scenario_energy_table(sc: LoadedScenario) -> EnergyTable:
+    """The energy constants of a HYDRA scenario: ``instances/energy/common.yaml`` with the scenario's
+    ``energy.table`` values (``--set energy.table.KEY=V``) in place.
+
+    Raises
+    ------
+    SpecError
+        A malformed energy file, or a key of ``energy.table`` it does not have.
+    """
+    return load_energy_table().with_values(sc.spec.energy.table, f"{sc.path}: energy.table")

@@ -21,12 +21,12 @@ import pandas as pd
 
 from chipdse.core.design_space import DesignPoints
 from chipdse.core.errors import InfeasibleDesignError, SpecError
-from chipdse.core.scenario import LoadedScenario
 from chipdse.core.specs import ChipletLibrary, ComputeChiplet, EnergySettings, MemoryChiplet
-from chipdse.evaluators.energy import PJ, EnergyBreakdown, EnergyTable, load_energy_table
+from chipdse.evaluators.energy import PJ, EnergyBreakdown, EnergyTable, scenario_energy_table
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.latency import chiplet_caps
 from chipdse.evaluators.sim_results import SimResult
+from chipdse.evaluators.thermal_stack import HBM_PREFIX
 
 HYDRA_NODE_NM = 22
 """Technology node of HYDRA's chiplet library, nm (HYDRA Sec. VI-A normalizes every chiplet to 22 nm;
@@ -426,18 +426,6 @@ def check_power_limits(df: pd.DataFrame, limits: EnergySettings, source: str) ->
     raise InfeasibleDesignError(msg, source, "energy")
 
 
-def scenario_energy_table(sc: LoadedScenario) -> EnergyTable:
-    """The energy constants of a HYDRA scenario: ``instances/energy/common.yaml`` with the scenario's
-    ``energy.table`` values (``--set energy.table.KEY=V``) in place.
-
-    Raises
-    ------
-    SpecError
-        A malformed energy file, or a key of ``energy.table`` it does not have.
-    """
-    return load_energy_table().with_values(sc.spec.energy.table, f"{sc.path}: energy.table")
-
-
 def score_with_energy(screen: Screen, pts: DesignPoints, table: EnergyTable | None = None) -> pd.DataFrame:
     """Score points with the estimator, add their energy (:func:`sweep_energy`) and apply the scenario's power
     limits (:func:`apply_power_limits`).
@@ -548,3 +536,44 @@ def sim_energy(result: SimResult, library: ChipletLibrary, table: EnergyTable, d
     parts = EnergyBreakdown({"chiplets": sum(chip.values()), "links": sum(links.values()), "hbm": sum(hbm.values())})
     tokens = result.output_tokens
     return SimEnergy(chip, links, hbm, parts, parts.total_J / tokens if tokens > 0 else float("nan"))
+
+
+def hydra_power_by_type_W(library: ChipletLibrary, types: list[str], table: EnergyTable,  # noqa: N802
+                          d2d_GBps: float, utilization: float) -> dict[str, float]:  # noqa: N803
+    """Return the power of one chiplet of each placement type, W: compute chiplets by name, HBM groups
+    (``"hbm:<group>"``) as the library's stack.
+
+    Parameters
+    ----------
+    library : ChipletLibrary
+    types : list[str]
+        Placement type names (compute chiplet names and ``hbm:`` groups).
+    table : EnergyTable
+        The shared energy table (``load_energy_table("common")``).
+    d2d_GBps : float
+        The design's D2D bandwidth per link, GB/s.
+    utilization : float
+        Busy fraction of compute units and of HBM bandwidth, in [0, 1] (1: full load, the thermal design point).
+
+    Returns
+    -------
+    dict[str, float]
+        W per chiplet (:func:`chiplet_power_W`,
+        :func:`hbm_power_W`).
+
+    Raises
+    ------
+    ValueError
+        A type that is neither an HBM group nor a compute chiplet of the library, or a utilization outside [0, 1].
+    """
+    by_name = {c.name: c for c in library.compute}
+    out: dict[str, float] = {}
+    for t in types:
+        if t.startswith(HBM_PREFIX):
+            out[t] = float(hbm_power_W(library.memory, table, utilization))
+        elif t in by_name:
+            out[t] = float(chiplet_power_W(by_name[t], library, table, d2d_GBps, utilization))
+        else:
+            msg = f"a compute chiplet of the library ({sorted(by_name)}) or an hbm: group, got {t!r}"
+            raise ValueError(msg)
+    return out

@@ -17,8 +17,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from chipdse.core.qaplib import QapInstance, qap_cost
 from chipdse.core.solution import Solution, TerminationCondition
-from chipdse.formulations.qap import QapInstance, decision_to_perm, qap_cost, to_placement_problem
+from chipdse.formulations.qap import decision_to_perm, to_placement_problem
 from chipdse.solvers.common import ProblemKind, settle
 from chipdse.solvers.config import SolverConfig, WorkBudget, limit_reason
 from chipdse.solvers.placement import solve_placement

@@ -27,8 +27,8 @@ import chipdse.studies.hydra.stages as stages_module
 from chipdse.cli import app, from_interrupt
 from chipdse.core.io import canonical_json
 from chipdse.core.paths import instances_dir
+from chipdse.core.qaplib import QapInstance
 from chipdse.core.scenario import load_scenario
-from chipdse.formulations.qap import QapInstance
 from chipdse.runtime.store import Checkpoints, ResultsStore
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.qap import solve_qap

@@ -29,9 +29,11 @@ PACKAGE_DIRS = {name: ROOT / folder for name, folder in SETUPTOOLS["package-dir"
 top-level evaluators/, ...)."""
 DEFERRED_ON_PURPOSE = ("distributed", "dask", "scalesim")
 """Heavy optional imports that may stay inside a function (each with a comment saying it is deferred)."""
-LAZY_API_LOADERS = ("src/chipdse/__init__.py", "src/chipdse/cli.py")
-"""The only modules that may load a module through ``importlib.import_module``: the package and the command line
-load the Python API (``chipdse.api``) on first use, so that ``import chipdse.cli`` stays light (issue 18)."""
+LAZY_API_LOADERS = {"src/chipdse/__init__.py": ("chipdse.api",),
+                    "src/chipdse/cli.py": ("chipdse.api", "chipdse.inputs")}
+"""The only modules that may load a module through ``importlib.import_module``, and what each loads: the package
+and the command line load the Python API (``chipdse.api``) on first use, so that ``import chipdse.cli`` stays light
+(issue 18); the command line's light commands load only its light half (``chipdse.inputs``, issue 34)."""
 
 
 def _module_name(path: Path) -> str:
@@ -97,7 +99,8 @@ def test_function_local_imports_only_defer_heavy_optionals() -> None:
 
 def test_only_the_package_and_the_cli_load_modules_through_importlib() -> None:
     """``importlib.import_module`` hides an import from import-linter and grimp: it is the documented lazy loader of
-    ``chipdse.api`` and is allowed in :data:`LAZY_API_LOADERS` only, each loading ``chipdse.api`` alone."""
+    ``chipdse.api`` (and of ``chipdse.inputs``) and is allowed in :data:`LAZY_API_LOADERS` only, each call loading
+    one module named there."""
     users = {}
     for path in _sources():
         tree = ast.parse(path.read_text())
@@ -106,15 +109,17 @@ def test_only_the_package_and_the_cli_load_modules_through_importlib() -> None:
         if calls:
             users[str(path.relative_to(ROOT))] = len(calls)
     assert sorted(users) == sorted(LAZY_API_LOADERS)
-    assert all(n == 1 for n in users.values())
-    for rel in LAZY_API_LOADERS:
-        assert '"chipdse.api"' in (ROOT / rel).read_text()
+    for rel, modules in LAZY_API_LOADERS.items():
+        assert users[rel] == len(modules)
+        assert all(f'"{m}"' in (ROOT / rel).read_text() for m in modules)
 
 
 def test_the_api_sits_between_the_reports_and_the_cli() -> None:
-    """The layers contract names chipdse.api between chipdse.cli and chipdse.reports (DESIGN.md "Layout")."""
+    """The layers contract names chipdse.api, then its light half chipdse.inputs, between chipdse.cli and
+    chipdse.reports (DESIGN.md "Layout")."""
     layers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]["layers"]
-    assert layers.index("chipdse.cli") + 1 == layers.index("chipdse.api") == layers.index("chipdse.reports") - 1
+    top = layers.index("chipdse.cli")
+    assert layers[top:top + 4] == ["chipdse.cli", "chipdse.api", "chipdse.inputs", "chipdse.reports"]
 
 
 def test_the_checkout_holds_no_symbolic_link() -> None:

@@ -22,9 +22,8 @@ from chipdse.core.overrides import parse_overrides
 from chipdse.core.params import BASES, RANGED, RegisterFile, load_register
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import LoadedScenario, load
-from chipdse.evaluators.energy import load_energy_table
-from chipdse.evaluators.energy_hydra import scenario_energy_table
-from chipdse.evaluators.thermal import load_thermal_stack, stack_entries
+from chipdse.evaluators.energy import load_energy_table, scenario_energy_table
+from chipdse.evaluators.thermal_stack import load_thermal_stack, stack_entries
 from chipdse.studies.hydra import params as hydra_params
 from chipdse.studies.params import study_missing, unregistered
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from chipdse.cli import app
 from chipdse.core.errors import SpecError
-from chipdse.formulations.qap import QapInstance, qap_cost, read_qaplib, read_solution
+from chipdse.core.qaplib import QapInstance, qap_cost, read_qaplib, read_solution
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.qap import solve_qap
 from chipdse.solvers.qap_bnb import qap_glb_bnb

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chipdse.formulations.qap import QapInstance, qap_cost, read_qaplib
+from chipdse.core.qaplib import QapInstance, qap_cost, read_qaplib
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.qap import solve_qap
 from chipdse.solvers.qap_bnb import _static_order, faq_two_opt, location_automorphisms, qap_rlt_bnb

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,45 @@ def test_version_is_the_installed_distributions() -> None:
     assert {"message", "title", "authors"} <= set(cff)
     assert metadata.metadata("chipdse")["License-Expression"] == "MIT"
     assert (root / "LICENSE").read_text().startswith("MIT License")
+
+
+LIGHT_HEAVY = tuple(m for m in HEAVY if m not in ("numpy",))
+"""What a light command may not load: the modelling and solver libraries, SciPy, pandas, matplotlib and Dask
+(numpy and pydantic are the input files' own libraries)."""
+HF_CONFIG = Path(__file__).parent / "data" / "hf_configs" / "bundled"
+
+
+def _light_case(args: list[str]) -> str:
+    """A probe that runs ``chipdse ARGS`` in-process with stdout swallowed and returns its exit code."""
+    return (f"import contextlib, io\nfrom chipdse.cli import invoke\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    rc = invoke({args!r})\nprint(rc)")
+
+
+@pytest.mark.parametrize("args", [
+    ["schema", "scenario"], ["schema", "model"], ["params", "hydra"], ["params", "snake"], ["params", "nova"]])
+def test_light_commands_load_no_solver_scipy_or_pandas(args: list[str]) -> None:
+    """``schema``, ``params`` and ``model import`` run through :mod:`chipdse.inputs` (issue 34 start-up): none of
+    Pyomo, OR-Tools, HiGHS, SciPy, pandas, matplotlib or Dask is imported (the CPU time this saves is measured in
+    benchmarks/RESULTS.md, "Start-up time")."""
+    assert _loaded_after(_light_case(args)) & set(LIGHT_HEAVY) == set()
+
+
+def test_model_import_loads_no_solver_scipy_or_pandas(tmp_path: Path) -> None:
+    config = sorted(HF_CONFIG.glob("*.json"))[0]
+    args = ["model", "import", str(config), "--out", str(tmp_path / "card.json")]
+    assert _loaded_after(_light_case(args)) & set(LIGHT_HEAVY) == set()
+    assert (tmp_path / "card.json").is_file()
+
+
+def test_a_bad_qaplib_file_fails_before_any_solver_is_imported(tmp_path: Path) -> None:
+    """``solve qap`` reads its file before it loads the API: a malformed file exits 2 with the file's line and
+    value, and no modelling library was imported."""
+    bad = tmp_path / "bad.dat"
+    bad.write_text("3\n1 2 x\n")
+    code = _light_case(["solve", "qap", str(bad)])
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    rc_line, mods_line = out.stdout.strip().splitlines()[-2:]
+    assert rc_line == "2"
+    assert "bad.dat: (data, line 2, value 4): integers only" in out.stderr
+    assert set(json.loads(mods_line)) & set(LIGHT_HEAVY) == set()

@@ -12,13 +12,12 @@ from hypothesis import strategies as st
 
 from chipdse.core.errors import SpecError
 from chipdse.evaluators.thermal import (
-    default_stack_path,
-    load_thermal_stack,
     package_grid,
     placement_power_map,
     solve_temperature,
     thermal_resistance_matrix,
 )
+from chipdse.evaluators.thermal_stack import default_stack_path, load_thermal_stack
 
 STACK = yaml.safe_load(default_stack_path().read_text())
 """The bundled layer stack as written (mm, W/(m K), K/W, degC): the test's inputs."""

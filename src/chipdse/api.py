@@ -29,16 +29,13 @@ from typing import Any
 import pandas as pd
 
 from chipdse.core.errors import ChipdseError
-from chipdse.core.hf_import import card_json, card_key, import_config
-from chipdse.core.io import write_text_atomic
 from chipdse.core.overrides import parse_overrides
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import AnyScenario, LoadedScenario, StudyScenario, load
 from chipdse.core.scenario import load_scenario as load_hydra
-from chipdse.core.schemas import SCHEMAS, json_schema, schema_dir, schema_text, write_schemas
 from chipdse.core.solution import Solution
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
-from chipdse.formulations.qap import read_qaplib
+from chipdse.inputs import SCHEMAS, import_model, json_schema, params, read_qap, schema_dir, schema_text, write_schemas
 from chipdse.reports.files import write_report
 from chipdse.reports.registry import REPORTS
 from chipdse.runtime.parallel import Backend
@@ -552,7 +549,7 @@ def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, 
             raise ValueError(msg)
         _finalist(problem, point)
         solver = "highs" if solver is None else solver
-        inst = read_qaplib(Path(path))  # type: ignore[arg-type]
+        inst = read_qap(path)  # type: ignore[arg-type]
         sol = solve_qap(inst, solver, SolverConfig(work_limit=work_limit or 60.0, time_limit_s=time_limit_s or 0.0))
         return SolveRun("qap", inst.name, solver, sol, {"n": inst.n})
     if solver is not None:
@@ -681,57 +678,3 @@ def generality(scenario: ScenarioArg = None, models: Sequence[str] | None = None
         msg = "--model: give at least two models to compare"
         raise ChipdseError(msg)
     return GeneralityRun(sc, run_generality(sc, None if models is None else list(models)))
-
-
-def params(study: str, scenario: str | Path | None = None) -> list[dict[str, Any]]:
-    """A study's parameter register with the values of a scenario (``chipdse params``).
-
-    Parameters
-    ----------
-    study : str
-        ``hydra``, ``snake`` or ``nova``.
-    scenario : str or Path, optional
-        A scenario of that kind whose values to show (default: the study's bundled scenario).
-
-    Returns
-    -------
-    list of dict
-        One per parameter: ``name`` (the dotted ``--set`` path), ``value``, ``low``, ``high`` (an assumption's or
-        calibrated value's plausible range, else None), ``unit``, ``basis`` (paper, sourced, assumption,
-        calibrated), ``source`` (citation, or the reason for the value and range), ``calibrated_on`` (claim keys).
-
-    Raises
-    ------
-    ValueError
-        An unknown study.
-    SpecError
-        A malformed register, scenario or table, or a scenario of another kind.
-    """
-    if study not in STUDIES:
-        msg = f"STUDY: one of {', '.join(STUDIES)}, got {study!r}"
-        raise ValueError(msg)
-    return [r.record() for r in STUDIES[study].params(None if scenario is None else Path(scenario))]
-
-
-def import_model(config: str | Path, *, name: str | None = None, published_params: float | None = None,
-                 out: str | Path | None = None) -> tuple[Path, list[str]]:
-    """Write a model card from a Hugging Face ``config.json`` (``chipdse model import``).
-
-    Args:
-        config: path of a local config.json.
-        name: card name (default: the config's ``_name_or_path`` or the file name).
-        published_params: the vendor's published total parameter count; the report lines give the difference
-            (a line starting ``warning:`` above 5%).
-        out: card file to write (default ``<name>.json`` in the current folder).
-
-    Returns:
-        (path written, report lines: the computed parameter count and, with ``published_params``, the difference).
-
-    Raises:
-        ChipdseError: unknown ``model_type``, a missing field, a non-JSON or unreadable file (nothing written).
-        OSError: the card cannot be written.
-    """
-    card, lines = import_config(Path(config), name=name, published_params=published_params)
-    path = Path(out) if out is not None else Path(f"{card_key(card['name'])}.json")
-    write_text_atomic(path, card_json(card))
-    return path, lines

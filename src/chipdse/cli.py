@@ -50,13 +50,25 @@ API_MODULE = "chipdse.api"
 def _api() -> ModuleType:
     """The Python API (:mod:`chipdse.api`), imported on first use.
 
-    The one deferred import of the command line, so that ``import chipdse.cli``, ``chipdse --help`` and a command
-    refused for bad options load neither Pyomo, OR-Tools, SciPy, pandas nor matplotlib (tests/test_startup.py
-    checks the import set). It goes through :func:`importlib.import_module` on purpose: the project forbids
-    function-local ``import`` statements (tests/test_layers.py), and the layers contract still holds (the API is
-    the layer just below the command line).
+    One of the two deferred imports of the command line (with :func:`_inputs`), so that ``import chipdse.cli``,
+    ``chipdse --help`` and a command refused for bad options load neither Pyomo, OR-Tools, SciPy, pandas nor
+    matplotlib (tests/test_startup.py checks the import set). It goes through :func:`importlib.import_module` on
+    purpose: the project forbids function-local ``import`` statements (tests/test_layers.py), and the layers
+    contract still holds (the API is the layer just below the command line).
     """
     return importlib.import_module(API_MODULE)
+
+
+INPUTS_MODULE = "chipdse.inputs"
+"""The light half of the API (:mod:`chipdse.inputs`): what ``schema``, ``params``, ``model import`` and the file
+check of ``solve qap`` load instead of :data:`API_MODULE`."""
+
+
+def _inputs() -> ModuleType:
+    """The light half of the API (:mod:`chipdse.inputs`: schemas, parameter registers, model import, QAPLIB
+    files), imported on first use like :func:`_api`, and without Pyomo, OR-Tools, SciPy's statistics, pandas or
+    matplotlib (tests/test_startup.py)."""
+    return importlib.import_module(INPUTS_MODULE)
 
 
 class _LateHelpCommand(typer.core.TyperCommand):
@@ -589,6 +601,8 @@ def solve(
     try:
         _applies("--set", bool(sets) and problem == "qap", "a QAPLIB file has no scenario; --set applies to the "
                  "scenario problems")
+        if problem == "qap" and path is not None:
+            _inputs().read_qap(path)  # a bad file fails before any solver is imported
         run = _api().solve(problem, path, method=method, solver=solver_opt, point=point_opt, work_limit=work_limit,
                            time_limit_s=time_limit, sets=sets or ())
     except (ChipdseError, ValueError) as exc:
@@ -852,7 +866,7 @@ def schema(
     folder: Path | None = None
     try:
         folder = _path_option("--write", write)
-        api = _api()
+        api = _inputs()
         if folder is None:
             if kind is None:
                 msg = f"KIND: one of {list(api.SCHEMAS)} (or --write DIR for all of them)"
@@ -882,7 +896,7 @@ def params(
     calibrated), plausible range and source.
     """
     try:
-        rows = _api().params(study, scenario)
+        rows = _inputs().params(study, scenario)
     except (ChipdseError, ValueError, OSError) as exc:
         _fail(exc)
     if as_json:
@@ -918,7 +932,7 @@ def model_import(
     out: Path | None = None
     try:
         out = _path_option("--out", out_text)
-        out, lines = _api().import_model(config, name=name, published_params=published, out=out)
+        out, lines = _inputs().import_model(config, name=name, published_params=published, out=out)
     except ChipdseError as exc:
         _fail(exc)
     except OSError as exc:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
-import pandas as pd
-from scipy.stats import norm as stats_norm
 
 from chipdse.core.errors import SpecError, shorten
 from chipdse.core.io import read_input_text
@@ -89,33 +89,35 @@ def load_trace(path: Path) -> LengthSample:
                    f"({shorten(','.join(header))}), got {len(fields)}")
             raise SpecError(str(path), f"line {line}", msg)
     lines = np.array([line for line, _ in body], dtype=np.int64)
-    df = pd.DataFrame([fields for _, fields in body], columns=header, dtype=str)
+    columns = dict(zip(header, zip(*(fields for _, fields in body), strict=True), strict=False)) if body else {}
     for col in TRACE_COLUMNS:
-        if col not in df.columns:
-            raise SpecError(str(path), col, f"a column named {col!r}; columns are {shorten(list(df.columns))}")
+        if col not in header:
+            raise SpecError(str(path), col, f"a column named {col!r}; columns are {shorten(header)}")
     arrays = {}
-    for col in TRACE_COLUMNS + (("arrived_at",) if "arrived_at" in df.columns else ()):
-        values = pd.to_numeric(df[col], errors="coerce")
-        bad = values.isna() | ~np.isfinite(values) | (values < (0 if col == "arrived_at" else 1))
+    for col in TRACE_COLUMNS + (("arrived_at",) if "arrived_at" in header else ()):
+        text_values = columns.get(col, ())
+        values = np.array([_number(v) for v in text_values], dtype=float)
+        bad = ~np.isfinite(values) | (values < (0 if col == "arrived_at" else 1))
         if col != "arrived_at":
-            bad |= values.notna() & ((values != values.round()) | (values > MAX_TOKENS))
+            bad |= np.isfinite(values) & ((values != np.round(values)) | (values > MAX_TOKENS))
         if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
+            row = int(np.flatnonzero(bad)[0])
             expected = ("a finite number of seconds >= 0" if col == "arrived_at" else
                         f"a whole number of tokens 1..{MAX_TOKENS:,} (ten times the longest context of any "
                         "bundled model)")
-            msg = f"{expected}, got {shorten(df[col].iloc[row])} (data row {row + 1}, line {lines[row]})"
+            msg = f"{expected}, got {shorten(text_values[row])} (data row {row + 1}, line {lines[row]})"
             raise SpecError(str(path), col, msg)
-        arrays[col] = values.to_numpy()
-    if "arrived_at" in arrays and len(df) > 1:  # a replayed trace is in arrival order
+        arrays[col] = values
+    if "arrived_at" in arrays and len(body) > 1:  # a replayed trace is in arrival order
         back = np.flatnonzero(np.diff(arrays["arrived_at"]) < 0)
         if back.size:
             row = int(back[0]) + 1
+            arrived = columns["arrived_at"]
             msg = (f"arrival times in non-decreasing order (the trace is replayed as written), got "
-                   f"{shorten(df['arrived_at'].iloc[row])} after {shorten(df['arrived_at'].iloc[row - 1])} "
+                   f"{shorten(arrived[row])} after {shorten(arrived[row - 1])} "
                    f"(data row {row + 1}, line {lines[row]})")
             raise SpecError(str(path), "arrived_at", msg)
-    if len(df) == 0:
+    if not body:
         raise SpecError(str(path), "", "at least one request row after the header")
     return LengthSample(
         prefill_tokens=arrays["num_prefill_tokens"].astype(np.int64),
@@ -123,6 +125,16 @@ def load_trace(path: Path) -> LengthSample:
         arrival_s=arrays.get("arrived_at"),
         source=path.name,
     )
+
+
+def _number(text: str) -> float:
+    """A CSV field as a float (NaN when it is not a plain decimal number; ``1_000`` is refused as pandas did)."""
+    if "_" in text:
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
 
 
 def _csv_rows(text: str, path: Path) -> list[tuple[int, list[str]]]:
@@ -198,7 +210,7 @@ def fit_lognormal(stats: dict[str, float]) -> tuple[float, float]:
         if not stats["min"] < stats["max"] or stats["n"] < 2:
             msg = f"min < max and n >= 2, got min {stats['min']}, max {stats['max']}, n {stats['n']}"
             raise ValueError(msg)
-        z = float(stats_norm.ppf(stats["n"] / (stats["n"] + 1)))
+        z = NormalDist().inv_cdf(stats["n"] / (stats["n"] + 1))
         lo, hi = np.log(stats["min"]), np.log(stats["max"])
         return float((lo + hi) / 2), float((hi - lo) / (2 * z))
     msg = f"one of the statistic sets {[' + '.join(f) for f in LENGTH_FITS]}, got {' + '.join(keys) or 'none'}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +14,9 @@ from chipdse.core.specs import SCENARIO_KINDS
 from chipdse.runtime.store import Checkpoints
 from chipdse.studies.common import Settings
 from chipdse.studies.hydra import explore
-from chipdse.studies.hydra import params as hydra_params
 from chipdse.studies.nova import study as nova
-from chipdse.studies.params import study_params
 from chipdse.studies.pipeline import Progress
+from chipdse.studies.registers import REGISTERS
 from chipdse.studies.snake import study as snake
 
 S = TypeVar("S")
@@ -67,11 +65,11 @@ class Study(Generic[S, R]):
 
 STUDIES: dict[str, Study[Any, Any]] = {
     explore.KIND: Study(explore.KIND, explore.load, explore.check, explore.label, explore.run, explore.summary,
-                        explore.headline, hydra_params.params, keeps_stages=True),
+                        explore.headline, REGISTERS[explore.KIND], keeps_stages=True),
     snake.KIND: Study(snake.KIND, snake.load, snake.check, snake.label, snake.run, snake.summary, snake.headline,
-                      functools.partial(study_params, snake.KIND)),
+                      REGISTERS[snake.KIND]),
     nova.KIND: Study(nova.KIND, nova.load, nova.check, nova.label, nova.run, nova.summary, nova.headline,
-                     functools.partial(study_params, nova.KIND)),
+                     REGISTERS[nova.KIND]),
 }
 """Study by scenario kind: ``hydra`` (the chiplet DSE), ``snake`` and ``nova``."""
 

@@ -11,8 +11,8 @@ from pydantic import BaseModel
 
 from chipdse.core.params import ParamRow, load_register
 from chipdse.core.scenario import LoadedScenario, load_scenario
-from chipdse.evaluators.energy_hydra import scenario_energy_table
-from chipdse.evaluators.thermal import stack_entries
+from chipdse.evaluators.energy import scenario_energy_table
+from chipdse.evaluators.thermal_stack import stack_entries
 from chipdse.studies.params import param_rows, unregistered
 
 STUDY = "hydra"

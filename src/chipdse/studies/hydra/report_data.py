@@ -9,7 +9,8 @@ from typing import Any
 from chipdse.core.io import strict_json
 from chipdse.core.layout import SCREEN_LABEL, LayoutKind
 from chipdse.core.scenario import LoadedScenario
-from chipdse.evaluators.energy_hydra import D2D_LINK_KEY, scenario_energy_table
+from chipdse.evaluators.energy import scenario_energy_table
+from chipdse.evaluators.energy_hydra import D2D_LINK_KEY
 from chipdse.studies.hydra.artifacts import DesignTable, FinalistResult, Picks, SimulationStudy, ThermalFinalist
 from chipdse.studies.hydra.thermal import thermal_summary
 

@@ -2,7 +2,7 @@
 the scenario sets a limit, the thermally constrained exact placement and what it costs (issue 17 items 3 and 5).
 
 Per finalist (B*, M_T): the power of one chiplet of each type at the scenario's utilization
-(:func:`chipdse.evaluators.thermal.hydra_power_by_type_W`), the steady-state temperature map of every placement the
+(:func:`chipdse.evaluators.energy_hydra.hydra_power_by_type_W`), the steady-state temperature map of every placement the
 finalist stage solved (:func:`chipdse.evaluators.thermal.solve_temperature`), and with ``thermal.limit_C`` set the
 MILP with the per-cell temperature limit (:mod:`chipdse.solvers.placement_thermal`; not solved when the proven Eq. 2
 optimum already meets the limit, as it is then the constrained optimum too), its Eq. 2 cost against the best exact
@@ -19,17 +19,17 @@ import numpy as np
 from chipdse.core.layout import LayoutKind
 from chipdse.core.scenario import LoadedScenario
 from chipdse.core.solution import Solution, SolutionStatus
-from chipdse.evaluators.energy_hydra import scenario_energy_table
+from chipdse.evaluators.energy import scenario_energy_table
+from chipdse.evaluators.energy_hydra import hydra_power_by_type_W
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.thermal import (
     ThermalGrid,
-    hydra_power_by_type_W,
-    load_thermal_stack,
     package_grid,
     placement_power_map,
     solve_temperature,
     thermal_resistance_matrix,
 )
+from chipdse.evaluators.thermal_stack import load_thermal_stack
 from chipdse.formulations.placement_thermal import ThermalPlacementProblem
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.placement_thermal import KIND as THERMAL_KIND
