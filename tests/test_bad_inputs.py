@@ -153,6 +153,8 @@ CASES = [
          ("{workload}", "lengths.prefill_sigma")),
     Case("trace-header-only", {"trace": TRACE_HEADER}, ("{trace}", "request row")),
     Case("trace-inf-tokens", {"trace": _trace("100,20", "300,inf")}, ("{trace}", "num_decode_tokens", "line 3")),
+    Case("trace-arabic-indic-digits", {"trace": _trace("100,20", "\u0661\u0662,5")},
+         ("{trace}", "num_prefill_tokens", "line 3")),
     Case("trace-arrivals-go-back", {"trace": "num_prefill_tokens,num_decode_tokens,arrived_at\n100,20,2.0\n"
                                              "100,20,1.0\n"},
          ("{trace}", "arrived_at", "non-decreasing", "line 3")),

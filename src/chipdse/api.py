@@ -31,6 +31,7 @@ import pandas as pd
 from chipdse.core.errors import ChipdseError
 from chipdse.core.overrides import parse_overrides
 from chipdse.core.paths import instances_dir
+from chipdse.core.qaplib import QapInstance
 from chipdse.core.scenario import AnyScenario, LoadedScenario, StudyScenario, load
 from chipdse.core.scenario import load_scenario as load_hydra
 from chipdse.core.solution import Solution
@@ -503,7 +504,7 @@ class SolveRun:
         return pd.DataFrame([self.to_dict()])
 
 
-def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, solver: str | None = None,
+def solve(problem: str, path: ScenarioArg | QapInstance = None, *, method: str | None = None, solver: str | None = None,
           point: str | None = None, work_limit: float | None = None, time_limit_s: float | None = None,
           sets: Sequence[str] = ()) -> SolveRun:
     """Solve one decision problem with one method (``chipdse solve``): a QAPLIB file with the placement
@@ -514,9 +515,9 @@ def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, 
     ----------
     problem : str
         ``"qap"`` or a registered problem.
-    path : str, Path or loaded scenario, optional
-        qap: the QAPLIB ``.dat`` file (required); otherwise a scenario of the problem's kind (default: the bundled
-        default of that kind).
+    path : str, Path, QapInstance or loaded scenario, optional
+        qap: the QAPLIB ``.dat`` file or its parsed :class:`~chipdse.core.qaplib.QapInstance` (required);
+        otherwise a scenario of the problem's kind (default: the bundled default of that kind).
     method : str
         The method of a registered problem (required for those; not for qap).
     solver : str, optional
@@ -549,7 +550,7 @@ def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, 
             raise ValueError(msg)
         _finalist(problem, point)
         solver = "highs" if solver is None else solver
-        inst = read_qap(path)  # type: ignore[arg-type]
+        inst = path if isinstance(path, QapInstance) else read_qap(path)  # type: ignore[arg-type]
         sol = solve_qap(inst, solver, SolverConfig(work_limit=work_limit or 60.0, time_limit_s=time_limit_s or 0.0))
         return SolveRun("qap", inst.name, solver, sol, {"n": inst.n})
     if solver is not None:
@@ -561,6 +562,9 @@ def solve(problem: str, path: ScenarioArg = None, *, method: str | None = None, 
         raise ValueError(msg)
     validate_methods(problem, [method], option="--method")
     point = _finalist(problem, point)
+    if isinstance(path, QapInstance):
+        msg = f"{problem} solves a scenario, not a QAPLIB instance ({path.name})"
+        raise ValueError(msg)
     instance, label, cfg = _problem_instance(problem, path, point, time_limit_s, work_limit, sets)
     hydra = problem_record(problem).scenario_kind == "hydra"
     return SolveRun(problem, label, method, run_methods(problem, instance, [method], cfg)[0],

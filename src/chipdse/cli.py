@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated
+from typing import Annotated, Any
 
 try:
     import resource
@@ -601,9 +601,10 @@ def solve(
     try:
         _applies("--set", bool(sets) and problem == "qap", "a QAPLIB file has no scenario; --set applies to the "
                  "scenario problems")
-        if problem == "qap" and path is not None:
-            _inputs().read_qap(path)  # a bad file fails before any solver is imported
-        run = _api().solve(problem, path, method=method, solver=solver_opt, point=point_opt, work_limit=work_limit,
+        target: Any = path
+        if problem == "qap" and path is not None and method is None and point_opt is None:
+            target = _inputs().read_qap(path)  # a bad file fails before any solver is imported (options first)
+        run = _api().solve(problem, target, method=method, solver=solver_opt, point=point_opt, work_limit=work_limit,
                            time_limit_s=time_limit, sets=sets or ())
     except (ChipdseError, ValueError) as exc:
         _fail(exc)

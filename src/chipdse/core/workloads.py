@@ -128,8 +128,9 @@ def load_trace(path: Path) -> LengthSample:
 
 
 def _number(text: str) -> float:
-    """A CSV field as a float (NaN when it is not a plain decimal number; ``1_000`` is refused as pandas did)."""
-    if "_" in text:
+    """A CSV field as a float: NaN unless it is a plain ASCII decimal number (``1_000``, other scripts' digits such
+    as ``١٢`` and a no-break space are refused, as pandas' ``to_numeric`` did)."""
+    if "_" in text or not text.isascii():
         return math.nan
     try:
         return float(text)

@@ -4,7 +4,7 @@ and checkpoints (STYLE.md item 17, after Stream's stages and their required fiel
 A :class:`Stage` names the artifacts it needs and makes (each a typed :class:`Key`) and runs on a
 :class:`Context`; :func:`run_stages` runs a list of them in order: it refuses a stage whose inputs no earlier stage
 made (naming the stage and the artifact), times each stage (wall and CPU seconds, the CPU of the process pools a
-stage ran included through :func:`chipdse.core.cpu.child_cpu_s`), reports it to ``progress`` and, for a
+stage ran included through :func:`chipdse.core.cpu.tree_cpu_s`), reports it to ``progress`` and, for a
 stage marked ``keep``, reads its artifacts from the run's :class:`chipdse.runtime.store.Checkpoints` or stores them
 as soon as it finishes, so an interrupted run resumes after its last finished stage.
 """
@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
 
-from chipdse.core.cpu import child_cpu_s
+from chipdse.core.cpu import tree_cpu_s
 from chipdse.core.errors import ChipdseError
 from chipdse.runtime.store import Checkpoints
 
@@ -120,10 +120,10 @@ class Timings:
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         """Time the ``with`` block as ``name`` (e.g. ``"speedups_s"``), as :func:`run_stages` times a stage."""
-        w0, c0, k0 = time.perf_counter(), time.process_time(), child_cpu_s()
+        w0, c0 = time.perf_counter(), tree_cpu_s()
         yield
         self.wall_s[name] = time.perf_counter() - w0
-        self.cpu_s[name] = time.process_time() - c0 + child_cpu_s() - k0
+        self.cpu_s[name] = tree_cpu_s() - c0
 
 
 def run_stages(stages: Sequence[Stage], ctx: Context, *, checkpoints: Checkpoints | None = None,
@@ -166,7 +166,7 @@ def run_stages(stages: Sequence[Stage], ctx: Context, *, checkpoints: Checkpoint
         message = stage.describe(ctx)
         if message:
             progress(message, 0.0)
-        w0, c0, k0 = time.perf_counter(), time.process_time(), child_cpu_s()
+        w0, c0 = time.perf_counter(), tree_cpu_s()
 
         def compute(stage: Stage = stage) -> tuple[object, ...]:
             stage.run(ctx)
@@ -191,5 +191,5 @@ def run_stages(stages: Sequence[Stage], ctx: Context, *, checkpoints: Checkpoint
         else:
             compute()
         timings.wall_s[f"{stage.name}_s"] = time.perf_counter() - w0
-        timings.cpu_s[f"{stage.name}_s"] = time.process_time() - c0 + child_cpu_s() - k0
+        timings.cpu_s[f"{stage.name}_s"] = tree_cpu_s() - c0
     return ctx
