@@ -18,6 +18,19 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "reproducible"))
 
 
+# Fixtures that run a whole study (tens of CPU-seconds, shared by a module's tests): every test that uses one is in
+# the slow tier with the tests marked ``@pytest.mark.slow`` (those that take seconds each: end-to-end explores,
+# process pools, long exact solves, long simulations). The README's quick test command leaves the tier out
+# (``-m "not slow"``); its full command and CI run it.
+HEAVY_FIXTURES = frozenset({"hydra", "hydra_pages", "other_study", "tiny_study"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def write_scenario(tmp_path: Path):
     """Return a function that writes a variant of the default scenario with overrides and returns its path."""
@@ -48,3 +61,28 @@ def shared_or_skip(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} not present (../shared exists only in CI and developer checkouts)")
     return path
+
+
+@pytest.fixture
+def no_heavy_work(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make every heavy step (the HYDRA screen's scoring, an event-simulation run, a HiGHS or CP-SAT solve) record
+    itself and raise, and return the record: a bad input or option must fail before any of them runs. This is what
+    the old ``wall_s < 10`` assertions meant, checked by what ran instead of by the clock."""
+    import highspy
+    from ortools.sat.python import cp_model
+
+    from chipdse.evaluators.estimator import Screen
+    from chipdse.evaluators.sim_kernel import Kernel
+
+    ran: list[str] = []
+
+    def tripwire(name: str):  # noqa: ANN202
+        def wrapped(*_args, **_kwargs):  # noqa: ANN002, ANN003, ANN202
+            ran.append(name)
+            raise AssertionError(f"heavy work before the error: {name}")
+        return wrapped
+
+    for owner, attr, name in ((Screen, "score", "screen"), (Kernel, "run", "simulation"),
+                              (highspy.Highs, "run", "HiGHS solve"), (cp_model.CpSolver, "Solve", "CP-SAT solve")):
+        monkeypatch.setattr(owner, attr, tripwire(name))
+    return ran

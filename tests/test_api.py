@@ -58,6 +58,7 @@ def test_sweep_to_pandas_has_every_point_and_the_summary_counts_them(tiny: Path)
     assert run.simulated().empty  # the scenario's sweep.simulate is 0
 
 
+@pytest.mark.slow
 def test_explore_to_pandas_is_the_points_csv_it_writes(tiny: Path, tmp_path: Path) -> None:
     run = chipdse.explore(tiny, seed=1)
     assert run.kind == "hydra" and run.paths == {}
@@ -107,6 +108,7 @@ def test_simulate_to_pandas_is_one_row_of_the_metrics(tiny: Path) -> None:
         chipdse.simulate(tiny, scheduler="round-robin")
 
 
+@pytest.mark.slow
 def test_the_readme_notebook_session_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The README's "Python API" block, run as written from the checkout's root; its numbers are the README's."""
     readme = (ROOT / "README.md").read_text()

@@ -19,6 +19,7 @@ from chipdse.core.paths import instances_dir
 STAMP = re.compile(r"^\[\s*(\d+\.\d) s,\s*(\d+\.\d) CPU-s\] (.+)$")
 
 
+@pytest.mark.slow
 def test_explore_logs_one_line_per_stage_when_stdout_is_not_a_terminal(tmp_path: Path) -> None:
     scenario = instances_dir() / "scenarios" / "snake-stratum.yaml"
     result = CliRunner().invoke(app, ["explore", str(scenario), "--out", str(tmp_path / "o")])
@@ -35,6 +36,7 @@ def test_explore_logs_one_line_per_stage_when_stdout_is_not_a_terminal(tmp_path:
     assert lines.index(stamped[-1].group(0)) < next(i for i, ln in enumerate(lines) if ln.startswith("wrote pdf"))
 
 
+@pytest.mark.slow
 def test_manifest_cpu_time_is_the_process_trees(tmp_path: Path) -> None:
     """The manifest's ``process_cpu_s`` is within 10% of the CPU time of the ``chipdse explore`` process tree as the
     operating system counts it from outside (``RUSAGE_CHILDREN`` of this test process, which waited for it), on a

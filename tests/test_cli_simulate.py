@@ -84,6 +84,7 @@ def test_bad_arguments_raise_value_error_naming_valid_values(small: LoadedScenar
         assert w in str(info.value)
 
 
+@pytest.mark.slow
 def test_cli_simulate_json_human_and_errors(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

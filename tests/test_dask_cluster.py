@@ -23,6 +23,7 @@ def _wait_for(path: Path, timeout_s: float) -> dict:
     raise TimeoutError(f"{path} not written in {timeout_s} s")
 
 
+@pytest.mark.slow
 def test_sweep_on_a_loopback_dask_cluster_equals_in_process(write_scenario, tmp_path: Path) -> None:
     dask = shutil.which("dask", path=str(Path(sys.executable).parent))
     chipdse = shutil.which("chipdse", path=str(Path(sys.executable).parent))

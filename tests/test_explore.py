@@ -7,12 +7,14 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from chipdse.cli import app
 from tests.claims_checks import check_claims_csv
 
 
+@pytest.mark.slow
 def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> None:
     # this small space has B* = M_T (one finalist: the floorplan page draws a single row)
     path = write_scenario({"name": "small", "design_space": {

@@ -78,6 +78,7 @@ def _run(block: str, cwd: Path, timeout_s: float) -> subprocess.CompletedProcess
                           timeout=timeout_s)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "block"), BLOCKS, ids=[name for name, _ in BLOCKS])
 def test_every_command_of_the_guide_runs(workspace: Path, name: str, block: str) -> None:
     if name == "guide-dask":

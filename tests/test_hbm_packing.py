@@ -71,6 +71,7 @@ def test_infeasible_names_the_capacity() -> None:
         solve_hbm_packing(p, "magic", CONFIG)
 
 
+@pytest.mark.slow
 def test_default_finalist_packing_never_beats_eq1() -> None:
     runner = CliRunner()
     rows = {}

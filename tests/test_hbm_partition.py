@@ -262,6 +262,7 @@ group_data = st.tuples(
     capacity=st.one_of(st.sampled_from([8 * GB, 16 * GB, 24 * GB, 36 * GB]), st.integers(GB, 48 * GB)),
     groups=st.lists(group_data, min_size=2, max_size=3),
 )
+@pytest.mark.slow
 def test_exact_methods_equal_enumeration_property(
     n_hbm: int, capacity: int, groups: list[tuple[int, int]]
 ) -> None:

@@ -247,6 +247,7 @@ EXPLORE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(EXPLORE))
 def test_explore_runs_on_an_imported_model(kind: str, tmp_path: Path) -> None:
     config, overrides = EXPLORE[kind]

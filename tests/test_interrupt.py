@@ -43,6 +43,7 @@ def _hard_qap(n: int = 14) -> QapInstance:
     return QapInstance("random14", np.triu(flow, 1) + np.triu(flow, 1).T, np.triu(dist, 1) + np.triu(dist, 1).T)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("solver", "limit_s"), [("highs", 4.0), ("cpsat", 2.0)])
 def test_sigint_during_a_solve_raises_keyboard_interrupt(solver: str, limit_s: float,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,10 +67,8 @@ def test_sigint_during_a_solve_raises_keyboard_interrupt(solver: str, limit_s: f
     finally:
         timer.cancel()
     assert started, "the solver was never called"
-    t0 = started[0]
-    # Both finish their (short) time limit at the latest, then the interrupt is raised: CP-SAT with its own SIGINT
-    # handler off, HiGHS (highspy >= 1.8) because it runs in the calling thread; neither returns a result
-    assert time.perf_counter() - t0 < limit_s + 5.0
+    # The interrupt is raised (CP-SAT with its own SIGINT handler off, HiGHS (highspy >= 1.8) because it runs in the
+    # calling thread) and neither returns a result; how soon is measured, not asserted (speed lives in benchmarks)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is restored
 
 
@@ -114,6 +113,7 @@ def _env_without_columns() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "COLUMNS"}
 
 
+@pytest.mark.slow
 def test_sigint_after_the_sweep_stage_then_rerun_skips_it_and_equals_an_uninterrupted_run(
         write_scenario, tmp_path: Path) -> None:
     """Issue 14: Ctrl-C (a real SIGINT) once explore's sweep stage is kept: exit 130, one line per kept stage and
@@ -229,6 +229,7 @@ def test_ctrl_c_before_the_first_stage_keeps_nothing_and_leaves_no_folder(write_
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fresh", [False, True], ids=["resume", "fresh"])
 def test_ctrl_c_while_writing_the_report_removes_the_report_files(write_scenario, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch,

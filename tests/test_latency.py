@@ -43,6 +43,7 @@ def test_broadcasts_over_bandwidths_and_hops() -> None:
     np.testing.assert_allclose(t, [[1e-3, 1.001, 2.001], [2e-3, 2.002, 4.002]])
 
 
+@pytest.mark.slow
 def test_expected_experts_touched_matches_monte_carlo_routing():
     """E (1 - (1 - k/E)^b) against a Monte Carlo of b tokens each routed to k distinct experts chosen uniformly."""
     rng = np.random.default_rng(7)

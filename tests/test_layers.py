@@ -145,6 +145,7 @@ def test_every_source_package_is_installed_and_every_module_importable() -> None
                            "(pip install -e . --config-settings editable_mode=strict): " + ", ".join(missing))
 
 
+@pytest.mark.slow
 def test_wheel_installs_one_import_name(tmp_path: Path) -> None:
     """``pip install .`` adds only ``chipdse`` (formulations, solvers, ... inside it) and ships the bundled data."""
     wheels = tmp_path / "wheels"

@@ -115,6 +115,7 @@ def test_decode_step_of_a_one_layer_model_by_hand() -> None:
     assert duplex["step_s"] == pytest.approx(proj + flops / 5 / min(64e12, intensity * 4e12) + 2e-6, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_explore_on_the_bundled_nova_scenario_writes_the_report(tmp_path: Path) -> None:
     """The README's command: `chipdse explore instances/scenarios/nova-nemotron3-nano.yaml`."""
     out = tmp_path / "out"

@@ -66,6 +66,7 @@ def full_grid_instances(draw: st.DrawFn, side: int) -> PlacementProblem:
     return ring_problem(side, counts, volumes, f"bnb-full-{side}x{side}")
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(problem=full_grid_instances(3))
 def test_property_full_3x3_grid_equals_brute_force(problem: PlacementProblem) -> None:
@@ -78,6 +79,7 @@ def test_property_full_3x3_grid_equals_brute_force(problem: PlacementProblem) ->
     assert sol.objective == pytest.approx(best, rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None)
 @given(problem=full_grid_instances(4))
 def test_property_full_4x4_grid_equals_ring_enumeration(problem: PlacementProblem) -> None:
@@ -116,6 +118,7 @@ def group_cell_instances(draw: st.DrawFn) -> PlacementProblem:
     return PlacementProblem(3, 4, counts, volumes, allowed=allowed, ring_cells=ring, name="bnb-group-cells")
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(problem=group_cell_instances())
 def test_property_groups_with_their_own_ring_cells_equal_brute_force(problem: PlacementProblem) -> None:

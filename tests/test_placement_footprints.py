@@ -104,6 +104,7 @@ def test_property_footprint_milp_equals_brute_force(problem: PlacementProblem) -
         assert sol.objective == pytest.approx(best, rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_library_footprint_reaches_the_placement_problem() -> None:
     """A library die with footprint "1x2" (and stacks "2x2") becomes the placement problem's footprints; the
     default library spans one cell per die (no footprints, so every default result is unchanged)."""

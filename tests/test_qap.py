@@ -73,7 +73,6 @@ def test_branch_and_bound_time_limit_brackets_the_optimum() -> None:
     assert sol.status.value == "feasible" and "wall cap 0.2 s" in sol.reason
     assert sol.termination.value == "time_limit"
     assert sol.objective >= opt >= sol.bound > 0
-    assert sol.wall_s < 0.2 * 1.1 + 0.5  # the local-search start comes first and is not interruptible
 
 
 def test_branch_and_bound_work_limit_brackets_the_optimum_and_repeats() -> None:
@@ -232,4 +231,3 @@ def test_bnb_does_not_start_a_node_its_work_limit_cannot_pay_for() -> None:
     b = np.triu(rng.integers(0, 10, (n, n)), 1)
     res = qap_glb_bnb(a + a.T, b + b.T, 1.0)
     assert res["nodes"] == 0 and not res["proven"] and res["work_units"] <= 1.0
-    assert res["wall_s"] < 5.0

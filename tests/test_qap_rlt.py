@@ -147,6 +147,7 @@ def _grid_hops(rows: int, cols: int) -> np.ndarray:
     return np.abs(r[:, None] - r[None, :]) + np.abs(c[:, None] - c[None, :])
 
 
+@pytest.mark.slow
 @given(seed=st.integers(0, 10**6), shape=st.sampled_from([(2, 2), (2, 3), (2, 4), (1, 7), (3, 3)]),
        copies=st.integers(0, 3), cube=st.booleans())
 @settings(max_examples=30, deadline=None)
@@ -173,6 +174,7 @@ def test_symmetric_distances_keep_the_brute_force_optimum(seed: int, shape: tupl
     assert qap_rlt_bnb(a, b, 30.0, location_symmetry=False)["cost"] == res["cost"]
 
 
+@pytest.mark.slow
 @given(seed=st.integers(0, 10**6), shape=st.sampled_from([(2, 3), (2, 4), (3, 3)]), symmetric=st.booleans())
 @settings(max_examples=15, deadline=None)
 def test_flow_automorphisms_are_used_with_the_roles_exchanged(seed: int, shape: tuple[int, int],

@@ -66,6 +66,7 @@ def _fingerprint(sol: Any) -> tuple:
     return sol.objective, sol.bound, sol.termination, sol.status, sol.decision
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("method", "work_limit"), [("cpsat", 0.5), ("milp-highs", 0.3)])
 def test_exact_placement_repeats_under_load(method: str, work_limit: float) -> None:
     """CP-SAT (2 interleaved workers, deterministic time) and HiGHS (2 threads, node limit) stop on their work
@@ -98,6 +99,7 @@ def _explore(path: Path, out: Path) -> Result:
     return CliRunner().invoke(app, ["explore", str(path), "--seed", "1", "--out", str(out)])
 
 
+@pytest.mark.slow
 def test_explore_twice_idle_and_busy_gives_the_same_numbers(write_scenario, tmp_path: Path) -> None:
     """``chipdse explore SCEN --seed 1`` on an idle machine and again with both cores kept busy: byte-identical
     points.csv, and the same manifest apart from wall and CPU times (every solve's objective, bound, status and

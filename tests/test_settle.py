@@ -99,6 +99,7 @@ def test_expert_split_cpsat_with_almost_no_time_keeps_nova_kstar() -> None:
         assert violations == [] and sol.objective == objective <= kstar
 
 
+@pytest.mark.slow
 def test_compare_placement_cpsat_at_a_tenth_of_a_second_has_an_incumbent() -> None:
     result = CliRunner().invoke(app, ["compare", "placement", "--methods", "hydra-greedy", "--methods", "cpsat",
                                       "--time-limit", "0.1", "--json"])

@@ -8,6 +8,7 @@ from typing import Any
 import matplotlib
 import numpy as np
 import pandas as pd
+import pytest
 from matplotlib.figure import Figure
 from matplotlib.table import Table
 from matplotlib.transforms import Bbox
@@ -99,6 +100,7 @@ def policies_table() -> pd.DataFrame:
     return mark_validity(pd.DataFrame(rows), 10)
 
 
+@pytest.mark.slow
 def test_policy_pages_keep_captions_off_the_plots() -> None:
     pages = Checked()
     policy_page(pages, simulation_study(pd.DataFrame(), {}, policies_table(), {}, [], 0.0), "B*", 0.9)

@@ -105,6 +105,7 @@ def replication_means(c: int, rho: float, n_requests: int, seeds: range, mu: flo
     return np.array(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("c", "rho", "n_requests", "tight"), [
     (1, 0.5, 5000, 0.10), (1, 0.9, 20000, 0.20), (4, 0.5, 10000, 0.10), (4, 0.9, 20000, 0.20)])
 def test_one_token_requests_reproduce_mm1_and_mmc_waits(c: int, rho: float, n_requests: int, tight: float) -> None:

@@ -46,6 +46,7 @@ def _json(args: list[str]) -> object:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_every_command_names_the_same_b_star(scenario: Path, tmp_path: Path) -> None:
     """explore, compare, solve, simulate --best and sweep name one B*: the most tokens per joule among the stable
     designs that meet the power limit, not the throughput / TTFT B* the commands used to pick apart."""

@@ -41,6 +41,7 @@ def _explore(args: list[str]) -> dict:
     return json.loads((out / "manifest.json").read_text())
 
 
+@pytest.mark.slow
 def test_every_kind_writes_the_same_manifest_schema(write_scenario, tmp_path: Path) -> None:
     """HYDRA (a small explore scenario), SNAKE and NOVA (the bundled ones): the same top-level keys, the scenario
     file's and every named file's sha256 as hashlib computes them, the command line's work limit, wall cap and seed,

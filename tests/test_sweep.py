@@ -124,6 +124,7 @@ def test_interrupted_run_resumes_without_recomputing(tmp_path: Path) -> None:
     assert runs(log) == list(range(8))  # the first three were not run again
 
 
+@pytest.mark.slow
 def test_process_pool_equals_in_process(tmp_path: Path) -> None:
     log = tmp_path / "runs.log"
     jobs = [{"x": x, "log": str(log)} for x in range(5)]
@@ -182,6 +183,7 @@ def _comparable(result) -> dict[str, Any]:
     return s
 
 
+@pytest.mark.slow
 def test_sigint_during_simulation_stage_then_rerun_equals_uninterrupted(write_scenario, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 5: Ctrl-C (a real SIGINT) while `chipdse sweep` simulates its Pareto candidates, then a rerun: the
@@ -247,6 +249,7 @@ def test_sigint_during_simulation_stage_then_rerun_equals_uninterrupted(write_sc
     pd.testing.assert_frame_equal(resumed.simulated, full.simulated, check_exact=True)
 
 
+@pytest.mark.slow
 def test_sweep_interrupted_in_screen_stage_keeps_finished_jobs(small_scenario, tmp_path: Path) -> None:
     path = tmp_path / "sweep.sqlite"
 
@@ -266,6 +269,7 @@ def test_sweep_interrupted_in_screen_stage_keeps_finished_jobs(small_scenario, t
     pd.testing.assert_frame_equal(resumed.points, sweep(small_scenario).points, check_exact=True)
 
 
+@pytest.mark.slow
 def test_sweep_process_pool_equals_in_process(small_scenario, tmp_path: Path) -> None:
     serial = sweep(small_scenario)
     with ResultsStore(tmp_path / "s.sqlite") as store:
@@ -275,6 +279,7 @@ def test_sweep_process_pool_equals_in_process(small_scenario, tmp_path: Path) ->
     assert pooled.backend == "process pool (2 workers)"
 
 
+@pytest.mark.slow
 def test_sweep_dask_local_cluster_equals_in_process(write_scenario, tmp_path: Path) -> None:
     """Issue 5: both stages (screen and the simulations of Pareto candidates) on a 2-worker Dask LocalCluster give
     the in-process results."""
@@ -326,6 +331,7 @@ def test_cli_sweep_json_and_resume(write_scenario, tmp_path: Path) -> None:
     assert {k: again[k] for k in keys} == {k: summary[k] for k in keys}
 
 
+@pytest.mark.slow
 def test_vectorized_pareto_equals_unvectorized_reference_on_1000_points() -> None:
     """Issue 5: the vectorized estimator and a one-point-at-a-time reference give the same Pareto set on a random
     sample of 1,000 points of the default scenario's Table III space."""

@@ -20,7 +20,7 @@ from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import LoadedScenario
 from chipdse.core.solution import Solution
 from chipdse.evaluators.energy_hydra import check_power_limits, energy_at_throughput, score_with_energy
-from chipdse.evaluators.estimator import MemoryNeeds, Screen
+from chipdse.evaluators.estimator import MemoryNeeds, Screen, best_partition
 from chipdse.evaluators.selection import pareto_mask, pareto_mask_3, pick_finalists
 from chipdse.evaluators.serving import serve_layout
 from chipdse.solvers.config import SolverConfig
@@ -224,7 +224,13 @@ def no_stable_point_cause(sc: LoadedScenario, needs: MemoryNeeds, df: pd.DataFra
         return source, "arrival_rate_rps", (
             f"{source}: arrival_rate_rps: {symptom} ({sc.workload.arrival_rate_rps:g} req/s offered; "
             f"the best design sustains {best:.3g} req/s); lower the offered load or enlarge the design space")
-    h = int(df["n_hbm"].max())
+    return memory_cause(sc, needs, int(df["n_hbm"].max()))
+
+
+def memory_cause(sc: LoadedScenario, needs: MemoryNeeds, h: int) -> tuple[str, str, str]:
+    """The library file, ``memory.capacity_GB`` and the one-line message that no split of at most ``h`` HBM stacks
+    between the HBM groups holds each group's weights and one request (HYDRA Eq. 1): the memory half of
+    :func:`no_stable_point_cause`."""
     groups = ", ".join(f"{g} {needs.weight_bytes[i] / 1e9:.4g} GB + {needs.per_request_bytes[i] / 1e9:.4g} GB"
                        for i, g in enumerate(GROUP_NAMES) if needs.present[i])
     library = str(sc.named_files["library"])
@@ -334,8 +340,26 @@ def _estimator(ctx: Context) -> None:
     ctx.put(ESTIMATOR, estimator(ctx.get(SCENARIO), ctx.get(BATCHING) if ctx.has(BATCHING) else None))
 
 
+def refuse_unfit_memory(sc: LoadedScenario, needs: MemoryNeeds) -> None:
+    """Refuse a scenario whose largest design (``design_space.hbm_max`` stacks) has no split of its stacks that holds
+    each HBM group's weights and one request (HYDRA Eq. 1), before any point is scored: no point of the space could
+    be stable. The message is the one the pick would give after the screen (:func:`memory_cause`).
+
+    Raises
+    ------
+    InfeasibleDesignError
+        Naming the library's ``memory.capacity_GB``.
+    """
+    h = sc.spec.design_space.hbm_max
+    if best_partition(needs, h)[1] < 1:
+        source, field, msg = memory_cause(sc, needs, h)
+        raise InfeasibleDesignError(msg, source, field)
+
+
 def _screen(ctx: Context) -> None:
-    ctx.put(TABLE, screen_table(ctx.get(ESTIMATOR), ctx.get(PROGRESS) if ctx.has(PROGRESS) else no_progress))
+    screen = ctx.get(ESTIMATOR)
+    refuse_unfit_memory(ctx.get(SCENARIO), screen.needs)
+    ctx.put(TABLE, screen_table(screen, ctx.get(PROGRESS) if ctx.has(PROGRESS) else no_progress))
 
 
 def _pick(ctx: Context) -> None:

@@ -40,10 +40,12 @@ from chipdse.evaluators.nova_system import (
     SplitResult,
     e2e,
     expert_split_cases,
+    fits,
     longest_context,
     memory_bytes,
     scenario_system,
     serve,
+    serving_output_lengths,
 )
 from chipdse.formulations.expert_split import TIER2, ExpertSplitProblem
 from chipdse.runtime.store import Checkpoints
@@ -224,6 +226,7 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
     cfg = _config(spec, settings)
     designs = _designs(spec)
     served = [d for d in designs if d.name in SERVED]
+    _refuse_if_nothing_fits(sc, designs)
     stages = Timings()
     runs, cap, mem, split_rows, abl = [], [], [], [], []
     solved: dict[ExpertSplitCase, SplitOutcome] = {}
@@ -273,8 +276,6 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
         experts, expert_sols = expert_table(spec, cfg)
     sizes = [{"model": k, "params": (m := load_nova_model(k)).total_params, "published": m.published_params}
              for k in spec.models]
-    if runs and not any(r["fits"] for r in runs):
-        raise SpecError(str(sc.path), "lengths", nothing_fits(spec, cap))
     result = NovaStudy(sc, cfg, pd.DataFrame(runs), pd.DataFrame(cap), pd.DataFrame(mem), experts, expert_sols,
                        split_rows, sizes, abl, routing, stages.wall_s, stages.cpu_s)
     with stages.stage("claims_s"):
@@ -328,6 +329,38 @@ def routing_runs(spec: NovaScenario, config: SolverConfig,
                                  "throughput_x": gpu["step_s"] / r["step_s"] if gpu["fits"] and r["fits"]
                                  else np.nan})
     return pd.DataFrame(rows)
+
+
+def _refuse_if_nothing_fits(sc: StudyScenario, designs: list[NovaDesign]) -> None:
+    """Refuse, before any decode step or expert split is computed, a scenario none of whose runs (model x batch x
+    length x design) fits its design's memory: the study would have nothing to compare.
+
+    Raises
+    ------
+    SpecError
+        On ``lengths``, with the longest context any design holds (:func:`nothing_fits`).
+    """
+    spec = sc.spec
+    assert isinstance(spec, NovaScenario)
+    cap = []
+    for key in spec.models:
+        model = load_nova_model(key)
+        system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
+        for b in spec.batches:
+            requests = spec.system.serving_requests or 2 * b
+            for d in designs:
+                for l_in, l_out in spec.lengths:
+                    if d.name in SERVED:  # a served design's row says whether its serving run fits (serve)
+                        run_fits = fits(model, d.serving(), b, l_in + max(serving_output_lengths(requests, l_out)),
+                                        system)
+                    else:
+                        run_fits = fits(model, d, b, l_in + l_out, system)
+                    if run_fits:
+                        return
+                cap.append({"model": key, "batch": b, "design": d.name,
+                            "longest_context": longest_context(model, d, b, system)})
+    if cap:
+        raise SpecError(str(sc.path), "lengths", nothing_fits(spec, cap))
 
 
 def nothing_fits(spec: NovaScenario, capacity: list[dict[str, Any]]) -> str:
