@@ -56,7 +56,7 @@ from chipdse.core.io import atomic_path, strict_json, write_text_atomic
 from chipdse.core.specs import file_sha256
 from chipdse.studies.claims import CSV_COLUMNS
 
-PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "matplotlib", "pydantic")
+PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "pyarrow", "matplotlib", "pydantic")
 MANIFEST_KEYS = ("kind", "command", "code_version", "scenario", "seed", "versions", "solver", "timings", "summary",
                  "details")
 """Top-level keys of every manifest, in order."""
@@ -84,12 +84,61 @@ class ReportPages:
         ``{column: (unit, description)}`` of the CSV.
     details : callable(result) -> dict
         The manifest's study-specific part.
+    parquet : bool
+        Also write the CSV's table as Parquet beside it (``points.csv`` -> ``points.parquet``): HYDRA's scored
+        design space, which grows with the space.
     """
 
     draw: Callable[[PdfPages, Any], None]
     csv: tuple[str, str]
     columns: Callable[[Any], dict[str, tuple[str, str]]]
     details: Callable[[Any], dict[str, Any]]
+    parquet: bool = False
+
+
+def write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    """Write ``frame`` (without its index) as Parquet (pyarrow, zstd) at ``path``, atomically: the same columns and
+    dtypes ``pandas.read_parquet`` gives back.
+
+    Raises
+    ------
+    OSError
+        The file cannot be written.
+    """
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, engine="pyarrow", index=False, compression="zstd")
+
+
+def write_table_files(frame: pd.DataFrame, cols: dict[str, tuple[str, str]], out_dir: Path, stem: str = "points"
+                      ) -> dict[str, Path]:
+    """Write a table as ``<stem>.parquet`` and its column descriptions as ``<stem>.columns.csv``
+    (:data:`COLUMNS_SUFFIX`) into ``out_dir``, each atomically (``chipdse sweep --out``).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The rows (e.g. every scored point of a sweep).
+    cols : dict
+        ``{column: (unit, description)}`` of every column of ``frame``.
+    out_dir : Path
+        Created when missing.
+
+    Returns
+    -------
+    dict[str, Path]
+        ``{"parquet": ..., "columns": ...}``.
+
+    Raises
+    ------
+    OSError
+        The folder or a file cannot be written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"parquet": out_dir / f"{stem}.parquet", "columns": out_dir / f"{stem}{COLUMNS_SUFFIX}"}
+    write_parquet(paths["parquet"], frame)
+    with atomic_path(paths["columns"]) as tmp:
+        columns_table(cols).to_csv(tmp, index=False)
+    return paths
 
 
 def package_versions() -> dict[str, str]:
@@ -206,8 +255,9 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
     Returns
     -------
     dict[str, Path]
-        ``{"pdf": ..., "csv": ..., "columns": ..., "manifest": ...}``, and ``claims`` / ``claims_columns``
-        (``claims.csv`` and its column descriptions) when the result has claims.
+        ``{"pdf": ..., "csv": ..., "columns": ..., "manifest": ...}``, ``claims`` / ``claims_columns``
+        (``claims.csv`` and its column descriptions) when the result has claims, and ``parquet`` (the CSV's table
+        as Parquet) when ``pages.parquet``.
 
     Raises
     ------
@@ -236,5 +286,8 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
     for path, frame in tables:
         with atomic_path(path) as tmp:
             frame.to_csv(tmp, index=False)
+    if pages.parquet:
+        paths["parquet"] = out_dir / (Path(csv_name).stem + ".parquet")
+        write_parquet(paths["parquet"], table)
     write_text_atomic(paths["manifest"], text)
     return paths

@@ -8,7 +8,7 @@ from chipdse.reports import nova_pages, pdf, snake_pages
 from chipdse.reports.files import ReportPages
 
 REPORTS: dict[str, ReportPages] = {
-    "hydra": ReportPages(pdf.draw, pdf.CSV, pdf.columns, pdf.details),
+    "hydra": ReportPages(pdf.draw, pdf.CSV, pdf.columns, pdf.details, parquet=True),
     "snake": ReportPages(snake_pages.draw, snake_pages.CSV, snake_pages.columns, snake_pages.details),
     "nova": ReportPages(nova_pages.draw, nova_pages.CSV, nova_pages.columns, nova_pages.details),
 }

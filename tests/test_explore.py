@@ -38,6 +38,12 @@ def test_explore_writes_report_csv_manifest(write_scenario, tmp_path: Path) -> N
     roles = set(df["role"].dropna())
     assert df["pareto"].sum() >= 1 and ("B*,M_T" in roles or {"B*", "M_T"} <= roles)
     assert (df.loc[~df["stable"], "ttft_s"].isna()).all()
+    # the same table as Parquet (issue 34): every row and column, numbers to the CSV's printed precision
+    pq = pd.read_parquet(out / "points.parquet")
+    assert list(pq.columns) == list(df.columns) and len(pq) == len(df)
+    numeric = list(pq.select_dtypes("number").columns)
+    assert len(numeric) >= 20
+    pd.testing.assert_frame_equal(pq[numeric], df[numeric], check_dtype=False, rtol=1e-12)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 3 and manifest["solver"]["time_limit_s"] == 2
     assert len(manifest["scenario"]["sha256"]) == 64 and "highspy" in manifest["versions"]

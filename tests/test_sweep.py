@@ -331,6 +331,44 @@ def test_cli_sweep_json_and_resume(write_scenario, tmp_path: Path) -> None:
     assert {k: again[k] for k in keys} == {k: summary[k] for k in keys}
 
 
+def test_cli_sweep_out_writes_parquet_that_pandas_reads_back(write_scenario, tmp_path: Path) -> None:
+    """Issue 34: `chipdse sweep --out DIR` writes every scored point as DIR/points.parquet, the same table the API
+    returns (every value and dtype), and DIR/points.columns.csv describes each of its columns."""
+    from typer.testing import CliRunner
+
+    from chipdse import api
+    from chipdse.cli import app
+
+    path = write_scenario({"name": "cli-sweep-out", "design_space": {
+        "total_chiplets": 24, "hbm_min": 5, "hbm_max": 6, "d2d_GBps": [512], "max_batch": [8, 32]}})
+    store, out = tmp_path / "store.sqlite", tmp_path / "points-out"
+    result = CliRunner().invoke(app, ["sweep", str(path), "--store", str(store), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    points = pd.read_parquet(out / "points.parquet")
+    assert len(points) == (816 + 680) * 2  # 24 chiplets of 4 types with 5 or 6 HBM stacks, two batches
+    expected = api.sweep(path, store=store).to_pandas()  # every job read back from the store
+    pd.testing.assert_frame_equal(points, expected.reset_index(drop=True))
+    cols = pd.read_csv(out / "points.columns.csv")
+    assert list(cols["column"]) == list(points.columns)
+    assert cols["description"].str.len().min() > 10 and not cols["unit"].isna().any()
+    assert {"workload", "throughput_tps", "ttft_s", "pareto"} <= set(points.columns)
+
+
+def test_cli_sweep_out_unwritable_is_one_line_and_runs_nothing(write_scenario, tmp_path: Path,
+                                                               no_heavy_work: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from chipdse.cli import app
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    path = write_scenario({"name": "cli-sweep-out-bad"})
+    result = CliRunner().invoke(app, ["sweep", str(path), "--store", str(tmp_path / "s.sqlite"),
+                                      "--out", str(blocker / "sub")])
+    assert result.exit_code == 2 and "--out" in result.output and "Traceback" not in result.output
+    assert no_heavy_work == [] and not (tmp_path / "s.sqlite").exists()
+
+
 @pytest.mark.slow
 def test_vectorized_pareto_equals_unvectorized_reference_on_1000_points() -> None:
     """Issue 5: the vectorized estimator and a one-point-at-a-time reference give the same Pareto set on a random

@@ -37,7 +37,7 @@ from chipdse.core.scenario import load_scenario as load_hydra
 from chipdse.core.solution import Solution
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
 from chipdse.inputs import SCHEMAS, import_model, json_schema, params, read_qap, schema_dir, schema_text, write_schemas
-from chipdse.reports.files import write_report
+from chipdse.reports.files import write_report, write_table_files
 from chipdse.reports.registry import REPORTS
 from chipdse.runtime.parallel import Backend
 from chipdse.runtime.store import Checkpoints, ResultsStore
@@ -50,7 +50,7 @@ from chipdse.studies.hydra.artifacts import OBJECTIVES, GeneralityResult
 from chipdse.studies.hydra.generality import generality as run_generality
 from chipdse.studies.hydra.simulate import empty_run_text, run_simulation
 from chipdse.studies.hydra.stages import FINALIST_POINTS, finalist_design
-from chipdse.studies.hydra.sweep import SweepResult, summary_json
+from chipdse.studies.hydra.sweep import SweepResult, points_columns, summary_json
 from chipdse.studies.hydra.sweep import sweep as run_sweep
 from chipdse.studies.pipeline import no_progress
 from chipdse.studies.registry import STUDIES
@@ -275,10 +275,24 @@ class SweepRun:
         Every scored point per workload (``points``) and the simulated Pareto candidates (``simulated``).
     summary : dict
         The counts ``chipdse sweep --json`` prints (:func:`chipdse.studies.hydra.sweep.summary_json`).
+    scenario : LoadedScenario, optional
+        The swept scenario (its library names the per-type columns of :meth:`write_points`).
     """
 
     result: SweepResult
     summary: dict[str, Any]
+    scenario: LoadedScenario | None = None
+
+    def write_points(self, out: str | Path) -> dict[str, Path]:
+        """Write every scored point (:meth:`to_pandas`) as ``points.parquet`` and its column descriptions as
+        ``points.columns.csv`` into folder ``out`` (``chipdse sweep --out``); read back with
+        ``pandas.read_parquet(out / "points.parquet")``. Returns the paths written and raises ``OSError`` as
+        :func:`chipdse.reports.files.write_table_files`; ``ValueError`` when the run has no scenario."""
+        if self.scenario is None:
+            msg = "write_points needs the swept scenario (SweepRun.scenario)"
+            raise ValueError(msg)
+        points = self.result.points
+        return write_table_files(points, points_columns(self.scenario, points), Path(out))
 
     def to_pandas(self) -> pd.DataFrame:
         """Every scored design point, one row per (workload, point): the points.csv columns plus ``workload`` and
@@ -327,7 +341,7 @@ def sweep(scenario: ScenarioArg = None, *, workers: int | None = None, dask_loca
         if isinstance(store, str | Path):
             store = stack.enter_context(ResultsStore(Path(store), "sweep", "store"))
         result = run_sweep(sc, where, store=store, fresh=fresh, progress=progress)
-    return SweepRun(result, summary_json(result))
+    return SweepRun(result, summary_json(result), sc)
 
 
 def _finalist(problem: str, point: str | None) -> str:

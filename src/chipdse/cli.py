@@ -298,7 +298,8 @@ def explore(
             if log is not None:
                 log("writing the report")
             kept.report_files = [out_dir / n for n in ("report.pdf", run.csv_name, "manifest.json", "claims.csv",
-                                                       "claims.columns.csv", Path(run.csv_name).stem + ".columns.csv")]
+                                                       "claims.columns.csv", Path(run.csv_name).stem + ".columns.csv",
+                                                       Path(run.csv_name).stem + ".parquet")]
             kept.writing = True
             run = run.write_report(out_dir)
             bar.update(task, description="done", total=1, completed=1)
@@ -648,6 +649,9 @@ def sweep(
         "--store", metavar="PATH", help="SQLite results store; finished jobs are reused and each new one is saved "
                         "as it completes. Default: reports/out/<scenario name>/results.sqlite.",
         show_default=False)] = None,
+    out_text: Annotated[str | None, typer.Option(
+        "--out", metavar="DIR", help="Also write every scored point as DIR/points.parquet, with its column "
+                                     "descriptions in DIR/points.columns.csv.", show_default=False)] = None,
     sets: SetOption = None,
 ) -> None:
     """Score a design space with the estimator on every sweep workload, then simulate its Pareto candidates
@@ -662,14 +666,18 @@ def sweep(
     path: Path | None = None
     new_store = False
     created: list[Path] = []
+    out_dir: Path | None = None
     try:
         store_path = _path_option("--store", store_text)
+        out_dir = _path_option("--out", out_text)
         sc = api.load_hydra(scenario, parse_overrides(sets))
         path = store_path if store_path is not None else Path("reports") / "out" / sc.spec.name / "results.sqlite"
         if path.is_dir():
             _fail(f"--store {path}: is a directory; give the path of a results file (e.g. {path / 'results.sqlite'})")
+        if out_dir is not None:
+            created = ensure_writable_dir(out_dir, "--out")
         new_store = not path.exists()
-        created = ensure_writable_dir(path.parent, "--store")
+        created += ensure_writable_dir(path.parent, "--store")
         units = {"screen": "points", "simulate": "runs"}
         with ResultsStore(path, "sweep", "--store") as store, Progress(
                 SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -687,6 +695,8 @@ def sweep(
 
             run = api.sweep(sc, workers=workers, dask_local=dask_local, scheduler=scheduler, store=store, fresh=fresh,
                             progress=progress)
+        if out_dir is not None:
+            run.write_points(out_dir)
     except (ChipdseError, ValueError, OSError) as exc:
         if from_interrupt(exc):  # Ctrl-C that a library turned into another error
             err.print(f"interrupted: finished jobs are saved in {path}; {_resume_hint(fresh, 'job')}")
@@ -694,7 +704,7 @@ def sweep(
         if new_store and path is not None:  # leave no empty store, nor the folders made for it, behind
             for leftover in _store_files(path):
                 leftover.unlink(missing_ok=True)
-        _fail_output(exc, created, [path])
+        _fail_output(exc, created, [path, out_dir])
     except KeyboardInterrupt:
         err.print(f"interrupted: finished jobs are saved in {path}; {_resume_hint(fresh, 'job')}")
         raise typer.Exit(130) from None

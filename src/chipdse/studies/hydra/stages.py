@@ -118,10 +118,15 @@ def design_table(sc: LoadedScenario, frame: pd.DataFrame, unbuildable: list[str]
     df["pareto_energy"] = pareto_mask_3(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy(),
                                         df["tokens_per_J"].to_numpy())
     check_power_limits(df, sc.spec.energy, str(sc.path))
-    lib = sc.library
     types = tuple(sc.compute_types())
-    notes = {t: f"{lib.by_name(t).family} blocks, {lib.by_name(t).phase} phase" for t in types}
-    return DesignTable(df, types, tuple(unbuildable), notes, lib.memory.name)
+    return DesignTable(df, types, tuple(unbuildable), type_notes(sc), sc.library.memory.name)
+
+
+def type_notes(sc: LoadedScenario) -> dict[str, str]:
+    """Compute chiplet type -> what it runs (``"attention blocks, prefill phase"``), from the scenario's library:
+    the per-type count columns' descriptions."""
+    lib = sc.library
+    return {t: f"{lib.by_name(t).family} blocks, {lib.by_name(t).phase} phase" for t in sc.compute_types()}
 
 
 def screen_table(screen: Screen, progress: Progress = no_progress) -> DesignTable:

@@ -36,8 +36,9 @@ from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.runtime.store import ResultsStore, job_key
 from chipdse.solvers.config import SolverConfig
 from chipdse.studies.hydra.artifacts import DesignTable, Picks
+from chipdse.studies.hydra.columns import Column, table_columns
 from chipdse.studies.hydra.simstudy import SimJob, make_layout
-from chipdse.studies.hydra.stages import design_table, estimator, pick, pick_rule, screen_points
+from chipdse.studies.hydra.stages import design_table, estimator, pick, pick_rule, screen_points, type_notes
 
 JOB_KIND = "sweep-screen"
 SIM_JOB_KIND = "sweep-simulate"
@@ -106,6 +107,26 @@ class SweepResult:
     unstable_reasons: dict[str, int] = field(default_factory=dict)
     picks: dict[str, Picks | None] = field(default_factory=dict)
     """Per workload name, its B* and M_T (the pick stage's; None when no point is stable)."""
+
+
+WORKLOAD_COLUMN = Column("workload", "-", "the workload the row was scored on (its name, from sweep.workloads or the "
+                                         "scenario's own workload)", "screen")
+
+
+def points_columns(sc: LoadedScenario, points: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Every column of a sweep's points table (:attr:`SweepResult.points`), in its order: ``{name: (unit,
+    description)}``, from the scored table's column registry (:mod:`chipdse.studies.hydra.columns`) and
+    :data:`WORKLOAD_COLUMN`. The same descriptions as explore's ``points.columns.csv``.
+
+    Raises
+    ------
+    KeyError
+        A column the registry does not know (a defect of the stage that made it).
+    """
+    names = tuple(c for c in points.columns if c != WORKLOAD_COLUMN.name)
+    known = table_columns(names, tuple(sc.compute_types()), type_notes(sc), sc.library.memory.name)
+    cols = {WORKLOAD_COLUMN.name: WORKLOAD_COLUMN, **known}
+    return {name: (cols[name].unit, cols[name].description) for name in points.columns}
 
 
 def frame_to_json(df: pd.DataFrame) -> dict[str, Any]:
