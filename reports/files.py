@@ -66,6 +66,8 @@ CLAIMS_CSV = "claims.csv"
 COLUMNS_SUFFIX = ".columns.csv"
 """The companion of a study's CSV (``points.csv`` -> ``points.columns.csv``): one row per column of the CSV with
 its ``column``, ``unit`` and ``description``."""
+PARQUET_COMPRESSION = "zstd"
+"""The Parquet files' codec (pyarrow)."""
 PDF_METADATA = {"CreationDate": None, "Creator": "chipdse", "Producer": "chipdse"}
 """PDF metadata without a date or a library version, so the same pages give the same bytes."""
 
@@ -106,7 +108,7 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
         The file cannot be written.
     """
     with atomic_path(path) as tmp:
-        frame.to_parquet(tmp, engine="pyarrow", index=False, compression="zstd")
+        frame.to_parquet(tmp, engine="pyarrow", index=False, compression=PARQUET_COMPRESSION)
 
 
 def write_table_files(frame: pd.DataFrame, cols: dict[str, tuple[str, str]], out_dir: Path, stem: str = "points"
@@ -135,9 +137,9 @@ def write_table_files(frame: pd.DataFrame, cols: dict[str, tuple[str, str]], out
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"parquet": out_dir / f"{stem}.parquet", "columns": out_dir / f"{stem}{COLUMNS_SUFFIX}"}
-    write_parquet(paths["parquet"], frame)
-    with atomic_path(paths["columns"]) as tmp:
-        columns_table(cols).to_csv(tmp, index=False)
+    with atomic_path(paths["parquet"]) as pq, atomic_path(paths["columns"]) as csv:  # both written, then renamed
+        frame.to_parquet(pq, engine="pyarrow", index=False, compression=PARQUET_COMPRESSION)
+        columns_table(cols).to_csv(csv, index=False)
     return paths
 
 

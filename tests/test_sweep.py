@@ -369,6 +369,48 @@ def test_cli_sweep_out_unwritable_is_one_line_and_runs_nothing(write_scenario, t
     assert no_heavy_work == [] and not (tmp_path / "s.sqlite").exists()
 
 
+@pytest.mark.parametrize("where", ["points.parquet", "points.columns.csv", "manifest.json"])
+def test_cli_sweep_out_refuses_a_folder_the_points_cannot_land_in_before_any_job(
+        where: str, write_scenario, tmp_path: Path, no_heavy_work: list[str]) -> None:
+    """A points file that is a folder, or an explore report's folder (its points.columns.csv describes its
+    points.csv): one line, exit 2, before any job runs, no store left."""
+    from typer.testing import CliRunner
+
+    from chipdse.cli import app
+
+    out = tmp_path / "out"
+    (out / where).mkdir(parents=True) if where != "manifest.json" else (out.mkdir(), (out / where).write_text("{}"))
+    path = write_scenario({"name": "cli-sweep-out-clash"})
+    result = CliRunner().invoke(app, ["sweep", str(path), "--store", str(tmp_path / "s.sqlite"), "--out", str(out)])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: --out"), result.output
+    assert no_heavy_work == [] and not (tmp_path / "s.sqlite").exists()
+
+
+def test_cli_sweep_out_write_failure_keeps_the_store(write_scenario, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure writing the points after the sweep keeps the finished store (a rerun reads every job) and leaves
+    neither points file behind."""
+    from typer.testing import CliRunner
+
+    from chipdse.cli import app
+    from chipdse.reports import files
+
+    def full_disk(*_args: object, **_kwargs: object) -> None:
+        raise OSError(28, "No space left on device", str(tmp_path / "out" / ".points.columns.csv.x.tmp"))
+
+    monkeypatch.setattr(files.pd.DataFrame, "to_csv", full_disk)
+    path = write_scenario({"name": "cli-sweep-out-full", "design_space": {
+        "total_chiplets": 24, "hbm_min": 5, "hbm_max": 5, "d2d_GBps": [512], "max_batch": [8]}})
+    store = tmp_path / "s.sqlite"
+    result = CliRunner().invoke(app, ["sweep", str(path), "--store", str(store), "--out", str(tmp_path / "out")])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert "cannot write output" in lines[0] and "points.columns.csv" in lines[0] and str(store) in lines[0]
+    assert store.exists()
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
 @pytest.mark.slow
 def test_vectorized_pareto_equals_unvectorized_reference_on_1000_points() -> None:
     """Issue 5: the vectorized estimator and a one-point-at-a-time reference give the same Pareto set on a random

@@ -472,6 +472,23 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[:80]}... ({len(text):,} characters)"
 
 
+POINTS_FILES = ("points.parquet", "points.columns.csv")
+"""What ``chipdse sweep --out DIR`` writes into DIR (:meth:`chipdse.api.SweepRun.write_points`)."""
+
+
+def _check_points_folder(out_dir: Path) -> None:
+    """Refuse, before any job runs, a ``sweep --out`` folder where the points cannot land: one of
+    :data:`POINTS_FILES` there is not a regular file, or the folder holds an explore report (its
+    ``points.columns.csv`` describes its ``points.csv``, which the sweep's would replace)."""
+    if (out_dir / "manifest.json").is_file():
+        _fail(f"--out {out_dir}: holds a chipdse explore report (manifest.json), whose points.columns.csv describes "
+              "its points.csv; give another folder for the sweep's points")
+    for name in POINTS_FILES:
+        target = out_dir / name
+        if target.exists() and not target.is_file():
+            _fail(f"--out {out_dir}: {name} there is not a regular file; remove it or give another folder")
+
+
 def _os_error_text(exc: OSError, outputs: Sequence[Path]) -> str:
     """The error line of an OSError: ``cannot write output FILE: reason`` when FILE is (in) one of ``outputs``,
     else ``FILE: cannot read input: reason``; an output's temporary file (``.NAME.*`` beside it, written then renamed)
@@ -675,6 +692,7 @@ def sweep(
         if path.is_dir():
             _fail(f"--store {path}: is a directory; give the path of a results file (e.g. {path / 'results.sqlite'})")
         if out_dir is not None:
+            _check_points_folder(out_dir)
             created = ensure_writable_dir(out_dir, "--out")
         new_store = not path.exists()
         created += ensure_writable_dir(path.parent, "--store")
@@ -695,10 +713,9 @@ def sweep(
 
             run = api.sweep(sc, workers=workers, dask_local=dask_local, scheduler=scheduler, store=store, fresh=fresh,
                             progress=progress)
-        if out_dir is not None:
-            run.write_points(out_dir)
     except (ChipdseError, ValueError, OSError) as exc:
         if from_interrupt(exc):  # Ctrl-C that a library turned into another error
+            remove_if_empty(created)
             err.print(f"interrupted: finished jobs are saved in {path}; {_resume_hint(fresh, 'job')}")
             raise typer.Exit(130) from None
         if new_store and path is not None:  # leave no empty store, nor the folders made for it, behind
@@ -706,8 +723,18 @@ def sweep(
                 leftover.unlink(missing_ok=True)
         _fail_output(exc, created, [path, out_dir])
     except KeyboardInterrupt:
+        remove_if_empty(created)
         err.print(f"interrupted: finished jobs are saved in {path}; {_resume_hint(fresh, 'job')}")
         raise typer.Exit(130) from None
+    written: dict[str, Path] = {}
+    if out_dir is not None:  # after the sweep: a failure here keeps the store, whose jobs a rerun reads back
+        try:
+            written = run.write_points(out_dir)
+        except (OSError, KeyboardInterrupt) as exc:
+            remove_if_empty(created)
+            what = ("interrupted" if isinstance(exc, KeyboardInterrupt)
+                    else _os_error_text(exc, [out_dir / n for n in POINTS_FILES]))
+            _fail(f"{what}; every job is saved in {path}: rerun the command (with another --out) to write the points")
     summary = run.summary
     if as_json:
         typer.echo(json.dumps(summary))
@@ -728,6 +755,8 @@ def sweep(
         typer.echo(f"  {n:,} {reason}")
     for reason in summary["unbuildable"]:
         typer.echo(f"  not built: {reason}")
+    if written:
+        typer.echo(f"wrote {written['parquet']} and {written['columns']}")
     for r in summary["simulated"]:
         head = f"  simulated {r['workload']} {r['role']} {r['label']}"
         if r["error"]:
