@@ -1070,7 +1070,7 @@ def serve(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: in
     _check_run(batch, l_in, l_out)
     design = design.serving()
     outs = serving_output_lengths(requests, l_out)
-    if not fits(model, design, batch, l_in + max(outs), system):
+    if not serve_fits(model, design, batch, l_in, l_out, requests, system):
         return {"fits": False, "serve_throughput_tps": np.nan, "serve_decode_tps": np.nan, "serve_e2e_s": np.nan,
                 "serve_makespan_s": np.nan, "serve_energy_J": np.nan, "serve_tokens_per_J": np.nan,
                 "serve_decode_tokens_per_J": np.nan}
@@ -1126,6 +1126,13 @@ def memory_bytes(model: NovaModel, batch: int, context: float) -> dict[str, floa
 def fits(model: NovaModel, design: NovaDesign, batch: int, context: float, system: NovaSystem = SYSTEM) -> bool:
     """Whether weights, KV cache and SSM state fit in the design's cubes."""
     return sum(memory_bytes(model, batch, context).values()) <= system.capacity_bytes(design)
+
+
+def serve_fits(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: int, requests: int,
+               system: NovaSystem = SYSTEM) -> bool:
+    """Whether :func:`serve`'s run fits: weights plus ``batch`` requests at the longest context of the stream
+    (``l_in`` plus its longest output, :func:`serving_output_lengths`) in the serving design's cubes."""
+    return fits(model, design.serving(), batch, l_in + max(serving_output_lengths(requests, l_out)), system)
 
 
 def longest_context(model: NovaModel, design: NovaDesign, batch: int, system: NovaSystem = SYSTEM) -> int | None:

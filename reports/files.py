@@ -98,6 +98,11 @@ class ReportPages:
     parquet: bool = False
 
 
+def _to_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """``frame`` without its index as Parquet at ``path`` (pyarrow, :data:`PARQUET_COMPRESSION`)."""
+    frame.to_parquet(path, engine="pyarrow", index=False, compression=PARQUET_COMPRESSION)
+
+
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     """Write ``frame`` (without its index) as Parquet (pyarrow, zstd) at ``path``, atomically: the same columns and
     dtypes ``pandas.read_parquet`` gives back.
@@ -108,7 +113,7 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
         The file cannot be written.
     """
     with atomic_path(path) as tmp:
-        frame.to_parquet(tmp, engine="pyarrow", index=False, compression=PARQUET_COMPRESSION)
+        _to_parquet(frame, tmp)
 
 
 def write_table_files(frame: pd.DataFrame, cols: dict[str, tuple[str, str]], out_dir: Path, stem: str = "points"
@@ -138,7 +143,7 @@ def write_table_files(frame: pd.DataFrame, cols: dict[str, tuple[str, str]], out
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"parquet": out_dir / f"{stem}.parquet", "columns": out_dir / f"{stem}{COLUMNS_SUFFIX}"}
     with atomic_path(paths["parquet"]) as pq, atomic_path(paths["columns"]) as csv:  # both written, then renamed
-        frame.to_parquet(pq, engine="pyarrow", index=False, compression=PARQUET_COMPRESSION)
+        _to_parquet(frame, pq)
         columns_table(cols).to_csv(csv, index=False)
     return paths
 

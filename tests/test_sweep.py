@@ -379,7 +379,11 @@ def test_cli_sweep_out_refuses_a_folder_the_points_cannot_land_in_before_any_job
     from chipdse.cli import app
 
     out = tmp_path / "out"
-    (out / where).mkdir(parents=True) if where != "manifest.json" else (out.mkdir(), (out / where).write_text("{}"))
+    if where == "manifest.json":
+        out.mkdir()
+        (out / where).write_text("{}")
+    else:
+        (out / where).mkdir(parents=True)
     path = write_scenario({"name": "cli-sweep-out-clash"})
     result = CliRunner().invoke(app, ["sweep", str(path), "--store", str(tmp_path / "s.sqlite"), "--out", str(out)])
     lines = result.output.strip().splitlines()

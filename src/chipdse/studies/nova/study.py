@@ -45,7 +45,7 @@ from chipdse.evaluators.nova_system import (
     memory_bytes,
     scenario_system,
     serve,
-    serving_output_lengths,
+    serve_fits,
 )
 from chipdse.formulations.expert_split import TIER2, ExpertSplitProblem
 from chipdse.runtime.store import Checkpoints
@@ -249,7 +249,7 @@ def run(sc: StudyScenario, settings: Settings | None = None, progress: Progress 
                                            "note": o.note, "solution": o.solution})
                 stream = _splits_for(model, [d.serving() for d in served], list(range(1, b + 1)), system, cfg,
                                      solved)
-                requests = spec.system.serving_requests or 2 * b
+                requests = _serving_requests(spec, b)
                 lines = {d.name: step_lines.setdefault((key, d.name), {}) for d in served}
                 for l_in, l_out in spec.lengths:
                     for d in designs:
@@ -331,6 +331,11 @@ def routing_runs(spec: NovaScenario, config: SolverConfig,
     return pd.DataFrame(rows)
 
 
+def _serving_requests(spec: NovaScenario, batch: int) -> int:
+    """Requests of one serving run at ``batch``: ``system.serving_requests``, else twice the batch."""
+    return spec.system.serving_requests or 2 * batch
+
+
 def _refuse_if_nothing_fits(sc: StudyScenario, designs: list[NovaDesign]) -> None:
     """Refuse, before any decode step or expert split is computed, a scenario none of whose runs (model x batch x
     length x design) fits its design's memory: the study would have nothing to compare.
@@ -347,15 +352,12 @@ def _refuse_if_nothing_fits(sc: StudyScenario, designs: list[NovaDesign]) -> Non
         model = load_nova_model(key)
         system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
         for b in spec.batches:
-            requests = spec.system.serving_requests or 2 * b
+            requests = _serving_requests(spec, b)
             for d in designs:
                 for l_in, l_out in spec.lengths:
-                    if d.name in SERVED:  # a served design's row says whether its serving run fits (serve)
-                        run_fits = fits(model, d.serving(), b, l_in + max(serving_output_lengths(requests, l_out)),
-                                        system)
-                    else:
-                        run_fits = fits(model, d, b, l_in + l_out, system)
-                    if run_fits:
+                    # a served design's row says whether its serving run fits (serve overrides e2e's "fits")
+                    if (serve_fits(model, d, b, l_in, l_out, requests, system) if d.name in SERVED
+                            else fits(model, d, b, l_in + l_out, system)):
                         return
                 cap.append({"model": key, "batch": b, "design": d.name,
                             "longest_context": longest_context(model, d, b, system)})
