@@ -209,7 +209,24 @@ def _scope_path(scope: str) -> Path:
     return instances_dir() / "energy" / f"{scope}.yaml"
 
 
+_SCOPE_CACHE: dict[tuple[str, int, int], dict[str, EnergyConstant]] = {}
+"""Parsed scope files by (path, modification time ns, size): a sweep reads the same file once per screen job."""
+
+
 def _read_scope(path: Path) -> dict[str, EnergyConstant]:
+    """Parse one scope file into constants (read-only: cached while the file is unchanged), raising one SpecError
+    naming the file and the field."""
+    try:
+        st = path.stat()
+    except OSError:
+        return _parse_scope(path)  # read_yaml names the missing or unreadable file
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _SCOPE_CACHE:
+        _SCOPE_CACHE[key] = _parse_scope(path)
+    return _SCOPE_CACHE[key]
+
+
+def _parse_scope(path: Path) -> dict[str, EnergyConstant]:
     """Parse one scope file into constants, raising one SpecError naming the file and the field."""
     data = read_yaml(path)
     out: dict[str, EnergyConstant] = {}

@@ -11,6 +11,8 @@ The result replaces the fixed ``estimator.screen_hops`` (2.5) of the sweep.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from chipdse.core.grid import xy_route
@@ -193,6 +195,32 @@ def placement_hops(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str
     return con["hops"][con["inv"]]
 
 
+@lru_cache(maxsize=16)
+def _links(rows: int, cols: int) -> dict[tuple[int, int], int]:
+    """Index of every directed NoI link an XY route of the ``rows`` x ``cols`` grid uses (read-only, cached)."""
+    links: dict[tuple[int, int], int] = {}
+    for a in range(rows * cols):
+        for b in range(rows * cols):
+            for hop in xy_route(cols, a, b):
+                links.setdefault(hop, len(links))
+    return links
+
+
+@lru_cache(maxsize=4096)
+def _split_routes(rows: int, cols: int, hbm: tuple[tuple[int, ...], ...]) -> np.ndarray:
+    """route[g, link, cell]: the share of group g's bytes (striped evenly over its stacks' cells ``hbm[g]``) to
+    ``cell`` that crosses ``link`` (:func:`_links`), shape (G, links, cells); read-only (cached per HBM layout)."""
+    links, n_cells = _links(rows, cols), rows * cols
+    route = np.zeros((len(hbm), len(links), n_cells))
+    for g, cells in enumerate(hbm):
+        for h in cells:
+            for cell in range(n_cells):
+                for hop in xy_route(cols, h, cell):
+                    route[g, links[hop], cell] += 1.0 / len(cells)
+    route.flags.writeable = False
+    return route
+
+
 def placement_geometry(rows: int, cols: int, ring: tuple[int, ...], names: tuple[str, ...], counts: np.ndarray,
                        stacks: np.ndarray, weights: np.ndarray, order: str = "count", hbm_layout: str = "greedy"
                        ) -> tuple[np.ndarray, np.ndarray]:
@@ -222,20 +250,11 @@ def placement_geometry(rows: int, cols: int, ring: tuple[int, ...], names: tuple
     """
     con = _construct(rows, cols, ring, names, counts, stacks, weights, order, hbm_layout)
     n_cells = rows * cols
-    links: dict[tuple[int, int], int] = {}
-    for a in range(n_cells):
-        for b in range(n_cells):
-            for hop in xy_route(cols, a, b):
-                links.setdefault(hop, len(links))
     n_groups = stacks.shape[1]
     # per split: route[g, link, cell] = share of group g's bytes to `cell` that crosses `link`
-    route = np.zeros((len(con["hbm"]), n_groups, len(links), n_cells))
-    for k, hbm in enumerate(con["hbm"]):
-        for g, cells in enumerate(hbm):
-            for h in cells:
-                for cell in range(n_cells):
-                    for hop in xy_route(cols, h, cell):
-                        route[k, g, links[hop], cell] += 1.0 / len(cells)
+    route = np.stack([_split_routes(rows, cols, tuple(tuple(int(c) for c in cells) for cells in hbm))
+                      for hbm in con["hbm"]]) if con["hbm"] else np.zeros((0, n_groups, len(_links(rows, cols)),
+                                                                                n_cells))
     c = con["counts"]
     per_chiplet = np.divide(con["chosen"], c[:, :, None], out=np.zeros(con["chosen"].shape), where=c[:, :, None] > 0)
     n_cls, n_types = c.shape

@@ -9,6 +9,7 @@ their stage times into serving numbers through it.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,6 +18,9 @@ from scipy.stats import poisson
 from chipdse.core.scenario import LoadedScenario
 from chipdse.core.specs import BatcherKind
 from chipdse.evaluators.markov import active_count_pmf, finite_source_throughput, max_and_sum_moments
+
+_SAMPLE_TABLES: dict[bytes, tuple[dict[int, np.ndarray], dict[int, float]]] = {}
+"""Per output-length sample (its digest): batch -> active-count pmf, and batch -> E[max of b lengths]."""
 
 MAX_TRANSFER_UTILIZATION = 0.95
 """Highest utilization of the busiest HBM port or NoI link the estimator plans with: the transfer wait is taken at
@@ -141,6 +145,19 @@ class ServingModel:
     decode_tokens: np.ndarray
     _active_pmf: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     """Batch -> :func:`chipdse.evaluators.markov.active_count_pmf` (the sample is fixed)."""
+    _max_decode: dict[int, float] = field(default_factory=dict, repr=False)
+    """Batch -> :meth:`expected_max_decode` of one batch size."""
+
+    def __post_init__(self) -> None:
+        """Share the per-batch tables with every serving model of the same output-length sample (a sweep builds
+        one per screen job on the same workload)."""
+        digest = hashlib.blake2b(np.ascontiguousarray(self.decode_tokens, dtype=float).tobytes(),
+                                 digest_size=16).digest()
+        if len(_SAMPLE_TABLES) > 64:
+            _SAMPLE_TABLES.clear()
+        pmf, max_decode = _SAMPLE_TABLES.setdefault(digest, ({}, {}))
+        object.__setattr__(self, "_active_pmf", pmf)
+        object.__setattr__(self, "_max_decode", max_decode)
 
     @classmethod
     def of(cls, sc: LoadedScenario, batching: str | None = None) -> ServingModel:
@@ -290,6 +307,7 @@ class ServingModel:
             pmf = self._active_pmf.get(int(ub))
             if pmf is None:
                 pmf = self._active_pmf[int(ub)] = active_count_pmf(self.decode_tokens, int(ub))
+                pmf.flags.writeable = False  # shared by every model of this sample
             m = max_and_sum_moments(pmf, slots[sel])
             for key, v in m.items():
                 out[key][sel] = v
@@ -301,9 +319,12 @@ class ServingModel:
         E[max] = sum_i (v_i - v_{i-1}) (1 - F(v_{i-1})^b) over the sorted distinct lengths v_i (v_0 = 0).
         """
         b = np.asarray(b)
-        vals, cnt = np.unique(self.decode_tokens, return_counts=True)
-        cdf_prev = np.concatenate([[0.0], np.cumsum(cnt)[:-1] / cnt.sum()])
-        steps = np.diff(np.concatenate([[0.0], vals.astype(float)]))
-        ub = np.unique(b)
-        table = {int(k): float(np.sum(steps * (1 - cdf_prev ** int(k)))) for k in ub}
-        return np.vectorize(table.__getitem__, otypes=[float])(b)
+        ub, inv = np.unique(b, return_inverse=True)
+        missing = [int(k) for k in ub if int(k) not in self._max_decode]
+        if missing:  # once per batch size and workload sample
+            vals, cnt = np.unique(self.decode_tokens, return_counts=True)
+            cdf_prev = np.concatenate([[0.0], np.cumsum(cnt)[:-1] / cnt.sum()])
+            steps = np.diff(np.concatenate([[0.0], vals.astype(float)]))
+            for k in missing:
+                self._max_decode[k] = float(np.sum(steps * (1 - cdf_prev ** k)))
+        return np.array([self._max_decode[int(k)] for k in ub], dtype=float)[np.asarray(inv).reshape(b.shape)]

@@ -42,13 +42,15 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as papq
 from matplotlib.backends.backend_pdf import PdfPages
 
 from chipdse.core.cpu import tree_cpu_s
@@ -116,15 +118,16 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
         _to_parquet(frame, tmp)
 
 
-def write_table_files(frame: pd.DataFrame, cols: dict[str, tuple[str, str]], out_dir: Path, stem: str = "points"
-                      ) -> dict[str, Path]:
+def write_table_files(frame: pd.DataFrame | Iterable[pd.DataFrame], cols: dict[str, tuple[str, str]], out_dir: Path,
+                      stem: str = "points") -> dict[str, Path]:
     """Write a table as ``<stem>.parquet`` and its column descriptions as ``<stem>.columns.csv``
     (:data:`COLUMNS_SUFFIX`) into ``out_dir``, each atomically (``chipdse sweep --out``).
 
     Parameters
     ----------
-    frame : pandas.DataFrame
-        The rows (e.g. every scored point of a sweep).
+    frame : pandas.DataFrame, or an iterable of them
+        The rows (e.g. every scored point of a sweep); chunks with the same columns are written one row group
+        each as they come (one chunk in memory at a time), and read back as one table.
     cols : dict
         ``{column: (unit, description)}`` of every column of ``frame``.
     out_dir : Path
@@ -143,9 +146,29 @@ def write_table_files(frame: pd.DataFrame, cols: dict[str, tuple[str, str]], out
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"parquet": out_dir / f"{stem}.parquet", "columns": out_dir / f"{stem}{COLUMNS_SUFFIX}"}
     with atomic_path(paths["parquet"]) as pq, atomic_path(paths["columns"]) as csv:  # both written, then renamed
-        _to_parquet(frame, pq)
+        if isinstance(frame, pd.DataFrame):
+            _to_parquet(frame, pq)
+        else:
+            _chunks_to_parquet(frame, pq)
         columns_table(cols).to_csv(csv, index=False)
     return paths
+
+
+def _chunks_to_parquet(frames: Iterable[pd.DataFrame], path: Path) -> None:
+    """Write DataFrames with the same columns to one Parquet file at ``path``, a row group per chunk (the first
+    chunk's schema; an empty iterable writes nothing)."""
+    writer = None
+    try:
+        for df in frames:
+            if writer is None:
+                table = pa.Table.from_pandas(df, preserve_index=False)
+                writer = papq.ParquetWriter(path, table.schema, compression=PARQUET_COMPRESSION)
+            else:
+                table = pa.Table.from_pandas(df, schema=writer.schema, preserve_index=False)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def package_versions() -> dict[str, str]:

@@ -19,6 +19,7 @@ from chipdse.core.scenario import load_scenario
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.markov import (
     allocation_counts,
+    binomial_pmf,
     birth_death_stationary,
     finite_source_throughput,
     fluid_bracket_occupancy,
@@ -257,3 +258,16 @@ def test_mape_by_hand() -> None:
     assert m["mape_throughput"] == pytest.approx((0.1 + 0.1 + 0.5) / 3)
     assert m["mape_ttft"] == pytest.approx((0.5 + 0.0) / 2)
 
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 64), p=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30))
+def test_binomial_pmf_equals_scipy(n: int, p: list[float]) -> None:
+    """The estimator's log-space binomial pmf is scipy.stats.binom's, point masses at p = 0 and 1 included."""
+    from scipy.stats import binom
+
+    probs = np.array([*p, 0.0, 1.0])
+    expected = binom.pmf(np.arange(n + 1)[None, :], n, probs[:, None])
+    got = binomial_pmf(n, probs)
+    assert got.shape == (len(probs), n + 1)
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-15)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import sys
@@ -18,7 +19,7 @@ from chipdse.evaluators.energy_hydra import score_with_energy
 from chipdse.evaluators.estimator import Screen
 from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.runtime.store import ResultsStore, code_version, job_key
-from chipdse.studies.hydra.sweep import frame_from_json, frame_to_json, summary_json, sweep
+from chipdse.studies.hydra.sweep import frame_from_record, frame_to_record, summary_json, sweep
 
 SMALL_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 6, "min_per_type": 1,
                "d2d_GBps": [256, 512], "max_batch": [8, 32]}
@@ -147,11 +148,13 @@ def test_backend_and_store_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert not (tmp_path / "l").exists()
 
 
-def test_frame_json_round_trip(small_scenario) -> None:
+def test_frame_record_round_trip(small_scenario) -> None:
     pts, _ = enumerate_points(small_scenario)
     df = Screen(small_scenario).score(pts)
     assert df["ttft_s"].isna().any()
-    pd.testing.assert_frame_equal(frame_from_json(frame_to_json(df)), df, check_exact=True)
+    record = frame_to_record(df)
+    assert json.loads(json.dumps(record)) == record  # storable as JSON
+    pd.testing.assert_frame_equal(frame_from_record(record), df, check_exact=True)
 
 
 def test_sweep_equals_screen_score(small_scenario) -> None:
@@ -352,6 +355,27 @@ def test_cli_sweep_out_writes_parquet_that_pandas_reads_back(write_scenario, tmp
     assert list(cols["column"]) == list(points.columns)
     assert cols["description"].str.len().min() > 10 and not cols["unit"].isna().any()
     assert {"workload", "throughput_tps", "ttft_s", "pareto"} <= set(points.columns)
+
+
+def test_two_workload_points_stream_to_one_parquet_equal_to_the_sweep(write_scenario, tmp_path: Path) -> None:
+    """Each workload's table is written as its own row group; pandas reads back one table equal to the sweep's."""
+    import pyarrow.parquet as papq
+
+    from chipdse import api
+    from chipdse.core.paths import instances_dir
+
+    wl = instances_dir() / "workloads"
+    path = write_scenario({"name": "two-workloads", "design_space": {
+        "total_chiplets": 24, "hbm_min": 5, "hbm_max": 5, "d2d_GBps": [512], "max_batch": [8, 32]},
+        "sweep": {"workloads": [str(wl / "arxiv.yaml"), str(wl / "chat.yaml")], "simulate": 0}})
+    run = api.sweep(path)
+    assert list(run.result.point_tables) == ["arxiv", "chat"]
+    written = run.write_points(tmp_path / "out")
+    assert papq.ParquetFile(written["parquet"]).num_row_groups == 2
+    back = pd.read_parquet(written["parquet"])
+    assert len(back) == 2 * 816 * 2 == run.result.n_points  # 2 workloads x C(18, 3) splits of 19 chiplets x 2 batches
+    pd.testing.assert_frame_equal(back, run.result.points, check_exact=True)
+    assert list(back["workload"].unique()) == ["arxiv", "chat"]
 
 
 def test_cli_sweep_out_unwritable_is_one_line_and_runs_nothing(write_scenario, tmp_path: Path,

@@ -291,8 +291,8 @@ class SweepRun:
         if self.scenario is None:
             msg = "write_points needs the swept scenario (SweepRun.scenario)"
             raise ValueError(msg)
-        points = self.result.points
-        return write_table_files(points, points_columns(self.scenario, points), Path(out))
+        first = next(self.result.iter_points())
+        return write_table_files(self.result.iter_points(), points_columns(self.scenario, first), Path(out))
 
     def to_pandas(self) -> pd.DataFrame:
         """Every scored design point, one row per (workload, point): the points.csv columns plus ``workload`` and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
@@ -50,21 +51,27 @@ def subset_points(pts: DesignPoints, mask: np.ndarray) -> DesignPoints:
     return DesignPoints(pts.types, pts.counts[mask], pts.n_hbm[mask], pts.d2d_GBps[mask], pts.max_batch[mask])
 
 
+@lru_cache(maxsize=256)
 def compositions(total: int, parts: int, minimum: int) -> np.ndarray:
     """Return every way to write ``total`` as an ordered sum of ``parts`` integers >= ``minimum``.
 
     Returns
     -------
     numpy.ndarray, shape (C(total - parts*minimum + parts - 1, parts - 1), parts)
+        Read-only (cached: a sweep enumerates the same space once per screen job).
     """
     free = total - parts * minimum
     if free < 0 or parts <= 0:
-        return np.zeros((0, max(parts, 0)), dtype=int)
+        empty = np.zeros((0, max(parts, 0)), dtype=int)
+        empty.flags.writeable = False
+        return empty
     rows = []
     for bars in combinations(range(free + parts - 1), parts - 1):
         edges = (-1, *bars, free + parts - 1)
         rows.append([edges[i + 1] - edges[i] - 1 + minimum for i in range(parts)])
-    return np.array(rows, dtype=int)
+    out = np.array(rows, dtype=int)
+    out.flags.writeable = False
+    return out
 
 
 def enumerate_points(sc: LoadedScenario) -> tuple[DesignPoints, list[str]]:

@@ -20,13 +20,17 @@ job is committed at once, so an interrupted sweep (Ctrl-C in either stage) resum
 
 from __future__ import annotations
 
+import base64
+import io
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from chipdse.core.design_space import ScoredDesign, enumerate_points, subset_points
 from chipdse.core.errors import InfeasibleDesignError
@@ -59,7 +63,11 @@ class SweepResult:
 
     Attributes
     ----------
-    points : pandas.DataFrame
+    point_tables : dict[str, bytes]
+        Per workload name, in sweep order, its rows as compressed Parquet (:func:`frame_to_blob`): a sweep holds
+        about 100 bytes per point instead of a DataFrame's 350. :attr:`points` decodes them into one table and
+        :meth:`iter_points` one workload at a time.
+    points : pandas.DataFrame (property)
         One row per (workload, buildable point), in workload order then
         :func:`chipdse.core.design_space.enumerate_points` order, with the estimator's columns (``Screen.score``) plus
         ``workload``, ``point`` (row id within its workload), ``pareto`` and ``pareto_energy`` (per workload; the
@@ -87,7 +95,7 @@ class SweepResult:
         Jobs of each stage, and how many of them were read from the store instead of being run.
     """
 
-    points: pd.DataFrame
+    point_tables: dict[str, bytes]
     n_points: int
     n_feasible: int
     n_infeasible: int
@@ -107,6 +115,17 @@ class SweepResult:
     unstable_reasons: dict[str, int] = field(default_factory=dict)
     picks: dict[str, Picks | None] = field(default_factory=dict)
     """Per workload name, its B* and M_T (the pick stage's; None when no point is stable)."""
+    n_pareto_energy: int = 0
+
+    def iter_points(self) -> Iterator[pd.DataFrame]:
+        """The rows of :attr:`points`, one workload's table at a time (in sweep order)."""
+        for blob in self.point_tables.values():
+            yield frame_from_blob(blob)
+
+    @property
+    def points(self) -> pd.DataFrame:
+        """Every scored point, one DataFrame (decoded on each access: keep it when used twice)."""
+        return pd.concat(list(self.iter_points()), ignore_index=True)
 
 
 WORKLOAD_COLUMN = Column("workload", "-", "the workload the row was scored on (its name, from sweep.workloads or the "
@@ -129,16 +148,34 @@ def points_columns(sc: LoadedScenario, points: pd.DataFrame) -> dict[str, tuple[
     return {name: (cols[name].unit, cols[name].description) for name in points.columns}
 
 
-def frame_to_json(df: pd.DataFrame) -> dict[str, Any]:
-    """Encode a DataFrame as a JSON-able dict (columns, dtypes, column lists) that :func:`frame_from_json` restores."""
-    return {"columns": list(df.columns), "dtypes": {c: str(df[c].dtype) for c in df.columns},
-            "data": {c: df[c].tolist() for c in df.columns}}
+def frame_to_blob(df: pd.DataFrame, compression: str = "lz4") -> bytes:
+    """Encode a DataFrame (without its index) as Parquet bytes that :func:`frame_from_blob` restores with the same
+    columns, order and dtypes (pyarrow; no dictionary pages: the columns are numbers and distinct labels)."""
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), buf, compression=compression,
+                   use_dictionary=False)
+    return buf.getvalue()
 
 
-def frame_from_json(obj: dict[str, Any]) -> pd.DataFrame:
-    """Rebuild a DataFrame written by :func:`frame_to_json` (same columns, order and dtypes)."""
-    df = pd.DataFrame({c: obj["data"][c] for c in obj["columns"]}, columns=obj["columns"])
-    return df.astype(obj["dtypes"])
+def frame_from_blob(blob: bytes) -> pd.DataFrame:
+    """Rebuild a DataFrame written by :func:`frame_to_blob`."""
+    return pq.read_table(io.BytesIO(blob)).to_pandas()
+
+
+def _record_table(obj: dict[str, Any]) -> pa.Table:
+    """The Arrow table of a :func:`frame_to_record` dict."""
+    return pq.read_table(io.BytesIO(base64.b64decode(obj["parquet_b64"])))
+
+
+def frame_to_record(df: pd.DataFrame) -> dict[str, Any]:
+    """A screen job's result as a JSON-able dict for the results store: ``{"parquet_b64": ...}``, the frame as
+    :func:`frame_to_blob` in base64 (about 100 bytes per point, against about 500 as JSON lists)."""
+    return {"parquet_b64": base64.b64encode(frame_to_blob(df)).decode("ascii")}
+
+
+def frame_from_record(obj: dict[str, Any]) -> pd.DataFrame:
+    """Rebuild the DataFrame of a :func:`frame_to_record` dict (same columns, order and dtypes)."""
+    return _record_table(obj).to_pandas()
 
 
 def score_hbm_chunk(sc: LoadedScenario, n_hbm: int) -> dict[str, Any]:
@@ -147,11 +184,11 @@ def score_hbm_chunk(sc: LoadedScenario, n_hbm: int) -> dict[str, Any]:
     Returns
     -------
     dict
-        :func:`frame_to_json` of ``Screen.score`` on those points (no rows when none is buildable).
+        :func:`frame_to_record` of ``Screen.score`` on those points (no rows when none is buildable).
     """
 
     pts, _ = enumerate_points(sc)
-    return frame_to_json(screen_points(estimator(sc), subset_points(pts, pts.n_hbm == n_hbm)))
+    return frame_to_record(screen_points(estimator(sc), subset_points(pts, pts.n_hbm == n_hbm)))
 
 
 def _screen_job(job: tuple[LoadedScenario, int]) -> dict[str, Any]:
@@ -311,24 +348,24 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
     chunks = run_jobs(_screen_job, screen, backend, store=store,
                       key_fn=(lambda j: screen_keys[id(j)]) if use_store else None, progress=stage("screen"),
                       fresh=fresh, weights=weights)
-    frames, per_workload, tables, picks = [], {}, {}, {}
-    for w, v in enumerate(variants):
-        parts = [frame_from_json(c) for (jw, _), c in zip(jobs, chunks, strict=True) if jw == w]
-        table = design_table(v, pd.concat(parts, ignore_index=True), reasons)
+    blobs: dict[str, bytes] = {}
+    per_workload, picks = {}, {}
+    sims, sim_keys, reasons_all, fits_all = [], [], [], []
+    totals = dict.fromkeys(("feasible", "stable", "unstable", "infeasible", "pareto", "pareto_energy"), 0)
+    n_rows = 0
+    for w, (v, ident) in enumerate(zip(variants, idents, strict=True)):
+        parts = []
+        for i, (jw, _) in enumerate(jobs):
+            if jw == w:
+                parts.append(_record_table(chunks[i]))
+                chunks[i] = {}  # decoded: let the record go
+        table = design_table(v, pa.concat_tables(parts).to_pandas(), reasons)  # one pandas copy, not two
+        del parts
         try:
             chosen: Picks | None = pick(table, pick_rule(v))
         except InfeasibleDesignError:
             chosen = None  # no stable point: counted below, nothing simulated
-        tables[v.workload.name], picks[v.workload.name] = table, chosen
-        df = table.frame.copy()
-        df.insert(0, "workload", v.workload.name)
-        per_workload[v.workload.name] = {"points": len(df), **_counts(df), "pareto": int(df["pareto"].sum()),
-                                         **_finalist_json(chosen)}
-        frames.append(df)
-    df = pd.concat(frames, ignore_index=True)
-    sims, sim_keys = [], []
-    for v, ident in zip(variants, idents, strict=True):
-        table, chosen = tables[v.workload.name], picks[v.workload.name]
+        picks[v.workload.name] = chosen
         for i, role in pareto_candidates(table, chosen, sc.spec.sweep.simulate):
             row = table.row(i)
             sims.append(SimCandidate(v, table.design(i), i, role, float(row["throughput_tps"]),
@@ -338,23 +375,40 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
                                                    "work_limit": sc.spec.work_limit,
                                                    "time_limit_s": sc.spec.time_limit_s}, sc.model.key,
                                     v.workload.name))
+        df = table.frame  # the table is not used again: its frame gains the workload column in place
+        del table
+        df.insert(0, "workload", v.workload.name)
+        counts = _counts(df)
+        per_workload[v.workload.name] = {"points": len(df), **counts, "pareto": int(df["pareto"].sum()),
+                                         **_finalist_json(chosen)}
+        for k in counts:
+            totals[k] += counts[k]
+        totals["pareto"] += int(df["pareto"].sum())
+        totals["pareto_energy"] += int(df["pareto_energy"].sum()) if "pareto_energy" in df else 0
+        n_rows += len(df)
+        fits_all.append(df["feasible"].astype(bool).to_numpy())
+        reasons_all.append(df["reason"].astype("category"))
+        blobs[v.workload.name] = frame_to_blob(df, compression="zstd")
+        del df
+        pa.default_memory_pool().release_unused()  # Arrow keeps freed buffers for reuse unless told
     key_of = dict(zip(map(id, sims), sim_keys, strict=True))
     sim_stored = 0 if (store is None or fresh) else sum(k in store for k in sim_keys)
     results = run_jobs(simulate_candidate, sims, backend, store=store,
                        key_fn=(lambda j: key_of[id(j)]) if use_store else None, progress=stage("simulate"),
                        fresh=fresh) if sims else []
-    counts = _counts(df)
-    fits = df["feasible"].astype(bool)
-    unstable = fits & (df["reason"] != "")
+    fits = np.concatenate(fits_all)
+    reason = pd.concat(reasons_all, ignore_index=True).astype(str)
+    unstable = fits & (reason.to_numpy() != "")
     return SweepResult(
-        points=df, n_points=len(df), n_feasible=counts["feasible"], n_infeasible=counts["infeasible"],
-        n_stable=counts["stable"], n_unstable=counts["unstable"],
-        n_pareto=int(df["pareto"].sum()), per_workload=per_workload,
-        infeasible_reasons=_reasons(df.loc[~fits, "reason"]), unstable_reasons=_reasons(df.loc[unstable, "reason"]),
+        point_tables=blobs, n_points=n_rows, n_feasible=totals["feasible"], n_infeasible=totals["infeasible"],
+        n_stable=totals["stable"], n_unstable=totals["unstable"],
+        n_pareto=totals["pareto"], per_workload=per_workload,
+        infeasible_reasons=_reasons(reason[~fits]), unstable_reasons=_reasons(reason[unstable]),
         unbuildable=reasons,
         simulated=pd.DataFrame(results, columns=list(SIMULATED_COLUMNS)), wall_s=time.perf_counter() - t0,
         jobs=len(jobs), jobs_stored=stored,
         sim_jobs=len(sims), sim_jobs_stored=sim_stored, backend=backend.describe(), picks=picks,
+        n_pareto_energy=totals["pareto_energy"],
     )
 
 
@@ -399,7 +453,7 @@ def summary_json(result: SweepResult) -> dict[str, Any]:
         "unstable": result.n_unstable,
         "infeasible": result.n_infeasible,
         "pareto": result.n_pareto,
-        "pareto_energy": int(result.points["pareto_energy"].sum()) if "pareto_energy" in result.points else 0,
+        "pareto_energy": result.n_pareto_energy,
         "wall_s": round(result.wall_s, 3),
         "workloads": result.per_workload,
         "infeasible_reasons": result.infeasible_reasons,
