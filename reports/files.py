@@ -266,7 +266,8 @@ def write_pdf(result: Any, pages: ReportPages, path: Path) -> None:
         tmp.write_bytes(data)
 
 
-def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_dir: Path, csv: bool = True
+                 ) -> dict[str, Path]:
     """Write ``report.pdf``, the study's CSV, its column descriptions (:data:`COLUMNS_SUFFIX`) and
     ``manifest.json`` into ``out_dir``, each atomically.
 
@@ -281,21 +282,29 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
     summary : dict
         The study's headline numbers (``summary(result)`` of the study module).
     out_dir : Path
+    csv : bool
+        Write the study's CSV (default). False leaves it out where the table is also written as Parquet
+        (``pages.parquet``, HYDRA: a big space's ``points.csv`` is about five times its ``points.parquet``).
 
     Returns
     -------
     dict[str, Path]
-        ``{"pdf": ..., "csv": ..., "columns": ..., "manifest": ...}``, ``claims`` / ``claims_columns``
-        (``claims.csv`` and its column descriptions) when the result has claims, and ``parquet`` (the CSV's table
-        as Parquet) when ``pages.parquet``.
+        ``{"pdf": ..., "csv": ..., "columns": ..., "manifest": ...}`` (no ``csv`` when ``csv`` is false),
+        ``claims`` / ``claims_columns`` (``claims.csv`` and its column descriptions) when the result has claims, and
+        ``parquet`` (the CSV's table as Parquet) when ``pages.parquet``.
 
     Raises
     ------
     OSError
         The folder or a file cannot be written. The PDF is drawn and the manifest serialized (strict JSON: NaN as
         null) before anything is written.
+    ValueError
+        ``csv`` false for a study whose table has no Parquet copy (nothing is written).
     """
     csv_name, attr = pages.csv
+    if not csv and not pages.parquet:
+        msg = f"the {csv_name} table is written only as CSV here; it cannot be left out"
+        raise ValueError(msg)
     table = getattr(result, attr)
     w0, c0 = time.perf_counter(), tree_cpu_s()
     pdf = pdf_bytes(result, pages)
@@ -308,6 +317,8 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
              "columns": out_dir / (Path(csv_name).stem + COLUMNS_SUFFIX), "manifest": out_dir / "manifest.json"}
     claims = getattr(result, "claims", None)
     tables = [(paths["csv"], table), (paths["columns"], cols)]
+    if not csv:
+        del tables[0], paths["csv"]
     if claims is not None:
         paths |= {"claims": out_dir / CLAIMS_CSV, "claims_columns": out_dir / (Path(CLAIMS_CSV).stem + COLUMNS_SUFFIX)}
         tables += [(paths["claims"], claims.frame()), (paths["claims_columns"], columns_table(CSV_COLUMNS))]

@@ -9,6 +9,7 @@ import re
 from itertools import permutations
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -69,6 +70,13 @@ def test_explore_to_pandas_is_the_points_csv_it_writes(tiny: Path, tmp_path: Pat
     assert written.paths["csv"].read_text() == df.to_csv(index=False)
     assert list(run.columns()["column"]) == list(df.columns)
     assert json.loads(written.paths["manifest"].read_text())["summary"] == json.loads(json.dumps(run.summary))
+    # --no-points-csv (issue 34): the same rows only as Parquet, every other file as before
+    lean = run.write_report(tmp_path / "lean", csv=False)
+    assert "csv" not in lean.paths and not (tmp_path / "lean" / "points.csv").exists()
+    assert {p.name for p in (tmp_path / "lean").iterdir()} == {p.name for p in (tmp_path / "out").iterdir()} - {
+        "points.csv"}
+    pd.testing.assert_frame_equal(pd.read_parquet(lean.paths["parquet"]), df.reset_index(drop=True),
+                                  check_exact=True)
 
 
 def test_compare_to_pandas_is_what_the_cli_prints_as_json(tiny: Path) -> None:

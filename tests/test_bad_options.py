@@ -115,6 +115,8 @@ CASES = [
          ("--point", "HYDRA", "snake")),
     Case("compare-nova-point", ("compare", "expert-split", NOVA, "--point", "m-t"), ("--point", "HYDRA", "nova")),
     Case("snake-fresh", ("explore", SNAKE, "--out", "{out}", "--fresh"), ("--fresh", "HYDRA", SNAKE)),
+    Case("snake-no-points-csv", ("explore", SNAKE, "--out", "{out}", "--no-points-csv"),
+         ("--no-points-csv", "HYDRA", "speedups.csv")),
     Case("nova-fresh", ("explore", NOVA, "--out", "{out}", "--fresh"), ("--fresh", "HYDRA")),
     Case("snake-store", ("explore", SNAKE, "--out", "{out}", "--store", "{out}/s.sqlite"), ("--store", "HYDRA")),
     # --- empty paths (finding 11) ---

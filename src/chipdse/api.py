@@ -175,8 +175,9 @@ class ExploreRun:
         cols = REPORTS[self.kind].columns(self.result)
         return pd.DataFrame([(k, u, d) for k, (u, d) in cols.items()], columns=["column", "unit", "description"])
 
-    def write_report(self, out: str | Path) -> ExploreRun:
-        """Write ``report.pdf``, the CSV, its column descriptions and ``manifest.json`` into ``out``.
+    def write_report(self, out: str | Path, csv: bool = True) -> ExploreRun:
+        """Write ``report.pdf``, the CSV, its column descriptions and ``manifest.json`` into ``out`` (HYDRA: also
+        ``points.parquet``; ``csv=False`` leaves ``points.csv`` out, for big spaces).
 
         Returns
         -------
@@ -187,15 +188,32 @@ class ExploreRun:
         ------
         OSError
             The folder or a file cannot be written (:func:`chipdse.reports.files.write_report`).
+        ChipdseError
+            ``csv=False`` for a SNAKE or NOVA study (its table is written only as CSV).
         """
-        paths = write_report(self.result, REPORTS[self.kind], self.summary, Path(out))
+        _check_points_csv(csv, self.kind, f"a kind: {self.kind} study")
+        paths = write_report(self.result, REPORTS[self.kind], self.summary, Path(out), csv=csv)
         return ExploreRun(self.kind, self.scenario, self.result, self.summary, self.headline, paths)
+
+
+def _check_points_csv(csv: bool, kind: str, what: str) -> None:
+    """Refuse leaving the CSV out (``--no-points-csv``) for a study whose table has no Parquet copy.
+
+    Raises
+    ------
+    ChipdseError
+        ``csv`` false and the ``kind`` study writes its table only as CSV; the message names ``what``.
+    """
+    if not csv and not REPORTS[kind].parquet:
+        msg = (f"--no-points-csv: only HYDRA writes its table as Parquet too; {what}, whose {REPORTS[kind].csv[0]} "
+               "is its only copy")
+        raise ChipdseError(msg)
 
 
 def explore(scenario: ScenarioArg = None, *, out: str | Path | None = None, work_limit: float | None = None,
             time_limit_s: float | None = None, seed: int | None = None, store: str | Path | None = None,
             fresh: bool = False, progress: Callable[[str, float], None] = no_progress,
-            checkpoints: Checkpoints | None = None, sets: Sequence[str] = ()) -> ExploreRun:
+            checkpoints: Checkpoints | None = None, sets: Sequence[str] = (), points_csv: bool = True) -> ExploreRun:
     """Run a scenario's study (``chipdse explore``): HYDRA's sweep, exact B* and M_T layouts, simulation and
     generality stages; or the SNAKE or NOVA study of a ``kind: snake`` / ``kind: nova`` scenario.
 
@@ -222,6 +240,10 @@ def explore(scenario: ScenarioArg = None, *, out: str | Path | None = None, work
 
     sets : sequence of str
         ``PATH=VALUE`` overrides (``--set``), as :func:`load_scenario`.
+    points_csv : bool
+        HYDRA only: with ``out``, also write ``points.csv`` (default); False writes the table only as
+        ``points.parquet`` (``--no-points-csv``).
+
     Returns
     -------
     ExploreRun
@@ -229,21 +251,22 @@ def explore(scenario: ScenarioArg = None, *, out: str | Path | None = None, work
     Raises
     ------
     SpecError, ChipdseError
-        Bad scenario or settings (e.g. ``store`` for a SNAKE or NOVA scenario); ``OSError`` when ``out`` cannot be
-        written.
+        Bad scenario or settings (e.g. ``store`` or ``points_csv=False`` for a SNAKE or NOVA scenario);
+        ``OSError`` when ``out`` cannot be written.
     """
     sc = _loaded(scenario, sets)
     study = STUDIES[sc.spec.kind]
     if not study.keeps_stages and (store is not None or fresh or checkpoints is not None):
         msg = f"store / fresh: only HYDRA scenarios keep finished stages; {sc.path} is a kind: {study.kind} study"
         raise ChipdseError(msg)
+    _check_points_csv(points_csv, study.kind, f"{sc.path} is a kind: {study.kind} study")
     settings = Settings(work_limit=work_limit, time_limit_s=time_limit_s, seed=seed)
     with contextlib.ExitStack() as stack:
         if checkpoints is None and store is not None:
             checkpoints = Checkpoints(stack.enter_context(ResultsStore(Path(store), "explore", "store")), fresh=fresh)
         result = study.run(sc, settings, progress, checkpoints)
     run = ExploreRun(study.kind, sc, result, study.summary(result), list(study.headline(result)))
-    return run if out is None else run.write_report(out)
+    return run if out is None else run.write_report(out, csv=points_csv)
 
 
 def backend(workers: int | None = None, dask_local: int | None = None, scheduler: str | None = None) -> Backend:
