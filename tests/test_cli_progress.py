@@ -72,3 +72,29 @@ def test_manifest_cpu_time_is_the_process_trees(tmp_path: Path) -> None:
     assert any(m.startswith("simulation: ") and "on 2 worker(s)" in m for m in messages)
     walls = [float(m.group(1)) for m in stamped]
     assert walls == sorted(walls)
+
+
+@pytest.mark.slow
+def test_simulation_stage_counts_its_runs_for_the_bar_and_eta(tmp_path: Path) -> None:
+    """The stage that dominates explore's wall time reports its finished runs (issue 34: a bar with an ETA): the
+    fraction under its message starts at 0, never goes back, and ends at 1."""
+    import chipdse
+
+    inst = instances_dir()
+    spec = yaml.safe_load((inst / "scenarios" / "default.yaml").read_text())
+    spec |= {"library": str(inst / "chiplets" / "hydra.yaml"), "package": str(inst / "packages" / "hydra-5x5.yaml"),
+             "workload": str(inst / "workloads" / "arxiv.yaml"), "name": "sim-progress",
+             "estimator": {"batching": "dynamic"},
+             "design_space": {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 4, "d2d_GBps": [512],
+                              "max_batch": [64]},
+             "simulation": {"candidates": 1, "spread": 1, "duration_s": 2, "max_duration_s": 3, "warmup_s": 0.5,
+                            "measure_s": 1.5, "datasets": ["arxiv.yaml"], "workers": 1}}
+    spec.pop("generality", None)
+    scenario = tmp_path / "sim-progress.yaml"
+    scenario.write_text(yaml.safe_dump(spec))
+    seen: list[tuple[str, float]] = []
+    chipdse.explore(scenario, time_limit_s=0.5, progress=lambda msg, frac: seen.append((msg, frac)))
+    runs = [f for m, f in seen if m.startswith("simulation: ") and " runs on 1 worker(s)" in m]
+    n = int(next(m for m, _ in seen if " runs on 1 worker(s)" in m).split()[1])
+    assert n >= 2 and runs[0] == 0.0 and runs[-1] == 1.0 and runs == sorted(runs)
+    assert len(runs) == n + 2  # the stage's start, the store's count (none stored), then one per finished run

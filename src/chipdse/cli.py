@@ -286,13 +286,20 @@ def explore(
         with contextlib.ExitStack() as stack:
             checkpoints = kept.open(store_path or out_dir / HYDRA_STORE, fresh, stack) if hydra else None
             bar = stack.enter_context(Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                               TimeElapsedColumn(), console=err, transient=True,
-                                               disable=not err.is_terminal))
+                                               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                               console=err, transient=True, disable=not err.is_terminal))
             task = bar.add_task(api.STUDIES[kind].label(sc), total=None)
             log = _LineLog() if not sys.stdout.isatty() else None
+            shown = [""]
 
-            def progress(msg: str, _frac: float) -> None:
-                bar.update(task, description=msg)
+            def progress(msg: str, frac: float) -> None:
+                # each message is a stage (or step): its own bar, elapsed time and ETA; a stage that counts its
+                # work (the simulation runs) moves the bar, the others spin
+                if msg != shown[0]:
+                    shown[0] = msg
+                    bar.reset(task, total=None if frac <= 0 else 1.0, completed=frac, description=msg)
+                else:
+                    bar.update(task, total=1.0, completed=frac)
                 if log is not None:
                     log(msg)
 

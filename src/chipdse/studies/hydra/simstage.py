@@ -127,10 +127,15 @@ def explore_simulations(sc: LoadedScenario, table: DesignTable, finalists: list[
                 weakest = min([v.capacity_rps for v in layout_served.values() if v.capacity_rps > 0]
                               or [served.capacity_rps])
                 jobs += layout_jobs(scd, candidates, st.load * weakest, st.duration_s)
-    progress(f"simulation: {len(jobs)} runs on {st.workers} worker(s)", 0.0)
+    running = f"simulation: {len(jobs)} runs on {st.workers} worker(s)"
+    progress(running, 0.0)
     results: list[dict[str, Any]] = []
     safe = [_SafeJob(j) for j in jobs]
-    for res in run_jobs(_run_safe, safe, backend):
+
+    def runs_done(done: float, total: float) -> None:
+        progress(running, done / total if total else 1.0)  # the CLI's bar and ETA for this stage
+
+    for res in run_jobs(_run_safe, safe, backend, progress=runs_done):
         if "error" in res:
             skipped.append(res["error"])
         else:
