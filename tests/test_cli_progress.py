@@ -36,6 +36,24 @@ def test_explore_logs_one_line_per_stage_when_stdout_is_not_a_terminal(tmp_path:
     assert lines.index(stamped[-1].group(0)) < next(i for i, ln in enumerate(lines) if ln.startswith("wrote pdf"))
 
 
+def _small_simulated_scenario(tmp_path: Path, name: str, workers: int) -> Path:
+    """The default scenario cut to one HBM count, one D2D bandwidth and one batch, with a short simulation stage
+    on ``workers`` processes and no generality stage; written to ``tmp_path / f"{name}.yaml"``."""
+    inst = instances_dir()
+    spec = yaml.safe_load((inst / "scenarios" / "default.yaml").read_text())
+    spec |= {"library": str(inst / "chiplets" / "hydra.yaml"), "package": str(inst / "packages" / "hydra-5x5.yaml"),
+             "workload": str(inst / "workloads" / "arxiv.yaml"), "name": name,
+             "estimator": {"batching": "dynamic"},
+             "design_space": {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 4, "d2d_GBps": [512],
+                              "max_batch": [64]},
+             "simulation": {"candidates": 1, "spread": 1, "duration_s": 2, "max_duration_s": 3, "warmup_s": 0.5,
+                            "measure_s": 1.5, "datasets": ["arxiv.yaml"], "workers": workers}}
+    spec.pop("generality", None)
+    scenario = tmp_path / f"{name}.yaml"
+    scenario.write_text(yaml.safe_dump(spec))
+    return scenario
+
+
 @pytest.mark.slow
 def test_manifest_cpu_time_is_the_process_trees(tmp_path: Path) -> None:
     """The manifest's ``process_cpu_s`` is within 10% of the CPU time of the ``chipdse explore`` process tree as the
@@ -43,18 +61,7 @@ def test_manifest_cpu_time_is_the_process_trees(tmp_path: Path) -> None:
     run whose simulation stage uses two worker processes; the stages' ``cpu_s`` (``report_s`` included) add up to no
     more than that (issue 32 item 4: the manifest counted the main process only, 118 of 600 CPU-s)."""
     resource = pytest.importorskip("resource")
-    inst = instances_dir()
-    spec = yaml.safe_load((inst / "scenarios" / "default.yaml").read_text())
-    spec |= {"library": str(inst / "chiplets" / "hydra.yaml"), "package": str(inst / "packages" / "hydra-5x5.yaml"),
-             "workload": str(inst / "workloads" / "arxiv.yaml"), "name": "cpu-tree",
-             "estimator": {"batching": "dynamic"},
-             "design_space": {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 4, "d2d_GBps": [512],
-                              "max_batch": [64]},
-             "simulation": {"candidates": 1, "spread": 1, "duration_s": 2, "max_duration_s": 3, "warmup_s": 0.5,
-                            "measure_s": 1.5, "datasets": ["arxiv.yaml"], "workers": 2}}
-    spec.pop("generality", None)
-    scenario = tmp_path / "cpu-tree.yaml"
-    scenario.write_text(yaml.safe_dump(spec))
+    scenario = _small_simulated_scenario(tmp_path, "cpu-tree", workers=2)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = subprocess.run([sys.executable, "-m", "chipdse", "explore", str(scenario), "--out", str(tmp_path / "o"),
                           "--time-limit", "0.5"], capture_output=True, text=True, check=False)
@@ -80,18 +87,7 @@ def test_simulation_stage_counts_its_runs_for_the_bar_and_eta(tmp_path: Path) ->
     fraction under its message starts at 0, never goes back, and ends at 1."""
     import chipdse
 
-    inst = instances_dir()
-    spec = yaml.safe_load((inst / "scenarios" / "default.yaml").read_text())
-    spec |= {"library": str(inst / "chiplets" / "hydra.yaml"), "package": str(inst / "packages" / "hydra-5x5.yaml"),
-             "workload": str(inst / "workloads" / "arxiv.yaml"), "name": "sim-progress",
-             "estimator": {"batching": "dynamic"},
-             "design_space": {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 4, "d2d_GBps": [512],
-                              "max_batch": [64]},
-             "simulation": {"candidates": 1, "spread": 1, "duration_s": 2, "max_duration_s": 3, "warmup_s": 0.5,
-                            "measure_s": 1.5, "datasets": ["arxiv.yaml"], "workers": 1}}
-    spec.pop("generality", None)
-    scenario = tmp_path / "sim-progress.yaml"
-    scenario.write_text(yaml.safe_dump(spec))
+    scenario = _small_simulated_scenario(tmp_path, "sim-progress", workers=1)
     seen: list[tuple[str, float]] = []
     chipdse.explore(scenario, time_limit_s=0.5, progress=lambda msg, frac: seen.append((msg, frac)))
     runs = [f for m, f in seen if m.startswith("simulation: ") and " runs on 1 worker(s)" in m]
