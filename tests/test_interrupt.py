@@ -236,7 +236,7 @@ def test_ctrl_c_while_writing_the_report_removes_the_report_files(write_scenario
                                                                   fresh: bool) -> None:
     """... and says how to resume: the same command, or, after --fresh (whose rerun would recompute every stage),
     the command without it."""
-    def half_written(_result: object, _pages: object, _summary: object, out_dir: Path) -> None:
+    def half_written(_result: object, _pages: object, _summary: object, out_dir: Path, csv: bool = True) -> None:
         (out_dir / "report.pdf").write_bytes(b"%PDF-1.4 cut short")
         raise KeyboardInterrupt
 
