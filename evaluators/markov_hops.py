@@ -252,9 +252,11 @@ def placement_geometry(rows: int, cols: int, ring: tuple[int, ...], names: tuple
     n_cells = rows * cols
     n_groups = stacks.shape[1]
     # per split: route[g, link, cell] = share of group g's bytes to `cell` that crosses `link`
-    route = np.stack([_split_routes(rows, cols, tuple(tuple(int(c) for c in cells) for cells in hbm))
-                      for hbm in con["hbm"]]) if con["hbm"] else np.zeros((0, n_groups, len(_links(rows, cols)),
-                                                                                n_cells))
+    if con["hbm"]:
+        route = np.stack([_split_routes(rows, cols, tuple(tuple(int(c) for c in cells) for cells in hbm))
+                          for hbm in con["hbm"]])
+    else:  # no points
+        route = np.zeros((0, n_groups, len(_links(rows, cols)), n_cells))
     c = con["counts"]
     per_chiplet = np.divide(con["chosen"], c[:, :, None], out=np.zeros(con["chosen"].shape), where=c[:, :, None] > 0)
     n_cls, n_types = c.shape

@@ -143,9 +143,9 @@ class ServingModel:
     chunks: float
     batching: BatcherKind
     decode_tokens: np.ndarray
-    _active_pmf: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _active_pmf: dict[int, np.ndarray] = field(init=False, repr=False)
     """Batch -> :func:`chipdse.evaluators.markov.active_count_pmf` (the sample is fixed)."""
-    _max_decode: dict[int, float] = field(default_factory=dict, repr=False)
+    _max_decode: dict[int, float] = field(init=False, repr=False)
     """Batch -> :meth:`expected_max_decode` of one batch size."""
 
     def __post_init__(self) -> None:
@@ -155,9 +155,7 @@ class ServingModel:
                                  digest_size=16).digest()
         if len(_SAMPLE_TABLES) > 64:
             _SAMPLE_TABLES.clear()
-        pmf, max_decode = _SAMPLE_TABLES.setdefault(digest, ({}, {}))
-        object.__setattr__(self, "_active_pmf", pmf)
-        object.__setattr__(self, "_max_decode", max_decode)
+        self._active_pmf, self._max_decode = _SAMPLE_TABLES.setdefault(digest, ({}, {}))
 
     @classmethod
     def of(cls, sc: LoadedScenario, batching: str | None = None) -> ServingModel:

@@ -21,6 +21,7 @@ Example
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -314,8 +315,9 @@ class SweepRun:
         if self.scenario is None:
             msg = "write_points needs the swept scenario (SweepRun.scenario)"
             raise ValueError(msg)
-        first = next(self.result.iter_points())
-        return write_table_files(self.result.iter_points(), points_columns(self.scenario, first), Path(out))
+        tables = self.result.iter_points()
+        first = next(tables)  # decoded once: it names the columns, then is written first
+        return write_table_files(itertools.chain([first], tables), points_columns(self.scenario, first), Path(out))
 
     def to_pandas(self) -> pd.DataFrame:
         """Every scored design point, one row per (workload, point): the points.csv columns plus ``workload`` and

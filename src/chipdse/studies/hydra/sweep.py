@@ -157,14 +157,19 @@ def frame_to_blob(df: pd.DataFrame, compression: str = "lz4") -> bytes:
     return buf.getvalue()
 
 
+def _blob_table(blob: bytes) -> pa.Table:
+    """The Arrow table of :func:`frame_to_blob` bytes."""
+    return pq.read_table(io.BytesIO(blob))
+
+
 def frame_from_blob(blob: bytes) -> pd.DataFrame:
     """Rebuild a DataFrame written by :func:`frame_to_blob`."""
-    return pq.read_table(io.BytesIO(blob)).to_pandas()
+    return _blob_table(blob).to_pandas()
 
 
 def _record_table(obj: dict[str, Any]) -> pa.Table:
     """The Arrow table of a :func:`frame_to_record` dict."""
-    return pq.read_table(io.BytesIO(base64.b64decode(obj["parquet_b64"])))
+    return _blob_table(base64.b64decode(obj["parquet_b64"]))
 
 
 def frame_to_record(df: pd.DataFrame) -> dict[str, Any]:
@@ -351,8 +356,7 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
     blobs: dict[str, bytes] = {}
     per_workload, picks = {}, {}
     sims, sim_keys, reasons_all, fits_all = [], [], [], []
-    totals = dict.fromkeys(("feasible", "stable", "unstable", "infeasible", "pareto", "pareto_energy"), 0)
-    n_rows = 0
+    n_pareto_energy = 0
     for w, (v, ident) in enumerate(zip(variants, idents, strict=True)):
         parts = []
         for i, (jw, _) in enumerate(jobs):
@@ -378,14 +382,9 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
         df = table.frame  # the table is not used again: its frame gains the workload column in place
         del table
         df.insert(0, "workload", v.workload.name)
-        counts = _counts(df)
-        per_workload[v.workload.name] = {"points": len(df), **counts, "pareto": int(df["pareto"].sum()),
+        per_workload[v.workload.name] = {"points": len(df), **_counts(df), "pareto": int(df["pareto"].sum()),
                                          **_finalist_json(chosen)}
-        for k in counts:
-            totals[k] += counts[k]
-        totals["pareto"] += int(df["pareto"].sum())
-        totals["pareto_energy"] += int(df["pareto_energy"].sum()) if "pareto_energy" in df else 0
-        n_rows += len(df)
+        n_pareto_energy += int(df["pareto_energy"].sum()) if "pareto_energy" in df else 0
         fits_all.append(df["feasible"].astype(bool).to_numpy())
         reasons_all.append(df["reason"].astype("category"))
         blobs[v.workload.name] = frame_to_blob(df, compression="zstd")
@@ -396,11 +395,13 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
     results = run_jobs(simulate_candidate, sims, backend, store=store,
                        key_fn=(lambda j: key_of[id(j)]) if use_store else None, progress=stage("simulate"),
                        fresh=fresh) if sims else []
+    totals = {k: sum(c[k] for c in per_workload.values())
+              for k in ("points", "feasible", "stable", "unstable", "infeasible", "pareto")}
     fits = np.concatenate(fits_all)
     reason = pd.concat(reasons_all, ignore_index=True).astype(str)
     unstable = fits & (reason.to_numpy() != "")
     return SweepResult(
-        point_tables=blobs, n_points=n_rows, n_feasible=totals["feasible"], n_infeasible=totals["infeasible"],
+        point_tables=blobs, n_points=totals["points"], n_feasible=totals["feasible"], n_infeasible=totals["infeasible"],
         n_stable=totals["stable"], n_unstable=totals["unstable"],
         n_pareto=totals["pareto"], per_workload=per_workload,
         infeasible_reasons=_reasons(reason[~fits]), unstable_reasons=_reasons(reason[unstable]),
@@ -408,7 +409,7 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
         simulated=pd.DataFrame(results, columns=list(SIMULATED_COLUMNS)), wall_s=time.perf_counter() - t0,
         jobs=len(jobs), jobs_stored=stored,
         sim_jobs=len(sims), sim_jobs_stored=sim_stored, backend=backend.describe(), picks=picks,
-        n_pareto_energy=totals["pareto_energy"],
+        n_pareto_energy=n_pareto_energy,
     )
 
 
