@@ -26,7 +26,7 @@ try:
 except PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
 
-API_NAMES = ("load_scenario", "explore", "sweep", "compare", "solve", "simulate", "generality")
+API_NAMES = ("load_scenario", "grid", "explore", "sweep", "compare", "solve", "simulate", "generality")
 """The names ``chipdse.<name>`` resolves to :mod:`chipdse.api`'s functions of the same name."""
 
 __all__ = list(API_NAMES)

@@ -22,18 +22,19 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from rich.progress import Progress
 
-from chipdse.core.errors import ChipdseError
-from chipdse.core.overrides import parse_overrides
+from chipdse.core.errors import ChipdseError, InfeasibleDesignError, SpecError, shorten
+from chipdse.core.overrides import overrides_from_mapping, parse_overrides
 from chipdse.core.paths import instances_dir
 from chipdse.core.qaplib import QapInstance
-from chipdse.core.scenario import AnyScenario, LoadedScenario, StudyScenario, load
+from chipdse.core.scenario import AnyScenario, LoadedScenario, StudyScenario, hydra_only, load, reload
 from chipdse.core.scenario import load_scenario as load_hydra
 from chipdse.core.solution import Solution
 from chipdse.evaluators.policies import BATCHER_NAMES, SCHEDULER_NAMES, names_text
@@ -50,19 +51,21 @@ from chipdse.studies.common import Settings
 from chipdse.studies.hydra.artifacts import OBJECTIVES, GeneralityResult
 from chipdse.studies.hydra.generality import generality as run_generality
 from chipdse.studies.hydra.simulate import empty_run_text, run_simulation
-from chipdse.studies.hydra.stages import FINALIST_POINTS, finalist_design
+from chipdse.studies.hydra.stages import FINALIST_POINTS, finalist_design, picks_of, screen_only
 from chipdse.studies.hydra.sweep import SweepResult, points_columns, summary_json
 from chipdse.studies.hydra.sweep import sweep as run_sweep
 from chipdse.studies.pipeline import no_progress
 from chipdse.studies.registry import STUDIES
 
 __all__ = ["CompareRun", "ExploreRun", "GeneralityRun", "SimulationRun", "SolveRun", "SweepRun", "backend",
-           "compare", "empty_run_text", "explore", "generality", "help_names", "import_model", "load_hydra", "params",
-           "load_scenario",
+           "compare", "empty_run_text", "explore", "generality", "grid", "help_names", "import_model", "load_hydra",
+           "params", "load_scenario",
            "json_schema", "schema_dir", "schema_text", "simulate", "solve", "sweep", "write_schemas"]
 
-ScenarioArg = str | Path | AnyScenario | None
-"""A scenario argument: a YAML path, a scenario :func:`load_scenario` returned, or None (the bundled default)."""
+ScenarioArg = str | Path | Mapping[str, Any] | AnyScenario | None
+"""A scenario argument: a YAML path, the mapping a scenario file holds (relative names resolved against the working
+folder; for another base use :func:`load_scenario` ``base_dir``), a scenario :func:`load_scenario` returned, or
+None (the bundled default)."""
 
 GENERALITY_OBJECTIVES = OBJECTIVES
 """The objectives of the generality matrices, in print order (``"B*"``, ``"M_T"``)."""
@@ -79,17 +82,27 @@ def help_names() -> dict[str, str]:
             "batchers": names_text(BATCHER_NAMES), "schemas": names_text(tuple(SCHEMAS))}
 
 
-def load_scenario(scenario: str | Path | None = None, sets: Sequence[str] = ()) -> AnyScenario:
-    """Load and check a scenario file of any kind (HYDRA, SNAKE, NOVA), as ``chipdse explore`` does.
+def load_scenario(scenario: str | Path | Mapping[str, Any] | None = None, sets: Sequence[str] = (), *,
+                  base_dir: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> AnyScenario:
+    """Load and check a scenario of any kind (HYDRA, SNAKE, NOVA), from a file or a mapping, as ``chipdse explore``
+    does.
 
     Parameters
     ----------
-    scenario : str or Path, optional
-        The YAML file (default: the bundled ``instances/scenarios/default.yaml``).
+    scenario : str, Path or mapping, optional
+        The YAML file (default: the bundled ``instances/scenarios/default.yaml``), or the mapping such a file
+        holds (``yaml.safe_load`` of one, or built in Python), validated exactly as the file would be.
     sets : sequence of str
         ``PATH=VALUE`` overrides (``chipdse ... --set``; :mod:`chipdse.core.overrides`): scenario fields by their
         dotted path, and for HYDRA ``library.``, ``package.``, ``workload.`` paths into the files it names; the
         names of ``chipdse params``.
+    base_dir : str or Path, optional
+        For a mapping: the folder its relative file names (``package``, ``library``, ``workload``, model cards)
+        are resolved against before ``instances/`` (default: the working folder). Errors name the scenario
+        ``BASE_DIR/<dict>``. Not allowed with a file (its own folder is its base).
+    overrides : mapping of str to any, optional
+        ``{dotted path: value}``, the paths of ``sets`` with Python values (``{"design_space.d2d_GBps": [256,
+        512]}``); applied after ``sets``. A bad path or value fails as the file would, the source ``overrides``.
 
     Returns
     -------
@@ -102,37 +115,44 @@ def load_scenario(scenario: str | Path | None = None, sets: Sequence[str] = ()) 
     SpecError
         A missing file, a malformed field, an unknown model or kind, a bad trace row, or a card the study cannot
         run, naming the file and the field (:func:`chipdse.core.scenario.load` and each study's ``check``); a bad
-        ``--set`` path or value, naming the option (source ``--set``).
+        ``--set`` or ``overrides`` path or value, naming it (source ``--set`` or ``overrides``); ``base_dir``
+        with a file.
     """
-    loaded = load(None if scenario is None else Path(scenario), parse_overrides(sets))
+    ovs = parse_overrides(sets) + overrides_from_mapping(overrides)
+    if isinstance(scenario, Mapping):
+        loaded = load(None if base_dir is None else Path(base_dir), ovs, data=scenario)
+    elif not isinstance(scenario, str | Path | None):
+        raise SpecError("scenario", shorten(scenario), "a YAML file's path, a mapping of scenario fields, or None "
+                        "(the bundled default)")
+    elif base_dir is not None:
+        msg = "a scenario mapping (a file's relative names resolve against its own folder; give base_dir=None)"
+        raise SpecError("base_dir", str(base_dir), msg)
+    else:
+        loaded = load(None if scenario is None else Path(scenario), ovs)
     return STUDIES[loaded.spec.kind].check(loaded)
 
 
 def _loaded(scenario: ScenarioArg, sets: Sequence[str] = ()) -> AnyScenario:
-    """``scenario`` loaded by :func:`load_scenario` unless it already is a loaded scenario (reloaded from its
-    file when ``sets`` are given)."""
+    """``scenario`` loaded by :func:`load_scenario` unless it already is a loaded scenario (loaded again, its own
+    overrides first, when ``sets`` are given)."""
     if isinstance(scenario, LoadedScenario | StudyScenario):
-        if not sets:
-            return scenario
-        scenario = scenario.path
+        return STUDIES[scenario.spec.kind].check(reload(scenario, parse_overrides(sets))) if sets else scenario
     return load_scenario(scenario, sets)
 
 
 def _hydra(scenario: ScenarioArg, sets: Sequence[str] = ()) -> LoadedScenario:
-    """``scenario`` as a HYDRA scenario: loaded by :func:`chipdse.core.scenario.load_scenario` unless it already
-    is a loaded one.
+    """``scenario`` as a HYDRA scenario, as :func:`_loaded`.
 
     Raises
     ------
     SpecError
         As :func:`load_scenario`; also a SNAKE or NOVA scenario (field ``kind``).
     """
-    ovs = parse_overrides(sets)
-    if isinstance(scenario, LoadedScenario) and not ovs:
-        return scenario
-    if hasattr(scenario, "spec"):
-        return load_hydra(scenario.path, ovs)  # type: ignore[union-attr]  # the same refusal, naming the file
-    return load_hydra(None if scenario is None else Path(scenario), ovs)
+    if isinstance(scenario, LoadedScenario | StudyScenario):
+        return hydra_only(reload(scenario, parse_overrides(sets)))
+    if isinstance(scenario, Mapping):
+        return hydra_only(load(None, parse_overrides(sets), data=scenario))
+    return hydra_only(load(None if scenario is None else Path(scenario), parse_overrides(sets)))
 
 
 @dataclass(frozen=True)
@@ -160,6 +180,13 @@ class ExploreRun:
     summary: dict[str, Any]
     headline: list[str]
     paths: dict[str, Path] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """One line: kind, scenario name, the headline's first line and the files written."""
+        head = self.headline[0] if self.headline else ""
+        files = sorted(self.paths) if self.paths else "not written (write_report)"
+        return (f"ExploreRun(kind={self.kind!r}, scenario={self.scenario.spec.name!r}, headline={head!r}, "
+                f"files={files!r})")
 
     @property
     def csv_name(self) -> str:
@@ -195,6 +222,11 @@ class ExploreRun:
         _check_points_csv(csv, self.kind, f"a kind: {self.kind} study")
         paths = write_report(self.result, REPORTS[self.kind], self.summary, Path(out), csv=csv)
         return ExploreRun(self.kind, self.scenario, self.result, self.summary, self.headline, paths)
+
+
+def _num(x: float | None) -> str:
+    """A number for a repr: 4 significant digits, ``None`` when missing."""
+    return "None" if x is None else f"{x:.4g}"
 
 
 def _check_points_csv(csv: bool, kind: str, what: str) -> None:
@@ -307,6 +339,14 @@ class SweepRun:
     summary: dict[str, Any]
     scenario: LoadedScenario | None = None
 
+    def __repr__(self) -> str:
+        """One line: the sweep's counts (points, stable, Pareto, simulated) and its wall time."""
+        r = self.result
+        name = self.scenario.spec.name if self.scenario is not None else None
+        return (f"SweepRun(scenario={name!r}, points={r.n_points:,}, feasible={r.n_feasible:,}, stable={r.n_stable:,}, "
+                f"pareto={r.n_pareto:,}, workloads={list(r.per_workload)!r}, simulated={len(r.simulated)}, "
+                f"wall_s={r.wall_s:.3g})")
+
     def write_points(self, out: str | Path) -> dict[str, Path]:
         """Write every scored point (:meth:`to_pandas`) as ``points.parquet`` and its column descriptions as
         ``points.columns.csv`` into folder ``out`` (``chipdse sweep --out``); read back with
@@ -412,7 +452,9 @@ def _problem_instance(problem: str, scenario: ScenarioArg, point: str, time_limi
         scenario = instances_dir() / "scenarios" / record.default_scenario
     ovs = parse_overrides(sets)
     if isinstance(scenario, LoadedScenario | StudyScenario):
-        loaded = load(scenario.path, ovs) if ovs else scenario
+        loaded = reload(scenario, ovs)
+    elif isinstance(scenario, Mapping):
+        loaded = load(None, ovs, data=scenario)
     else:
         loaded = load(None if scenario is None else Path(scenario), ovs)
     kind = loaded.spec.kind
@@ -451,6 +493,11 @@ class CompareRun:
     point: str | None
     config: SolverConfig
     solutions: list[Solution]
+
+    def __repr__(self) -> str:
+        """One line: problem, instance, and per method its objective and proven gap."""
+        per = ", ".join(f"{sol.method}: {_num(sol.objective)} (gap {_num(sol.gap)})" for sol in self.solutions)
+        return f"CompareRun(problem={self.problem!r}, instance={self.instance!r}, methods={{{per}}})"
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per method: ``design`` (the finalist's label for HYDRA problems, else None), method, exact,
@@ -520,6 +567,13 @@ class SolveRun:
     method: str
     solution: Solution
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """One line: problem, instance, method, objective, proven gap, status and what ended the solve."""
+        sol = self.solution
+        return (f"SolveRun(problem={self.problem!r}, instance={self.instance!r}, method={self.method!r}, "
+                f"objective={_num(sol.objective)}, gap={_num(sol.gap)}, status={sol.status.value!r}, "
+                f"termination={sol.termination.value!r})")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``chipdse solve --json`` prints: problem, instance, ``design`` (the finalist's label for
@@ -624,6 +678,14 @@ class SimulationRun:
 
     metrics: dict[str, Any]
 
+    def __repr__(self) -> str:
+        """One line: throughput, TTFT p50 / p99 and the requests finished of those arrived."""
+        m = self.metrics
+        ttft = m.get("ttft_s") or {}
+        return (f"SimulationRun(throughput_tps={m.get('throughput_tps')!r}, ttft_s_p50={ttft.get('p50')!r}, "
+                f"ttft_s_p99={ttft.get('p99')!r}, finished={m.get('requests_finished')!r}, "
+                f"arrived={m.get('requests_arrived')!r})")
+
     def to_pandas(self) -> pd.DataFrame:
         """The metrics as one row, nested keys joined with dots (e.g. ``ttft_s.p99``, ``utilization.links.max``)."""
         return pd.json_normalize(self.metrics)
@@ -672,6 +734,108 @@ def simulate(scenario: ScenarioArg = None, *, point: str | int = "best", duratio
                                         batching=batching, seed=seed))
 
 
+GRID_ROWS = ("finalists", "pareto", "points")
+"""What :func:`grid` keeps of each screened combination: B* and M_T, the Pareto front, or every point."""
+
+
+def grid(scenario: str | Path | Mapping[str, Any] | None = None, axes: Mapping[str, Sequence[Any]] | None = None, *,
+         base_dir: str | Path | None = None, overrides: Mapping[str, Any] | None = None, rows: str = "finalists",
+         progress: bool | Callable[[str, float, float], None] = False) -> pd.DataFrame:
+    """Screen a HYDRA scenario once per combination of override values and return one table (a notebook's
+    parameter study: ``chipdse sweep`` without the simulation, over knobs the design space does not vary).
+
+    Parameters
+    ----------
+    scenario : str, Path or mapping, optional
+        As :func:`load_scenario` (a file, or the mapping one holds; default the bundled scenario).
+    axes : mapping of str to sequence
+        ``{dotted path: [value, ...]}``: every combination (the Cartesian product, first axis slowest) is loaded
+        with those values as overrides, e.g. ``{"library.compute.Ad.utilization": [0.5, 0.7, 0.9],
+        "design_space.d2d_GBps": [[256], [512], [1024]]}`` (a list field takes a list per value).
+    base_dir, overrides
+        As :func:`load_scenario`; ``overrides`` apply to every combination, the axes' values after them.
+    rows : str
+        What each combination adds (:data:`GRID_ROWS`): ``"finalists"`` its B* and M_T (picked as explore picks
+        them, :func:`chipdse.studies.hydra.stages.screen_and_pick`), ``"pareto"`` its throughput-TTFT Pareto
+        front, ``"points"`` every scored point.
+    progress : bool or callable(stage, done, total)
+        True: a bar (rich; in a terminal or a notebook); a callable gets ``("grid", combinations done, total)``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per kept point of each combination: ``combination`` (0-based), one column per axis (named by its
+        path; a list value as a tuple), then the ``points.csv`` columns (:mod:`chipdse.studies.hydra.columns`),
+        with ``role`` (``B*``, ``M_T`` or ``B*,M_T``) for ``rows="finalists"``. A combination with nothing to
+        keep (no buildable or no stable point) has one row with ``combination_reason``, the cause explore would
+        print (the column is absent when every combination has points).
+
+    Raises
+    ------
+    SpecError
+        A bad scenario, an axis that is not a non-empty list, a bad path or value (source ``overrides``, naming
+        the combination's override; every combination is loaded and checked before the first is screened); a
+        SNAKE or NOVA scenario (field ``kind``).
+    ValueError
+        ``rows`` not one of :data:`GRID_ROWS`.
+    """
+    if rows not in GRID_ROWS:
+        msg = f"rows: must be one of {list(GRID_ROWS)}, got {rows!r}"
+        raise ValueError(msg)
+    if not isinstance(axes, Mapping) or not axes:
+        raise SpecError("grid", "axes", "a mapping of dotted paths to lists of values, e.g. "
+                        "{'library.compute.Ad.utilization': [0.5, 0.7, 0.9]}")
+    for path, values in axes.items():
+        if isinstance(values, str | bytes | Mapping) or not isinstance(values, Sequence) or not values:
+            raise SpecError("grid", f"axes[{path!r}]", f"a non-empty list of values, got {shorten(values)}")
+    combos = list(itertools.product(*axes.values()))
+    # every combination loaded (and so checked) before any is screened: a bad value fails at once
+    loaded = [hydra_only(load_scenario(scenario, base_dir=base_dir,
+                                       overrides={**(overrides or {}), **dict(zip(axes, combo, strict=True))}))
+              for combo in combos]
+    frames = []
+    with _grid_progress(progress, len(combos)) as step:
+        for i, (combo, sc) in enumerate(zip(combos, loaded, strict=True)):
+            head = {"combination": i, **{p: (tuple(v) if isinstance(v, list) else v) for p, v in zip(axes, combo,
+                                                                                                  strict=True)}}
+            try:
+                frames.append(_grid_rows(sc, rows, head))
+            except InfeasibleDesignError as exc:  # this combination has nothing to keep: say why, go on
+                frames.append(pd.DataFrame([{**head, "combination_reason": str(exc)}]))
+            step(i + 1)
+    return pd.concat(frames, ignore_index=True).astype({"combination": int})
+
+
+def _grid_rows(sc: LoadedScenario, rows: str, head: dict[str, Any]) -> pd.DataFrame:
+    """One combination's rows of :func:`grid`: ``head``'s columns, then the kept points' columns."""
+    screen, table = screen_only(sc)
+    frame = table.frame
+    if rows == "finalists":
+        roles = picks_of(sc, screen, table).roles()
+        frame = frame.loc[list(roles)].assign(role=list(roles.values()))
+    elif rows == "pareto":
+        frame = frame[frame["pareto"]]
+        if frame.empty:
+            picks_of(sc, screen, table)  # no stable point: raises its cause
+    lead = pd.DataFrame({k: [v] * len(frame) for k, v in head.items()}, index=frame.index)  # tuples kept whole
+    return pd.concat([lead, frame], axis=1)
+
+
+@contextlib.contextmanager
+def _grid_progress(progress: bool | Callable[[str, float, float], None], total: int
+                   ) -> Iterator[Callable[[int], None]]:
+    """A step function for :func:`grid`: a rich bar (``progress=True``), the caller's callable, or nothing."""
+    if callable(progress):
+        progress("grid", 0, total)
+        yield lambda done: progress("grid", done, total)
+    elif progress:
+        with Progress(transient=False) as bar:
+            task = bar.add_task("grid: screening combinations", total=total)
+            yield lambda done: bar.update(task, completed=done)
+    else:
+        yield lambda done: None
+
+
 @dataclass(frozen=True)
 class GeneralityRun:
     """What :func:`generality` returns.
@@ -686,6 +850,12 @@ class GeneralityRun:
 
     scenario: LoadedScenario
     result: GeneralityResult
+
+    def __repr__(self) -> str:
+        """One line: the scenario, the models and the objectives scored."""
+        models = [str(m) for m in next(iter(self.result.scores.values())).columns] if self.result.scores else []
+        return (f"GeneralityRun(scenario={self.scenario.spec.name!r}, models={models!r}, "
+                f"objectives={list(self.result.scores)!r})")
 
     def to_pandas(self) -> pd.DataFrame:
         """The matrices in long form: one row per (objective, target set, model) with ``score`` (the target

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from chipdse.core.errors import SpecError, shorten
+from chipdse.core.errors import MAX_SHOWN_CHARS, SpecError, shorten
 
 SOURCE = "--set"
 """The ``source`` of every SpecError an override causes (the CLI prints ``--set: PATH=VALUE: ...``)."""
@@ -43,11 +43,15 @@ class Override:
         The value, read as YAML.
     text : str
         The option as typed, for messages.
+    source : str
+        Where it came from, the ``source`` of the errors it causes: ``--set`` (the command line) or ``overrides``
+        (the ``overrides=`` mapping of :func:`chipdse.load_scenario`).
     """
 
     path: str
     value: Any
     text: str
+    source: str = SOURCE
 
     @property
     def target(self) -> str:
@@ -96,6 +100,56 @@ def parse_overrides(items: Sequence[str] | None) -> tuple[Override, ...]:
             raise SpecError(SOURCE, shorten(text), "a value after '=': a number, a word or a [list]")
         out.append(Override(path, value, text))
     return tuple(out)
+
+
+PY_SOURCE = "overrides"
+"""The ``source`` of the errors an override from a Python mapping causes (:func:`overrides_from_mapping`)."""
+
+
+def overrides_from_mapping(mapping: Mapping[str, Any] | None, source: str = PY_SOURCE) -> tuple[Override, ...]:
+    """The ``overrides=`` mapping of :func:`chipdse.load_scenario` as overrides, checked like ``--set`` options.
+
+    Parameters
+    ----------
+    mapping : mapping of str to any, optional
+        ``{dotted path: value}``, the paths of ``--set`` (``design_space.d2d_GBps``, ``library.compute.Ap.area_mm2``);
+        a value is what the file would hold there (a number, a word, a list, or a mapping).
+    source : str
+        The ``source`` the errors name (default ``overrides``).
+
+    Returns
+    -------
+    tuple of Override
+        In the mapping's order; each ``text`` is ``PATH=VALUE`` with the value in YAML flow style.
+
+    Raises
+    ------
+    SpecError
+        Source ``overrides``: a mapping that is not one, a key that is not a dotted path, or a value of None.
+    """
+    if mapping is None:
+        return ()
+    if not isinstance(mapping, Mapping):
+        raise SpecError(source, shorten(mapping), "a mapping of dotted paths to values, e.g. "
+                        "{'design_space.d2d_GBps': [256, 512]}")
+    out: list[Override] = []
+    for path, value in mapping.items():
+        text = f"{path}={_flow(value)}"
+        text = text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "..."
+        if not isinstance(path, str) or not _segments(path.strip()):
+            raise SpecError(source, text, "a dotted path of field names, e.g. library.compute.Ap.utilization")
+        if value is None:
+            raise SpecError(source, text, "a value: a number, a word, a list or a mapping")
+        out.append(Override(path.strip(), copy.deepcopy(value), text, source))
+    return tuple(out)
+
+
+def _flow(value: Any) -> str:
+    """``value`` in one line of YAML flow style, for messages (``[256, 512]``, ``{a: 1}``, ``0.5``)."""
+    try:
+        return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
+    except yaml.YAMLError:
+        return repr(value)
 
 
 def _segments(path: str) -> list[str | int] | None:
@@ -156,7 +210,7 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[Override], targ
                 continue
             if not isinstance(node, dict) or isinstance(seg, int):
                 where = ".".join(str(s) for s in segs[:i]) or ov.inner
-                raise SpecError(SOURCE, ov.text, f"a path through mappings and lists; {where} is "
+                raise SpecError(ov.source, ov.text, f"a path through mappings and lists; {where} is "
                                 f"{shorten(node)}")
             if last:
                 node[seg] = ov.value
@@ -169,31 +223,39 @@ def _list_index(node: list[Any], seg: str | int, ov: Override) -> int:
     """Position of ``seg`` in a list: an index, or the entry whose ``name`` is ``seg``."""
     if isinstance(seg, int):
         if seg >= len(node):
-            raise SpecError(SOURCE, ov.text, f"a list position below {len(node)}, got [{seg}]")
+            raise SpecError(ov.source, ov.text, f"a list position below {len(node)}, got [{seg}]")
         return seg
     names = [e.get("name") for e in node if isinstance(e, dict)]
     if seg in names:
         return names.index(seg)
     known = ", ".join(str(n) for n in names if n is not None) or "none: give a position [i]"
-    raise SpecError(SOURCE, ov.text, f"an entry of the list by name ({known}) or by position [i], got {seg!r}")
+    raise SpecError(ov.source, ov.text, f"an entry of the list by name ({known}) or by position [i], got {seg!r}")
 
 
 def caused_by(overrides: Sequence[Override], target: str, exc: SpecError) -> SpecError:
     """Re-state a validation error of a file that ``overrides`` changed as the ``--set`` that caused it.
 
-    Returns ``exc`` unchanged when no override reaches ``target``; otherwise a SpecError with source ``--set``,
+    Returns ``exc`` unchanged when no override reaches ``target``; otherwise a SpecError with the overrides'
+    source (``--set`` or ``overrides``),
     the options as field, and the file's own message (file and field) as what was expected. When the error's
     field lies on the path of some of the overrides (or theirs on its), only those are named.
     """
     mine = [ov for ov in overrides if ov.target == target]
     if not mine:
         return exc
-    field = exc.field.replace("[", ".").replace("]", "")
-    hit = [ov for ov in mine if field and (ov.inner == field or ov.inner.startswith(field + ".")
-                                           or field.startswith(ov.inner + "."))]
-    named = [ov.text for ov in (hit or mine)]
+    named = [ov.text for ov in (reaching(mine, exc.field) or mine)]
     where = f"{exc.source}: {exc.field}" if exc.field else exc.source
-    return SpecError(SOURCE, " ".join(named), f"{exc.expected} (as {where})")
+    return SpecError(mine[0].source, " ".join(named), f"{exc.expected} (as {where})")
+
+
+def reaching(overrides: Sequence[Override], field: str) -> list[Override]:
+    """The overrides whose path lies on the error field's path or it on theirs (``design_space.d2d_GBps`` reaches
+    ``design_space.d2d_GBps[0]`` and ``design_space``); none for an empty field."""
+    flat = field.replace("[", ".").replace("]", "")
+    if not flat:
+        return []
+    return [ov for ov in overrides if ov.inner.replace("[", ".").replace("]", "") == flat
+            or ov.inner.startswith(flat + ".") or flat.startswith(ov.inner.replace("[", ".").replace("]", "") + ".")]
 
 
 def as_record(overrides: Sequence[Override]) -> dict[str, Any]:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from chipdse.core.errors import SpecError
+from chipdse.core.errors import SpecError, shorten
 from chipdse.core.models import ModelDescriptor, find_card, load_model, read_card
-from chipdse.core.overrides import Override, as_record, validated
+from chipdse.core.overrides import Override, as_record, reaching, validated
 from chipdse.core.paths import instances_dir
 from chipdse.core.specs import (
     MAX_DESIGN_POINTS,
@@ -36,7 +39,7 @@ from chipdse.core.workloads import LengthSample, load_lengths
 DEFAULT_SCENARIO = instances_dir() / "scenarios" / "default.yaml"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class LoadedScenario:
     """A scenario with its package, library, model, workload and request lengths resolved and validated."""
 
@@ -54,6 +57,14 @@ class LoadedScenario:
     """Every file the scenario names, by field (package, library, workload, model card)."""
     overrides: tuple[Override, ...] = ()
     """The ``--set`` options applied to the scenario and the files it names (:mod:`chipdse.core.overrides`)."""
+    data: dict[str, Any] | None = None
+    """The scenario mapping when it was given as one (:func:`load` ``data``), else None (it is the file ``path``)."""
+
+    def __repr__(self) -> str:
+        """One line: name, file, model, package, workload, design points' knobs and the overrides."""
+        return scenario_repr(self, model=self.model.name, package=self.package_path.name,
+                             library=self.named_files.get("library", Path(self.spec.library)).name,
+                             workload=self.workload_path.name, types=self.compute_types())
 
     def compute_types(self) -> list[str]:
         """Names of the library's compute chiplet types that serve this model's block families."""
@@ -75,7 +86,7 @@ def with_workload(sc: LoadedScenario, workload: str, field: str = "simulation.da
                                workload_path=wl_path)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class StudyScenario:
     """A SNAKE or NOVA scenario file, validated, with every model card it names found.
 
@@ -89,6 +100,8 @@ class StudyScenario:
         The card file of each field naming a model (e.g. ``models[0]``).
     overrides : tuple of Override
         The ``--set`` options applied to the scenario.
+    data : dict, optional
+        The scenario mapping when it was given as one (:func:`load` ``data``), else None.
     """
 
     path: Path
@@ -96,17 +109,41 @@ class StudyScenario:
     sha256: str
     named_files: dict[str, Path] = field(default_factory=dict)
     overrides: tuple[Override, ...] = ()
+    data: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        """One line: kind, name, file, the model cards and the overrides."""
+        return scenario_repr(self, models=sorted({p.stem for p in self.named_files.values()}))
+
+
+def scenario_repr(sc: LoadedScenario | StudyScenario, **parts: Any) -> str:
+    """``Kind(name=..., path=..., <parts>, overrides={...})`` in one line: what a notebook shows for a scenario
+    (the dataclass's own repr would print every table it holds)."""
+    items = {"kind": sc.spec.kind, "name": sc.spec.name, "path": str(sc.path), **parts}
+    if sc.overrides:
+        items["overrides"] = as_record(sc.overrides)
+    body = ", ".join(f"{k}={v!r}" for k, v in items.items())
+    return f"{type(sc).__name__}({body})"
 
 
 AnyScenario = LoadedScenario | StudyScenario
 """What :func:`load` returns: a HYDRA scenario with everything resolved, or a SNAKE / NOVA study scenario."""
 
 
-def load(path: Path | None = None, overrides: tuple[Override, ...] = ()) -> AnyScenario:
+DICT_NAME = "<dict>"
+"""The file name a scenario given as a mapping has (its errors read ``BASE_DIR/<dict>: field: ...``)."""
+
+
+def load(path: Path | None = None, overrides: tuple[Override, ...] = (), data: Mapping[str, Any] | None = None,
+         ) -> AnyScenario:
     """Load and validate a scenario file of any ``kind`` (the bundled default when ``path`` is None).
 
     ``overrides`` (``--set PATH=VALUE``, :func:`chipdse.core.overrides.parse_overrides`) change the scenario and,
     for HYDRA, the library, package and workload it names before each file is validated.
+
+    ``data``, when given, is the scenario itself (the mapping a YAML file would hold) and ``path`` the folder its
+    relative file names are resolved against (default: the working folder); the scenario is then named
+    ``path/<dict>`` in errors and the manifest, and its digest is that of its canonical JSON.
 
     The file is validated through one pydantic union discriminated by ``kind`` (``hydra`` when absent; see
     :data:`chipdse.core.specs.ScenarioSpec`); a HYDRA scenario then has its package, library, model, workload and
@@ -121,27 +158,26 @@ def load(path: Path | None = None, overrides: tuple[Override, ...] = ()) -> AnyS
         Any missing file, malformed field, unknown kind or model, or bad trace row, naming the file and field;
         an override's bad path or value naming the ``--set`` option (source ``--set``).
     """
-    path = Path(path) if path is not None else DEFAULT_SCENARIO
-    spec = validated(read_yaml(path), overrides, "scenario", lambda d: parse_scenario_spec(d, str(path)))
+    if data is None:
+        path = Path(path) if path is not None else DEFAULT_SCENARIO
+        raw, digest = read_yaml(path), file_sha256(path)
+    else:
+        path = (Path(path) if path is not None else Path.cwd()).resolve() / DICT_NAME
+        raw, digest = data_dict(data, str(path)), data_sha256(data)
+    spec = validated(raw, overrides, "scenario", lambda d: parse_scenario_spec(d, str(path)))
     if isinstance(spec, Scenario):
         try:
-            return _load_hydra(path, spec, overrides)
+            return _load_hydra(path, spec, overrides, digest, data)
         except SpecError as exc:  # a cross-file check an override failed: name the --set
-            hit = [ov.text for ov in overrides if ov.inner == exc.field]
-            if hit:
-                raise SpecError("--set", " ".join(hit), f"{exc.expected} (as {exc.source}: {exc.field})") from None
-            raise
-    outside = [ov.text for ov in overrides if ov.target != "scenario"]
+            raise _named(overrides, exc) from None
+    outside = [ov for ov in overrides if ov.target != "scenario"]
     if outside:
-        raise SpecError("--set", " ".join(outside), f"a field of this kind: {spec.kind} scenario (library., "
-                        "package. and workload. paths reach the files a HYDRA scenario names)")
+        raise SpecError(outside[0].source, " ".join(ov.text for ov in outside), f"a field of this kind: {spec.kind} "
+                        "scenario (library., package. and workload. paths reach the files a HYDRA scenario names)")
     try:
         _check_study_energy_keys(path, spec)
     except SpecError as exc:  # a key an override named: say so
-        hit = [ov.text for ov in overrides if ov.inner == exc.field]
-        if hit:
-            raise SpecError("--set", " ".join(hit), f"{exc.expected} (as {exc.source}: {exc.field})") from None
-        raise
+        raise _named(overrides, exc) from None
     files: dict[str, Path] = {}
     for where, ref in spec.card_refs():
         try:
@@ -151,7 +187,40 @@ def load(path: Path | None = None, overrides: tuple[Override, ...] = ()) -> AnyS
             raise SpecError(str(path), where, exc.expected) from None
         read_card(files[where])  # read and checked now: an error names the card file and its field
     resolved = {ref: str(files[where].resolve()) for where, ref in spec.card_refs() if ref.endswith(".json")}
-    return StudyScenario(path, _with_card_paths(spec, resolved), file_sha256(path), files, overrides)
+    return StudyScenario(path, _with_card_paths(spec, resolved), digest, files, overrides, _kept(data))
+
+
+def _named(overrides: tuple[Override, ...], exc: SpecError) -> SpecError:
+    """A cross-file check's error re-stated as the overrides whose path reaches its field (:func:`reaching`), or
+    ``exc`` as it is."""
+    hit = reaching(overrides, exc.field)
+    if not hit:
+        return exc
+    return SpecError(hit[0].source, " ".join(ov.text for ov in hit), f"{exc.expected} (as {exc.source}: {exc.field})")
+
+
+def _kept(data: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A deep copy of a mapping scenario, kept on the loaded scenario so it can be loaded again with overrides."""
+    return None if data is None else copy.deepcopy(dict(data))
+
+
+def data_dict(data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """``data`` as the mapping a scenario file would hold.
+
+    Raises
+    ------
+    SpecError
+        ``data`` is not a mapping with string keys (source ``source``).
+    """
+    if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+        raise SpecError(source, "", f"a mapping of scenario fields (as a scenario YAML holds), got {shorten(data)}")
+    return copy.deepcopy(dict(data))
+
+
+def data_sha256(data: Mapping[str, Any]) -> str:
+    """SHA-256 of ``data`` as canonical JSON (sorted keys), the digest of a scenario given as a mapping."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _with_card_paths(spec: SnakeScenario | NovaScenario, resolved: dict[str, str]
@@ -184,11 +253,38 @@ def load_scenario(path: Path | None = None, overrides: tuple[Override, ...] = ()
     SpecError
         As :func:`load`; also a SNAKE or NOVA scenario (field ``kind``: this command runs HYDRA scenarios).
     """
-    sc = load(path, overrides)
+    return hydra_only(load(path, overrides))
+
+
+def hydra_only(sc: AnyScenario) -> LoadedScenario:
+    """``sc`` when it is a HYDRA scenario.
+
+    Raises
+    ------
+    SpecError
+        A SNAKE or NOVA scenario (field ``kind``: this command runs HYDRA scenarios).
+    """
     if not isinstance(sc, LoadedScenario):
         msg = f"hydra (this command runs the HYDRA chiplet DSE; use chipdse explore), got {sc.spec.kind!r}"
         raise SpecError(str(sc.path), "kind", msg)
     return sc
+
+
+def reload(sc: AnyScenario, overrides: tuple[Override, ...]) -> AnyScenario:
+    """``sc`` loaded again from its file (or its mapping) with ``overrides`` after the ones it already has.
+
+    Returns ``sc`` itself when ``overrides`` is empty. A later override on the same path wins.
+
+    Raises
+    ------
+    SpecError
+        As :func:`load`.
+    """
+    if not overrides:
+        return sc
+    if sc.data is not None:
+        return load(sc.path.parent, sc.overrides + overrides, data=sc.data)
+    return load(sc.path, sc.overrides + overrides)
 
 
 def _with_rate(path: Path, spec: Scenario, workload: Workload) -> Workload:
@@ -349,7 +445,8 @@ def _load_with(cls: type[T], file: Path, overrides: tuple[Override, ...], target
     return validated(read_yaml(file), overrides, target, lambda d: parse_spec(cls, d, str(file)))
 
 
-def _load_hydra(path: Path, spec: Scenario, overrides: tuple[Override, ...] = ()) -> LoadedScenario:
+def _load_hydra(path: Path, spec: Scenario, overrides: tuple[Override, ...] = (), digest: str = "",
+                data: Mapping[str, Any] | None = None) -> LoadedScenario:
     """Resolve and check everything a HYDRA scenario names."""
     base = path.parent
     pkg_path = resolve(spec.package, base, "packages", str(path), "package")
@@ -381,8 +478,8 @@ def _load_hydra(path: Path, spec: Scenario, overrides: tuple[Override, ...] = ()
             ds_path = resolve(ds, base, "workloads", str(path), fld)
             load_lengths(_with_rate(path, spec, load_spec(Workload, ds_path)), ds_path.parent, spec.seed, ds_path)
     named = {"package": pkg_path, "library": lib_path, "workload": wl_path, "model": find_card(ref)}
-    loaded = LoadedScenario(path, spec, package, library, model, workload, lengths, file_sha256(path),
-                            pkg_path, wl_path, named, overrides)
+    loaded = LoadedScenario(path, spec, package, library, model, workload, lengths, digest or file_sha256(path),
+                            pkg_path, wl_path, named, overrides, _kept(data))
     if spec.generality is not None:  # every model checked now, not after the sweep
         model_scenarios(loaded, spec.generality.models)
     return loaded

@@ -6,6 +6,7 @@ Units are in the field names: ``_mm2``, ``_GBps`` (1e9 bytes/s), ``_TFLOPS``, ``
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 import re
@@ -918,15 +919,36 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 def field_description(cls: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
     """The description (units, range and why) of the field at ``loc`` of spec ``cls``; ``""`` when unknown."""
+    return _walk(cls, loc)[0]
+
+
+def _walk(cls: type[BaseModel] | None, loc: tuple[Any, ...]) -> tuple[str, type[BaseModel] | None]:
+    """The description of the field at ``loc`` of spec ``cls`` and the spec class it holds (None when it holds no
+    spec, or ``loc`` leaves the specs); ``("", cls)`` for the empty path."""
     desc = ""
     for part in loc:
         if isinstance(part, int):
             continue
         if cls is None or part not in cls.model_fields:
-            return ""
+            return "", None
         info = cls.model_fields[part]
         desc, cls = info.description or "", _model_in(info.annotation)
-    return desc
+    return desc, cls
+
+
+def did_you_mean(cls: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
+    """For an unknown key at ``loc`` of spec ``cls``: ``"; did you mean 'x'?"`` naming the closest field of the
+    mapping it stands in (difflib ratio >= 0.6), else ``"; known fields: a, b, ..."``; ``""`` when the mapping's
+    spec is unknown."""
+    holder = _walk(cls, loc[:-1])[1] if loc else None
+    if holder is None:
+        return ""
+    known = list(holder.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
+    return f"; known fields: {shown}"
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -1060,7 +1082,8 @@ def _spec_error(err: Any, source: str, loc: tuple[Any, ...], cls: type[BaseModel
     shown = "" if isinstance(value, dict) else f" (got {shorten(value)})"
     text = str(err["msg"]).removeprefix("Value error, ")
     why = field_description(cls, loc) if err["type"] in _BOUND_ERRORS else ""
-    return SpecError(source, format_field(loc), f"{text}{shown}" + (f"; {why}" if why else ""))
+    hint = did_you_mean(cls, loc) if err["type"] == "extra_forbidden" else ""
+    return SpecError(source, format_field(loc), f"{text}{shown}" + (f"; {why}" if why else "") + hint)
 
 
 def resolve(ref: str, base: Path, kind: str, referrer: str = "", field: str = "") -> Path:

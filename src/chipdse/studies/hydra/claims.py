@@ -448,11 +448,11 @@ def _current(path: Path, scenario: Path) -> bool:
 
 
 def robustness_files(sc: LoadedScenario) -> list[Path]:
-    """The robustness records that apply to ``sc`` (none when the run has ``--set`` overrides): the sweep of its
-    own scenario file, when that file is unchanged since (same SHA-256); and, for a bundled scenario with no
-    generality stage of its own, the Table IV scenario's sweep (its generality ordering only), when the Table IV
-    scenario is unchanged since."""
-    if sc.overrides:
+    """The robustness records that apply to ``sc`` (none when the run has ``--set`` overrides or the scenario is a
+    mapping): the sweep of its own scenario file, when that file is unchanged since (same SHA-256); and, for a
+    bundled scenario with no generality stage of its own, the Table IV scenario's sweep (its generality ordering
+    only), when the Table IV scenario is unchanged since."""
+    if sc.overrides or sc.data is not None:  # records belong to files; a mapping scenario has none
         return []
     out = [p for p in (robustness_path(sc.path.stem),) if _current(p, sc.path)]
     t4_sc = instances_dir() / "scenarios" / f"{TABLE4_SCENARIO}.yaml"

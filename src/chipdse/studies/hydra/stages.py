@@ -373,6 +373,35 @@ def _pick(ctx: Context) -> None:
     ctx.put(PICKS, pick(ctx.get(TABLE), rule, sc, ctx.get(ESTIMATOR).needs))
 
 
+def screen_only(sc: LoadedScenario) -> tuple[Screen, DesignTable]:
+    """Run the estimator and screen stages of :data:`SCREEN_AND_PICK` (not the pick): the scored table even when
+    no point is stable.
+
+    Raises
+    ------
+    InfeasibleDesignError
+        No buildable point, a power limit no design meets, or memory no split of the stacks fits.
+    """
+    ctx = Context(scenario=sc)
+    run_stages(SCREEN_AND_PICK[:2], ctx)
+    return ctx.get(ESTIMATOR), ctx.get(TABLE)
+
+
+def picks_of(sc: LoadedScenario, screen: Screen, table: DesignTable) -> Picks:
+    """The pick stage on a screened table (:func:`screen_only`): B* by the scenario's ``energy.pick`` and M_T.
+
+    Raises
+    ------
+    InfeasibleDesignError
+        No stable point (naming the cause).
+    """
+    ctx = Context(scenario=sc)
+    ctx.put(ESTIMATOR, screen)
+    ctx.put(TABLE, table)
+    run_stages((PICK_STAGE,), ctx)
+    return ctx.get(PICKS)
+
+
 def _solve(ctx: Context) -> None:
     sc, cfg, progress = ctx.get(SCENARIO), ctx.get(SOLVER), ctx.get(PROGRESS)
     ctx.put(SOLVES, [solve_finalist(sc, f, cfg, progress) for f in ctx.get(PICKS).finalists])
