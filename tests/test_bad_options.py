@@ -269,3 +269,14 @@ def test_nova_seed_option_drives_the_routing_draws(tmp_path: Path) -> None:
     assert by_option.spec.experts.seed == 5
     assert by_option.experts[cols].equals(by_file.experts[cols])
     assert not by_option.experts[cols].equals(seed_1.experts[cols])
+
+
+def test_a_store_in_a_folder_that_does_not_exist_is_created_at_once(tmp_path: Path) -> None:
+    """``--store new/folder/s.sqlite`` (issue 35 item 6): the folders are made when the store opens, before any
+    stage runs, instead of the run failing (or running on) without one."""
+    path = tmp_path / "not" / "yet" / "s.sqlite"
+    with ResultsStore(path, "explore", "--store") as store:
+        store.put_stage("k", "sweep", "1 point scored", [1])
+    assert path.is_file()
+    with ResultsStore(path, "explore", "--store") as store:
+        assert store.get_stage("k") is not None

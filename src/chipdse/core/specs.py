@@ -598,6 +598,25 @@ class ShapeSetSpec(_Spec):
             raise ValueError(msg)
         return self
 
+    @field_validator("budgets_mm2")
+    @classmethod
+    def _some_shape_fits(cls, budgets: list[float], info: ValidationInfo) -> list[float]:
+        """Each budget holds at least the cheapest shape beyond the free 64x64 array (ports x port area +
+        reconfiguration, :func:`solvers.problems.shape_set_problem`), else the page has nothing to choose."""
+        rows, port, config = (info.data.get(k) for k in ("rows", "port_area_mm2", "config_area_mm2"))
+        paid = [r for r in rows or () if r != 64 and r >= 8 and 64 % r == 0]
+        if not paid or port is None or config is None:
+            return budgets
+        r = max(paid)  # fewest ports: 64 / rows
+        cheapest = port * (64 // r) + config
+        for i, budget in enumerate(budgets):
+            if budget < cheapest:
+                msg = (f"[{i}] = {budget:g} mm^2 is below {cheapest:.4g} mm^2, the cheapest shape beyond the fixed "
+                       f"64x64 array ({r} rows: {64 // r} ports x port_area_mm2 + config_area_mm2): no shape fits, "
+                       "every method would return the fixed array alone")
+                raise ValueError(msg)
+        return budgets
+
 
 class AreaSplitSpec(_Spec):
     """Inputs of the area-split formulation (``formulations.snake_area``, SNAKE Fig. 4a)."""
@@ -631,10 +650,12 @@ class ServingSpec(_Spec):
     l_out: Tokens = Field(1024, description="Output tokens per request (1..10,000,000).")
     max_batch: Batch = Field(64, description="Decode batch, requests (1..4096).")
     requests: PositiveInt = Field(200, le=100_000, description="Requests simulated per rate (at most 100,000).")
-    rate_fractions: list[Annotated[float, Field(gt=0, le=10)]] = Field([0.2, 0.4, 0.6, 0.8], min_length=1,
-                                                                       max_length=MAX_LIST, json_schema_extra=UNIQUE,
-                                                                       description="Arrival rates "
-                                                "as fractions of SNAKE's capacity (prefill or decode, the lower).")
+    rate_fractions: list[Annotated[float, Field(gt=0, lt=1)]] = Field([0.2, 0.4, 0.6, 0.8], min_length=1,
+                                                                      max_length=MAX_LIST, json_schema_extra=UNIQUE,
+                                                                      description="Arrival rates "
+                                                "as fractions of SNAKE's capacity (prefill or decode, the lower), "
+                                                "each below 1: at or past capacity the queue grows without bound "
+                                                "and the latencies only measure how many requests were simulated.")
     gpu_efficiency: float = Field(0.7, gt=0, le=1, description="Sustained share of the H100's 989 TFLOPS (prefill) "
                                   "and of its peak FLOPs and 3.35 TB/s (the GPU decode baseline) (assumption).")
     seed: Seed = 0

@@ -338,31 +338,41 @@ def _serving_requests(spec: NovaScenario, batch: int) -> int:
 
 def _refuse_if_nothing_fits(sc: StudyScenario, designs: list[NovaDesign]) -> None:
     """Refuse, before any decode step or expert split is computed, a scenario none of whose runs (model x batch x
-    length x design) fits its design's memory: the study would have nothing to compare.
+    length x design) fits its design's memory (the study would have nothing to compare), or with a batch at which
+    no run fits (its rows would all be empty, with no word why).
 
     Raises
     ------
     SpecError
-        On ``lengths``, with the longest context any design holds (:func:`nothing_fits`).
+        On ``lengths``, with the longest context any design holds (:func:`nothing_fits`); or on ``batches[i]``,
+        with the longest context any design holds at that batch.
     """
     spec = sc.spec
     assert isinstance(spec, NovaScenario)
-    cap = []
+    cap, served = [], set()
     for key in spec.models:
         model = load_nova_model(key)
         system = replace(scenario_system(spec), gpus=spec.gpus.get(key, 1))
         for b in spec.batches:
             requests = _serving_requests(spec, b)
             for d in designs:
-                for l_in, l_out in spec.lengths:
-                    # a served design's row says whether its serving run fits (serve overrides e2e's "fits")
-                    if (serve_fits(model, d, b, l_in, l_out, requests, system) if d.name in SERVED
-                            else fits(model, d, b, l_in + l_out, system)):
-                        return
+                # a served design's row says whether its serving run fits (serve overrides e2e's "fits")
+                if any(serve_fits(model, d, b, l_in, l_out, requests, system) if d.name in SERVED
+                       else fits(model, d, b, l_in + l_out, system) for l_in, l_out in spec.lengths):
+                    served.add(b)
+                    break
                 cap.append({"model": key, "batch": b, "design": d.name,
                             "longest_context": longest_context(model, d, b, system)})
-    if cap:
+    if not served:
         raise SpecError(str(sc.path), "lengths", nothing_fits(spec, cap))
+    for i, b in enumerate(spec.batches):
+        if b not in served:
+            best = max((r for r in cap if r["batch"] == b), key=lambda r: r["longest_context"])
+            shortest = min(l_in + l_out for l_in, l_out in spec.lengths)
+            raise SpecError(str(sc.path), f"batches[{i}]", f"a batch some run fits: at {b:,} requests the longest "
+                            f"context any design holds is {int(best['longest_context']):,} tokens per request "
+                            f"({best['design']}, {best['model']}), below the shortest requested "
+                            f"L_in + L_out of {shortest:,}; every row at this batch would be empty")
 
 
 def nothing_fits(spec: NovaScenario, capacity: list[dict[str, Any]]) -> str:
