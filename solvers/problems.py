@@ -77,7 +77,7 @@ def hbm_packing_problem(sc: LoadedScenario, n_hbm: int) -> HbmPackingProblem:
     m = sc.model
     present = {g for g, p in zip(GROUP_NAMES, needs.present, strict=True) if p}
     only = next(iter(present)) if len(present) == 1 else None  # absent groups' blocks fold into the present one
-    blocks = tuple(PackBlock(b.name, only or b.group, float(b.params * m.dtype_bytes),
+    blocks = tuple(PackBlock(b.name, only or b.group, float(b.params * m.param_bytes(b)),
                              float(b.kv_bytes_per_token * ctx + b.state_bytes_per_request)) for b in m.blocks)
     return HbmPackingProblem({g: int(n) for g, n in zip(GROUP_NAMES, stacks, strict=True) if n > 0},
                              needs.capacity_bytes, blocks, name=f"{sc.spec.name}-hbm{n_hbm}-packing")

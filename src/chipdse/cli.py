@@ -977,17 +977,22 @@ def model_import(
              "line above 5%.")] = None,
     out_text: Annotated[str | None, typer.Option("--out", metavar="FILE", help="Card file to write (default: "
                                                  "<name>.json in the current folder).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: name, params, active_params, "
+                                          "weight_bytes, dtype, quantization, warnings, card.")] = False,
 ) -> None:
     """Write a model card (instances/models schema) from a Hugging Face config.json and print its parameter
     count; the card loads as ``model: FILE.json`` in any scenario."""
     out: Path | None = None
     try:
         out = _path_option("--out", out_text)
-        out, lines = _inputs().import_model(config, name=name, published_params=published, out=out)
+        out, lines, summary = _inputs().import_model(config, name=name, published_params=published, out=out)
     except ChipdseError as exc:
         _fail(exc)
     except OSError as exc:
         _fail(_os_error_text(exc, [out] if out else []))
+    if as_json:
+        typer.echo(json.dumps(summary))
+        return
     for line in lines:
         typer.echo(line, err=line.startswith("warning:"))
     typer.echo(f"wrote model card: {out}")

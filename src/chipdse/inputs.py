@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from chipdse.core.hf_import import card_json, card_key, import_config
+from chipdse.core.hf_import import card_json, card_key, import_config, import_summary
 from chipdse.core.io import write_text_atomic
 from chipdse.core.qaplib import QapInstance, read_qaplib
 from chipdse.core.schemas import SCHEMAS, json_schema, schema_dir, schema_text, write_schemas
@@ -54,7 +54,7 @@ def params(study: str, scenario: str | Path | None = None) -> list[dict[str, Any
 
 
 def import_model(config: str | Path, *, name: str | None = None, published_params: float | None = None,
-                 out: str | Path | None = None) -> tuple[Path, list[str]]:
+                 out: str | Path | None = None) -> tuple[Path, list[str], dict[str, Any]]:
     """Write a model card from a Hugging Face ``config.json`` (``chipdse model import``).
 
     Args:
@@ -65,16 +65,20 @@ def import_model(config: str | Path, *, name: str | None = None, published_param
         out: card file to write (default ``<name>.json`` in the current folder).
 
     Returns:
-        (path written, report lines: the computed parameter count and, with ``published_params``, the difference).
+        (path written, report lines: the computed parameter count and weight bytes, with ``published_params`` the
+        difference, and a ``warning:`` line per config section left out; the ``--json`` summary:
+        :func:`chipdse.core.hf_import.import_summary` plus ``card``, the path).
 
     Raises:
-        ChipdseError: unknown ``model_type``, a missing field, a non-JSON or unreadable file (nothing written).
+        ChipdseError: unknown ``model_type``, a missing field, a non-JSON or unreadable file, a malformed
+            ``quantization_config`` (nothing written).
         OSError: the card cannot be written.
     """
     card, lines = import_config(Path(config), name=name, published_params=published_params)
+    summary = import_summary(card, lines, str(config))
     path = Path(out) if out is not None else Path(f"{card_key(card['name'])}.json")
     write_text_atomic(path, card_json(card))
-    return path, lines
+    return path, lines, {**summary, "card": str(path)}
 
 
 def read_qap(path: str | Path) -> QapInstance:

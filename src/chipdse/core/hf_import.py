@@ -32,6 +32,7 @@ from chipdse.core.models import (
     derived_layer_fields,
     read_json_object,
 )
+from chipdse.core.precision import from_hf_config
 
 PUBLISHED_WARN_FRACTION = 0.05
 """Relative gap between the computed and a user-given published count above which the import warns."""
@@ -407,8 +408,10 @@ def card_from_config(raw: dict[str, Any], source: str, name: str | None = None) 
         One line naming ``source`` and the field: no or an unknown ``model_type`` (listing the supported ones),
         a missing required field (e.g. ``num_hidden_layers``) or one out of range.
     """
+    outer = raw
     if "text_config" in raw and "num_hidden_layers" not in raw and isinstance(raw["text_config"], dict):
-        raw = raw["text_config"]
+        raw = {**raw["text_config"], **({"quantization_config": outer["quantization_config"]}
+                                        if "quantization_config" in outer else {})}
     if "model_type" not in raw and "d_model" in raw and "n_layer" in raw:
         raw = _state_spaces(raw)
     model_type = raw.get("model_type")
@@ -436,8 +439,33 @@ def card_from_config(raw: dict[str, Any], source: str, name: str | None = None) 
         "norm_eps": cfg.get("rms_norm_eps", cfg.get("layer_norm_epsilon")),
     } | card
     card["extra"] = extra or None
+    if "quantization_config" in raw:
+        card["quantization"] = from_hf_config(raw["quantization_config"], source)[0]
     card |= derived_layer_fields(card)
     return card
+
+
+def ignored_sections(raw: dict[str, Any], source: str) -> list[str]:
+    """``warning:`` lines, one per config section the card leaves out: a vision (or audio) tower beside the
+    language model, multi-token-prediction layers, a ``quantization_config`` this import does not read.
+
+    Raises
+    ------
+    SpecError
+        A malformed ``quantization_config`` (:func:`chipdse.core.precision.from_hf_config`).
+    """
+    lines = [f"warning: {key}: the {what} is not modelled (the card holds the language model only)"
+             for key, what in (("vision_config", "vision tower"), ("audio_config", "audio tower"))
+             if isinstance(raw.get(key), dict)]
+    inner = raw.get("text_config")
+    text: dict[str, Any] = inner if isinstance(inner, dict) else raw
+    mtp = text.get("num_nextn_predict_layers") or text.get("num_mtp_layers") or text.get("mtp_num_hidden_layers")
+    if isinstance(mtp, int) and mtp > 0:
+        lines.append(f"warning: num_nextn_predict_layers: {mtp} multi-token-prediction layer(s) left out (not counted, "
+                     "placed or run)")
+    if "quantization_config" in raw:
+        lines += from_hf_config(raw["quantization_config"], source)[1]
+    return lines
 
 
 def import_config(path: Path, name: str | None = None, published_params: float | None = None
@@ -476,6 +504,10 @@ def import_config(path: Path, name: str | None = None, published_params: float |
     card["published_params_total"] = float(published_params or 1.0)
     check_card(card, source)
     model = build_descriptor(card, card_key(card["name"]), source)
+    if card.get("quantization"):  # only the kinds the model has
+        kinds = [k for k in card["quantization"]["block_kinds"] if any(b.kind == k for b in model.blocks)]
+        card["quantization"] = {**card["quantization"], "block_kinds": kinds} if kinds else None
+        model = build_descriptor(card, card_key(card["name"]), source)
     total = model.total_params
     unused = sum(b.params - b.active_params for b in model.blocks if b.kind == "moe")
     card |= {
@@ -490,7 +522,8 @@ def import_config(path: Path, name: str | None = None, published_params: float |
                     "fields": "every architecture field"}],
     }
     lines = [f"{card['name']}: {total:,} parameters computed ({total / 1e9:.3f}B; "
-             f"active {(total - unused) / 1e9:.3f}B)"]
+             f"active {(total - unused) / 1e9:.3f}B); weights {model.weight_bytes / 1e9:.4g} GB at "
+             f"{model.weight_dtype}", *ignored_sections(raw, source)]
     if published_params:
         diff = total / published_params - 1
         card["computed_vs_published_total"] = f"{diff:+.2%} vs the published figure given at import"
@@ -499,6 +532,18 @@ def import_config(path: Path, name: str | None = None, published_params: float |
             lines.append(f"warning: the computed count differs from the published one by {diff:+.1%} (more than "
                          f"{PUBLISHED_WARN_FRACTION:.0%}); check the config and the published figure")
     return card, lines
+
+
+def import_summary(card: dict[str, Any], lines: list[str], source: str) -> dict[str, Any]:
+    """What ``chipdse model import --json`` prints: ``name``, ``params`` and ``active_params`` (the computed
+    counts), ``weight_bytes`` (every block at its stored precision, :attr:`ModelDescriptor.weight_bytes`),
+    ``dtype`` (the weights' precision, :attr:`ModelDescriptor.weight_dtype`), ``quantization`` (the card's field,
+    or None) and ``warnings`` (the ``warning:`` lines, prefix cut)."""
+    model = build_descriptor(card, card_key(card["name"]), source)
+    return {"name": card["name"], "params": card["computed_params_total"],
+            "active_params": card["computed_params_active"], "weight_bytes": model.weight_bytes,
+            "dtype": model.weight_dtype, "quantization": card.get("quantization"),
+            "warnings": [ln.removeprefix("warning: ") for ln in lines if ln.startswith("warning:")]}
 
 
 def card_key(name: str) -> str:

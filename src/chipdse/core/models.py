@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 from chipdse.core.errors import SpecError, shorten
 from chipdse.core.io import input_kind_error, read_input_text
 from chipdse.core.paths import instances_dir
+from chipdse.core.precision import check_quantization
 
 BlockKind = Literal["embedding", "attention", "mamba1", "mamba2", "mlp", "moe", "head"]
 MemoryGroup = Literal["attention", "mamba"]
@@ -70,7 +71,7 @@ CARD_FIELDS = frozenset((
     "routed_scaling_factor", "moe_topk_groups", "ssm_variant", "extra", "inferred_not_verified",
     "published_params_note", "computed_params_total", "computed_params_active", "computed_params_active_definition",
     "computed_params_formula", "computed_params_breakdown", "computed_vs_published_total", "source",
-    "uncertain_fields", "notes"))
+    "uncertain_fields", "notes", "quantization"))
 """Every field a card may hold (the schema of ``instances/models/SOURCE.md``); model-specific settings go under
 ``extra``. Any other field is refused: a misspelt size would otherwise be silently ignored."""
 CARD_DTYPES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -168,6 +169,26 @@ class ModelDescriptor:
     blocks: tuple[Block, ...]
     published_params: float
     source: str
+    quantized_kinds: frozenset[str] = frozenset()
+    """Block kinds whose weights are stored quantized (the card's ``quantization.block_kinds``)."""
+    quantized_bits: float = 0.0
+    """Bits per quantized weight, scales included (``quantization.bits_per_weight``; :mod:`chipdse.core.precision`)."""
+    quantized_format: str = ""
+    """The quantized format (``quantization.format``: fp8, mxfp4, int8, int4), ``""`` when none."""
+
+    def param_bytes(self, block: Block) -> float:
+        """Bytes per stored weight of ``block``: the quantized width for a quantized kind, else ``dtype_bytes``."""
+        return self.quantized_bits / 8.0 if block.kind in self.quantized_kinds else float(self.dtype_bytes)
+
+    @cached_property
+    def weight_dtype(self) -> str:
+        """The weights' precision as a name: ``16-bit`` (bf16 or fp16), ``fp32``, or e.g. ``fp8, 8.002 bits/weight
+        (attention, mlp, moe); 16-bit elsewhere``."""
+        base = {2: "16-bit", 4: "fp32"}.get(self.dtype_bytes, f"{8 * self.dtype_bytes}-bit")
+        if not self.quantized_kinds:
+            return base
+        kinds = ", ".join(sorted(self.quantized_kinds))
+        return f"{self.quantized_format}, {self.quantized_bits:.4g} bits/weight ({kinds}); {base} elsewhere"
 
     @cached_property
     def total_params(self) -> int:
@@ -176,8 +197,9 @@ class ModelDescriptor:
 
     @cached_property
     def weight_bytes(self) -> float:
-        """All weights in bytes at ``dtype_bytes`` per parameter."""
-        return float(self.total_params * self.dtype_bytes)
+        """All weights in bytes: each block's parameters at :meth:`param_bytes` (``dtype_bytes``, or the quantized
+        width for the card's quantized kinds)."""
+        return float(sum(b.params * self.param_bytes(b) for b in self.blocks))
 
     @cached_property
     def families(self) -> tuple[str, ...]:
@@ -191,7 +213,7 @@ class ModelDescriptor:
 
     def group_weight_bytes(self, group: str) -> float:
         """Weight bytes of the blocks in one HBM group (HYDRA Eq. 1: L_M * W_M, or the attention side)."""
-        return float(sum(b.params for b in self.blocks if b.group == group) * self.dtype_bytes)
+        return float(sum(b.params * self.param_bytes(b) for b in self.blocks if b.group == group))
 
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per context token over all attention layers."""
@@ -614,9 +636,12 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
                             params=share, active_params=share, group=group,
                             matmul_flops_per_token=2.0 * vocab_p * h / shards))
     published = card.get("published_params_total_exact") or _get(card, "published_params_total", source)
+    q = card.get("quantization") or {}
     return ModelDescriptor(
         name=card.get("name", key), key=key, hidden_size=h, dtype_bytes=dt, blocks=tuple(blocks),
         published_params=float(published), source=str(card.get("published_params_note", "")),
+        quantized_kinds=frozenset(q.get("block_kinds") or ()), quantized_bits=float(q.get("bits_per_weight") or 0.0),
+        quantized_format=str(q.get("format") or ""),
     )
 
 
@@ -696,6 +721,7 @@ def check_card(card: dict[str, Any], source: str) -> None:
     if dtype is not None and dtype not in CARD_DTYPES:
         raise SpecError(source, "torch_dtype", f"one of {sorted(CARD_DTYPES)} (null reads as bfloat16), got "
                         f"{shorten(dtype)}")
+    check_quantization(card.get("quantization"), source)
     for field, expected in _impossible_sizes(card):
         raise SpecError(source, field, expected)
     for field, want in derived_layer_fields(card).items():

@@ -148,6 +148,9 @@ class ModelCard(BaseModel):
     source: list[dict[str, Any]] | str | None = Field(None, description="References: a list of {ref, fields}.")
     uncertain_fields: list[str] | None = Field(None, description="Fields not verified, and why.")
     notes: str | None = _text("Anything else a reader should know.")
+    quantization: dict[str, Any] | None = Field(None, description="Quantized weights (chipdse.core.precision): "
+                                                "{format: fp8|mxfp4|int8|int4, bits_per_weight: bits with block "
+                                                "scales, block_kinds: the linear block kinds stored so, from: text}.")
 
 
 SCHEMAS: dict[str, Any] = {"scenario": ScenarioSpec, "library": ChipletLibrary, "package": Package,
