@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 import chipdse
+from chipdse import api
 from chipdse.core.errors import SpecError
 from chipdse.core.overrides import parse_overrides
 from chipdse.core.paths import instances_dir
@@ -135,7 +136,7 @@ def test_a_bad_value_on_an_axis_fails_before_any_combination_is_screened(monkeyp
     def no_screen(*args: object) -> None:
         raise AssertionError("screened before the last combination was checked")
 
-    monkeypatch.setattr(chipdse.api, "screen_only", no_screen)
+    monkeypatch.setattr(api, "screen_only", no_screen)
     with pytest.raises(SpecError) as err:
         chipdse.grid(notebook_scenario(), {"design_space.d2d_GBps": [[256], [2048]]}, base_dir=tmp_path)
     assert (err.value.source, err.value.field) == ("overrides", "design_space.d2d_GBps=[2048]")
