@@ -112,3 +112,16 @@ def test_left_out_sections_are_one_warning_line_each(tmp_path: Path, capsys: pyt
         "warning: num_nextn_predict_layers: 1 multi-token-prediction layer(s) left out (not counted, placed or run)"]
     assert card["quantization"]["format"] == "fp8"  # the wrapper's quantization_config reaches the text model too
     assert json.loads((tmp_path / "m.json").read_text())["quantization"]["format"] == "fp8"
+
+
+def test_awq_configs_name_their_bits_w_bit() -> None:
+    field, _ = from_hf_config({"quant_method": "awq", "w_bit": 8, "q_group_size": 64}, "cfg.json")
+    assert field is not None and field["format"] == "int8" and field["bits_per_weight"] == int_bits(8, 64)
+
+
+@pytest.mark.parametrize("modules", [5, True, "lm_head", [1, 2]])
+def test_modules_to_not_convert_must_be_a_list_of_names(modules: object) -> None:
+    with pytest.raises(SpecError) as err:
+        from_hf_config({"quant_method": "mxfp4", "modules_to_not_convert": modules}, "cfg.json")
+    assert err.value.field == "quantization_config.modules_to_not_convert"
+

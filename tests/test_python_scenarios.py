@@ -96,6 +96,9 @@ def test_a_negative_bandwidth_fails_with_the_files_own_message(tmp_path: Path) -
     (None, {"overrides": {"library.compute.Zz.utilization": 0.5}}, "overrides", "an entry of the list by name"),
     ({**notebook_scenario(), "design_spac": {}}, {}, DICT_NAME, "Extra inputs are not permitted"),
     (7, {}, "scenario", "a mapping of scenario fields"),
+    (notebook_scenario(), {"base_dir": 42}, "base_dir", "a folder path"),
+    (notebook_scenario(), {"base_dir": "/no/such/folder"}, "base_dir", "an existing folder"),
+    (None, {"sets": "design_space.max_batch=[8]"}, "sets", "a list of PATH=VALUE strings"),
 ])
 def test_bad_python_input_is_one_line(scenario: object, kwargs: dict, source: str, words: str) -> None:
     with pytest.raises(SpecError) as err:
@@ -154,6 +157,10 @@ def test_grid_rows_keeps_every_point_or_the_front_and_names_a_combination_with_n
     assert pd.isna(reasons[0]) and "no stable design point" in reasons[1]
     with pytest.raises(SpecError, match="a non-empty list of values"):
         chipdse.grid(base, {"design_space.d2d_GBps": 512}, base_dir=tmp_path)
+    with pytest.raises(SpecError, match="overrides: .*a mapping of dotted paths"):
+        chipdse.grid(base, {"seed": [0]}, base_dir=tmp_path, overrides=[1])  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match="scenario: 42"):
+        chipdse.sweep(42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="rows: must be one of"):
         chipdse.grid(base, {"seed": [0]}, base_dir=tmp_path, rows="all")
     calls: list[tuple[str, float, float]] = []

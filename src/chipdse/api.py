@@ -31,7 +31,7 @@ import pandas as pd
 from rich.progress import Progress
 
 from chipdse.core.errors import ChipdseError, InfeasibleDesignError, SpecError, shorten
-from chipdse.core.overrides import overrides_from_mapping, parse_overrides
+from chipdse.core.overrides import Override, overrides_from_mapping, parse_overrides
 from chipdse.core.paths import instances_dir
 from chipdse.core.qaplib import QapInstance
 from chipdse.core.scenario import AnyScenario, LoadedScenario, StudyScenario, hydra_only, load, reload
@@ -118,9 +118,9 @@ def load_scenario(scenario: str | Path | Mapping[str, Any] | None = None, sets: 
         ``--set`` or ``overrides`` path or value, naming it (source ``--set`` or ``overrides``); ``base_dir``
         with a file.
     """
-    ovs = parse_overrides(sets) + overrides_from_mapping(overrides)
+    ovs = _sets(sets) + overrides_from_mapping(overrides)
     if isinstance(scenario, Mapping):
-        loaded = load(None if base_dir is None else Path(base_dir), ovs, data=scenario)
+        loaded = load(_base_dir(base_dir), ovs, data=scenario)
     elif not isinstance(scenario, str | Path | None):
         raise SpecError("scenario", shorten(scenario), "a YAML file's path, a mapping of scenario fields, or None "
                         "(the bundled default)")
@@ -132,11 +132,57 @@ def load_scenario(scenario: str | Path | Mapping[str, Any] | None = None, sets: 
     return STUDIES[loaded.spec.kind].check(loaded)
 
 
+def _sets(sets: Sequence[str]) -> tuple[Override, ...]:
+    """``sets`` parsed (:func:`chipdse.core.overrides.parse_overrides`); one string is refused, not split.
+
+    Raises
+    ------
+    SpecError
+        Source ``sets``: a string instead of a list of them; or as :func:`parse_overrides`.
+    """
+    if isinstance(sets, str | bytes):
+        raise SpecError("sets", shorten(sets), "a list of PATH=VALUE strings, e.g. ['design_space.max_batch=[8]']")
+    return parse_overrides(sets)
+
+
+def _base_dir(base_dir: object) -> Path | None:
+    """``base_dir`` as an existing folder (None stays None: the working folder).
+
+    Raises
+    ------
+    SpecError
+        Source ``base_dir``: not a path, or not an existing folder (a mistyped one would quietly fall back to the
+        bundled files of the same names).
+    """
+    if base_dir is None:
+        return None
+    if not isinstance(base_dir, str | Path):
+        raise SpecError("base_dir", shorten(base_dir), "a folder path (str or Path)")
+    if not Path(base_dir).is_dir():
+        raise SpecError("base_dir", str(base_dir), "an existing folder: the scenario's relative file names are "
+                        "resolved there first, then in the bundled instances/")
+    return Path(base_dir)
+
+
+def _scenario_arg(scenario: object) -> None:
+    """Refuse a scenario argument that is none of :data:`ScenarioArg`'s kinds.
+
+    Raises
+    ------
+    SpecError
+        Source ``scenario``.
+    """
+    if not isinstance(scenario, str | Path | Mapping | LoadedScenario | StudyScenario | None):
+        raise SpecError("scenario", shorten(scenario), "a YAML file's path, a mapping of scenario fields, a loaded "
+                        "scenario, or None (the bundled default)")
+
+
 def _loaded(scenario: ScenarioArg, sets: Sequence[str] = ()) -> AnyScenario:
     """``scenario`` loaded by :func:`load_scenario` unless it already is a loaded scenario (loaded again, its own
     overrides first, when ``sets`` are given)."""
+    _scenario_arg(scenario)
     if isinstance(scenario, LoadedScenario | StudyScenario):
-        return STUDIES[scenario.spec.kind].check(reload(scenario, parse_overrides(sets))) if sets else scenario
+        return STUDIES[scenario.spec.kind].check(reload(scenario, _sets(sets))) if sets else scenario
     return load_scenario(scenario, sets)
 
 
@@ -148,11 +194,12 @@ def _hydra(scenario: ScenarioArg, sets: Sequence[str] = ()) -> LoadedScenario:
     SpecError
         As :func:`load_scenario`; also a SNAKE or NOVA scenario (field ``kind``).
     """
+    _scenario_arg(scenario)
     if isinstance(scenario, LoadedScenario | StudyScenario):
-        return hydra_only(reload(scenario, parse_overrides(sets)))
+        return hydra_only(reload(scenario, _sets(sets)))
     if isinstance(scenario, Mapping):
-        return hydra_only(load(None, parse_overrides(sets), data=scenario))
-    return hydra_only(load(None if scenario is None else Path(scenario), parse_overrides(sets)))
+        return hydra_only(load(None, _sets(sets), data=scenario))
+    return hydra_only(load(None if scenario is None else Path(scenario), _sets(sets)))
 
 
 @dataclass(frozen=True)
@@ -782,6 +829,9 @@ def grid(scenario: str | Path | Mapping[str, Any] | None = None, axes: Mapping[s
     if rows not in GRID_ROWS:
         msg = f"rows: must be one of {list(GRID_ROWS)}, got {rows!r}"
         raise ValueError(msg)
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise SpecError("overrides", shorten(overrides), "a mapping of dotted paths to values, e.g. "
+                        "{'design_space.max_batch': [8]}")
     if not isinstance(axes, Mapping) or not axes:
         raise SpecError("grid", "axes", "a mapping of dotted paths to lists of values, e.g. "
                         "{'library.compute.Ad.utilization': [0.5, 0.7, 0.9]}")

@@ -78,7 +78,11 @@ def from_hf_config(qc: Any, source: str) -> tuple[dict[str, Any] | None, list[st
     if not isinstance(qc, dict):
         raise SpecError(source, "quantization_config", f"a JSON object, got {shorten(qc)}")
     method = str(qc.get("quant_method", "")).lower()
-    skip = [str(p) for p in qc.get("modules_to_not_convert") or []]
+    raw_skip = qc.get("modules_to_not_convert") or []
+    if not isinstance(raw_skip, list) or not all(isinstance(p, str) for p in raw_skip):
+        raise SpecError(source, "quantization_config.modules_to_not_convert", f"a list of module names, got "
+                        f"{shorten(raw_skip)}")
+    skip = list(raw_skip)
     kinds = [k for k in LINEAR_KINDS if not _kind_excluded(k, skip)]
     if method == "fp8":
         block = qc.get("weight_block_size") or list(FP8_BLOCK)
@@ -88,10 +92,11 @@ def from_hf_config(qc: Any, source: str) -> tuple[dict[str, Any] | None, list[st
     elif method == "mxfp4":
         fmt, bits, how = "mxfp4", mxfp4_bits(), "mxfp4 (OCP MX), 32-value blocks"
     elif method in ("gptq", "awq"):
-        w, group = qc.get("bits", 4), qc.get("group_size", DEFAULT_GROUP)
+        w = qc.get("bits", qc.get("w_bit"))  # AWQ's own configs name them w_bit / q_group_size
+        group = qc.get("group_size", qc.get("q_group_size", DEFAULT_GROUP))
         group = DEFAULT_GROUP if group in (-1, None) else group
         if not (_whole(w) and w in (4, 8) and _whole(group)):
-            raise SpecError(source, "quantization_config", f"bits 4 or 8 and a whole group_size, got bits "
+            raise SpecError(source, "quantization_config", f"bits (or w_bit) 4 or 8 and a whole group_size, got bits "
                             f"{shorten(w)}, group_size {shorten(group)}")
         fmt, bits, how = f"int{w}", int_bits(int(w), int(group)), f"{method} int{w}, groups of {group}"
     else:
