@@ -194,12 +194,25 @@ def _hydra(scenario: ScenarioArg, sets: Sequence[str] = ()) -> LoadedScenario:
     SpecError
         As :func:`load_scenario`; also a SNAKE or NOVA scenario (field ``kind``).
     """
+    return hydra_only(_unchecked(scenario, sets))
+
+
+def _unchecked(scenario: ScenarioArg, sets: Sequence[str] = ()) -> AnyScenario:
+    """``scenario`` loaded (a loaded one again, its own overrides first, when ``sets`` are given) without its
+    study's check (:func:`_hydra` and the problems check the kind themselves).
+
+    Raises
+    ------
+    SpecError
+        As :func:`chipdse.core.scenario.load`; a scenario argument of no known kind; a string ``sets``.
+    """
     _scenario_arg(scenario)
+    ovs = _sets(sets)
     if isinstance(scenario, LoadedScenario | StudyScenario):
-        return hydra_only(reload(scenario, _sets(sets)))
+        return reload(scenario, ovs)
     if isinstance(scenario, Mapping):
-        return hydra_only(load(None, _sets(sets), data=scenario))
-    return hydra_only(load(None if scenario is None else Path(scenario), _sets(sets)))
+        return load(None, ovs, data=scenario)
+    return load(None if scenario is None else Path(scenario), ovs)
 
 
 @dataclass(frozen=True)
@@ -497,13 +510,7 @@ def _problem_instance(problem: str, scenario: ScenarioArg, point: str, time_limi
     record = problem_record(problem)
     if scenario is None and record.default_scenario is not None:
         scenario = instances_dir() / "scenarios" / record.default_scenario
-    ovs = parse_overrides(sets)
-    if isinstance(scenario, LoadedScenario | StudyScenario):
-        loaded = reload(scenario, ovs)
-    elif isinstance(scenario, Mapping):
-        loaded = load(None, ovs, data=scenario)
-    else:
-        loaded = load(None if scenario is None else Path(scenario), ovs)
+    loaded = _unchecked(scenario, sets)
     kind = loaded.spec.kind
     if kind != record.scenario_kind:
         msg = f"{loaded.path}: kind: {problem} needs a kind: {record.scenario_kind} scenario, this one is kind: {kind}"

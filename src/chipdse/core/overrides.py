@@ -251,11 +251,14 @@ def caused_by(overrides: Sequence[Override], target: str, exc: SpecError) -> Spe
 def reaching(overrides: Sequence[Override], field: str) -> list[Override]:
     """The overrides whose path lies on the error field's path or it on theirs (``design_space.d2d_GBps`` reaches
     ``design_space.d2d_GBps[0]`` and ``design_space``); none for an empty field."""
-    flat = field.replace("[", ".").replace("]", "")
+    def dotted(path: str) -> str:
+        return path.replace("[", ".").replace("]", "")
+
+    flat = dotted(field)
     if not flat:
         return []
-    return [ov for ov in overrides if ov.inner.replace("[", ".").replace("]", "") == flat
-            or ov.inner.startswith(flat + ".") or flat.startswith(ov.inner.replace("[", ".").replace("]", "") + ".")]
+    return [ov for ov in overrides if (mine := dotted(ov.inner)) == flat or ov.inner.startswith(flat + ".")
+            or flat.startswith(mine + ".")]
 
 
 def as_record(overrides: Sequence[Override]) -> dict[str, Any]:
