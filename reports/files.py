@@ -1,6 +1,6 @@
-"""The one report writer of every study: ``report.pdf`` (the study's pages), the study's CSV and
-``manifest.json`` (one schema for every kind), each written atomically, the PDF first, so a failure leaves
-nothing partial.
+"""The one report writer of every study: ``report.pdf`` (the study's pages), ``report.html`` and ``figures/`` (the
+same pages with interactive plots, :mod:`chipdse.reports.html`), the study's CSV and ``manifest.json`` (one schema
+for every kind), each written atomically, the PDF first, so a failure leaves nothing partial.
 
 Manifest schema (top-level keys, the same for ``hydra``, ``snake`` and ``nova``; DESIGN.md asks every run for
 its scenario hash, seed, versions and solver settings):
@@ -56,6 +56,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from chipdse.core.cpu import tree_cpu_s
 from chipdse.core.io import atomic_path, strict_json, write_text_atomic
 from chipdse.core.specs import file_sha256
+from chipdse.reports.html import REPORT_HTML, Plot, RecordingPdf, html_document, write_figures
 from chipdse.studies.claims import CSV_COLUMNS
 
 PACKAGES = ("chipdse", "pyomo", "highspy", "ortools", "numpy", "scipy", "pandas", "pyarrow", "matplotlib", "pydantic")
@@ -91,6 +92,8 @@ class ReportPages:
     parquet : bool
         Also write the CSV's table as Parquet beside it (``points.csv`` -> ``points.parquet``): HYDRA's scored
         design space, which grows with the space.
+    plots : callable(result) -> list[Plot]
+        The interactive plots of ``report.html`` (:class:`chipdse.reports.html.Plot`); none by default.
     """
 
     draw: Callable[[PdfPages, Any], None]
@@ -98,6 +101,7 @@ class ReportPages:
     columns: Callable[[Any], dict[str, tuple[str, str]]]
     details: Callable[[Any], dict[str, Any]]
     parquet: bool = False
+    plots: Callable[[Any], list[Plot]] = lambda _result: []
 
 
 def _to_parquet(frame: pd.DataFrame, path: Path) -> None:
@@ -259,6 +263,49 @@ def pdf_bytes(result: Any, pages: ReportPages) -> bytes:
     return buf.getvalue()
 
 
+@dataclass(frozen=True)
+class DrawnReport:
+    """Every file of a study's report, drawn in one pass and not yet written (:func:`draw_report`).
+
+    Attributes
+    ----------
+    pdf : bytes
+        ``report.pdf``.
+    html : str
+        ``report.html`` (:func:`chipdse.reports.html.html_document`).
+    figures : dict[str, bytes]
+        ``figures/``: file name -> bytes (every plot page as PNG and SVG).
+    """
+
+    pdf: bytes
+    html: str
+    figures: dict[str, bytes]
+
+
+def draw_report(result: Any, pages: ReportPages, summary: dict[str, Any]) -> DrawnReport:
+    """Draw the study's pages once into a :class:`chipdse.reports.html.RecordingPdf`: the PDF bytes (the same as
+    :func:`pdf_bytes`), the figures and ``report.html`` from the recorded pages, the study's interactive plots
+    (``pages.plots``), ``summary`` and the claims.
+
+    Parameters
+    ----------
+    result
+        The study's result (``scenario.spec`` with ``kind`` and ``name``, ``claims`` if any).
+    pages : ReportPages
+    summary : dict
+        The study's headline numbers.
+    """
+    buf = io.BytesIO()
+    with RecordingPdf(buf, PDF_METADATA) as pdf:
+        pages.draw(pdf, result)
+    sc = result.scenario
+    title = f"chipdse {sc.spec.kind.upper()} report: {sc.spec.name}"
+    subtitle = (f"Scenario {sc.path.name}, sha256 {sc.sha256[:16]}; chipdse {code_version()['package']}. The same "
+                "pages as report.pdf, with interactive plots; the figures are under figures/.")
+    text = html_document(title, subtitle, summary, pages.plots(result), getattr(result, "claims", None), pdf.pages)
+    return DrawnReport(buf.getvalue(), text, dict(pdf.figures))
+
+
 def write_pdf(result: Any, pages: ReportPages, path: Path) -> None:
     """Write :func:`pdf_bytes` to ``path``, atomically."""
     data = pdf_bytes(result, pages)
@@ -268,8 +315,8 @@ def write_pdf(result: Any, pages: ReportPages, path: Path) -> None:
 
 def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_dir: Path, csv: bool = True
                  ) -> dict[str, Path]:
-    """Write ``report.pdf``, the study's CSV, its column descriptions (:data:`COLUMNS_SUFFIX`) and
-    ``manifest.json`` into ``out_dir``, each atomically.
+    """Write ``report.pdf``, ``report.html`` with ``figures/``, the study's CSV, its column descriptions
+    (:data:`COLUMNS_SUFFIX`) and ``manifest.json`` into ``out_dir``, each atomically (all drawn first).
 
     Parameters
     ----------
@@ -289,7 +336,8 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
     Returns
     -------
     dict[str, Path]
-        ``{"pdf": ..., "csv": ..., "columns": ..., "manifest": ...}`` (no ``csv`` when ``csv`` is false),
+        ``{"pdf": ..., "html": ..., "figures": ..., "csv": ..., "columns": ..., "manifest": ...}`` (no ``csv`` when
+        ``csv`` is false; ``figures`` is the folder),
         ``claims`` / ``claims_columns`` (``claims.csv`` and its column descriptions) when the result has claims, and
         ``parquet`` (the CSV's table as Parquet) when ``pages.parquet``.
 
@@ -307,7 +355,8 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
         raise ValueError(msg)
     table = getattr(result, attr)
     w0, c0 = time.perf_counter(), tree_cpu_s()
-    pdf = pdf_bytes(result, pages)
+    drawn = draw_report(result, pages, summary)
+    pdf = drawn.pdf
     report_s = (time.perf_counter() - w0, tree_cpu_s() - c0)
     text = json.dumps(manifest(result, summary, pages.details(result), report_s), indent=2, default=str,
                       allow_nan=False)
@@ -324,6 +373,9 @@ def write_report(result: Any, pages: ReportPages, summary: dict[str, Any], out_d
         tables += [(paths["claims"], claims.frame()), (paths["claims_columns"], columns_table(CSV_COLUMNS))]
     with atomic_path(paths["pdf"]) as tmp:
         tmp.write_bytes(pdf)
+    paths["figures"] = write_figures(out_dir, drawn.figures)
+    paths["html"] = out_dir / REPORT_HTML
+    write_text_atomic(paths["html"], drawn.html)
     for path, frame in tables:
         with atomic_path(path) as tmp:
             frame.to_csv(tmp, index=False)

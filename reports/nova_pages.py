@@ -19,6 +19,7 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from chipdse.core.solution import EXCESS_OVER_BEST  # noqa: E402
 from chipdse.evaluators.nova_system import ABLATION, DESIGNS, NovaDesign  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
+from chipdse.reports.html import Plot, table_scatter  # noqa: E402
 from chipdse.reports.style import PAGE, caption, fmt, glossary_pages, quantity, table_page  # noqa: E402
 from chipdse.reports.summary_page import caveat_lines, solve_lines, summary_page  # noqa: E402
 from chipdse.studies.nova.artifacts import PAPER, NovaStudy, NovaSummaries  # noqa: E402
@@ -435,3 +436,15 @@ def draw(pdf: PdfPages, s: NovaStudy) -> None:
         "    OoM: weights, KV cache and SSM state do not fit the memory. E2E: prefill + L_out decode steps of a "
         "batch. L_in / L_out: prompt / output tokens per request.",
         f"    Gaps: {EXCESS_OVER_BEST}."], CSV[0], columns(s))
+
+
+def plots(s: NovaStudy) -> list[Plot]:
+    """``report.html``'s interactive plot: every ``runs.csv`` row, decode throughput against tokens per joule, by
+    design (NOVA Figs. 11 and 16)."""
+    runs = s.runs[s.runs["fits"]] if "fits" in s.runs else s.runs
+    return [table_scatter("runs", "NOVA and its baselines: decode throughput vs tokens per joule",
+                          "One point per model, GPU count, batch, input and output length and design whose KV cache "
+                          "fits (runs.csv): decode throughput (x) and decode tokens per joule (y).", runs,
+                          ("throughput_tps", "decode throughput (tokens/s, log)"),
+                          ("decode_tokens_per_J", "decode tokens per joule"), "design",
+                          ["model", "gpus", "batch", "l_in", "l_out", "step_s", "power_W"], log_x=True)]

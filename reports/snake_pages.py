@@ -18,6 +18,7 @@ from chipdse.core.solution import PROVEN_GAP  # noqa: E402
 from chipdse.evaluators.snake_energy import PEAK_PARTS  # noqa: E402
 from chipdse.evaluators.snake_pu import GROUPED, MODES  # noqa: E402
 from chipdse.reports.claims_page import claims_page  # noqa: E402
+from chipdse.reports.html import Plot, table_scatter  # noqa: E402
 from chipdse.reports.style import (  # noqa: E402
     PAGE,
     caption,
@@ -510,3 +511,14 @@ def draw(pdf: PdfPages, s: SnakeStudy) -> None:
         "    Speedup: baseline decode-step latency / SNAKE's, same model and batch. TBT: time between two output "
         "tokens of one request. E2E: a request's end-to-end latency.",
         f"    Ended by: the limit or event that ended a solve; {PROVEN_GAP}."], CSV[0], columns(s))
+
+
+def plots(s: SnakeStudy) -> list[Plot]:
+    """``report.html``'s interactive plot: every ``speedups.csv`` row, SNAKE's decode-step speedup over each
+    baseline against its energy ratio (SNAKE Figs. 9-10)."""
+    return [table_scatter("speedups", "SNAKE over each baseline: speedup vs energy ratio",
+                          "One point per model, batch, context and baseline (speedups.csv): decode-step time of the "
+                          "baseline over SNAKE's (x) and its energy per step over SNAKE's (y); above 1 on both, SNAKE "
+                          "is faster and spends less.", s.speedups, ("speedup", "speedup over the baseline (x)"),
+                          ("energy_ratio", "energy ratio, baseline / SNAKE"), "baseline",
+                          ["model", "batch", "context", "snake_step_s", "snake_power_W"], log_x=True)]

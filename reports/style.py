@@ -106,7 +106,11 @@ def caption(fig: plt.Figure, text: str, y: float = 0.02) -> float:
 def text_pages(pdf: PdfPages, title: str, lines: list[str], fontsize: float = 8.5, width: int = 150) -> None:
     """Add as many pages as ``lines`` need: a bold title, then one text line each, wrapped at ``width`` characters
     (continuations indented); a line starting with ``"## "`` is a bold heading, one starting with ``"| "`` is set
-    in a monospace font (not wrapped), ``""`` an empty line."""
+    in a monospace font (not wrapped), ``""`` an empty line. A recording ``pdf``
+    (:class:`chipdse.reports.html.RecordingPdf`) keeps the lines for the HTML view."""
+    record = getattr(pdf, "record_text", None)
+    if record is not None:
+        record(title, lines)
     wrapped: list[tuple[str, str]] = []
     for line in lines:
         if line.startswith(("## ", "| ")):
@@ -126,11 +130,18 @@ def text_pages(pdf: PdfPages, title: str, lines: list[str], fontsize: float = 8.
                      fontweight="bold" if kind == "#" else "normal", family="monospace" if kind == "|" else None)
         pdf.savefig(fig)
         plt.close(fig)
+    end = getattr(pdf, "end_text", None)
+    if end is not None:
+        end()
 
 
 def table_page(pdf: PdfPages, title: str, note: str, blocks: list[tuple[str, list[str], list[list[str]]]]) -> None:
     """Add a page of tables: ``blocks`` of (subtitle, column labels, rows of cell strings), stacked top to bottom,
-    with ``note`` as the caption."""
+    with ``note`` as the caption. A recording ``pdf`` (:class:`chipdse.reports.html.RecordingPdf`) keeps the rows for
+    the HTML view."""
+    record = getattr(pdf, "record_table", None)
+    if record is not None:
+        record(title, note, blocks)
     fig = plt.figure(figsize=PAGE)
     fig.suptitle(title, fontsize=14, fontweight="bold", y=0.97)
     n = len(blocks)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -22,7 +23,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "reproducible"))
 # the slow tier with the tests marked ``@pytest.mark.slow`` (those that take seconds each: end-to-end explores,
 # process pools, long exact solves, long simulations). The README's quick test command leaves the tier out
 # (``-m "not slow"``); its full command and CI run it.
-HEAVY_FIXTURES = frozenset({"hydra", "hydra_pages", "other_study", "tiny_study"})
+HEAVY_FIXTURES = frozenset({"hydra", "hydra_pages", "other_study", "tiny_study", "bundled_study",
+                            "written_report"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -86,3 +88,47 @@ def no_heavy_work(monkeypatch: pytest.MonkeyPatch) -> list[str]:
                               (highspy.Highs, "run", "HiGHS solve"), (cp_model.CpSolver, "Solve", "CP-SAT solve")):
         monkeypatch.setattr(owner, attr, tripwire(name))
     return ran
+
+
+@pytest.fixture(scope="session")
+def hydra(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - an ExploreResult (imported lazily)
+    """A small HYDRA explore run: 24 chiplets, 4-5 HBM stacks, two D2D bandwidths, batch 64, simulated (shared by
+    the report tests)."""
+    from chipdse.studies.common import Settings
+    from chipdse.studies.hydra import explore
+
+    inst = instances_dir()
+    base = yaml.safe_load((inst / "scenarios" / "default.yaml").read_text())
+    base |= {"library": str(inst / "chiplets" / "hydra.yaml"), "package": str(inst / "packages" / "hydra-5x5.yaml"),
+             "workload": str(inst / "workloads" / "arxiv.yaml"), "name": "report-small",
+             "estimator": {"batching": "dynamic"},  # 4-6 s windows: a static batch of 64 would never fill
+             "design_space": {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 5, "d2d_GBps": [512],
+                              "max_batch": [64]},
+             "simulation": {"candidates": 2, "spread": 1, "duration_s": 4, "max_duration_s": 6,
+                            "warmup_s": 1, "measure_s": 3,
+                            "datasets": ["arxiv.yaml"], "workers": 1}}
+    base.pop("generality", None)
+    path = tmp_path_factory.mktemp("report") / "small.yaml"
+    path.write_text(yaml.safe_dump(base))
+    return explore.run(explore.load(path), Settings(time_limit_s=0.5, seed=3))
+
+
+@functools.cache
+def bundled_run(kind: str):  # noqa: ANN201 - (result, report module)
+    """A bundled SNAKE (snake-stratum.yaml) or NOVA (nova-nemotron3-nano.yaml) run and its report module, run once
+    per session."""
+    from chipdse.reports import nova_pages, snake_pages
+    from chipdse.studies.common import Settings
+    from chipdse.studies.nova import study as nova
+    from chipdse.studies.snake import study as snake
+
+    study, pages, scenario = {"snake": (snake, snake_pages, "snake-stratum.yaml"),
+                              "nova": (nova, nova_pages, "nova-nemotron3-nano.yaml")}[kind]
+    result = study.run(study.load(instances_dir() / "scenarios" / scenario), Settings(time_limit_s=5.0, seed=0))
+    return result, pages
+
+
+@pytest.fixture(scope="session", params=["snake", "nova"])
+def bundled_study(request: pytest.FixtureRequest):  # noqa: ANN201 - (result, report module)
+    """:func:`bundled_run` of SNAKE or NOVA."""
+    return bundled_run(request.param)

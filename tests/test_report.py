@@ -20,28 +20,23 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from matplotlib.figure import Figure
 from matplotlib.table import Table
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 from chipdse.core.layout import LayoutKind
-from chipdse.core.paths import instances_dir
 from chipdse.core.solution import Solution, SolutionStatus, TerminationCondition, excess, relative_gap
-from chipdse.reports import nova_pages, pdf, snake_pages
+from chipdse.reports import pdf, snake_pages
 from chipdse.reports.files import COLUMNS_SUFFIX, MANIFEST_KEYS, write_pdf, write_report
 from chipdse.reports.generality_page import generality_pages
 from chipdse.reports.registry import REPORTS
 from chipdse.reports.style import QuantityKey, recording_quantities, text_colour_on
 from chipdse.solvers.compare import comparison_rows
 from chipdse.studies.claims import fidelity_line
-from chipdse.studies.common import Settings
 from chipdse.studies.hydra import explore
 from chipdse.studies.hydra.generality import generality
 from chipdse.studies.hydra.report_data import report_data
-from chipdse.studies.nova import study as nova
-from chipdse.studies.snake import study as snake
 
 matplotlib.use("Agg")
 
@@ -133,25 +128,6 @@ def overlaps(pages: Pages) -> list[str]:
             if dx > TOLERANCE_PX and dy > TOLERANCE_PX:
                 bad.append(f"page {k + 1}: {ta[:40]!r} overlaps {tb[:40]!r}")
     return bad
-
-
-@pytest.fixture(scope="module")
-def hydra(tmp_path_factory: pytest.TempPathFactory) -> explore.ExploreResult:
-    """A small HYDRA explore run: 24 chiplets, 4-5 HBM stacks, two D2D bandwidths, batch 64, simulated."""
-    inst = instances_dir()
-    base = yaml.safe_load((inst / "scenarios" / "default.yaml").read_text())
-    base |= {"library": str(inst / "chiplets" / "hydra.yaml"), "package": str(inst / "packages" / "hydra-5x5.yaml"),
-             "workload": str(inst / "workloads" / "arxiv.yaml"), "name": "report-small",
-             "estimator": {"batching": "dynamic"},  # 4-6 s windows: a static batch of 64 would never fill
-             "design_space": {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 5, "d2d_GBps": [512],
-                              "max_batch": [64]},
-             "simulation": {"candidates": 2, "spread": 1, "duration_s": 4, "max_duration_s": 6,
-                            "warmup_s": 1, "measure_s": 3,
-                            "datasets": ["arxiv.yaml"], "workers": 1}}
-    base.pop("generality", None)
-    path = tmp_path_factory.mktemp("report") / "small.yaml"
-    path.write_text(yaml.safe_dump(base))
-    return explore.run(explore.load(path), Settings(time_limit_s=0.5, seed=3))
 
 
 @pytest.fixture(scope="module")
@@ -253,12 +229,10 @@ def test_report_writes_column_descriptions_and_command_line(hydra: explore.Explo
     assert rec["label"] == hydra.finalists[0].row["label"]
 
 
-@pytest.fixture(scope="module", params=[(snake, snake_pages, "snake-stratum.yaml"),
-                                        (nova, nova_pages, "nova-nemotron3-nano.yaml")], ids=["snake", "nova"])
-def other_study(request: pytest.FixtureRequest) -> tuple[Any, Any, Pages, dict[QuantityKey, list[float]]]:
+@pytest.fixture(scope="module")
+def other_study(bundled_study: tuple[Any, Any]) -> tuple[Any, Any, Pages, dict[QuantityKey, list[float]]]:
     """A bundled SNAKE or NOVA run, its report drawn: (result, report module, pages, the printed quantities)."""
-    study, pages, scenario = request.param
-    result = study.run(study.load(instances_dir() / "scenarios" / scenario), Settings(time_limit_s=5.0, seed=0))
+    result, pages = bundled_study
     rec = Pages()
     with recording_quantities() as printed:
         pages.draw(rec, result)

@@ -264,7 +264,8 @@ class ExploreRun:
         return pd.DataFrame([(k, u, d) for k, (u, d) in cols.items()], columns=["column", "unit", "description"])
 
     def write_report(self, out: str | Path, csv: bool = True) -> ExploreRun:
-        """Write ``report.pdf``, the CSV, its column descriptions and ``manifest.json`` into ``out`` (HYDRA: also
+        """Write ``report.pdf``, ``report.html`` with ``figures/`` (every plot page as PNG and SVG), the CSV, its
+        column descriptions and ``manifest.json`` into ``out`` (HYDRA: also
         ``points.parquet``; ``csv=False`` leaves ``points.csv`` out, for big spaces).
 
         Returns

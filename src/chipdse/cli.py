@@ -7,6 +7,7 @@ import importlib
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -232,8 +233,8 @@ def explore(
              "(instances/scenarios/default.yaml).", show_default=False)] = None,
     out_text: Annotated[str | None, typer.Option(
         "--out", metavar="PATH",
-        help="Output folder for report.pdf, a CSV (points.csv; speedups.csv for SNAKE, runs.csv for NOVA) "
-                      "and manifest.json. "
+        help="Output folder for report.pdf, report.html with figures/, a CSV (points.csv; speedups.csv for "
+                      "SNAKE, runs.csv for NOVA) and manifest.json. "
                       "Default: reports/out/<scenario name>/.", show_default=False)] = None,
     work_limit: Annotated[float | None, typer.Option(
         "--work-limit", min=0.001, max=MAX_TIME_LIMIT_S, parser=_finite(0.001, MAX_TIME_LIMIT_S),
@@ -308,7 +309,8 @@ def explore(
             bar.update(task, description="writing the report")
             if log is not None:
                 log("writing the report")
-            kept.report_files = [out_dir / n for n in ("report.pdf", run.csv_name, "manifest.json", "claims.csv",
+            kept.report_files = [out_dir / n for n in ("report.pdf", "report.html", "figures", run.csv_name,
+                                                       "manifest.json", "claims.csv",
                                                        "claims.columns.csv", Path(run.csv_name).stem + ".columns.csv",
                                                        Path(run.csv_name).stem + ".parquet")]
             kept.writing = True
@@ -438,7 +440,10 @@ class _KeptStages:
         """
         if self.writing:  # a report half written is no report: the rerun writes it again from the store
             for p in self.report_files:
-                p.unlink(missing_ok=True)
+                if p.is_dir():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink(missing_ok=True)
         kept = [] if self.checkpoints is None else self.checkpoints.kept
         if not hydra:
             remove_if_empty(created)
