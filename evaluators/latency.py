@@ -175,7 +175,7 @@ def block_table(model: ModelDescriptor) -> BlockTable:
         vector_fpt=np.array([b.vector_flops_per_token for b in bl]),
         kv_bpt=np.array([b.kv_bytes_per_token for b in bl]),
         state_bpr=np.array([b.state_bytes_per_request for b in bl]),
-        act_bpt=float(model.hidden_size * model.dtype_bytes),
+        act_bpt=float(model.hidden_size * model.activation_bytes),
         is_embedding=np.array([b.kind == "embedding" for b in bl]),
         is_head=np.array([b.kind == "head" for b in bl]),
         expert_weight_bytes=np.array([b.routed_experts * b.expert_params * model.param_bytes(b) for b in bl],

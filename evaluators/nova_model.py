@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from chipdse.core.errors import SpecError
 from chipdse.core.models import gqa_projection_params, kv_cache_bytes_per_token, mamba2_params, moe_params, read_card
+from chipdse.core.precision import KV_CACHE_DTYPES, dtype_bytes
 
 BYTES = 2
 """BF16 weights, KV cache and state (NOVA Sec. VI-A)."""
@@ -78,6 +79,9 @@ class NovaModel:
     params: dict[str, int] = field(default_factory=dict)
     layers: tuple[LayerWork, ...] = ()
     gpu_fixed_params: int = 0
+    kv_cache_bytes: int = BYTES
+    """Bytes per cached K / V value: the card's ``kv_cache_dtype`` (:data:`chipdse.core.precision.KV_CACHE_DTYPES`),
+    BF16 by default (NOVA Sec. VI-A)."""
 
     @property
     def total_params(self) -> int:
@@ -86,7 +90,8 @@ class NovaModel:
 
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per context token over every attention layer."""
-        return float(sum(kv_cache_bytes_per_token(a[1], a[2], BYTES) for a in (w.attention for w in self.layers) if a))
+        return float(sum(kv_cache_bytes_per_token(a[1], a[2], self.kv_cache_bytes)
+                         for a in (w.attention for w in self.layers) if a))
 
     def state_bytes_per_request(self) -> float:
         """Recurrent state bytes per request: per Mamba-2 layer the SSM state (``d_inner x d_state``) and the
@@ -168,7 +173,9 @@ def build_nova_model(card: dict, key: str) -> NovaModel:
         params["mtp"] = 2 * h * h + 3 * h + att_p + h + other + routed + h  # eh_proj, norms, one attn + one MoE
     published = card.get("published_params_total_exact") or card.get("published_params_total")
     return NovaModel(key, str(card.get("name", key)), float(published), params, tuple(layers),
-                     gpu_fixed_params=vocab * h)
+                     gpu_fixed_params=vocab * h,
+                     kv_cache_bytes=dtype_bytes(card, "kv_cache_dtype", KV_CACHE_DTYPES, BYTES,
+                                                str(card.get("name", key))))
 
 
 def load_nova_model(key: str) -> NovaModel:

@@ -820,8 +820,8 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
         if w.attention:
             nh, kv, hd = w.attention
             flops = attention_flops_per_context_token(nh, hd) * context * batch
-            nbytes = kv_cache_bytes_per_token(kv, hd, BYTES) * context * batch
-            work["gqa"] = flops, nbytes, float(gqa_decode_intensity(nh / kv, BYTES))
+            nbytes = kv_cache_bytes_per_token(kv, hd, model.kv_cache_bytes) * context * batch
+            work["gqa"] = flops, nbytes, float(gqa_decode_intensity(nh / kv, model.kv_cache_bytes))
         if w.ssm:
             d_in, n = w.ssm
             work["ssm"] = (SSM_FLOPS_PER_STATE_ELEMENT * d_in * n * batch,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from chipdse.core.models import attention_flops_per_context_token, causal_attention_flops, kv_cache_bytes_per_token
+from chipdse.core.precision import KV_CACHE_DTYPES, dtype_bytes
 from chipdse.evaluators.gpu import H100_FLOPS, H100_HBM_Bps
 from chipdse.evaluators.snake import Design, GemmOp, SnakeError, decode_gemms
 from chipdse.evaluators.snake_pu import NmpTemplate, decode_step_s
@@ -33,13 +34,21 @@ GPU = "gpu"
 
 
 def kv_bytes_per_token(card: dict, tp: int) -> float:
-    """KV-cache bytes per context token on one device (BF16; MLA keeps its compressed latent, not split by TP)."""
+    """KV-cache bytes per context token on one device, at the card's ``kv_cache_dtype`` (BF16 when absent,
+    :data:`chipdse.core.precision.KV_CACHE_DTYPES`); MLA keeps its compressed latent, not split by TP.
+
+    Raises
+    ------
+    SpecError
+        An unknown ``kv_cache_dtype``.
+    """
+    b = dtype_bytes(card, "kv_cache_dtype", KV_CACHE_DTYPES, 2, str(card.get("name", "model card")))
     counts = card.get("layer_counts") or {}
     if counts.get("mixer:mla"):
-        return float(counts["mixer:mla"] * (card["kv_lora_rank"] + card["qk_rope_head_dim"]) * 2)
+        return float(counts["mixer:mla"] * (card["kv_lora_rank"] + card["qk_rope_head_dim"]) * b)
     layers = counts.get("mixer:attention", 0)
     kv, hd = int(card["num_key_value_heads"]), int(card.get("head_dim") or 0)
-    return float(layers * kv_cache_bytes_per_token(max(1, kv // tp), hd, 2))
+    return float(layers * kv_cache_bytes_per_token(max(1, kv // tp), hd, b))
 
 
 def gpu_step_s(ops: list[GemmOp], efficiency: float) -> float:

@@ -40,7 +40,7 @@ def test_quantized_checkpoints_are_sized_within_5pct_of_the_published_size(key: 
     assert invoke(["model", "import", str(HELDOUT / f"{key}.json"), "--out", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert set(summary) == {"name", "params", "active_params", "weight_bytes", "dtype", "quantization", "warnings",
-                            "card"}
+                            "kv_cache_dtype", "kv_bytes_per_token", "card"}
     assert abs(summary["weight_bytes"] / PUBLISHED_CHECKPOINT_BYTES[key] - 1) < 0.05
     # 16-bit would be about twice (DeepSeek-V3) or 3.6x (gpt-oss) the published size: the precision is read
     assert summary["weight_bytes"] < 0.6 * 2 * summary["params"]
@@ -125,3 +125,69 @@ def test_modules_to_not_convert_must_be_a_list_of_names(modules: object) -> None
         from_hf_config({"quant_method": "mxfp4", "modules_to_not_convert": modules}, "cfg.json")
     assert err.value.field == "quantization_config.modules_to_not_convert"
 
+
+
+BUNDLED_CONFIGS = Path(__file__).resolve().parent / "data" / "hf_configs" / "bundled"
+
+LLAMA3_8B_KV_BYTES_BF16 = 32 * 2 * 8 * 128 * 2
+"""Llama-3-8B's KV cache per token in BF16 from its published architecture (Meta's config.json: 32 layers, 8 KV
+heads of 128): K and V, 131,072 bytes (the 128 KiB per token commonly quoted for it)."""
+
+
+@pytest.mark.parametrize(("scheme", "dtype", "width"), [
+    ({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor",
+                                                                 "dynamic": False, "symmetric": True}}, "fp8", 1),
+    ({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}, "fp8", 1),
+    ({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "int"}}, "int8", 1),
+    ({"quant_method": "compressed-tensors", "kv_cache_scheme": None}, "bfloat16", 2),
+])
+def test_imported_kv_cache_follows_the_configured_dtype(scheme: dict, dtype: str, width: int, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """An FP8 / INT8 KV-cache scheme in quantization_config (compressed-tensors' kv_cache_scheme, ModelOpt's
+    kv_cache_quant_algo, as in published "-FP8-KV" checkpoints) halves the cache per token; none leaves BF16."""
+    raw = json.loads((BUNDLED_CONFIGS / "llama-3-8b.json").read_text())
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(raw | {"quantization_config": scheme}))
+    out = tmp_path / "card.json"
+    assert invoke(["model", "import", str(cfg), "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["kv_cache_dtype"] == dtype
+    assert summary["kv_bytes_per_token"] == LLAMA3_8B_KV_BYTES_BF16 * width / 2
+    assert load_model(str(out)).kv_bytes_per_token() == summary["kv_bytes_per_token"]
+
+
+def test_a_cards_kv_cache_dtype_sizes_every_studys_cache(tmp_path: Path) -> None:
+    """One card field, every reader: HYDRA's descriptor (capacity and attention bytes), SNAKE's per-device cache and
+    NOVA's model all halve the KV cache per token at fp8, and the weights do not move."""
+    from chipdse.evaluators.nova_model import build_nova_model
+    from chipdse.evaluators.snake_serving import kv_bytes_per_token as snake_kv
+
+    card = read_card("llama-3-8b")[0]
+    fp8 = card | {"kv_cache_dtype": "fp8"}
+    check_card(fp8, "t")
+    base, half = build_descriptor(card, "a", "t"), build_descriptor(fp8, "b", "t")
+    assert base.kv_bytes_per_token() == LLAMA3_8B_KV_BYTES_BF16
+    assert half.kv_bytes_per_token() == LLAMA3_8B_KV_BYTES_BF16 / 2
+    assert half.weight_bytes == base.weight_bytes
+    assert snake_kv(fp8, 1) == snake_kv(card, 1) / 2 == LLAMA3_8B_KV_BYTES_BF16 / 2
+    assert build_nova_model(fp8, "b").kv_bytes_per_token() == LLAMA3_8B_KV_BYTES_BF16 / 2
+
+
+@pytest.mark.parametrize(("field", "value"), [("kv_cache_dtype", "fp4"), ("activation_dtype", 8),
+                                              ("kv_cache_dtype", "FP8")])
+def test_a_bad_cache_or_activation_dtype_names_its_field(field: str, value: object) -> None:
+    card = read_card("llama-3-8b")[0] | {field: value}
+    with pytest.raises(SpecError) as err:
+        check_card(card, "card.json")
+    assert err.value.field == field and "one of" in str(err.value)
+
+
+def test_schema_lists_the_cache_and_activation_dtypes_precision_knows() -> None:
+    from chipdse.core.precision import ACTIVATION_DTYPES, KV_CACHE_DTYPES
+    from chipdse.core.schemas import ModelCard
+
+    schema = ModelCard.model_json_schema()["properties"]
+    enum = {k: next(a["enum"] for a in schema[k]["anyOf"] if "enum" in a)
+            for k in ("kv_cache_dtype", "activation_dtype")}
+    assert set(enum["kv_cache_dtype"]) == set(KV_CACHE_DTYPES)
+    assert set(enum["activation_dtype"]) == set(ACTIVATION_DTYPES)

@@ -32,7 +32,7 @@ from chipdse.core.models import (
     derived_layer_fields,
     read_json_object,
 )
-from chipdse.core.precision import from_hf_config
+from chipdse.core.precision import from_hf_config, kv_cache_dtype_from_hf
 
 PUBLISHED_WARN_FRACTION = 0.05
 """Relative gap between the computed and a user-given published count above which the import warns."""
@@ -441,6 +441,9 @@ def card_from_config(raw: dict[str, Any], source: str, name: str | None = None) 
     card["extra"] = extra or None
     if "quantization_config" in raw:
         card["quantization"] = from_hf_config(raw["quantization_config"], source)[0]
+        kv_dtype = kv_cache_dtype_from_hf(raw["quantization_config"])
+        if kv_dtype is not None:
+            card["kv_cache_dtype"] = kv_dtype
     card |= derived_layer_fields(card)
     return card
 
@@ -538,11 +541,13 @@ def import_summary(card: dict[str, Any], lines: list[str], source: str) -> dict[
     """What ``chipdse model import --json`` prints: ``name``, ``params`` and ``active_params`` (the computed
     counts), ``weight_bytes`` (every block at its stored precision, :attr:`ModelDescriptor.weight_bytes`),
     ``dtype`` (the weights' precision, :attr:`ModelDescriptor.weight_dtype`), ``quantization`` (the card's field,
-    or None) and ``warnings`` (the ``warning:`` lines, prefix cut)."""
+    or None), ``kv_cache_dtype`` and ``kv_bytes_per_token`` (the KV cache per context token over every layer, at
+    that type) and ``warnings`` (the ``warning:`` lines, prefix cut)."""
     model = build_descriptor(card, card_key(card["name"]), source)
     return {"name": card["name"], "params": card["computed_params_total"],
             "active_params": card["computed_params_active"], "weight_bytes": model.weight_bytes,
             "dtype": model.weight_dtype, "quantization": card.get("quantization"),
+            "kv_cache_dtype": model.kv_cache_dtype, "kv_bytes_per_token": model.kv_bytes_per_token(),
             "warnings": [ln.removeprefix("warning: ") for ln in lines if ln.startswith("warning:")]}
 
 

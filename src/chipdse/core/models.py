@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 from chipdse.core.errors import SpecError, shorten
 from chipdse.core.io import input_kind_error, read_input_text
 from chipdse.core.paths import instances_dir
-from chipdse.core.precision import check_quantization
+from chipdse.core.precision import ACTIVATION_DTYPES, KV_CACHE_DTYPES, check_quantization, dtype_bytes
 
 BlockKind = Literal["embedding", "attention", "mamba1", "mamba2", "mlp", "moe", "head"]
 MemoryGroup = Literal["attention", "mamba"]
@@ -71,7 +71,7 @@ CARD_FIELDS = frozenset((
     "routed_scaling_factor", "moe_topk_groups", "ssm_variant", "extra", "inferred_not_verified",
     "published_params_note", "computed_params_total", "computed_params_active", "computed_params_active_definition",
     "computed_params_formula", "computed_params_breakdown", "computed_vs_published_total", "source",
-    "uncertain_fields", "notes", "quantization"))
+    "uncertain_fields", "notes", "quantization", "kv_cache_dtype", "activation_dtype"))
 """Every field a card may hold (the schema of ``instances/models/SOURCE.md``); model-specific settings go under
 ``extra``. Any other field is refused: a misspelt size would otherwise be silently ignored."""
 CARD_DTYPES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -154,8 +154,9 @@ class ModelDescriptor:
         File stem in ``instances/models`` (e.g. ``"nemotron-h-4b"``).
     hidden_size : int
     dtype_bytes : int
-        Bytes per weight / activation / cache element (2 for bf16).
+        Bytes per weight element of an unquantized block (the card's ``torch_dtype``; 2 for bf16).
     blocks : tuple[Block, ...]
+        Each attention block's ``kv_bytes_per_token`` at :attr:`kv_cache_bytes` per cached value.
     published_params : float
         Published total (exact where the vendor publishes one).
     source : str
@@ -175,6 +176,13 @@ class ModelDescriptor:
     """Bits per quantized weight, scales included (``quantization.bits_per_weight``; :mod:`chipdse.core.precision`)."""
     quantized_format: str = ""
     """The quantized format (``quantization.format``: fp8, mxfp4, int8, int4), ``""`` when none."""
+    kv_cache_bytes: int = 2
+    """Bytes per cached K / V value (the card's ``kv_cache_dtype``, else ``torch_dtype``;
+    :data:`chipdse.core.precision.KV_CACHE_DTYPES`)."""
+    activation_bytes: int = 2
+    """Bytes per activation value passed between blocks (``activation_dtype``, else ``torch_dtype``)."""
+    kv_cache_dtype: str = "bfloat16"
+    """The KV cache's data type by name."""
 
     def param_bytes(self, block: Block) -> float:
         """Bytes per stored weight of ``block``: the quantized width for a quantized kind, else ``dtype_bytes``."""
@@ -563,6 +571,8 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
     follow the card's ``extra`` switches (:data:`CARD_EXTRA_FLAGS`).
     """
     dt = CARD_DTYPES[card.get("torch_dtype") or "bfloat16"]
+    kv_dt = dtype_bytes(card, "kv_cache_dtype", KV_CACHE_DTYPES, dt, source)
+    act_dt = dtype_bytes(card, "activation_dtype", ACTIVATION_DTYPES, dt, source)
     h = _get(card, "hidden_size", source)
     if card.get("num_nextn_predict_layers"):
         raise SpecError(source, "num_nextn_predict_layers", "no multi-token-prediction module: the serving model "
@@ -596,12 +606,12 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
             raise SpecError(source, f"layer_ffn[{i}]", msg)
         if mixer == "attention":
             group = "attention"
-            blocks.append(_attention_block(card, i, group, dt, source))
+            blocks.append(_attention_block(card, i, group, kv_dt, source))
         elif mixer == "mla":
             group = "attention"
-            blocks.append(_mla_block(card, i, dt, source))
+            blocks.append(_mla_block(card, i, kv_dt, source))
         elif mixer == "attention||mamba2":  # Falcon-H1: both halves read the same normed input
-            blocks.append(_attention_block(card, i, "attention", dt, source))
+            blocks.append(_attention_block(card, i, "attention", kv_dt, source))
             group = "mamba"
             blocks.append(_mamba2_block(card, i, dt, source, norm=False))
         elif mixer == "gated_deltanet":
@@ -617,7 +627,8 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
             stored = hybrid < n_shared_blocks
             hybrid += 1
             width = int(extra.get("attention_hidden_size") or 2 * h)
-            blocks.append(_attention_block(card, i, "attention", dt, source, in_width=width, stored=stored))
+            blocks.append(_attention_block(card, i, "attention", kv_dt, source, in_width=width,
+                                            stored=stored))
             blocks.append(_shared_mlp_block(card, i, "attention", source, stored))
             group = "mamba"
             blocks.append(_mamba2_block(card, i, dt, source))
@@ -641,7 +652,8 @@ def build_descriptor(card: dict[str, Any], key: str, source: str) -> ModelDescri
         name=card.get("name", key), key=key, hidden_size=h, dtype_bytes=dt, blocks=tuple(blocks),
         published_params=float(published), source=str(card.get("published_params_note", "")),
         quantized_kinds=frozenset(q.get("block_kinds") or ()), quantized_bits=float(q.get("bits_per_weight") or 0.0),
-        quantized_format=str(q.get("format") or ""),
+        quantized_format=str(q.get("format") or ""), kv_cache_bytes=kv_dt, activation_bytes=act_dt,
+        kv_cache_dtype=str(card.get("kv_cache_dtype") or card.get("torch_dtype") or "bfloat16"),
     )
 
 
@@ -722,6 +734,8 @@ def check_card(card: dict[str, Any], source: str) -> None:
         raise SpecError(source, "torch_dtype", f"one of {sorted(CARD_DTYPES)} (null reads as bfloat16), got "
                         f"{shorten(dtype)}")
     check_quantization(card.get("quantization"), source)
+    dtype_bytes(card, "kv_cache_dtype", KV_CACHE_DTYPES, 2, source)
+    dtype_bytes(card, "activation_dtype", ACTIVATION_DTYPES, 2, source)
     for field, expected in _impossible_sizes(card):
         raise SpecError(source, field, expected)
     for field, want in derived_layer_fields(card).items():

@@ -3,8 +3,9 @@
 
 A card's ``quantization`` is ``{"format": "fp8", "bits_per_weight": 8.002, "block_kinds": ["attention", "mlp",
 "moe"], "from": "..."}``: the blocks of those kinds store their weights at ``bits_per_weight`` (scales included),
-every other block (embedding, head, and any kind not listed) at the card's ``torch_dtype``. The KV cache and
-activations stay at ``torch_dtype`` (no bundled or imported card quantizes them yet).
+every other block (embedding, head, and any kind not listed) at the card's ``torch_dtype``. The KV cache is stored
+at the card's ``kv_cache_dtype`` and activations move at its ``activation_dtype`` (:data:`KV_CACHE_DTYPES`,
+:data:`ACTIVATION_DTYPES`), each ``torch_dtype`` when absent.
 
 Bits per weight, scales included (the sources of :data:`WEIGHT_FORMATS`):
 
@@ -36,6 +37,49 @@ MX_BLOCK = 32
 """OCP MX v1.0 block: 32 values share one 8-bit (E8M0) scale."""
 DEFAULT_GROUP = 128
 """GPTQ / AWQ default group size."""
+
+
+KV_CACHE_DTYPES: dict[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "fp8_e4m3": 1,
+                                   "fp8_e5m2": 1, "int8": 1}
+"""KV-cache data types a card's ``kv_cache_dtype`` may name, bytes per cached value: vLLM's ``kv_cache_dtype``
+choices (``fp8`` = ``fp8_e4m3``, ``fp8_e5m2``; vLLM documentation, "Quantized KV Cache"), whose scale is one FP32
+per tensor (a few bytes per layer, left out), and INT8 (compressed-tensors' ``kv_cache_scheme`` with
+``num_bits: 8, type: int``)."""
+ACTIVATION_DTYPES: dict[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "int8": 1}
+"""Activation data types a card's ``activation_dtype`` may name (W8A8 FP8 / INT8 serving passes 8-bit activations
+between layers), bytes per value."""
+
+
+def dtype_bytes(card: dict[str, Any], field: str, known: dict[str, int], default: int, source: str) -> int:
+    """Bytes per value of the card's ``field`` (``kv_cache_dtype`` or ``activation_dtype``), ``default`` (the
+    card's ``torch_dtype``) when absent.
+
+    Raises
+    ------
+    SpecError
+        ``field`` names a type not in ``known``.
+    """
+    name = card.get(field)
+    if name is None:
+        return default
+    if not isinstance(name, str) or name not in known:
+        raise SpecError(source, field, f"one of {list(known)} (or absent: torch_dtype), got {shorten(name)}")
+    return known[name]
+
+
+def kv_cache_dtype_from_hf(qc: Any) -> str | None:
+    """The KV-cache data type a Hugging Face ``quantization_config`` stores its cache in, if it says: NVIDIA
+    ModelOpt's ``kv_cache_quant_algo: "FP8"`` and compressed-tensors' ``kv_cache_scheme`` (``num_bits`` 8,
+    ``type`` ``float`` or ``int``); None otherwise (the cache then follows ``torch_dtype``)."""
+    if not isinstance(qc, dict):
+        return None
+    algo = qc.get("kv_cache_quant_algo")
+    if isinstance(algo, str) and algo.upper() == "FP8":
+        return "fp8"
+    scheme = qc.get("kv_cache_scheme")
+    if isinstance(scheme, dict) and scheme.get("num_bits") == 8:
+        return {"float": "fp8", "int": "int8"}.get(str(scheme.get("type", "")).lower())
+    return None
 
 
 def fp8_bits(block: tuple[int, int] = FP8_BLOCK) -> float:

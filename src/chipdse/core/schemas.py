@@ -151,6 +151,12 @@ class ModelCard(BaseModel):
     quantization: dict[str, Any] | None = Field(None, description="Quantized weights (chipdse.core.precision): "
                                                 "{format: fp8|mxfp4|int8|int4, bits_per_weight: bits with block "
                                                 "scales, block_kinds: the linear block kinds stored so, from: text}.")
+    kv_cache_dtype: Literal["bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "int8"] | None = Field(
+        None, description="Data type of the KV cache (chipdse.core.precision.KV_CACHE_DTYPES); torch_dtype when "
+                          "absent.")
+    activation_dtype: Literal["bfloat16", "float16", "float32", "fp8", "int8"] | None = Field(
+        None, description="Data type of the activations passed between blocks (W8A8 serving: fp8 or int8); "
+                          "torch_dtype when absent.")
 
 
 SCHEMAS: dict[str, Any] = {"scenario": ScenarioSpec, "library": ChipletLibrary, "package": Package,
