@@ -4,8 +4,8 @@ One pass draws both: the study's ``draw(pdf, result)`` draws into a :class:`Reco
 keeps, page by page, what the HTML view needs: every table page as its rows (:func:`chipdse.reports.style.
 table_page` hands them over), every text page as its lines (:func:`chipdse.reports.style.text_pages`), and every
 other page (a plot) as PNG and SVG bytes, written to ``figures/NN-<title>.png|svg``. The page then holds, in order:
-the run's headline numbers, the study's interactive plots (Plotly; :class:`Plot`, e.g. HYDRA's Pareto front: hover
-a point for its design and numbers, click it for its layout and its power / temperature maps), the claims table
+the study's interactive plots (Plotly; :class:`Plot`, e.g. HYDRA's Pareto front: hover a point for its design and
+numbers, click it for its layout and its power / temperature maps), the run's headline numbers, the claims table
 with its basis column, and the PDF's pages in the PDF's order (tables as HTML tables, text as text, plots as
 images linking their SVG).
 
@@ -405,11 +405,12 @@ def html_document(title: str, subtitle: str, summary: dict[str, Any], plots: lis
     plots_json = _json([{"id": p.id, "data": p.data, "layout": p.layout, "details": p.details,
                          "missing_note": p.missing_note} for p in plots])
     nav = " ".join(f'<a href="#{_e(p.id)}">{_e(p.title)}</a>' for p in plots)
+    nav += ' <a href="#summary">headline numbers</a>'
     nav += ' <a href="#claims">claims</a> <a href="#pages">report pages</a>' if claims is not None else (
         ' <a href="#pages">report pages</a>')
     body = "\n".join([
         f"<h1>{_e(title)}</h1>", f'<p class="note">{_e(subtitle)}</p>', f"<nav>{nav}</nav>",
-        _summary_html(summary), *(_plot_html(p) for p in plots), _claims_html(claims),
+        *(_plot_html(p) for p in plots), _summary_html(summary), _claims_html(claims),
         '<h2 id="pages">The report\'s pages (report.pdf)</h2>',
         '<p class="note">Every page of report.pdf in its order: tables and text as such, plots as the PNG files under '
         f'{FIGURES_DIR}/ (click one for its SVG).</p>',

@@ -1,5 +1,5 @@
 """The Python API (issue 19 item 3): ``chipdse.load_scenario / explore / sweep / compare / solve / simulate`` return
-typed results whose ``to_pandas()`` holds what the command line prints and writes; the README's notebook session
+typed results whose ``to_pandas()`` holds what the command line prints and writes; docs/python.md's notebook session
 runs."""
 
 from __future__ import annotations
@@ -118,15 +118,15 @@ def test_simulate_to_pandas_is_one_row_of_the_metrics(tiny: Path) -> None:
 
 @pytest.mark.slow
 def test_the_readme_notebook_session_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's "Python API" block, run as written from the checkout's root; its numbers are the README's."""
-    readme = (ROOT / "README.md").read_text()
+    """docs/python.md's session block, run as written from the checkout's root; its numbers are the page's."""
+    readme = (ROOT / "docs" / "python.md").read_text()
     block = re.search(r"<!-- ci:notebook -->\n```python\n(.*?)```\n<!-- /ci:notebook -->", readme, re.S)
-    assert block is not None, "README.md has no ci:notebook block"
+    assert block is not None, "docs/python.md has no ci:notebook block"
     code = block.group(1)
     assert len([ln for ln in code.splitlines() if ln.strip()]) == 5
     monkeypatch.chdir(ROOT)
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the README's own example
+    exec(compile(code, "docs/python.md", "exec"), scope)  # noqa: S102 - the docs' own example
     stated = int(re.search(r"scores all ([\d,]+) design points", readme).group(1).replace(",", ""))
     assert len(scope["points"]) == stated
     assert set(scope["methods"]["method"]) >= {"milp-highs", "cpsat"}

@@ -1,4 +1,4 @@
-"""The README's Dask recipe, run on loopback: a scheduler, one worker, and `chipdse sweep --scheduler`."""
+"""docs/dask.md's Dask recipe, run on loopback: a scheduler, one worker, and `chipdse sweep --scheduler`."""
 
 from __future__ import annotations
 

@@ -163,7 +163,7 @@ def test_arrival_rate_override_replaces_the_workload_rate(table4_path: Path) -> 
 
 @pytest.mark.slow
 def test_bundled_table_iv_all_model_design_within_hydras_14_percent() -> None:
-    """The README's `chipdse generality --json` on the bundled Table IV scenario (174,720 points x 3 models): the
+    """docs/tour.md's `chipdse generality --json` on the bundled Table IV scenario (174,720 points x 3 models): the
     all-model B* design stays within 14% of every model's own optimum, HYDRA Table IV's headline."""
     res = CliRunner().invoke(app, ["generality", "--json"])
     assert res.exit_code == 0, res.output

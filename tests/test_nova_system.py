@@ -117,7 +117,7 @@ def test_decode_step_of_a_one_layer_model_by_hand() -> None:
 
 @pytest.mark.slow
 def test_explore_on_the_bundled_nova_scenario_writes_the_report(tmp_path: Path) -> None:
-    """The README's command: `chipdse explore instances/scenarios/nova-nemotron3-nano.yaml`."""
+    """docs/tour.md's command: `chipdse explore instances/scenarios/nova-nemotron3-nano.yaml`."""
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "nova-nemotron3-nano.yaml"),
                                    "--out", str(out)])

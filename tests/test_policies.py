@@ -24,7 +24,7 @@ from chipdse.evaluators.sim_schedulers import TaskScheduler
 from chipdse.studies.hydra.artifacts import SCHEDULER_STUDY
 from chipdse.studies.hydra.simulate import BATCHING, SCHEDULERS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "tour.md"
 
 
 def test_every_enum_member_is_registered_once_with_a_matching_config() -> None:

@@ -207,13 +207,13 @@ def test_an_unknown_key_names_the_field_it_was_meant_to_be(tmp_path: Path, where
 
 
 def test_the_readme_grid_session_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's scenario-from-Python block, run as written from the checkout's root."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    """docs/python.md's scenario-from-Python block, run as written from the checkout's root."""
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "python.md").read_text()
     block = re.search(r"<!-- ci:grid -->\n```python\n(.*?)```\n<!-- /ci:grid -->", readme, re.S)
-    assert block is not None, "README.md has no ci:grid block"
+    assert block is not None, "docs/python.md has no ci:grid block"
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     scope: dict = {}
-    exec(compile(block.group(1), "README.md", "exec"), scope)  # noqa: S102 - the README's own example
+    exec(compile(block.group(1), "docs/python.md", "exec"), scope)  # noqa: S102 - the docs' own example
     table = scope["table"]
     assert sorted(table["combination"].unique()) == list(range(9))
     assert "\n" not in repr(scope["sc"]) and scope["sc"].spec.design_space.max_batch == [8]

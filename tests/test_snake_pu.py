@@ -219,7 +219,7 @@ def _small_snake(tmp_path: Path, **changes: object) -> Path:
 
 @pytest.mark.slow
 def test_explore_on_the_bundled_snake_scenario_writes_the_report(tmp_path: Path) -> None:
-    """The README's command: `chipdse explore instances/scenarios/snake-stratum.yaml`."""
+    """docs/tour.md's command: `chipdse explore instances/scenarios/snake-stratum.yaml`."""
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "snake-stratum.yaml"),
                                    "--out", str(out)])
