@@ -154,3 +154,38 @@ def test_schema_write_writes_the_files_and_a_bad_kind_exits_2(tmp_path: Path) ->
     bad = CliRunner().invoke(app, ["schema", "scenarios", "--write", str(tmp_path / "t")])
     assert bad.exit_code == 2
     assert "KIND: must be one of" in bad.stderr and not (tmp_path / "t").exists()
+
+
+def test_every_schema_carries_its_version_and_files_may_state_theirs() -> None:
+    from chipdse.core.specs import SCHEMA_VERSION
+
+    for kind in SCHEMAS:
+        schema = json_schema(kind)
+        assert schema["version"] == SCHEMA_VERSION
+        assert schema["$id"] == f"urn:chipdse:schema:{kind}:v{SCHEMA_VERSION}"
+        # every file kind (each of the scenario's three kinds) has the field
+        bodies = [schema] if "properties" in schema else [d for d in schema["$defs"].values() if "kind" in
+                                                           d.get("properties", {})]
+        assert bodies and all("schema_version" in b["properties"] for b in bodies), kind
+    check_card(json.loads((instances_dir() / "models" / "llama-3-8b.json").read_text()) | {"schema_version": 1}, "c")
+
+
+@pytest.mark.parametrize("which", ["scenario", "library", "card"])
+def test_a_file_for_a_newer_schema_is_one_line_exit_2(which: str, write_scenario, tmp_path: Path) -> None:  # noqa: ANN001
+    from chipdse.core.specs import SCHEMA_VERSION
+
+    newer = SCHEMA_VERSION + 1
+    overrides: dict = {"schema_version": newer} if which == "scenario" else {}
+    if which == "library":
+        lib = yaml.safe_load((instances_dir() / "chiplets" / "hydra.yaml").read_text()) | {"schema_version": newer}
+        (tmp_path / "lib.yaml").write_text(yaml.safe_dump(lib))
+        overrides["library"] = str(tmp_path / "lib.yaml")
+    if which == "card":
+        card = json.loads((instances_dir() / "models" / "nemotron-h-4b.json").read_text()) | {"schema_version": newer}
+        (tmp_path / "card.json").write_text(json.dumps(card))
+        overrides["model"] = str(tmp_path / "card.json")
+    res = CliRunner().invoke(app, ["sweep", str(write_scenario(overrides))])
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "schema_version" in lines[0] and f"version {newer}" in lines[0]
+    assert "upgrade chipdse" in lines[0]

@@ -23,6 +23,7 @@ from chipdse.core.errors import SpecError, shorten
 from chipdse.core.io import input_kind_error, read_input_text
 from chipdse.core.paths import instances_dir
 from chipdse.core.precision import ACTIVATION_DTYPES, KV_CACHE_DTYPES, check_quantization, dtype_bytes
+from chipdse.core.specs import check_schema_version
 
 BlockKind = Literal["embedding", "attention", "mamba1", "mamba2", "mlp", "moe", "head"]
 MemoryGroup = Literal["attention", "mamba"]
@@ -71,7 +72,7 @@ CARD_FIELDS = frozenset((
     "routed_scaling_factor", "moe_topk_groups", "ssm_variant", "extra", "inferred_not_verified",
     "published_params_note", "computed_params_total", "computed_params_active", "computed_params_active_definition",
     "computed_params_formula", "computed_params_breakdown", "computed_vs_published_total", "source",
-    "uncertain_fields", "notes", "quantization", "kv_cache_dtype", "activation_dtype"))
+    "uncertain_fields", "notes", "quantization", "kv_cache_dtype", "activation_dtype", "schema_version"))
 """Every field a card may hold (the schema of ``instances/models/SOURCE.md``); model-specific settings go under
 ``extra``. Any other field is refused: a misspelt size would otherwise be silently ignored."""
 CARD_DTYPES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -734,6 +735,10 @@ def check_card(card: dict[str, Any], source: str) -> None:
         raise SpecError(source, "torch_dtype", f"one of {sorted(CARD_DTYPES)} (null reads as bfloat16), got "
                         f"{shorten(dtype)}")
     check_quantization(card.get("quantization"), source)
+    try:
+        check_schema_version(card.get("schema_version"))
+    except ValueError as exc:
+        raise SpecError(source, "schema_version", str(exc)) from None
     dtype_bytes(card, "kv_cache_dtype", KV_CACHE_DTYPES, 2, source)
     dtype_bytes(card, "activation_dtype", ACTIVATION_DTYPES, 2, source)
     for field, expected in _impossible_sizes(card):

@@ -171,7 +171,7 @@ def _model_type(tp: Any) -> tuple[type[BaseModel], bool] | None:
 def numeric_fields(cls: type[BaseModel], prefix: str = "", instance: Any = None) -> list[str]:
     """Every numeric field of a spec class as a dotted path, entering nested specs (a list of named specs by each
     entry's name in ``instance``, else by ``*``). Mappings (``energy.table``) are left out: their keys are other
-    tables' entries.
+    tables' entries, and so is a file's ``schema_version`` (a format marker, no model's input).
 
     Parameters
     ----------
@@ -183,6 +183,8 @@ def numeric_fields(cls: type[BaseModel], prefix: str = "", instance: Any = None)
     """
     out: list[str] = []
     for name, f in cls.model_fields.items():
+        if name == "schema_version":
+            continue
         path = f"{prefix}.{name}" if prefix else name
         nested = _model_type(f.annotation)
         if nested is not None:

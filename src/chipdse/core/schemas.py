@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from chipdse.core.io import write_text_atomic
 from chipdse.core.models import MAX_CARD_DIM
 from chipdse.core.paths import instances_dir
-from chipdse.core.specs import ChipletLibrary, Package, ScenarioSpec, Workload
+from chipdse.core.specs import SCHEMA_VERSION, ChipletLibrary, Package, ScenarioSpec, Workload
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 """The JSON Schema version pydantic writes (draft 2020-12)."""
@@ -58,6 +58,9 @@ class ModelCard(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False,
                               json_schema_extra={"title": "chipdse model card"})
 
+    schema_version: int | None = Field(None, ge=1, le=SCHEMA_VERSION, description=f"The input schema version the "
+                                       f"card was written for (this chipdse reads up to {SCHEMA_VERSION}); absent: "
+                                       "the current one.")
     name: str | None = _text("Display name, e.g. 'Llama-3-8B' (default: the file's key).")
     architecture_family: str | None = _text("Free-text family, e.g. 'dense_transformer' or 'hybrid_mamba2_attention'.")
     hf_model_type: str | None = _text("The Hugging Face config's model_type, e.g. 'llama', 'nemotron_h'.")
@@ -184,7 +187,8 @@ def json_schema(kind: str) -> dict[str, Any]:
     Returns
     -------
     dict
-        The schema: every field with its type, bounds, default and description (units included).
+        The schema: every field with its type, bounds, default and description (units included), its ``version``
+        (:data:`chipdse.core.specs.SCHEMA_VERSION`, also in its ``$id``: ``urn:chipdse:schema:<kind>:v<N>``).
 
     Raises
     ------
@@ -195,8 +199,8 @@ def json_schema(kind: str) -> dict[str, Any]:
         msg = f"KIND: must be one of {list(SCHEMAS)}, got {kind!r}"
         raise ValueError(msg)
     schema = TypeAdapter(SCHEMAS[kind]).json_schema()
-    return {"$schema": JSON_SCHEMA_DIALECT, "title": TITLES[kind], **{k: v for k, v in schema.items()
-                                                                       if k != "title"}}
+    return {"$schema": JSON_SCHEMA_DIALECT, "$id": f"urn:chipdse:schema:{kind}:v{SCHEMA_VERSION}",
+            "title": TITLES[kind], "version": SCHEMA_VERSION, **{k: v for k, v in schema.items() if k != "title"}}
 
 
 def schema_text(kind: str) -> str:

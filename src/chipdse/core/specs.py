@@ -216,7 +216,46 @@ class MemoryChiplet(_Spec):
     source: str = Field("", description="Where the numbers come from.")
 
 
-class ChipletLibrary(_Spec):
+SCHEMA_VERSION = 1
+"""The version of the input file schemas this chipdse reads (``chipdse schema`` prints it as ``version``). A file
+may state the version it was written for as ``schema_version``; a newer one than this is refused in one line, so
+a file written for a later chipdse is not half read."""
+
+
+def check_schema_version(value: Any) -> Any:
+    """A file's ``schema_version``: absent, or a whole number 1..:data:`SCHEMA_VERSION`.
+
+    Raises
+    ------
+    ValueError
+        Not a whole number >= 1, or newer than :data:`SCHEMA_VERSION` (upgrade chipdse to read it).
+    """
+    if value is None:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        msg = f"a whole number >= 1 (this chipdse writes {SCHEMA_VERSION}), got {value!r}"
+        raise ValueError(msg)
+    if value > SCHEMA_VERSION:
+        msg = (f"this chipdse reads input files up to schema version {SCHEMA_VERSION}; the file was written for "
+               f"version {value}: upgrade chipdse")
+        raise ValueError(msg)
+    return value
+
+
+class _VersionedFile(_Spec):
+    """A spec that is a whole input file: it may state the schema version it was written for."""
+
+    schema_version: int | None = Field(None, description=f"The input schema version the file was written for "
+                                                          f"(this chipdse reads up to {SCHEMA_VERSION}); absent: "
+                                                          "the current one.")
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _known_version(cls, value: Any) -> Any:
+        return check_schema_version(value)
+
+
+class ChipletLibrary(_VersionedFile):
     """Compute chiplet types plus the memory stack and the PHY model."""
 
     name: str = Field(description="Library name, shown in reports.")
@@ -235,7 +274,7 @@ class ChipletLibrary(_Spec):
         raise KeyError(name)
 
 
-class Package(_Spec):
+class Package(_VersionedFile):
     """Interposer grid, NoI and area budget (HYDRA Sec. III-C, VI-A)."""
 
     name: str = Field(description="Package name, shown in reports.")
@@ -271,7 +310,7 @@ class Package(_Spec):
         return tuple(i * c + j for i, j in top + right + bottom + left)
 
 
-class Workload(_Spec):
+class Workload(_VersionedFile):
     """Request lengths (a trace or a parametric distribution) and the arrival process."""
 
     name: str = Field(description="Workload name, shown in reports and the sweep's workload column.")
@@ -522,7 +561,7 @@ class EnergySettings(_Spec):
         "hbm3_read: 2.5, pJ/bit); the names and ranges are chipdse params hydra's energy.table.* rows."))
 
 
-class Scenario(_Spec):
+class Scenario(_VersionedFile):
     """One file naming package, library, model, workload, design space and solver settings."""
 
     kind: Literal["hydra"] = Field("hydra", description="The HYDRA chiplet DSE (the SNAKE and NOVA studies have "
@@ -661,7 +700,7 @@ class ServingSpec(_Spec):
     seed: Seed = 0
 
 
-class _StudyLimits(_Spec):
+class _StudyLimits(_VersionedFile):
     """The solve limits a SNAKE or NOVA scenario shares."""
 
     work_limit: WorkLimit = Field(20.0, description="Deterministic work limit per exact solve, work units (at "
@@ -964,7 +1003,7 @@ def did_you_mean(cls: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
     holder = _walk(cls, loc[:-1])[1] if loc else None
     if holder is None:
         return ""
-    known = list(holder.model_fields)
+    known = sorted(holder.model_fields, key=lambda k: k == "schema_version")  # the format marker listed last
     close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
     if close:
         return f"; did you mean {close[0]!r}?"
