@@ -218,3 +218,29 @@ def test_the_readme_grid_session_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert sorted(table["combination"].unique()) == list(range(9))
     assert "\n" not in repr(scope["sc"]) and scope["sc"].spec.design_space.max_batch == [8]
     assert set(table["max_batch"].dropna()) == {8}
+
+
+def test_python_api_edges_fail_in_one_line(tmp_path: Path) -> None:
+    """Edges a notebook user hits: a loaded scenario given back to load_scenario / grid is used as it is (with
+    further overrides); a non-string key deep in a mapping is named by its path; a progress that is neither a flag
+    nor a callable and a worker count that is not a number are refused; dir(chipdse) lists the API."""
+    import yaml as _yaml
+
+    import chipdse
+    from chipdse.core.errors import ChipdseError, SpecError
+
+    sc = chipdse.load_scenario(instances_dir() / "scenarios" / "snake-stratum.yaml")
+    again = chipdse.load_scenario(sc, overrides={"work_limit": 2})
+    assert again.spec.work_limit == 2 and again.spec.name == sc.spec.name
+    with pytest.raises(SpecError, match="base_dir"):
+        chipdse.load_scenario(sc, base_dir=tmp_path)
+    base = _yaml.safe_load((instances_dir() / "scenarios" / "default.yaml").read_text())
+    bad = {**base, "design_space": {**base["design_space"], 2: 3}}
+    with pytest.raises(SpecError) as err:
+        chipdse.load_scenario(bad, base_dir=instances_dir() / "scenarios")
+    assert err.value.field == "design_space" and "key 2 (int)" in err.value.expected
+    with pytest.raises(ValueError, match="progress"):
+        chipdse.grid(base, {"design_space.max_batch": [[8]]}, base_dir=instances_dir() / "scenarios", progress="yes")
+    with pytest.raises(ChipdseError, match="whole number"):
+        chipdse.sweep(workers="x")
+    assert dir(chipdse) == sorted([*chipdse.API_NAMES, "__version__"])

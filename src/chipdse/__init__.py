@@ -44,3 +44,9 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module("chipdse.api"), name)
     msg = f"module 'chipdse' has no attribute {name!r}"
     raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    """What ``dir(chipdse)`` and tab completion show: the API's names and ``__version__``, not this module's
+    imports."""
+    return sorted([*API_NAMES, "__version__"])

@@ -82,16 +82,17 @@ def help_names() -> dict[str, str]:
             "batchers": names_text(BATCHER_NAMES), "schemas": names_text(tuple(SCHEMAS))}
 
 
-def load_scenario(scenario: str | Path | Mapping[str, Any] | None = None, sets: Sequence[str] = (), *,
+def load_scenario(scenario: ScenarioArg = None, sets: Sequence[str] = (), *,
                   base_dir: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> AnyScenario:
     """Load and check a scenario of any kind (HYDRA, SNAKE, NOVA), from a file or a mapping, as ``chipdse explore``
     does.
 
     Parameters
     ----------
-    scenario : str, Path or mapping, optional
+    scenario : str, Path, mapping or loaded scenario, optional
         The YAML file (default: the bundled ``instances/scenarios/default.yaml``), or the mapping such a file
-        holds (``yaml.safe_load`` of one, or built in Python), validated exactly as the file would be.
+        holds (``yaml.safe_load`` of one, or built in Python), validated exactly as the file would be; or what
+        this function returned (loaded again with its own overrides, then ``sets`` and ``overrides``).
     sets : sequence of str
         ``PATH=VALUE`` overrides (``chipdse ... --set``; :mod:`chipdse.core.overrides`): scenario fields by their
         dotted path, and for HYDRA ``library.``, ``package.``, ``workload.`` paths into the files it names; the
@@ -119,11 +120,16 @@ def load_scenario(scenario: str | Path | Mapping[str, Any] | None = None, sets: 
         with a file.
     """
     ovs = _sets(sets) + overrides_from_mapping(overrides)
-    if isinstance(scenario, Mapping):
+    if isinstance(scenario, LoadedScenario | StudyScenario):
+        if base_dir is not None:
+            raise SpecError("base_dir", str(base_dir), "None for a loaded scenario (it keeps the folder it was "
+                            "loaded from)")
+        loaded = reload(scenario, ovs)
+    elif isinstance(scenario, Mapping):
         loaded = load(_base_dir(base_dir), ovs, data=scenario)
     elif not isinstance(scenario, str | Path | None):
-        raise SpecError("scenario", shorten(scenario), "a YAML file's path, a mapping of scenario fields, or None "
-                        "(the bundled default)")
+        raise SpecError("scenario", shorten(scenario), "a YAML file's path, a mapping of scenario fields, a loaded "
+                        "scenario, or None (the bundled default)")
     elif base_dir is not None:
         msg = "a scenario mapping (a file's relative names resolve against its own folder; give base_dir=None)"
         raise SpecError("base_dir", str(base_dir), msg)
@@ -793,7 +799,7 @@ GRID_ROWS = ("finalists", "pareto", "points")
 """What :func:`grid` keeps of each screened combination: B* and M_T, the Pareto front, or every point."""
 
 
-def grid(scenario: str | Path | Mapping[str, Any] | None = None, axes: Mapping[str, Sequence[Any]] | None = None, *,
+def grid(scenario: ScenarioArg = None, axes: Mapping[str, Sequence[Any]] | None = None, *,
          base_dir: str | Path | None = None, overrides: Mapping[str, Any] | None = None, rows: str = "finalists",
          progress: bool | Callable[[str, float, float], None] = False) -> pd.DataFrame:
     """Screen a HYDRA scenario once per combination of override values and return one table (a notebook's
@@ -801,8 +807,8 @@ def grid(scenario: str | Path | Mapping[str, Any] | None = None, axes: Mapping[s
 
     Parameters
     ----------
-    scenario : str, Path or mapping, optional
-        As :func:`load_scenario` (a file, or the mapping one holds; default the bundled scenario).
+    scenario : str, Path, mapping or loaded scenario, optional
+        As :func:`load_scenario` (a file, the mapping one holds, or a loaded scenario; default the bundled one).
     axes : mapping of str to sequence
         ``{dotted path: [value, ...]}``: every combination (the Cartesian product, first axis slowest) is loaded
         with those values as overrides, e.g. ``{"library.compute.Ad.utilization": [0.5, 0.7, 0.9],
@@ -832,10 +838,13 @@ def grid(scenario: str | Path | Mapping[str, Any] | None = None, axes: Mapping[s
         the combination's override; every combination is loaded and checked before the first is screened); a
         SNAKE or NOVA scenario (field ``kind``).
     ValueError
-        ``rows`` not one of :data:`GRID_ROWS`.
+        ``rows`` not one of :data:`GRID_ROWS`; ``progress`` neither a bool nor a callable.
     """
     if rows not in GRID_ROWS:
         msg = f"rows: must be one of {list(GRID_ROWS)}, got {rows!r}"
+        raise ValueError(msg)
+    if not (isinstance(progress, bool) or callable(progress)):
+        msg = f"progress: must be True, False or a callable(stage, done, total), got {progress!r}"
         raise ValueError(msg)
     if overrides is not None and not isinstance(overrides, Mapping):
         raise SpecError("overrides", shorten(overrides), "a mapping of dotted paths to values, e.g. "

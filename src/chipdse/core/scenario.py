@@ -212,9 +212,32 @@ def data_dict(data: Mapping[str, Any], source: str) -> dict[str, Any]:
     SpecError
         ``data`` is not a mapping with string keys (source ``source``).
     """
-    if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+    if not isinstance(data, Mapping):
         raise SpecError(source, "", f"a mapping of scenario fields (as a scenario YAML holds), got {shorten(data)}")
+    bad = _non_string_key(data, "")
+    if bad is not None:
+        where, key = bad
+        raise SpecError(source, where or "(top level)", f"field names are strings (as a YAML file's keys), got the "
+                        f"key {key!r} ({type(key).__name__})")
     return copy.deepcopy(dict(data))
+
+
+def _non_string_key(value: Any, prefix: str) -> tuple[str, Any] | None:
+    """The first key that is not a string in ``value``'s nested mappings (lists entered by index): ``(dotted path
+    of the mapping holding it, the key)``, or None."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return prefix, k
+            hit = _non_string_key(v, f"{prefix}.{k}" if prefix else k)
+            if hit is not None:
+                return hit
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            hit = _non_string_key(v, f"{prefix}[{i}]")
+            if hit is not None:
+                return hit
+    return None
 
 
 def data_sha256(data: Mapping[str, Any]) -> str:

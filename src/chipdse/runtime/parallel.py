@@ -59,6 +59,9 @@ class Backend:
         if self.kind not in ("in-process", "processes", "dask"):
             msg = f"backend kind must be in-process, processes or dask, got {self.kind!r}"
             raise ChipdseError(msg)
+        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)):
+            msg = f"backend workers must be a whole number >= 1, got {self.workers!r}"
+            raise ChipdseError(msg)
         if self.workers is not None and self.workers < 1:
             msg = f"backend workers must be >= 1, got {self.workers}"
             raise ChipdseError(msg)
