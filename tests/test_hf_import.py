@@ -38,6 +38,10 @@ HELD_OUT = {
     "mixtral-8x7b": 46.7e9,  # Mistral AI, "Mixtral of experts" announcement (2023): "46.7B total parameters"
     "phi-3-mini": 3.8e9,  # Phi-3 technical report (arXiv:2404.14219): phi-3-mini, 3.8 billion parameters
     "jamba-1.5-mini": 52e9,  # AI21 Jamba-1.5 report (arXiv:2408.12570): Mini 52B total, 12B active
+    "olmoe-1b-7b": 6.9e9,  # OLMoE paper (arXiv:2409.02060): OLMoE-1B-7B, 6.9B total, 1.3B active parameters
+    "phi-3.5-moe": 41.9e9,  # microsoft/Phi-3.5-MoE-instruct model card: 41.9B parameters, 6.6B active
+    "granite-3.1-8b": 8.17e9,  # ibm-granite/granite-3.1-8b-instruct on Hugging Face: 8.17B parameters (safetensors)
+    "granite-3.1-3b-a800m": 3.3e9,  # ibm-granite/granite-3.1-3b-a800m-instruct model card: 3.3B total, 800M active
 }
 
 
@@ -50,7 +54,8 @@ def test_held_out_configs_import_within_1pct_of_published_totals(key: str) -> No
 
 # Active counts published beside the totals; ours include the input embedding and the LM head (SOURCE.md),
 # so a vendor that leaves the input embedding out (gpt-oss: 5.13B) sits below by its size.
-PUBLISHED_ACTIVE = {"qwen3-235b-a22b": 22e9, "deepseek-v3": 37e9, "mixtral-8x7b": 12.9e9, "jamba-1.5-mini": 12e9}
+PUBLISHED_ACTIVE = {"qwen3-235b-a22b": 22e9, "deepseek-v3": 37e9, "mixtral-8x7b": 12.9e9, "jamba-1.5-mini": 12e9,
+                    "olmoe-1b-7b": 1.3e9, "phi-3.5-moe": 6.6e9}
 
 
 @pytest.mark.parametrize("key", sorted(PUBLISHED_ACTIVE))

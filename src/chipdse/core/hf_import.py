@@ -124,7 +124,9 @@ def _sparse_ffn(cfg: Config) -> Callable[[int], str]:
 
 
 def _dense(cfg: Config) -> dict[str, Any]:
-    """Llama, Mistral, Qwen2, Qwen3, Phi-3 / Phi-4: every layer attention + gated MLP."""
+    """Llama, Mistral, Qwen2, Qwen3, Phi-3 / Phi-4, Granite (IBM Granite 3.x dense: Llama's weights; its
+    embedding / attention / residual / logits multipliers scale activations, no weights): every layer attention +
+    gated MLP."""
     n = cfg.size("num_hidden_layers")
     card = _attention(cfg, qk_norm=cfg.model_type == "qwen3") | _swiglu(cfg) | _layers(n, "attention", "mlp")
     extra: dict[str, bool | int] = {"qkv_bias": True} if cfg.model_type == "qwen2" else {}
@@ -138,9 +140,17 @@ def _dense(cfg: Config) -> dict[str, Any]:
 
 
 def _mixtral(cfg: Config) -> dict[str, Any]:
+    """Mixtral and the families built like it: MoE on every layer, each expert a gated MLP of
+    ``intermediate_size``, no shared expert. Granite-MoE (IBM Granite 3.x MoE) the same (its multipliers scale
+    activations, no weights); Phi-3.5-MoE (``phimoe``) with attention biases; OLMoE with ``num_experts`` and q/k
+    RMSNorms (full-width in OLMoE, counted per head here: 61 k parameters of its 6.9 B)."""
     n = cfg.size("num_hidden_layers")
-    return (_attention(cfg) | _swiglu(cfg) | _moe(cfg, "num_local_experts", "intermediate_size")
+    olmoe = cfg.model_type == "olmoe"
+    card = (_attention(cfg, qk_norm=olmoe) | _swiglu(cfg)
+            | _moe(cfg, "num_experts" if olmoe else "num_local_experts", "intermediate_size")
             | _layers(n, "attention", "moe") | {"architecture_family": "moe_transformer"})
+    extra = {"attention_bias": True} if cfg.flag("attention_bias", cfg.model_type == "phimoe") else {}
+    return card | {"extra": extra}
 
 
 def _qwen_moe(cfg: Config) -> dict[str, Any]:
@@ -357,8 +367,9 @@ def _mamba2(cfg: Config) -> dict[str, Any]:
 
 
 FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
-    "llama": _dense, "mistral": _dense, "qwen2": _dense, "qwen3": _dense, "phi3": _dense,
-    "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
+    "llama": _dense, "mistral": _dense, "qwen2": _dense, "qwen3": _dense, "phi3": _dense, "granite": _dense,
+    "mixtral": _mixtral, "granitemoe": _mixtral, "phimoe": _mixtral, "olmoe": _mixtral,
+    "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "kimi_k2": _deepseek,
     "gpt_oss": _gpt_oss, "qwen3_next": _qwen3_next, "nemotron_h": _nemotron_h, "jamba": _jamba,
     "zamba2": _zamba2, "falcon_h1": _falcon_h1, "mamba": _mamba, "mamba2": _mamba2,
