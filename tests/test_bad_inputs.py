@@ -589,3 +589,25 @@ def test_replay_keeps_the_trace_timestamps(tmp_path: Path) -> None:
     sample = load_lengths(wl, tmp_path, 0, tmp_path / "w.yaml")
     assert sample.arrival_s is not None and sample.arrival_s.tolist() == [0.5, 1.25]
     assert sample.prefill_tokens.tolist() == [10, 20] and sample.decode_tokens.tolist() == [2, 3]
+
+
+def test_snake_contexts_past_a_cards_maximum_warn_in_one_line_before_the_run(monkeypatch: pytest.MonkeyPatch,
+                                                                              tmp_path: Path) -> None:
+    """SNAKE's bundled scenario times OPT-66B (2,048 positions, its published config) at 4K-16K contexts as the
+    paper's Fig. 13 does: explore says so once, naming the field and the card, before it runs anything."""
+    from typer.testing import CliRunner
+
+    import chipdse.api
+    from chipdse.cli import app
+    from chipdse.core.errors import ChipdseError
+
+    def stop(*_args: object, **_kwargs: object) -> None:
+        raise ChipdseError("stopped before the run")
+
+    monkeypatch.setattr(chipdse.api, "explore", stop)
+    res = CliRunner().invoke(app, ["explore", str(instances_dir() / "scenarios" / "snake-stratum.yaml"), "--out",
+                                   str(tmp_path / "out")])
+    warned = [ln for ln in res.output.splitlines() if ln.startswith("warning:")]
+    assert len(warned) == 1 and "contexts: 4,096, 8,192, 16,384 tokens" in warned[0]
+    assert "opt-66b (2,048, models[" in warned[0] and "stopped before the run" in res.output
+    assert res.output.index("warning:") < res.output.index("stopped before the run")

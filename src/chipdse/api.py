@@ -286,7 +286,7 @@ class ExploreRun:
         ChipdseError
             ``csv=False`` for a SNAKE or NOVA study (its table is written only as CSV).
         """
-        _check_points_csv(csv, self.kind, f"a kind: {self.kind} study")
+        check_points_csv(csv, self.kind, f"a kind: {self.kind} study")
         paths = write_report(self.result, REPORTS[self.kind], self.summary, Path(out), csv=csv)
         return ExploreRun(self.kind, self.scenario, self.result, self.summary, self.headline, paths)
 
@@ -296,7 +296,7 @@ def _num(x: float | None) -> str:
     return "None" if x is None else f"{x:.4g}"
 
 
-def _check_points_csv(csv: bool, kind: str, what: str) -> None:
+def check_points_csv(csv: bool, kind: str, what: str) -> None:
     """Refuse leaving the CSV out (``--no-points-csv``) for a study whose table has no Parquet copy.
 
     Raises
@@ -359,7 +359,7 @@ def explore(scenario: ScenarioArg = None, *, out: str | Path | None = None, work
     if not study.keeps_stages and (store is not None or fresh or checkpoints is not None):
         msg = f"store / fresh: only HYDRA scenarios keep finished stages; {sc.path} is a kind: {study.kind} study"
         raise ChipdseError(msg)
-    _check_points_csv(points_csv, study.kind, f"{sc.path} is a kind: {study.kind} study")
+    check_points_csv(points_csv, study.kind, f"{sc.path} is a kind: {study.kind} study")
     settings = Settings(work_limit=work_limit, time_limit_s=time_limit_s, seed=seed)
     with contextlib.ExitStack() as stack:
         if checkpoints is None and store is not None:

@@ -284,6 +284,9 @@ def explore(
             _applies("--store", store_path is not None, keeps)
             _applies("--fresh", fresh, keeps)
         created = ensure_writable_dir(out_dir, "--out")
+        api.check_points_csv(points_csv, kind, f"{sc.path} is a kind: {kind} study")
+        for line in api.STUDIES[kind].warnings(sc):  # after every option check, before any heavy work
+            typer.echo(f"warning: {line}", err=True)
         with contextlib.ExitStack() as stack:
             checkpoints = kept.open(store_path or out_dir / HYDRA_STORE, fresh, stack) if hydra else None
             bar = stack.enter_context(Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),

@@ -50,6 +50,10 @@ class Study(Generic[S, R]):
         ``chipdse params``.
     keeps_stages : bool
         Whether ``run`` keeps its finished stages in a results store (``--store``).
+    warnings : callable(scenario) -> list of str
+        One line each that ``chipdse explore`` prints (``warning: ...``, stderr) before the run: a setting the
+        study runs with but the architect should know about (e.g. SNAKE contexts past a card's maximum); none by
+        default.
     """
 
     kind: str
@@ -61,13 +65,14 @@ class Study(Generic[S, R]):
     headline: Callable[[R], list[str]]
     params: Callable[[Path | None], list[ParamRow]]
     keeps_stages: bool = False
+    warnings: Callable[[S], list[str]] = lambda _sc: []
 
 
 STUDIES: dict[str, Study[Any, Any]] = {
     explore.KIND: Study(explore.KIND, explore.load, explore.check, explore.label, explore.run, explore.summary,
                         explore.headline, REGISTERS[explore.KIND], keeps_stages=True),
     snake.KIND: Study(snake.KIND, snake.load, snake.check, snake.label, snake.run, snake.summary, snake.headline,
-                      REGISTERS[snake.KIND]),
+                      REGISTERS[snake.KIND], warnings=snake.warnings),
     nova.KIND: Study(nova.KIND, nova.load, nova.check, nova.label, nova.run, nova.summary, nova.headline,
                      REGISTERS[nova.KIND]),
 }

@@ -354,6 +354,25 @@ def summary(s: SnakeStudy) -> dict[str, Any]:
             "fidelity": None if s.claims is None else s.claims.fidelity()}
 
 
+def warnings(sc: StudyScenario) -> list[str]:
+    """What ``chipdse explore`` says before it runs the study (one line, no ``warning:`` prefix; none when nothing
+    to say): the models of ``models`` whose card's ``max_position_embeddings`` is below the longest of ``contexts``.
+    Their decode steps are still timed at those KV lengths (SNAKE Fig. 13 runs OPT-66B, a 2,048-position model, at
+    4K-16K: a hardware study of the step's cost, not a claim that the model attends that far)."""
+    spec = sc.spec
+    assert isinstance(spec, SnakeScenario), "check() types it"
+    short = []
+    for where, m in spec.card_refs():
+        context = load_card(sc.named_files.get(where, m)).get("max_position_embeddings")
+        if where.startswith("models[") and isinstance(context, int) and max(spec.contexts) > context:
+            short.append(f"{m} ({context:,}, {where})")
+    if not short:
+        return []
+    return [f"contexts: {', '.join(f'{c:,}' for c in spec.contexts)} tokens: longer than the maximum context (the "
+            f"card's max_position_embeddings) of {' and '.join(short)}; their decode steps are timed at those "
+            "KV-cache lengths all the same, as SNAKE Fig. 13 does"]
+
+
 def headline(s: SnakeStudy) -> list[str]:
     """The lines ``chipdse explore`` prints: the average speedup over each baseline."""
     assert s.summaries is not None, "run() computes the summaries"
