@@ -46,6 +46,9 @@ class LayerWork:
         Attention and SSM run side by side on the same input (Falcon-H1).
     conv_state : int
         Elements of the Mamba-2 causal-conv state per request, ``(d_inner + 2 G N)(K - 1)`` (0 without SSM).
+    gpu_bytes : float or None
+        Bytes of ``gpu_params`` at each part's stored precision (the card's ``quantization``); None: BF16
+        (``gpu_params x`` :data:`BYTES`).
     """
 
     gpu_params: int
@@ -54,6 +57,12 @@ class LayerWork:
     moe: tuple[int, int, int] | None = None
     parallel: bool = False
     conv_state: int = 0
+    gpu_bytes: float | None = None
+
+    @property
+    def gpu_weight_bytes(self) -> float:
+        """Bytes the GPU reads for ``gpu_params`` each step."""
+        return float(self.gpu_params * BYTES) if self.gpu_bytes is None else self.gpu_bytes
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,16 @@ class NovaModel:
     kv_cache_bytes: int = BYTES
     """Bytes per cached K / V value: the card's ``kv_cache_dtype`` (:data:`chipdse.core.precision.KV_CACHE_DTYPES`),
     BF16 by default (NOVA Sec. VI-A)."""
+    expert_param_bytes: float = BYTES
+    """Bytes per routed-expert weight: the card's ``quantization.bits_per_weight / 8`` when it quantizes ``moe``
+    blocks, else BF16."""
+    stored_bytes: float | None = None
+    """All stored weights in bytes at each part's precision; None: BF16 (``total_params x`` :data:`BYTES`)."""
+
+    @property
+    def weight_bytes(self) -> float:
+        """All stored weights in bytes (:attr:`stored_bytes`)."""
+        return float(self.total_params * BYTES) if self.stored_bytes is None else self.stored_bytes
 
     @property
     def total_params(self) -> int:
@@ -138,44 +157,61 @@ def build_nova_model(card: dict, key: str) -> NovaModel:
         A layer type NOVA's offload model does not cover (e.g. MLA) or a missing hyper-parameter.
     """
     h = _get(card, "hidden_size")
+    q = card.get("quantization") or {}
+    kinds, bits = set(q.get("block_kinds") or ()), float(q.get("bits_per_weight") or 8 * BYTES)
+
+    def width(kind: str) -> float:  # bytes per stored weight of a block kind (core.precision)
+        return bits / 8.0 if kind in kinds else float(BYTES)
+
     params = dict.fromkeys(("attention", "ssm", "routed_experts", "other", "embedding_head", "mtp"), 0)
-    layers = []
+    layers, stored = [], 0.0
     for i, (mixer, ffn) in enumerate(zip(card["layer_mixer"], card["layer_ffn"], strict=True)):
-        gpu, att, ssm, moe, conv = 0, None, None, None, 0
+        gpu, gpu_b, att, ssm, moe, conv = 0, 0.0, None, None, None, 0
         if mixer in ("attention", "attention||mamba2"):
             p, att = _gqa(card)
             params["attention"] += p + h
             gpu += p
+            gpu_b += p * width("attention")
+            stored += p * width("attention") + h * BYTES
         if mixer in ("mamba2", "attention||mamba2"):
             p, ssm, proj, conv = _mamba2(card)
             params["ssm"] += p + (h if mixer == "mamba2" else 0)
             gpu += proj
+            gpu_b += proj * width("mamba2")
+            stored += p * width("mamba2") + (h if mixer == "mamba2" else 0) * BYTES
         if mixer not in ("attention", "mamba2", "attention||mamba2", "none"):
             raise SpecError(str(card.get("name", key)), f"layer_mixer[{i}]", f"GQA / Mamba-2 layers, got {mixer!r}")
         if ffn == "mlp":
             p = (3 if card.get("mlp_gated") else 2) * h * _get(card, "intermediate_size")
             params["other"] += p + h
             gpu += p
+            gpu_b += p * width("mlp")
+            stored += p * width("mlp") + h * BYTES
         elif ffn == "moe":
             other, routed, moe = _moe(card)
             params["other"] += other + h
             params["routed_experts"] += routed
             gpu += other
+            gpu_b += other * width("moe")
+            stored += (other + routed) * width("moe") + h * BYTES
         elif ffn != "none":
             raise SpecError(str(card.get("name", key)), f"layer_ffn[{i}]", f"mlp, moe or none, got {ffn!r}")
-        layers.append(LayerWork(gpu, att, ssm, moe, parallel=mixer == "attention||mamba2", conv_state=conv))
+        layers.append(LayerWork(gpu, att, ssm, moe, parallel=mixer == "attention||mamba2", conv_state=conv,
+                                gpu_bytes=gpu_b if kinds else None))
     vocab = _get(card, "vocab_size")
     head = 0 if card.get("tie_word_embeddings") else vocab * h
     params["embedding_head"] = vocab * h + head + h
+    stored += params["embedding_head"] * BYTES  # embedding and head stay 16-bit (core.precision.LINEAR_KINDS)
     if card.get("num_nextn_predict_layers"):
         att_p, _ = _gqa(card)
         other, routed, _ = _moe(card)
         params["mtp"] = 2 * h * h + 3 * h + att_p + h + other + routed + h  # eh_proj, norms, one attn + one MoE
+        stored += params["mtp"] * BYTES
     published = card.get("published_params_total_exact") or card.get("published_params_total")
-    return NovaModel(key, str(card.get("name", key)), float(published), params, tuple(layers),
-                     gpu_fixed_params=vocab * h,
-                     kv_cache_bytes=dtype_bytes(card, "kv_cache_dtype", KV_CACHE_DTYPES, BYTES,
-                                                str(card.get("name", key))))
+    name = str(card.get("name", key))
+    return NovaModel(key, name, float(published), params, tuple(layers), gpu_fixed_params=vocab * h,
+                     kv_cache_bytes=dtype_bytes(card, "kv_cache_dtype", KV_CACHE_DTYPES, BYTES, name),
+                     expert_param_bytes=width("moe"), stored_bytes=stored if kinds else None)
 
 
 def load_nova_model(key: str) -> NovaModel:

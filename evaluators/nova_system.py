@@ -555,12 +555,15 @@ class ExpertSplitCase:
         The cube's two tiers.
     method : str
         The design's expert-split policy (:attr:`NovaDesign.expert_split`).
+    param_bytes : float
+        Bytes per expert weight (BF16 2; the card's quantized width when it quantizes ``moe`` blocks).
     """
 
     tokens: tuple[int, ...]
     expert_bytes: float
     tiers: NovaTiers
     method: str
+    param_bytes: float = BYTES
 
 
 @dataclass(frozen=True)
@@ -578,10 +581,11 @@ makespan in seconds, in which case the split's energy takes the hottest ``ceil(1
 1:9 rule)."""
 
 
-def _moe_case(w_moe: tuple[int, int, int], design: NovaDesign, batch: int, system: NovaSystem) -> ExpertSplitCase:
+def _moe_case(w_moe: tuple[int, int, int], design: NovaDesign, batch: int, system: NovaSystem,
+              param_bytes: float = BYTES) -> ExpertSplitCase:
     e, k, per_expert = w_moe
-    return ExpertSplitCase(routed_tokens(batch, e, k, system.routing), per_expert * BYTES / system.all_cubes,
-                           design_tiers(design, system), design.expert_split)
+    return ExpertSplitCase(routed_tokens(batch, e, k, system.routing), per_expert * param_bytes / system.all_cubes,
+                           design_tiers(design, system), design.expert_split, param_bytes)
 
 
 def expert_split_cases(model: NovaModel, design: NovaDesign, batch: int,
@@ -593,7 +597,7 @@ def expert_split_cases(model: NovaModel, design: NovaDesign, batch: int,
     cases: list[ExpertSplitCase] = []
     for w in model.layers:
         if w.moe:
-            case = _moe_case(w.moe, design, batch, system)
+            case = _moe_case(w.moe, design, batch, system, model.expert_param_bytes)
             if case not in cases:
                 cases.append(case)
     return cases
@@ -626,8 +630,8 @@ def moe_mode_times_s(case: ExpertSplitCase, splits: ExpertSplits | None) -> dict
     """
     split = _split_result(case, splits)
     n = np.asarray(case.tokens, dtype=float)
-    flops = 2.0 * case.expert_bytes / BYTES * n
-    tier1, tier2 = single_tier_expert_times_s(flops, moe_expert_intensity(n, BYTES), case.tiers)
+    flops = 2.0 * case.expert_bytes / case.param_bytes * n
+    tier1, tier2 = single_tier_expert_times_s(flops, moe_expert_intensity(n, case.param_bytes), case.tiers)
     return {"tier1": tier1, "tier2": tier2, "split": split.makespan_s}
 
 
@@ -650,14 +654,14 @@ def moe_modes(case: ExpertSplitCase, splits: ExpertSplits | None, design: NovaDe
     times = moe_mode_times_s(case, splits)
     tier2_set = _split_result(case, splits).tier2
     first = _tier1_path(design)
-    params = case.expert_bytes * system.all_cubes / BYTES
+    params, b = case.expert_bytes * system.all_cubes / case.param_bytes, case.param_bytes
 
     def energy(on_tier2: frozenset[int]) -> Energy:  # linear in FLOPs, bytes and swept bytes: sum per tier
         n2 = [n for e, n in enumerate(case.tokens) if n and e in on_tier2]
         n1 = [n for e, n in enumerate(case.tokens) if n and e not in on_tier2]
-        out = path_energy_J(system, design, "tier2", 2.0 * params * sum(n2), params * BYTES * len(n2))
-        return _add(out, path_energy_J(system, design, first, 2.0 * params * sum(n1), params * BYTES * len(n1),
-                                       sweeps_bytes=params * BYTES * sum(n1)))
+        out = path_energy_J(system, design, "tier2", 2.0 * params * sum(n2), params * b * len(n2))
+        return _add(out, path_energy_J(system, design, first, 2.0 * params * sum(n1), params * b * len(n1),
+                                       sweeps_bytes=params * b * sum(n1)))
 
     everyone = frozenset(range(len(case.tokens)))
     return {"tier1": (times["tier1"], energy(frozenset())), "tier2": (times["tier2"], energy(everyone)),
@@ -665,9 +669,10 @@ def moe_modes(case: ExpertSplitCase, splits: ExpertSplits | None, design: NovaDe
 
 
 def single_tier_moe(design: NovaDesign, w_moe: tuple[int, int, int], batch: int,
-                    system: NovaSystem = SYSTEM) -> tuple[float, Energy]:
+                    system: NovaSystem = SYSTEM, param_bytes: float = BYTES) -> tuple[float, Energy]:
     """An MoE layer on a one-tier design (in-die, peri-die or base-die): experts back to back on that tier, s,
-    and its dynamic energy, J by part (first-tier experts activate their rows once per token, :func:`moe_modes`).
+    and its dynamic energy, J by part (first-tier experts activate their rows once per token, :func:`moe_modes`);
+    ``param_bytes`` per expert weight (BF16 by default).
     """
     e, k, per_expert = w_moe
     counts = Counter(routed_tokens(batch, e, k, system.routing))
@@ -675,12 +680,12 @@ def single_tier_moe(design: NovaDesign, w_moe: tuple[int, int, int], batch: int,
     for n, c in counts.items():
         if n:
             flops = 2.0 * per_expert * n
-            modes = nmp_modes(design, flops, float(moe_expert_intensity(n, BYTES)), system, "moe")
+            modes = nmp_modes(design, flops, float(moe_expert_intensity(n, param_bytes)), system, "moe")
             (mode, (dt, _)), = modes.items()
             t += c * dt
             path = {"in-die": "in_die"}.get(mode, mode)
-            sweeps = n * per_expert * BYTES if path in ("tier1", "in_die") else None
-            _add(out, path_energy_J(system, design, path, flops, per_expert * BYTES, sweeps_bytes=sweeps), c)
+            sweeps = n * per_expert * param_bytes if path in ("tier1", "in_die") else None
+            _add(out, path_energy_J(system, design, path, flops, per_expert * param_bytes, sweeps_bytes=sweeps), c)
     return t, out
 
 
@@ -814,7 +819,7 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
         """One layer's time parts and dynamic energy."""
         parts: dict[str, float] = dict.fromkeys(("gpu_s", "nmp_s", "sync_s", "gqa_s", "ssm_s", "moe_s"), 0.0)
         energy: Energy = {}
-        parts["gpu_s"] += on_gpu(energy, 2.0 * w.gpu_params * batch, w.gpu_params * BYTES)
+        parts["gpu_s"] += on_gpu(energy, 2.0 * w.gpu_params * batch, w.gpu_weight_bytes)
         syncs = 0
         work: dict[str, tuple[float, float, float]] = {}  # operator -> (FLOPs, bytes, Op/B)
         if w.attention:
@@ -861,15 +866,15 @@ def decode_step_s(model: NovaModel, design: NovaDesign, batch: int, context: flo
         if w.moe:
             e_count, k, per_expert = w.moe
             active = sum(1 for n in routed_tokens(batch, e_count, k, system.routing) if n)
-            gpu_args = 2.0 * per_expert * batch * k, active * per_expert * BYTES
+            gpu_args = 2.0 * per_expert * batch * k, active * per_expert * model.expert_param_bytes
             on_nmp = "moe" in design.offload
             if on_nmp:
                 if w.moe not in moe_nmp:
                     if design.two_tier:
-                        case = _moe_case(w.moe, design, batch, system)
+                        case = _moe_case(w.moe, design, batch, system, model.expert_param_bytes)
                         moe_nmp[w.moe] = choose(design, moe_modes(case, expert_splits, design, system), static_W)[1:]
                     else:
-                        moe_nmp[w.moe] = single_tier_moe(design, w.moe, batch, system)
+                        moe_nmp[w.moe] = single_tier_moe(design, w.moe, batch, system, model.expert_param_bytes)
                 on_nmp = moe_nmp[w.moe][0] + system.sync_s <= system.gpu_time_s(*gpu_args, "expert")
             if on_nmp:
                 t, e = moe_nmp[w.moe]
@@ -942,7 +947,7 @@ def _prefill_work(model: NovaModel, batch: int, prompt: int) -> tuple[float, flo
             _, k, per_expert = w.moe
             flops += 2.0 * per_expert * k * batch * prompt
     flops += 2.0 * model.gpu_fixed_params * batch
-    return flops, float(model.total_params * BYTES)
+    return flops, model.weight_bytes
 
 
 def prefill_s(model: NovaModel, batch: int, prompt: int, system: NovaSystem = SYSTEM) -> float:
@@ -1117,10 +1122,10 @@ def serve(model: NovaModel, design: NovaDesign, batch: int, l_in: int, l_out: in
 
 def memory_bytes(model: NovaModel, batch: int, context: float) -> dict[str, float]:
     """Bytes by kind for ``batch`` requests of ``context`` tokens: KV cache, SSM state, expert weights, the rest."""
-    experts = model.params["routed_experts"] * BYTES
+    experts = model.params["routed_experts"] * model.expert_param_bytes
     return {"kv_cache": batch * context * model.kv_bytes_per_token(),
             "ssm_state": batch * model.state_bytes_per_request(),
-            "expert_weights": float(experts), "other_weights": float(model.total_params * BYTES - experts)}
+            "expert_weights": float(experts), "other_weights": float(model.weight_bytes - experts)}
 
 
 def fits(model: NovaModel, design: NovaDesign, batch: int, context: float, system: NovaSystem = SYSTEM) -> bool:

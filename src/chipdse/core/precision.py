@@ -3,7 +3,9 @@
 
 A card's ``quantization`` is ``{"format": "fp8", "bits_per_weight": 8.002, "block_kinds": ["attention", "mlp",
 "moe"], "from": "..."}``: the blocks of those kinds store their weights at ``bits_per_weight`` (scales included),
-every other block (embedding, head, and any kind not listed) at the card's ``torch_dtype``. The KV cache is stored
+every other block (embedding, head, and any kind not listed) at the card's ``torch_dtype``; HYDRA's descriptor and
+NOVA's model (:mod:`chipdse.evaluators.nova_model`: experts, GPU-side projections, capacity) read it, SNAKE's
+operator lists stay BF16. The KV cache is stored
 at the card's ``kv_cache_dtype`` and activations move at its ``activation_dtype`` (:data:`KV_CACHE_DTYPES`,
 :data:`ACTIVATION_DTYPES`), each ``torch_dtype`` when absent.
 

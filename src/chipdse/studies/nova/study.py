@@ -153,7 +153,8 @@ def solve_expert_splits(cases: list[ExpertSplitCase], config: SolverConfig) -> d
     for case in cases:
         if case in out:
             continue
-        prob = ExpertSplitProblem(tuple(case.expert_bytes for _ in case.tokens), case.tokens, case.tiers)
+        prob = ExpertSplitProblem(tuple(case.expert_bytes for _ in case.tokens), case.tokens, case.tiers,
+                                  bytes_per_param=case.param_bytes)
         sol = solve_expert_split(prob, case.method, config)
         if sol.objective is not None:
             out[case] = SplitOutcome(float(sol.objective), case.method, sol, tier2=_on_tier2(sol))
