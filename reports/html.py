@@ -76,7 +76,8 @@ class Plot:
         Plotly layout.
     details : dict[str, dict]
         What a click on a point shows, by its ``customdata`` key: ``{"title": str, "rows": [[name, value], ...],
-        "maps": [{"title": str, "z": 2-D list, "text": 2-D list or None, "colorscale": str, "unit": str}, ...],
+        "maps": [{"title": str, "z": 2-D list, "text": 2-D list or None, "colorscale": str or list, "unit": str,
+        "showscale": bool (optional), "zmin" / "zmax": numbers (optional)}, ...],
         "note": str}``. A clicked point without an entry shows its hover text and ``missing_note``.
     missing_note : str
         Shown for a clicked point that has no ``details`` entry.
@@ -310,14 +311,15 @@ SCRIPT = r"""
     html += '</div><p class="note">' + esc(d.note || '') + '</p>';
     box.innerHTML = html; box.dataset.shown = key;
     var drawn = d.maps.map(function(m, i){
-      var tr = {type:'heatmap', z:m.z, colorscale:m.colorscale, colorbar:{title:{text:m.unit}}, hoverongaps:false};
+      var tr = {type:'heatmap', z:m.z, colorscale:m.colorscale, colorbar:{title:{text:m.unit}}, hoverongaps:false,
+                showscale: m.showscale !== false, zmin: m.zmin, zmax: m.zmax, textfont: {size: 9}};
       if(m.text){
         tr.text = m.text; tr.texttemplate = '%{text}';
         tr.hovertemplate = '%{text}<br>%{z:.4g} ' + m.unit + '<extra></extra>';
       }
       return Plotly.newPlot(plot.id + '-map-' + i, [tr], {title:{text:m.title, font:{size:12}},
-        margin:{l:40,r:10,t:40,b:30}, yaxis:{autorange:'reversed', dtick:1}, xaxis:{dtick:1}},
-        {displaylogo:false, responsive:true, staticPlot:false});
+        margin:{l:40,r:10,t:50,b:30}, yaxis:{autorange:'reversed', dtick:1}, xaxis:{dtick:1}},
+        {displaylogo:false, responsive:true, displayModeBar:false});
     });
     box.dataset.maps = String(d.maps.length);
     return drawn.length;
@@ -451,6 +453,11 @@ def write_figures(out_dir: Path, figures: dict[str, bytes]) -> Path:
     return final
 
 
+SYMBOLS = ("circle-open", "diamond", "square-open", "x", "triangle-up-open", "cross", "star-open", "circle")
+"""Marker symbols of :func:`table_scatter`'s traces, in order (with shrinking sizes): series that coincide (e.g.
+two NOVA split policies with the same numbers) stay visible on top of each other."""
+
+
 def table_scatter(plot_id: str, title: str, note: str, frame: Any, x: tuple[str, str], y: tuple[str, str],
                   group: str, hover: list[str], log_x: bool = False) -> Plot:
     """A scatter of one study table's rows, one trace per value of ``group``.
@@ -472,14 +479,16 @@ def table_scatter(plot_id: str, title: str, note: str, frame: Any, x: tuple[str,
     """
     cols = [group, x[0], y[0], *[c for c in hover if c not in (group, x[0], y[0])]]
     data = []
-    for value, part in frame.groupby(group, sort=True):
+    for j, (value, part) in enumerate(frame.groupby(group, sort=True)):
         part = part[part[x[0]].notna() & part[y[0]].notna()]
         text = ["<br>".join(f"{c} {v:.4g}" if isinstance(v, float) else f"{c} {v}" for c, v in zip(cols, row,
                                                                                                      strict=True))
                 for row in part[cols].itertuples(index=False, name=None)]
         data.append({"type": "scatter", "mode": "markers", "name": str(value), "x": part[x[0]].to_numpy(),
                      "y": part[y[0]].to_numpy(), "text": text, "customdata": [str(value)] * len(part),
-                     "hovertemplate": "%{text}<extra></extra>", "marker": {"size": 7}})
+                     "hovertemplate": "%{text}<extra></extra>",
+                     "marker": {"size": 11 - 2 * (j % 4), "symbol": SYMBOLS[j % len(SYMBOLS)],
+                                "line": {"width": 1}}})
     layout = {"xaxis": {"title": {"text": x[1]}, **({"type": "log"} if log_x else {})},
               "yaxis": {"title": {"text": y[1]}}, "hovermode": "closest", "legend": {"orientation": "h", "y": -0.18},
               "margin": {"l": 60, "r": 20, "t": 30, "b": 40}}

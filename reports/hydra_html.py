@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from chipdse.reports.html import Plot, clean
-from chipdse.reports.pdf import best_exact, proof
+from chipdse.reports.pdf import TYPE_COLOURS, best_exact, proof
 from chipdse.reports.style import ROLE_STYLE
 from chipdse.studies.hydra.artifacts import ExploreResult, FinalistResult, ThermalFinalist
 
@@ -70,18 +70,23 @@ def _cells_text(decision: dict[int, str], rows: int, cols: int, values: np.ndarr
         line = []
         for cc in range(cols):
             ty = decision.get(rr * cols + cc, "")
-            short = ty.replace("hbm:attention", "HBM attn").replace("hbm:mamba", "HBM mamba") or "empty"
+            short = ty.replace("hbm:attention", "HBM<br>attn").replace("hbm:mamba", "HBM<br>mamba") or "empty"
             line.append(short if values is None else f"{short}<br>{values[rr, cc]:.3g} {unit}")
         out.append(line)
     return out
 
 
 def _placement_map(decision: dict[int, str], rows: int, cols: int, title: str) -> dict[str, Any]:
+    """A floorplan as a heat map whose cells are coloured by chiplet type, as the PDF's floorplans are
+    (:data:`chipdse.reports.pdf.TYPE_COLOURS`; an empty cell white): a discrete colour scale, no colour bar."""
     kinds = sorted(set(decision.values()))
     code = {k: i + 1 for i, k in enumerate(kinds)}
     z = [[code.get(decision.get(rr * cols + cc, ""), 0) for cc in range(cols)] for rr in range(rows)]
-    return {"title": title, "z": z, "text": _cells_text(decision, rows, cols, None, ""), "colorscale": "Turbo",
-            "unit": "type"}
+    colours = ["#ffffff", *(TYPE_COLOURS.get(k, "#cccccc") for k in kinds)]
+    n = len(colours)
+    scale = [[v, c] for i, c in enumerate(colours) for v in (i / n, (i + 1) / n)]
+    return {"title": title, "z": z, "text": _cells_text(decision, rows, cols, None, ""), "colorscale": scale,
+            "unit": "type", "showscale": False, "zmin": -0.5, "zmax": n - 0.5}
 
 
 def _finalist_detail(r: ExploreResult, f: FinalistResult, t: ThermalFinalist | None,
@@ -125,8 +130,10 @@ def plots(r: ExploreResult) -> list[Plot]:
     finals = df[df["role"] != "-"]
     merits = _merits(r)
     shown = thin(stable[~stable["pareto"] & (stable["role"] == "-")])
-    data = [_trace(shown, merits, f"stable points ({len(shown):,} of {len(stable):,} shown)",
-                   marker={"size": 4, "color": "#bbbbbb"}),
+    rest = len(stable) - len(front) - len(finals)
+    cloud = (f"other stable points ({len(shown):,} of {rest:,} shown, thinned)" if len(shown) < rest
+             else f"other stable points ({len(shown):,})")
+    data = [_trace(shown, merits, cloud, marker={"size": 4, "color": "#bbbbbb"}),
             _trace(front, merits, f"Pareto front ({len(front)} points)", mode="lines+markers",
                    marker={"size": 6, "color": "#1f77b4"}, line={"color": "#1f77b4"})]
     for role in ("M_T", "B*"):
@@ -145,7 +152,7 @@ def plots(r: ExploreResult) -> list[Plot]:
     note = (f"{len(df):,} points scored, {len(stable):,} stable (Markov/fluid estimator; the PDF's Pareto page). "
             "Hover a point for its design and figures of merit; click B* or M_T for its layout and power / "
             "temperature maps.")
-    if len(shown) < len(stable) - len(front) - len(finals):
+    if len(shown) < rest:
         note += (f" The cloud is thinned to one point per cell of a {GRID[0]} x {GRID[1]} grid over log TTFT x "
                  "throughput (the highest throughput of each); points.parquet holds every point.")
     return [Plot("pareto", "Pareto front: throughput vs TTFT", note, clean(data), layout, clean(details),

@@ -76,7 +76,7 @@ def test_int8_on_every_linear_block_halves_a_bundled_cards_weights_but_not_its_e
 
 
 @pytest.mark.parametrize(("qc", "needle"), [
-    ({"quant_method": "bitnet"}, "quant_method 'bitnet' is not read"),
+    ({"quant_method": "bitnet"}, "quant_method 'bitnet': its weight format is not read"),
     ({"quant_method": "compressed-tensors"}, "is not read"),
 ])
 def test_a_quantization_method_not_read_is_a_warning(qc: dict, needle: str) -> None:
@@ -210,3 +210,17 @@ def test_nova_sizes_and_streams_quantized_experts_at_their_width() -> None:
     mem = memory_bytes(quant, 8, 1024)
     assert mem["expert_weights"] == quant.params["routed_experts"] * mxfp4_bits() / 8
     assert decode_step_s(quant, GPU, 8, 1024)["gpu_s"] < decode_step_s(bf16, GPU, 8, 1024)["gpu_s"]
+
+
+@pytest.mark.parametrize("scheme", ["fp8", {"num_bits": 4, "type": "float"}, {"num_bits": "8", "type": "float"},
+                                    {"num_bits": 8}, {"num_bits": True, "type": "int"}])
+def test_a_kv_cache_scheme_the_import_cannot_size_is_one_line_exit_2(scheme: object, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    raw = json.loads((BUNDLED_CONFIGS / "llama-3-8b.json").read_text())
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(raw | {"quantization_config": {"quant_method": "compressed-tensors",
+                                                             "kv_cache_scheme": scheme}}))
+    out = tmp_path / "card.json"
+    assert invoke(["model", "import", str(cfg), "--out", str(out), "--json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "quantization_config.kv_cache_scheme" in err[0] and not out.exists()

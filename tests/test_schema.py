@@ -187,5 +187,6 @@ def test_a_file_for_a_newer_schema_is_one_line_exit_2(which: str, write_scenario
     res = CliRunner().invoke(app, ["sweep", str(write_scenario(overrides))])
     assert res.exit_code == 2
     lines = res.output.strip().splitlines()
-    assert len(lines) == 1 and "schema_version" in lines[0] and f"version {newer}" in lines[0]
+    assert len(lines) == 1 and "schema_version" in lines[0] and f"(got {newer})" in lines[0]
+    assert lines[0].split("schema_version:", 1)[1].count(str(newer)) == 1, "the value is quoted once"
     assert "upgrade chipdse" in lines[0]

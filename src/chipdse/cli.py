@@ -986,7 +986,8 @@ def model_import(
     out_text: Annotated[str | None, typer.Option("--out", metavar="FILE", help="Card file to write (default: "
                                                  "<name>.json in the current folder).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: name, params, active_params, "
-                                          "weight_bytes, dtype, quantization, warnings, card.")] = False,
+                                          "weight_bytes, dtype, quantization, kv_cache_dtype, kv_bytes_per_token, "
+                                          "warnings, card (the card is written as without --json).")] = False,
 ) -> None:
     """Write a model card (instances/models schema) from a Hugging Face config.json and print its parameter
     count; the card loads as ``model: FILE.json`` in any scenario."""

@@ -452,7 +452,7 @@ def card_from_config(raw: dict[str, Any], source: str, name: str | None = None) 
     card["extra"] = extra or None
     if "quantization_config" in raw:
         card["quantization"] = from_hf_config(raw["quantization_config"], source)[0]
-        kv_dtype = kv_cache_dtype_from_hf(raw["quantization_config"])
+        kv_dtype = kv_cache_dtype_from_hf(raw["quantization_config"], source)
         if kv_dtype is not None:
             card["kv_cache_dtype"] = kv_dtype
     card |= derived_layer_fields(card)
@@ -537,7 +537,8 @@ def import_config(path: Path, name: str | None = None, published_params: float |
     }
     lines = [f"{card['name']}: {total:,} parameters computed ({total / 1e9:.3f}B; "
              f"active {(total - unused) / 1e9:.3f}B); weights {model.weight_bytes / 1e9:.4g} GB at "
-             f"{model.weight_dtype}", *ignored_sections(raw, source)]
+             f"{model.weight_dtype}; KV cache {model.kv_cache_dtype}, {model.kv_bytes_per_token():,.0f} bytes "
+             "per token", *ignored_sections(raw, source)]
     if published_params:
         diff = total / published_params - 1
         card["computed_vs_published_total"] = f"{diff:+.2%} vs the published figure given at import"

@@ -738,7 +738,7 @@ def check_card(card: dict[str, Any], source: str) -> None:
     try:
         check_schema_version(card.get("schema_version"))
     except ValueError as exc:
-        raise SpecError(source, "schema_version", str(exc)) from None
+        raise SpecError(source, "schema_version", f"{exc} (got {shorten(card.get('schema_version'))})") from None
     dtype_bytes(card, "kv_cache_dtype", KV_CACHE_DTYPES, 2, source)
     dtype_bytes(card, "activation_dtype", ACTIVATION_DTYPES, 2, source)
     for field, expected in _impossible_sizes(card):

@@ -69,19 +69,35 @@ def dtype_bytes(card: dict[str, Any], field: str, known: dict[str, int], default
     return known[name]
 
 
-def kv_cache_dtype_from_hf(qc: Any) -> str | None:
+def kv_cache_dtype_from_hf(qc: Any, source: str = "config.json") -> str | None:
     """The KV-cache data type a Hugging Face ``quantization_config`` stores its cache in, if it says: NVIDIA
     ModelOpt's ``kv_cache_quant_algo: "FP8"`` and compressed-tensors' ``kv_cache_scheme`` (``num_bits`` 8,
-    ``type`` ``float`` or ``int``); None otherwise (the cache then follows ``torch_dtype``)."""
+    ``type`` ``float`` or ``int``); None when it says nothing (the cache then follows ``torch_dtype``).
+
+    Raises
+    ------
+    SpecError
+        Field ``quantization_config.kv_cache_scheme`` (an object with ``num_bits`` 8 and ``type`` float or int, or
+        null) or ``quantization_config.kv_cache_quant_algo`` (FP8 or null) holding anything else: a KV-cache
+        format the import cannot size is refused, not read as 16-bit.
+    """
     if not isinstance(qc, dict):
         return None
     algo = qc.get("kv_cache_quant_algo")
-    if isinstance(algo, str) and algo.upper() == "FP8":
+    if algo is not None:
+        if not (isinstance(algo, str) and algo.upper() == "FP8"):
+            raise SpecError(source, "quantization_config.kv_cache_quant_algo", f"FP8 (or null), got {shorten(algo)}")
         return "fp8"
     scheme = qc.get("kv_cache_scheme")
-    if isinstance(scheme, dict) and scheme.get("num_bits") == 8:
-        return {"float": "fp8", "int": "int8"}.get(str(scheme.get("type", "")).lower())
-    return None
+    if scheme is None:
+        return None
+    dtype = ({"float": "fp8", "int": "int8"}.get(str(scheme.get("type", "")).lower())
+             if isinstance(scheme, dict) and scheme.get("num_bits") == 8
+             and not isinstance(scheme.get("num_bits"), bool) else None)
+    if dtype is None:
+        raise SpecError(source, "quantization_config.kv_cache_scheme", "an object with num_bits 8 and type float "
+                        f"(FP8) or int (INT8), or null, got {shorten(scheme)}")
+    return dtype
 
 
 def fp8_bits(block: tuple[int, int] = FP8_BLOCK) -> float:
@@ -147,8 +163,10 @@ def from_hf_config(qc: Any, source: str) -> tuple[dict[str, Any] | None, list[st
         fmt, bits, how = f"int{w}", int_bits(int(w), int(group)), f"{method} int{w}, groups of {group}"
     else:
         got = method or "none"
-        return None, [f"warning: quantization_config: quant_method {got!r} is not read (fp8, mxfp4, gptq and awq "
-                      "are); weights are sized at torch_dtype"]
+        kv = kv_cache_dtype_from_hf(qc, source)
+        also = f"; its KV-cache scheme is read ({kv} cache)" if kv else ""
+        return None, [f"warning: quantization_config: quant_method {got!r}: its weight format is not read (fp8, "
+                      f"mxfp4, gptq and awq are); weights are sized at torch_dtype{also}"]
     field = {"format": fmt, "bits_per_weight": round(bits, 6), "block_kinds": kinds,
              "from": f"quantization_config: {how}" + (f"; not converted: {', '.join(skip)}" if skip else "")}
     return field, []

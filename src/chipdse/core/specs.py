@@ -233,11 +233,11 @@ def check_schema_version(value: Any) -> Any:
     if value is None:
         return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        msg = f"a whole number >= 1 (this chipdse writes {SCHEMA_VERSION}), got {value!r}"
+        msg = f"a whole number >= 1 (this chipdse writes {SCHEMA_VERSION}; not true / false, not a string)"
         raise ValueError(msg)
     if value > SCHEMA_VERSION:
-        msg = (f"this chipdse reads input files up to schema version {SCHEMA_VERSION}; the file was written for "
-               f"version {value}: upgrade chipdse")
+        msg = (f"this chipdse reads input files up to schema version {SCHEMA_VERSION}; the file was written for a "
+               "later one: upgrade chipdse")
         raise ValueError(msg)
     return value
 
