@@ -197,7 +197,7 @@ def build_nova_model(card: dict, key: str) -> NovaModel:
         elif ffn != "none":
             raise SpecError(str(card.get("name", key)), f"layer_ffn[{i}]", f"mlp, moe or none, got {ffn!r}")
         layers.append(LayerWork(gpu, att, ssm, moe, parallel=mixer == "attention||mamba2", conv_state=conv,
-                                gpu_bytes=gpu_b if kinds else None))
+                                gpu_bytes=gpu_b))
     vocab = _get(card, "vocab_size")
     head = 0 if card.get("tie_word_embeddings") else vocab * h
     params["embedding_head"] = vocab * h + head + h
@@ -211,7 +211,7 @@ def build_nova_model(card: dict, key: str) -> NovaModel:
     name = str(card.get("name", key))
     return NovaModel(key, name, float(published), params, tuple(layers), gpu_fixed_params=vocab * h,
                      kv_cache_bytes=dtype_bytes(card, "kv_cache_dtype", KV_CACHE_DTYPES, BYTES, name),
-                     expert_param_bytes=width("moe"), stored_bytes=stored if kinds else None)
+                     expert_param_bytes=width("moe"), stored_bytes=stored)
 
 
 def load_nova_model(key: str) -> NovaModel:

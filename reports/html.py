@@ -28,7 +28,7 @@ import json
 import math
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,8 @@ from typing import Any
 import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.backends.backend_pdf import PdfPages
+
+from chipdse.reports.style import fmt
 
 FIGURES_DIR = "figures"
 """The folder (inside the report folder) of the plot pages as PNG and SVG."""
@@ -71,7 +73,8 @@ class Plot:
     note : str
         The caption under the plot.
     data : list[dict]
-        Plotly traces. A trace's ``customdata`` entries that are keys of ``details`` make its points clickable.
+        Plotly traces (numpy arrays allowed: the page serializes everything through :func:`clean`). A trace's
+        ``customdata`` entries that are keys of ``details`` make its points clickable.
     layout : dict
         Plotly layout.
     details : dict[str, dict]
@@ -121,6 +124,7 @@ class RecordingPdf(PdfPages):
         self.pages: list[_Page] = []
         self.figures: dict[str, bytes] = {}
         self._pending: _Page | None = None
+        self._in_text = False  # after a text page: its continuation pages record nothing
 
     def record_table(self, title: str, note: str, blocks: list[tuple[str, list[str], list[list[str]]]]) -> None:
         """Record the next page as a table page (called by :func:`chipdse.reports.style.table_page`)."""
@@ -138,14 +142,11 @@ class RecordingPdf(PdfPages):
         number = self.get_pagecount()
         fig = figure if isinstance(figure, matplotlib.figure.Figure) else plt.gcf()
         if self._pending is not None:
-            pending = self._pending
-            if pending.kind == "text" and any(p.kind == "text" and p.lines is pending.lines for p in self.pages[-1:]):
-                return  # a continuation page of the text just recorded
-            self.pages.append(_Page(number, pending.kind, pending.title, pending.note, pending.blocks,
-                                    pending.lines))
-            if pending.kind == "table":
-                self._pending = None
+            self.pages.append(replace(self._pending, number=number))
+            self._in_text, self._pending = self._pending.kind == "text", None
             return
+        if self._in_text:
+            return  # a continuation page of the text just recorded
         title = _figure_title(fig) or f"page {number}"
         stem = f"{number:02d}-{_slug(title)}"
         self.pages.append(_Page(number, "figure", title, stem=stem))
@@ -158,7 +159,7 @@ class RecordingPdf(PdfPages):
 
     def end_text(self) -> None:
         """End a text page's run of continuation pages (called by :func:`chipdse.reports.style.text_pages`)."""
-        self._pending = None
+        self._in_text = False
 
 
 def _figure_title(fig: Any) -> str:
@@ -253,9 +254,7 @@ def _claims_html(claims: Any) -> str:
         return ""
     frame = claims.frame()
     cols = [c for c in CLAIMS_COLUMNS if c in frame.columns]
-    rows = [["-" if v is None or (isinstance(v, float) and math.isnan(v)) else
-             (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in rec] for rec in frame[cols].itertuples(
-                 index=False, name=None)]
+    rows = [[fmt(v) for v in rec] for rec in frame[cols].itertuples(index=False, name=None)]
     return (f'<section id="claims"><h2>{_e(claims.paper)}\'s claims, this run</h2><p class="note">Every number of '
             "the paper this run computes: the paper's value, this run's, the ratio (this run / paper) and the basis "
             "(predicted, calibrated, input or construction); the same rows are claims.csv.</p>"
@@ -492,6 +491,6 @@ def table_scatter(plot_id: str, title: str, note: str, frame: Any, x: tuple[str,
     layout = {"xaxis": {"title": {"text": x[1]}, **({"type": "log"} if log_x else {})},
               "yaxis": {"title": {"text": y[1]}}, "hovermode": "closest", "legend": {"orientation": "h", "y": -0.18},
               "margin": {"l": 60, "r": 20, "t": 30, "b": 40}}
-    return Plot(plot_id, title, note, clean(data), layout,
+    return Plot(plot_id, title, note, data, layout,
                 missing_note="Every row of the study's table is a point; its numbers are in the hover text and the "
                              "CSV.")

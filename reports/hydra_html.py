@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chipdse.reports.html import Plot, clean
-from chipdse.reports.pdf import TYPE_COLOURS, best_exact, proof
+from chipdse.reports.html import Plot
+from chipdse.reports.pdf import TYPE_COLOURS, best_exact, merit_columns, proof
 from chipdse.reports.style import ROLE_STYLE
 from chipdse.studies.hydra.artifacts import ExploreResult, FinalistResult, ThermalFinalist
 
@@ -45,8 +45,8 @@ def thin(stable: pd.DataFrame, grid: tuple[int, int] = GRID) -> pd.DataFrame:
 
 
 def _merits(r: ExploreResult) -> list[tuple[str, str]]:
-    """(column, unit) of every figure of merit (a registered column with a sense) present in the points."""
-    return [(c.name, c.unit) for c in r.table.columns().values() if c.sense is not None and c.name in r.table.frame]
+    """(column, unit) of every figure of merit (:func:`chipdse.reports.pdf.merit_columns`)."""
+    return [(c.name, c.unit) for c in merit_columns(r)]
 
 
 def _hover(frame: pd.DataFrame, merits: list[tuple[str, str]]) -> list[str]:
@@ -129,8 +129,8 @@ def plots(r: ExploreResult) -> list[Plot]:
     front = df[df["pareto"]].sort_values("ttft_s")
     finals = df[df["role"] != "-"]
     merits = _merits(r)
-    shown = thin(stable[~stable["pareto"] & (stable["role"] == "-")])
-    rest = len(stable) - len(front) - len(finals)
+    others = stable[~stable["pareto"] & (stable["role"] == "-")]  # the front and the finalists have own traces
+    shown, rest = thin(others), len(others)
     cloud = (f"other stable points ({len(shown):,} of {rest:,} shown, thinned)" if len(shown) < rest
              else f"other stable points ({len(shown):,})")
     data = [_trace(shown, merits, cloud, marker={"size": 4, "color": "#bbbbbb"}),
@@ -139,9 +139,8 @@ def plots(r: ExploreResult) -> list[Plot]:
     for role in ("M_T", "B*"):
         sel = finals[finals["role"].str.contains(role, regex=False)]
         if not sel.empty:
-            _marker, colour, size = ROLE_STYLE[role]
             data.append(_trace(sel.iloc[:1], merits, f"{role}: {sel.iloc[0]['label']}",
-                               marker={"size": 18 if role == "B*" else 13, "color": colour,
+                               marker={"size": 18 if role == "B*" else 13, "color": ROLE_STYLE[role][1],
                                        "symbol": "star" if role == "B*" else "diamond",
                                        "line": {"color": "black", "width": 1}}))
     thermal = {t.label: t for t in r.thermal}
@@ -155,6 +154,6 @@ def plots(r: ExploreResult) -> list[Plot]:
     if len(shown) < rest:
         note += (f" The cloud is thinned to one point per cell of a {GRID[0]} x {GRID[1]} grid over log TTFT x "
                  "throughput (the highest throughput of each); points.parquet holds every point.")
-    return [Plot("pareto", "Pareto front: throughput vs TTFT", note, clean(data), layout, clean(details),
+    return [Plot("pareto", "Pareto front: throughput vs TTFT", note, data, layout, details,
                  missing_note="Only the finalists (B*, M_T) are placed; this point's numbers are those of the screen "
                               "(points.csv).")]

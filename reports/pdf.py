@@ -265,10 +265,15 @@ def _pareto_panel(ax: plt.Axes, df: Any, st: Any, front: Any) -> None:
     ax.grid(True, which="both", alpha=0.3)
 
 
+def merit_columns(r: ExploreResult) -> list[Any]:
+    """The figures of merit of ``r``'s points: every registered column with a sense that the table holds
+    (:mod:`chipdse.studies.hydra.columns`: a metric registered there is listed without touching a page)."""
+    return [c for c in r.table.columns().values() if c.sense is not None and c.name in r.table.frame]
+
+
 def _merit_text(r: ExploreResult) -> str:
-    """The finalists' figures of merit: every registered column with a sense (:mod:`chipdse.studies.hydra.columns`:
-    a metric registered there is listed here without touching this page)."""
-    merits = [c for c in r.table.columns().values() if c.sense is not None and c.name in r.table.frame]
+    """The finalists' figures of merit (:func:`merit_columns`)."""
+    merits = merit_columns(r)
     parts = []
     for f in r.finalists:
         vals = ", ".join(f"{c.name} {fmt(f.row.get(c.name), spec='.4g')} {c.unit} ({c.sense})" for c in merits)
