@@ -46,8 +46,8 @@ def test_every_kind_writes_the_same_manifest_schema(write_scenario, tmp_path: Pa
     """HYDRA (a small explore scenario), SNAKE and NOVA (the bundled ones): the same top-level keys, the scenario
     file's and every named file's sha256 as hashlib computes them, the command line's work limit, wall cap and seed,
     each solve's termination, and wall and CPU seconds for the same stages."""
-    hydra = write_scenario({"name": "small", "design_space": {
-        "total_chiplets": 24, "hbm_min": 4, "hbm_max": 4, "d2d_GBps": [512], "max_batch": [64]},
+    hydra = write_scenario({"name": "small", "design_space": {  # 14 points of 9 chiplets: fast exact placement
+        "total_chiplets": 9, "hbm_min": 3, "hbm_max": 4, "min_per_type": 1, "d2d_GBps": [512], "max_batch": [64]},
         # every stage runs (the simulation's too), on short windows: the schema is under test, not the numbers
         "simulation": {"candidates": 2, "spread": 1, "duration_s": 4, "max_duration_s": 6, "warmup_s": 1,
                        "measure_s": 3, "max_measure_s": 6, "datasets": ["arxiv.yaml"], "workers": 1}})
