@@ -31,6 +31,7 @@ For each design point (composition, HBM count, D2D bandwidth, max batch):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +53,7 @@ from chipdse.evaluators.latency import (
     chiplet_caps,
     decode_costs,
     prefill_costs,
-    task_time_s,
+    task_time_parts_s,
     touched_fraction,
 )
 from chipdse.evaluators.markov import clark_expected_max, deterministic_cycle_s, fluid_bracket_occupancy
@@ -221,6 +222,9 @@ class Screen:
         # the exact placement the pipeline simulates puts the heaviest traffic nearest the stacks and the two groups
         # on opposite edges (measured against hbm-enum in benchmarks/bench_fidelity.py)
         self.hop_order, self.hbm_layout = "volume", "opposite"
+        # the last :meth:`geometry` call's class key and result: the energy pass asks again for the points the
+        # score just placed (at the same batch under static batching), and a construction is a fifth of a score
+        self._geometry_memo: tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def _type_for(self, family: str, phase: str, types: list[str]) -> int | None:
         for i, name in enumerate(types):
@@ -272,6 +276,10 @@ class Screen:
         if self.hop_model == "fixed":
             return np.full((n, n_types), float(self.fixed_hops)), np.zeros(n)
         key = np.concatenate([pts.counts, stacks, np.asarray(batch)[:, None]], axis=1).astype(np.int64)
+        memo = self._geometry_memo
+        if memo is not None and memo[0] == tuple(pts.types) and memo[1].shape == key.shape and np.array_equal(
+                memo[1], key):
+            return memo[2], memo[3]
         dims = key.max(axis=0) + 1
         if float(np.prod(dims.astype(float))) < 2.0**62:  # one integer per row: much faster than unique(axis=0)
             _, first, inv = np.unique(np.ravel_multi_index(key.T, dims), return_index=True, return_inverse=True)
@@ -284,7 +292,10 @@ class Screen:
         hops, share = placement_geometry(pkg.rows, pkg.cols, pkg.ring_cells(), tuple(pts.types), counts, cls_stacks,
                                          weights, self.hop_order, self.hbm_layout)
         inv = np.asarray(inv).ravel()
-        return hops[inv], share[inv]
+        hops, share = hops[inv], share[inv]
+        hops.flags.writeable = share.flags.writeable = False  # shared with the next call on the same points
+        self._geometry_memo = (tuple(pts.types), key, hops, share)
+        return hops, share
 
     def hop_weights(self, types: list[str], counts: np.ndarray, stacks: np.ndarray, batch: np.ndarray
                     ) -> np.ndarray:
@@ -375,64 +386,79 @@ class Screen:
                                   where=fam_bytes > 0)
         return out
 
-    def _phase_time(self, s: dict[str, np.ndarray], batch: np.ndarray, alloc: np.ndarray,
+    def _phase_plan(self, s: dict[str, np.ndarray], batch: np.ndarray, alloc: np.ndarray,
                     types: list[str], d2d: np.ndarray, stacks: np.ndarray,
-                    caps_by_type: dict[str, ChipletCaps], hops: np.ndarray, wait: np.ndarray | float = 0.0
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Stage times of one phase unit at ``batch`` requests per point (fluid Eq. 5 + HBM-group bound).
+                    caps_by_type: dict[str, ChipletCaps], hops: np.ndarray
+                    ) -> Callable[[np.ndarray | float], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Stage times of one phase unit at ``batch`` requests per point (fluid Eq. 5 + HBM-group bound), as a
+        function of the transfer wait.
 
         ``alloc`` (shape (n, T), may be fractional) gives the chiplets of each type serving this phase: a type
         optimized for the other phase runs it at its own roofline rate (HYDRA Eqs. 6-7's cross terms). A family's
         chiplets form one pool whose speed on each kind of work is the sum of its members' rates, so the fluid
         balance sees ``n`` chiplets each as fast as the pool's mean member. ``hops`` (shape (n, T)) are each
-        type's mean hops to its HBM traffic; ``wait`` (shape (n,) or scalar) adds queueing on the shared HBM
-        ports and links: every transfer takes ``1 + wait`` times its uncontended time (:func:`transfer_wait`).
+        type's mean hops to its HBM traffic.
 
-        Returns (bottleneck stage time T_bn, sum of the stage times W, number of stages S), each shape (n,):
-        the fluid mapping spreads each family's work evenly over its chiplets, so a micro-batch passing all
-        S stages takes W, and the pipeline starts one every T_bn.
-        """
+        Returns a function of ``wait`` (shape (n,) or scalar: queueing on the shared HBM ports and links, every
+        transfer taking ``1 + wait`` times its uncontended time, :func:`transfer_wait`) that gives (bottleneck
+        stage time T_bn, sum of the stage times W, number of stages S), each shape (n,): the fluid mapping
+        spreads each family's work evenly over its chiplets, so a micro-batch passing all S stages takes W, and
+        the pipeline starts one every T_bn. What does not depend on the wait (FLOPs, bytes, each type's
+        uncontended and transfer times, :func:`chipdse.evaluators.latency.task_time_parts_s`, the HBM-group
+        bound) is computed once, so the contention fixed point re-evaluates only the rates, with the same
+        floating-point operations as :func:`chipdse.evaluators.latency.task_time_s`."""
         mat = s["mat0"][:, None] + np.outer(s["mat1"], batch)
         vec = s["vec0"][:, None] + np.outer(s["vec1"], batch)
         by = _bytes_at(s, batch)
         n_pts = len(d2d)
-        per_chiplet: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        members: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
         n: dict[str, np.ndarray] = {}
-        for fam, fam_code in (("attention", FAMILY_ATTENTION), ("mamba", FAMILY_MAMBA)):
-            rate_own = np.zeros(n_pts)
-            rate_shared = np.zeros(n_pts)
+        for fam in ("attention", "mamba"):
+            members[fam] = []
             n_fam = np.zeros(n_pts)
             for i, name in enumerate(types):
                 if self.sc.library.by_name(name).family != fam or not np.any(alloc[:, i] > 0):
                     continue
-                tt = task_time_s(mat, vec, by, caps_by_type[name], self.hbm_GBps, hops[:, i], d2d, wait,
-                                 self.hop_latency_s)
-                c = alloc[:, i]
-                with np.errstate(divide="ignore"):
-                    rate_own += np.where(c > 0, c / tt[fam_code], 0.0)
-                    rate_shared += np.where(c > 0, c / tt[FAMILY_SHARED], 0.0)
-                n_fam += c
-            with np.errstate(divide="ignore", invalid="ignore"):
-                own_t = np.where(n_fam > 0, n_fam / rate_own, np.inf)
-                shared_t = np.where(n_fam > 0, n_fam / rate_shared, np.inf)
-            per_chiplet[fam] = (own_t, shared_t)
+                base, transfer = task_time_parts_s(mat, vec, by, caps_by_type[name], self.hbm_GBps, hops[:, i], d2d,
+                                                   self.hop_latency_s)
+                members[fam].append((alloc[:, i], base, transfer))
+                n_fam += alloc[:, i]
             n[fam] = n_fam
-        (ta, fa), (tm, fm) = per_chiplet["attention"], per_chiplet["mamba"]
-        t_a, t_m = _balance_times(np.where(n["attention"] > 0, ta, 0.0), np.where(n["mamba"] > 0, tm, 0.0),
-                                  fa, fm, n["attention"], n["mamba"])
         gby = _bytes_at(s, batch, "g")
         with np.errstate(divide="ignore", invalid="ignore"):
             hbm_bound = np.where(stacks.T > 0, gby / (stacks.T * self.hbm_GBps * 1e9), 0.0).max(axis=0)
-        busy_a, busy_m = (n["attention"] > 0) & (t_a > 0), (n["mamba"] > 0) & (t_m > 0)
-        stages = np.where(busy_a, n["attention"], 0.0) + np.where(busy_m, n["mamba"], 0.0)
-        w = np.where(busy_a, n["attention"] * t_a, 0.0) + np.where(busy_m, n["mamba"] * t_m, 0.0)
         # work of a family no chiplet serves (only an elastic state can empty a pool) never finishes
         stranded = np.zeros(n_pts, dtype=bool)
         for fam, code in (("attention", FAMILY_ATTENTION), ("mamba", FAMILY_MAMBA)):
             stranded |= (n[fam] <= 0) & ((mat[code] + vec[code] + by[code]) > 0)
         stranded |= (n["attention"] <= 0) & (n["mamba"] <= 0)
-        t_bn = np.where(stranded, np.inf, np.maximum(np.maximum(t_a, t_m), hbm_bound))
-        return t_bn, np.where(stranded, np.inf, w), np.maximum(stages, 1.0)
+        has_a, has_m = n["attention"] > 0, n["mamba"] > 0
+
+        def at(wait: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            per_chiplet: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            for fam, fam_code in (("attention", FAMILY_ATTENTION), ("mamba", FAMILY_MAMBA)):
+                rate_own = np.zeros(n_pts)
+                rate_shared = np.zeros(n_pts)
+                for c, base, transfer in members[fam]:
+                    tt = base + wait * transfer
+                    with np.errstate(divide="ignore"):
+                        rate_own += np.where(c > 0, c / tt[fam_code], 0.0)
+                        rate_shared += np.where(c > 0, c / tt[FAMILY_SHARED], 0.0)
+                n_fam = n[fam]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    own_t = np.where(n_fam > 0, n_fam / rate_own, np.inf)
+                    shared_t = np.where(n_fam > 0, n_fam / rate_shared, np.inf)
+                per_chiplet[fam] = (own_t, shared_t)
+            (ta, fa), (tm, fm) = per_chiplet["attention"], per_chiplet["mamba"]
+            t_a, t_m = _balance_times(np.where(has_a, ta, 0.0), np.where(has_m, tm, 0.0),
+                                      fa, fm, n["attention"], n["mamba"])
+            busy_a, busy_m = has_a & (t_a > 0), has_m & (t_m > 0)
+            stages = np.where(busy_a, n["attention"], 0.0) + np.where(busy_m, n["mamba"], 0.0)
+            w = np.where(busy_a, n["attention"] * t_a, 0.0) + np.where(busy_m, n["mamba"] * t_m, 0.0)
+            t_bn = np.where(stranded, np.inf, np.maximum(np.maximum(t_a, t_m), hbm_bound))
+            return t_bn, np.where(stranded, np.inf, w), np.maximum(stages, 1.0)
+
+        return at
 
     def score(self, pts: DesignPoints) -> pd.DataFrame:
         """Score every point; return one row per point with throughput, TTFT, stability and intermediates.
@@ -509,7 +535,8 @@ class Screen:
         pts, d2d, stacks, caps, hops = ctx["pts"], ctx["d2d"], ctx["stacks"], ctx["caps"], ctx["hops"]
         n = len(d2d)
         ones = np.ones(n)
-        _, _, s_d = self._phase_time(self.dec, ones, dec_alloc, pts.types, d2d, stacks, caps, hops)
+        decode1_at = self._phase_plan(self.dec, ones, dec_alloc, pts.types, d2d, stacks, caps, hops)
+        _, _, s_d = decode1_at(0.0)
         n_conc, k = self.serving.decode_concurrency(ctx["b_eff"], ctx["r_mem"], s_d)
         # a static batch decodes E[max L_d] iterations, but its requests leave as they finish: iteration j runs
         # the b (1 - F(j)) still decoding, b E[L_d] request-iterations in all. Work affine in the active count
@@ -532,12 +559,16 @@ class Screen:
         group_bytes = self.pre["gbytes0"][:, None] + (e_max * dec_1 + shrink * (dec_k - dec_1)) / k
         group_bytes_per_s = np.maximum(stacks.T, 0) * self.hbm_GBps * 1e9
 
+        # the phase times as functions of the transfer wait (computed once, evaluated at every fixed-point step)
+        prefill_at = self._phase_plan(self.pre, ones, pre_alloc, pts.types, d2d, stacks, caps, hops)
+        decode_at = self._phase_plan(self.dec, k, dec_alloc, pts.types, d2d, stacks, caps, hops)
+
         def times(wait: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            t_p, w_p, _ = self._phase_time(self.pre, ones, pre_alloc, pts.types, d2d, stacks, caps, hops, wait)
-            t_bn, w_d, _ = self._phase_time(self.dec, k, dec_alloc, pts.types, d2d, stacks, caps, hops, wait)
+            t_p, w_p, _ = prefill_at(wait)
+            t_bn, w_d, _ = decode_at(wait)
             if not static:  # equal micro-batches (the slots are refilled): the exact max(W, N t_bn)
                 return t_p, w_p, deterministic_cycle_s(w_d, t_bn, np.minimum(n_conc, s_d))
-            t_bn1, w_d1, _ = self._phase_time(self.dec, ones, dec_alloc, pts.types, d2d, stacks, caps, hops, wait)
+            t_bn1, w_d1, _ = decode1_at(wait)
             # the slots' micro-batches differ (each batch shrinks as its requests finish): a round of the
             # deterministic cyclic network lasts max(slowest micro-batch's trip W(M), bottleneck stage's work on
             # all of them sum_i t_bn(A_i)), both affine in the active counts; its mean over the independent
@@ -573,9 +604,8 @@ class Screen:
         feasible, b_eff = ctx["feasible"], ctx["b_eff"]
         def excess(x: np.ndarray) -> np.ndarray:
             """Utilization the capacity at the waits of utilization x implies, minus x (decreasing in x)."""
-            t_p, w_p, iter_s = times(wait_at(x))
-            return self.serving.serving_metrics(t_p, w_p, iter_s, n_conc, b_eff, feasible, coupled=False)[
-                "capacity_rps"] * bytes_per_req - x
+            t_p, _, iter_s = times(wait_at(x))
+            return self.serving.uncoupled_capacity_rps(t_p, iter_s, n_conc, b_eff) * bytes_per_req - x
 
         # utilization rho* with rho* = capacity(wait(rho*)) * busiest seconds per request, on [0, 0.95] (above, the
         # capacity is the resource's own bound, 0.95 / busiest seconds per request): the

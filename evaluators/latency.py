@@ -318,11 +318,25 @@ def task_time_s(
     HYDRA Eq. 3 (t_comm = d_Man(c, m_k) V_k / B_NoI) plus a per-hop latency, and Sec. IV-C (t_comp from a latency
     table; here a roofline against the chiplet's compute and the HBM stack bandwidth).
     """
+    base, transfer = task_time_parts_s(mat_flop, vec_flop, hbm_bytes, caps, hbm_GBps, hops, d2d_GBps, hop_latency_s)
+    return base + transfer_wait * transfer
+
+
+def task_time_parts_s(
+    mat_flop: np.ndarray | float, vec_flop: np.ndarray | float, hbm_bytes: np.ndarray | float, caps: ChipletCaps,
+    hbm_GBps: float, hops: np.ndarray | float, d2d_GBps: np.ndarray | float,  # noqa: N803
+    hop_latency_s: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two parts of :func:`task_time_s` (same arguments, without the wait): the uncontended time
+    ``max(F_mat / P_mat + F_vec / P_vec, V / B_HBM) + t_comm`` and the transfer time ``V / B_HBM + t_comm`` that
+    a queueing wait multiplies, seconds, each shaped like the broadcast of the arguments (HYDRA Eq. 3).
+    ``task_time_s(..., wait) == base + wait * transfer`` exactly, so a fixed point over the wait computes them
+    once."""
     compute = mat_flop / caps.matrix_flops + vec_flop / caps.vector_flops
     port = hbm_bytes / (hbm_GBps * 1e9)
     per_hop = hbm_bytes / (np.asarray(d2d_GBps) * 1e9) + np.where(np.asarray(hbm_bytes) > 0, hop_latency_s, 0.0)
     t_comm = hops * per_hop
-    return np.maximum(compute, port) + t_comm + transfer_wait * (port + t_comm)
+    return np.maximum(compute, port) + t_comm, port + t_comm
 
 
 def mean_hops_to_groups(sc: LoadedScenario, decision: Mapping[int, str]) -> dict[int, dict[str, float]]:

@@ -262,16 +262,9 @@ class ServingModel:
         chunk-pipelined latency).
         """
         lam = self.arrival_rate_rps
-        bf = np.asarray(b, dtype=float)
-        slots = n_conc / bf
-        decode_s = self.expected_max_decode(b) * iter_s
-        cycle = bf * t_p + decode_s
-        prefill_rps = 1.0 / t_p
-        decode_rps = slots * bf / cycle
+        bf, slots, decode_s, cycle, prefill_rps, decode_rps, ok, capacity = self._static_rates(t_p, iter_s, n_conc, b)
         # the slots queue for the one prefill pipeline between their decodes: a finite-source queue, whose
         # throughput is below min(prefill, decode) when the two are close
-        ok = np.isfinite(decode_s) & np.isfinite(t_p) & (t_p > 0)
-        capacity = np.where(ok, np.minimum(prefill_rps, decode_rps), 0.0)
         if coupled:
             shared = bf * finite_source_throughput(np.where(ok, slots, 1.0), np.where(ok, decode_s, 1.0),
                                                    np.where(ok, bf * t_p, 1.0))
@@ -281,6 +274,29 @@ class ServingModel:
         ttft = np.where(stable, (bf - 1) / (2 * lam) + wait + (bf - 1) * t_p + latency_p, np.nan)
         return {"prefill_rps": prefill_rps, "decode_rps": decode_rps, "capacity_rps": capacity,
                 "stable": stable, "ttft_s": ttft}
+
+    def _static_rates(self, t_p: np.ndarray, iter_s: np.ndarray, n_conc: np.ndarray, b: np.ndarray
+                      ) -> tuple[np.ndarray, ...]:
+        """Static batching's slot cycle and rates (:meth:`_static_metrics`): batch b as float, slots, a batch's
+        decode time and cycle C (s), prefill and decode rates (requests/s), where both are finite (``ok``) and the
+        uncoupled capacity min(prefill, decode) (0 elsewhere), each shape (n,)."""
+        bf = np.asarray(b, dtype=float)
+        slots = n_conc / bf
+        decode_s = self.expected_max_decode(b) * iter_s
+        cycle = bf * t_p + decode_s
+        prefill_rps = 1.0 / t_p
+        decode_rps = slots * bf / cycle
+        ok = np.isfinite(decode_s) & np.isfinite(t_p) & (t_p > 0)
+        return bf, slots, decode_s, cycle, prefill_rps, decode_rps, ok, np.where(ok, np.minimum(prefill_rps,
+                                                                                                  decode_rps), 0.0)
+
+    def uncoupled_capacity_rps(self, t_p: np.ndarray, iter_s: np.ndarray, n_conc: np.ndarray, b_eff: np.ndarray
+                               ) -> np.ndarray:
+        """``serving_metrics(..., coupled=False)["capacity_rps"]`` without the TTFT: min(prefill, decode) requests/s,
+        shape (n,) (arguments as :meth:`serving_metrics`; the contention fixed point's inner loop)."""
+        if self.batching == "static":
+            return self._static_rates(t_p, iter_s, n_conc, b_eff)[-1]
+        return np.minimum(1.0 / t_p, n_conc / (iter_s * self.mean_decode_tokens))
 
     def active_moments(self, b: np.ndarray, slots: np.ndarray) -> dict[str, np.ndarray]:
         """Moments of the largest and the total micro-batch over ``slots`` static batches of ``b`` requests at
