@@ -493,34 +493,19 @@ class Screen:
         prefill_rps, decode_rps, capacity, stable, ttft = (
             m["prefill_rps"], m["decode_rps"], m["capacity_rps"], m["stable"], m["ttft_s"])
         lam = self.lam
-        df = pd.DataFrame({"point": np.arange(n)})
-        for i, t in enumerate(pts.types):
-            df[t] = pts.counts[:, i]
-        label = pd.Series("", index=df.index)
-        for t in pts.types:
-            label = label + t + df[t].astype(str) + "-"
-        df["label"] = (label + "HBM" + pd.Series(pts.n_hbm).astype(str) + "-"
-                       + pd.Series(pts.d2d_GBps).round().astype(int).astype(str) + "GBps-B"
-                       + pd.Series(pts.max_batch).astype(str))
-        df["n_hbm"] = pts.n_hbm
-        df["d2d_GBps"] = d2d
-        df["max_batch"] = pts.max_batch
-        df["hbm_attention"] = stacks[:, GROUP_ATTENTION]
-        df["hbm_mamba"] = stacks[:, GROUP_MAMBA]
-        df["r_mem"] = r_mem
-        df["batch_eff"] = b_eff
-        df["decode_stages"] = s_d.astype(int)
-        df["decode_concurrency"] = n_conc.astype(int)
-        df["decode_iteration_s"] = iter_s
-        df["prefill_rps"] = prefill_rps
-        df["decode_rps"] = decode_rps
-        df["capacity_rps"] = np.where(feasible, capacity, 0.0)
-        df["throughput_tps"] = df["capacity_rps"] * self.mean_ld
-        df["ttft_s"] = ttft
-        df["stable"] = stable
-        df["feasible"] = feasible
-        df["reason"] = np.where(~feasible, "weights + one request do not fit the HBM stacks",
-                                np.where(~stable, f"unstable: capacity <= offered load {lam:g} req/s", ""))
+        cap = np.where(feasible, capacity, 0.0)
+        cols: dict[str, np.ndarray] = {"point": np.arange(n)}  # one frame from all columns: no insert per column
+        cols.update({t: pts.counts[:, i] for i, t in enumerate(pts.types)})
+        cols.update({
+            "label": pts.labels(), "n_hbm": pts.n_hbm, "d2d_GBps": d2d, "max_batch": pts.max_batch,
+            "hbm_attention": stacks[:, GROUP_ATTENTION], "hbm_mamba": stacks[:, GROUP_MAMBA], "r_mem": r_mem,
+            "batch_eff": b_eff, "decode_stages": s_d.astype(int), "decode_concurrency": n_conc.astype(int),
+            "decode_iteration_s": iter_s, "prefill_rps": prefill_rps, "decode_rps": decode_rps,
+            "capacity_rps": cap, "throughput_tps": cap * self.mean_ld, "ttft_s": ttft, "stable": stable,
+            "feasible": feasible,
+            "reason": np.where(~feasible, "weights + one request do not fit the HBM stacks",
+                               np.where(~stable, f"unstable: capacity <= offered load {lam:g} req/s", ""))})
+        df = pd.DataFrame(cols)
         return df
 
     def _state(self, pre_alloc: np.ndarray, dec_alloc: np.ndarray, ctx: dict) -> dict[str, np.ndarray]:
@@ -544,7 +529,8 @@ class Screen:
         # V1 (exact for affine costs, the roofline's max makes it a bound). Dynamic batching refills the slots,
         # so every iteration runs k requests.
         static = self.batching == "static"
-        e_max = self.serving.expected_max_decode(ctx["b_eff"]) if static else np.full(n, self.mean_ld)
+        e_max_b = self.serving.expected_max_decode(ctx["b_eff"])  # E[max L_d] of a static batch of b_eff
+        e_max = e_max_b if static else np.full(n, self.mean_ld)
         shrink = (k * self.mean_ld - e_max) / np.maximum(k - 1.0, 1.0)  # weight of the per-request slope
 
         def batch_mean(at_one: np.ndarray, at_k: np.ndarray) -> np.ndarray:
@@ -605,7 +591,7 @@ class Screen:
         def excess(x: np.ndarray) -> np.ndarray:
             """Utilization the capacity at the waits of utilization x implies, minus x (decreasing in x)."""
             t_p, _, iter_s = times(wait_at(x))
-            return self.serving.uncoupled_capacity_rps(t_p, iter_s, n_conc, b_eff) * bytes_per_req - x
+            return self.serving.uncoupled_capacity_rps(t_p, iter_s, n_conc, b_eff, e_max_b) * bytes_per_req - x
 
         # utilization rho* with rho* = capacity(wait(rho*)) * busiest seconds per request, on [0, 0.95] (above, the
         # capacity is the resource's own bound, 0.95 / busiest seconds per request): the

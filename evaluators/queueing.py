@@ -275,14 +275,15 @@ class ServingModel:
         return {"prefill_rps": prefill_rps, "decode_rps": decode_rps, "capacity_rps": capacity,
                 "stable": stable, "ttft_s": ttft}
 
-    def _static_rates(self, t_p: np.ndarray, iter_s: np.ndarray, n_conc: np.ndarray, b: np.ndarray
-                      ) -> tuple[np.ndarray, ...]:
+    def _static_rates(self, t_p: np.ndarray, iter_s: np.ndarray, n_conc: np.ndarray, b: np.ndarray,
+                      e_max: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """Static batching's slot cycle and rates (:meth:`_static_metrics`): batch b as float, slots, a batch's
         decode time and cycle C (s), prefill and decode rates (requests/s), where both are finite (``ok``) and the
-        uncoupled capacity min(prefill, decode) (0 elsewhere), each shape (n,)."""
+        uncoupled capacity min(prefill, decode) (0 elsewhere), each shape (n,). ``e_max``: the batches'
+        :meth:`expected_max_decode`, when the caller has it."""
         bf = np.asarray(b, dtype=float)
         slots = n_conc / bf
-        decode_s = self.expected_max_decode(b) * iter_s
+        decode_s = (self.expected_max_decode(b) if e_max is None else e_max) * iter_s
         cycle = bf * t_p + decode_s
         prefill_rps = 1.0 / t_p
         decode_rps = slots * bf / cycle
@@ -290,12 +291,13 @@ class ServingModel:
         return bf, slots, decode_s, cycle, prefill_rps, decode_rps, ok, np.where(ok, np.minimum(prefill_rps,
                                                                                                   decode_rps), 0.0)
 
-    def uncoupled_capacity_rps(self, t_p: np.ndarray, iter_s: np.ndarray, n_conc: np.ndarray, b_eff: np.ndarray
-                               ) -> np.ndarray:
+    def uncoupled_capacity_rps(self, t_p: np.ndarray, iter_s: np.ndarray, n_conc: np.ndarray, b_eff: np.ndarray,
+                               e_max: np.ndarray | None = None) -> np.ndarray:
         """``serving_metrics(..., coupled=False)["capacity_rps"]`` without the TTFT: min(prefill, decode) requests/s,
-        shape (n,) (arguments as :meth:`serving_metrics`; the contention fixed point's inner loop)."""
+        shape (n,) (arguments as :meth:`serving_metrics`, ``e_max`` = ``expected_max_decode(b_eff)`` when known;
+        the contention fixed point's inner loop)."""
         if self.batching == "static":
-            return self._static_rates(t_p, iter_s, n_conc, b_eff)[-1]
+            return self._static_rates(t_p, iter_s, n_conc, b_eff, e_max)[-1]
         return np.minimum(1.0 / t_p, n_conc / (iter_s * self.mean_decode_tokens))
 
     def active_moments(self, b: np.ndarray, slots: np.ndarray) -> dict[str, np.ndarray]:

@@ -6,12 +6,23 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chipdse.core.design_space import DesignPoints, enumerate_points
 from chipdse.core.paths import instances_dir
 from chipdse.core.scenario import load_scenario, model_scenarios
 from chipdse.evaluators.estimator import Screen, _balance_times, best_partition, memory_needs
-from chipdse.evaluators.latency import FAMILY_ATTENTION, FAMILY_MAMBA, FAMILY_SHARED, GROUP_ATTENTION, GROUP_MAMBA
+from chipdse.evaluators.latency import (
+    FAMILY_ATTENTION,
+    FAMILY_MAMBA,
+    FAMILY_SHARED,
+    GROUP_ATTENTION,
+    GROUP_MAMBA,
+    ChipletCaps,
+    task_time_parts_s,
+    task_time_s,
+)
 from chipdse.evaluators.queueing import MAX_TRANSFER_UTILIZATION, erlang_c_wait, mg1_wait_s, transfer_wait
 from chipdse.evaluators.selection import pareto_mask
 
@@ -224,3 +235,30 @@ def test_static_batch_work_is_max_iterations_plus_request_iterations() -> None:
     mc = (v0 * draws.max(axis=1) + v1 * draws.sum(axis=1)).mean()
     closed = v0 * screen.serving.expected_max_decode(np.array([b]))[0] + v1 * b * lengths.mean()
     assert mc == pytest.approx(closed, rel=0.01)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12), st.integers(1, 8),
+                          st.sampled_from([256.0, 512.0, 640.5, 1024.0]), st.sampled_from([1, 16, 64])),
+                min_size=1, max_size=30))
+def test_vectorized_labels_equal_the_one_point_label(rows: list[tuple[int, int, int, float, int]]) -> None:
+    """DesignPoints.labels() is DesignPoints.label(i) for every point (the score's label column)."""
+    a = np.array(rows, dtype=float)
+    pts = DesignPoints(["Ap", "Md"], a[:, :2].astype(int), a[:, 2].astype(int), a[:, 3], a[:, 4].astype(int))
+    assert list(pts.labels()) == [pts.label(i) for i in range(len(pts))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0, 1e12), st.floats(0, 1e10), st.floats(0, 1e9), st.floats(0, 6), st.floats(64, 2048),
+       st.floats(0, 20), st.floats(0, 1e-6))
+def test_task_time_is_its_uncontended_part_plus_the_wait_times_its_transfer(
+        mat: float, vec: float, by: float, hops: float, d2d: float, wait: float, hop_s: float) -> None:
+    """task_time_s(wait) = base + wait x transfer with HYDRA Eq. 3's terms (compute/port roofline + d V / B_NoI),
+    bit for bit, as the contention fixed point evaluates it."""
+    caps = ChipletCaps(*(np.float64(v) for v in (2e14, 1e13, 0.0, 0.0, 0.0)))
+    base, transfer = task_time_parts_s(mat, vec, by, caps, 819.0, hops, d2d, hop_s)
+    port = by / 819e9
+    comm = hops * (by / (d2d * 1e9) + (hop_s if by > 0 else 0.0))
+    assert base == pytest.approx(max(mat / 2e14 + vec / 1e13, port) + comm, rel=1e-12)
+    assert transfer == pytest.approx(port + comm, rel=1e-12)
+    assert task_time_s(mat, vec, by, caps, 819.0, hops, d2d, wait, hop_s) == base + wait * transfer

@@ -378,6 +378,23 @@ def test_two_workload_points_stream_to_one_parquet_equal_to_the_sweep(write_scen
     assert list(back["workload"].unique()) == ["arxiv", "chat"]
 
 
+def test_screen_progress_over_two_workloads_counts_every_point_once(write_scenario) -> None:
+    """The screen runs one workload's jobs at a time; its progress still climbs over all of them to the space's
+    size: 2 workloads x C(18, 3) = 816 splits of 19 chiplets x 2 batches = 3,264 points."""
+    from chipdse.core.paths import instances_dir
+
+    wl = instances_dir() / "workloads"
+    path = write_scenario({"name": "two-workloads", "design_space": {
+        "total_chiplets": 24, "hbm_min": 5, "hbm_max": 5, "d2d_GBps": [512], "max_batch": [8, 32]},
+        "sweep": {"workloads": [str(wl / "arxiv.yaml"), str(wl / "chat.yaml")], "simulate": 0}})
+    seen: list[tuple[float, float]] = []
+    sweep(load_scenario(path), progress=lambda stage, done, total: seen.append((done, total)) if stage == "screen"
+          else None)
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and done[-1] == 2 * 816 * 2
+    assert {t for _, t in seen} == {2 * 816 * 2}
+
+
 def test_cli_sweep_out_unwritable_is_one_line_and_runs_nothing(write_scenario, tmp_path: Path,
                                                                no_heavy_work: list[str]) -> None:
     from typer.testing import CliRunner

@@ -44,6 +44,32 @@ class DesignPoints:
         return "-".join(parts + [f"HBM{int(self.n_hbm[i])}", f"{self.d2d_GBps[i]:.0f}GBps",
                                  f"B{int(self.max_batch[i])}"])
 
+    def labels(self) -> np.ndarray:
+        """:meth:`label` of every point, shape (n,), object dtype (each distinct composition and each distinct
+        HBM / D2D / batch suffix formatted once)."""
+        def codes(cols: list[np.ndarray]) -> np.ndarray:
+            """One integer per row of the columns (non-negative integers, mixed-radix; rows' ranks when the
+            radix product would overflow int64)."""
+            dims = [int(c.max()) + 1 for c in cols]
+            if float(np.prod(np.array(dims, dtype=float))) < 2.0**62:
+                return np.ravel_multi_index(cols, dims)
+            return np.asarray(np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)[1]).ravel()
+
+        n = len(self)
+        if n == 0:
+            return np.empty(0, dtype=object)
+        d2d_rank = np.asarray(np.unique(self.d2d_GBps, return_inverse=True)[1]).ravel()
+        head_code = codes([self.counts[:, j].astype(np.int64) for j in range(self.counts.shape[1])])
+        tail_code = codes([self.n_hbm.astype(np.int64), d2d_rank, self.max_batch.astype(np.int64)])
+        out = []
+        for code, fmt in ((head_code, lambda i: "".join(f"{t}{int(c)}-" for t, c in
+                                                        zip(self.types, self.counts[i], strict=True))),
+                          (tail_code, lambda i: f"HBM{int(self.n_hbm[i])}-{self.d2d_GBps[i]:.0f}GBps-"
+                                                f"B{int(self.max_batch[i])}")):
+            _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+            out.append(np.array([fmt(int(i)) for i in first], dtype=object)[np.asarray(inv).ravel()])
+        return out[0] + out[1]
+
 
 def subset_points(pts: DesignPoints, mask: np.ndarray) -> DesignPoints:
     """Return the points where ``mask`` (bool, shape (n,)) is true, or at the positions ``mask`` lists (int array,
