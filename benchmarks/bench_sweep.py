@@ -7,7 +7,10 @@ screen of the same points (issue 34: CPU-s ratio, done when <= 60; peak RSS per 
 Prints points/s for both and their ratio (the loop is timed on a random sample of points and extrapolated), and
 points/s of the score alone and of the score with energy and the 3-objective front (wall and CPU time); then the
 Table III screen's CPU-s, the reference's CPU-s and their ratio, and the peak resident set.
-Run: python benchmarks/bench_sweep.py [--table3-only]
+With ``--big N``: the Table III space with as many D2D bandwidths (evenly spaced over 256-640 GB/s) as it takes
+to reach N points over its four datasets, swept in-process without simulation; prints the points, wall and CPU
+time and the peak resident set (issue 34: a 10^7-point space in under 3 GB).
+Run: python benchmarks/bench_sweep.py [--table3-only | --big 1e7]
 """
 
 from __future__ import annotations
@@ -96,11 +99,37 @@ def table3() -> None:
           f"{(rss1 - rss0) * 1024 / n:.2f} kB per point over the start")
 
 
+def big(n_target: float) -> None:
+    """Sweep the Table III space widened to at least ``n_target`` points (more D2D bandwidths) and print the peak
+    resident set: the 10^7-point memory check of issue 34."""
+    sc = load_scenario(instances_dir() / "scenarios" / "hydra-table3-nemotron-h-4b.yaml")
+    ds = sc.spec.design_space
+    per_d2d = len(enumerate_points(sc)[0]) // len(ds.d2d_GBps) * len(sc.spec.sweep.workloads)
+    n_d2d = int(np.ceil(n_target / per_d2d))
+    d2d = [float(v) for v in np.round(np.linspace(256, 640, n_d2d), 3)]
+    sc = dataclasses.replace(sc, spec=sc.spec.model_copy(update={
+        "sweep": sc.spec.sweep.model_copy(update={"simulate": 0}),
+        "design_space": ds.model_copy(update={"d2d_GBps": d2d})}))
+    rss0 = peak_rss_MB()
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = sweep(sc, Backend.in_process())
+    t_s, c_s = time.perf_counter() - t0, time.process_time() - c0
+    rss1 = peak_rss_MB()
+    print(f"big sweep: {result.n_points:,} points ({n_d2d} D2D bandwidths x {len(sc.spec.sweep.workloads)} "
+          f"datasets), {t_s:.1f} s wall, {c_s:.1f} CPU-s; peak RSS {rss0:.0f} MB before, {rss1:.0f} MB after "
+          f"({rss1 / 1024:.2f} GB; done when < 3 GB)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table3-only", action="store_true", help="only the Table III screen against the reference")
+    parser.add_argument("--big", type=float, default=None, metavar="N",
+                        help="only the widened Table III space of at least N points (peak memory)")
     args = parser.parse_args()
     print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, python {platform.python_version()}")
+    if args.big is not None:
+        big(args.big)
+        return
     if args.table3_only:
         table3()
         return

@@ -130,6 +130,8 @@ class EnergyTable:
     """Energy constants by key, merged from one or more scope files (:func:`load_energy_table`)."""
 
     constants: dict[str, EnergyConstant]
+    noun: str = "energy constant"
+    """What an entry is called in messages (``"cost constant"`` for :mod:`chipdse.evaluators.cost`'s table)."""
 
     def keys(self) -> list[str]:
         """Return the keys, sorted."""
@@ -158,7 +160,7 @@ class EnergyTable:
             if v < 0:
                 raise SpecError(source, key, f"a value >= 0 in {c.unit}, got {v!r}")
             out[key] = dataclasses.replace(c, value=float(v), source=f"{source}: {key} (was {c.value:g})")
-        return EnergyTable(out)
+        return dataclasses.replace(self, constants=out)
 
     def constant(self, key: str) -> EnergyConstant:
         """Return the entry ``key``.
@@ -172,8 +174,8 @@ class EnergyTable:
             return self.constants[key]
         except KeyError:
             files = sorted({c.file for c in self.constants.values()})
-            msg = f"an energy constant of that name; known keys: {', '.join(self.keys())}"
-            raise SpecError(", ".join(files) or "energy table", key, msg) from None
+            msg = f"an {self.noun} of that name; known keys: {', '.join(self.keys())}"
+            raise SpecError(", ".join(files) or f"{self.noun.split()[0]} table", key, msg) from None
 
     def get(self, key: str, node_nm: float | None = None) -> float:
         """Return the value of ``key`` in its unit, node-scaled when asked and the entry has a node.
@@ -209,24 +211,32 @@ def _scope_path(scope: str) -> Path:
     return instances_dir() / "energy" / f"{scope}.yaml"
 
 
-_SCOPE_CACHE: dict[tuple[str, int, int], dict[str, EnergyConstant]] = {}
-"""Parsed scope files by (path, modification time ns, size): a sweep reads the same file once per screen job."""
+_SCOPE_CACHE: dict[tuple[str, int, int, frozenset[str]], dict[str, EnergyConstant]] = {}
+"""Parsed scope files by (path, modification time ns, size, units): a sweep reads the same file once per screen
+job."""
 
 
-def _read_scope(path: Path) -> dict[str, EnergyConstant]:
-    """Parse one scope file into constants (read-only: cached while the file is unchanged), raising one SpecError
-    naming the file and the field."""
+def read_constants(path: Path, units: frozenset[str] = UNITS) -> dict[str, EnergyConstant]:
+    """Parse one constants file (entries ``{value, unit, source[, node_nm, low, high]}``, each unit among
+    ``units``) into constants, read-only and cached while the file is unchanged: the energy scopes and the cost
+    table (:mod:`chipdse.evaluators.cost`) share this one reader.
+
+    Raises
+    ------
+    SpecError
+        One line naming the file and the field (see :func:`load_energy_table`).
+    """
     try:
         st = path.stat()
     except OSError:
-        return _parse_scope(path)  # read_yaml names the missing or unreadable file
-    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+        return _parse_scope(path, units)  # read_yaml names the missing or unreadable file
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size, units)
     if key not in _SCOPE_CACHE:
-        _SCOPE_CACHE[key] = _parse_scope(path)
+        _SCOPE_CACHE[key] = _parse_scope(path, units)
     return _SCOPE_CACHE[key]
 
 
-def _parse_scope(path: Path) -> dict[str, EnergyConstant]:
+def _parse_scope(path: Path, units: frozenset[str] = UNITS) -> dict[str, EnergyConstant]:
     """Parse one scope file into constants, raising one SpecError naming the file and the field."""
     data = read_yaml(path)
     out: dict[str, EnergyConstant] = {}
@@ -246,8 +256,8 @@ def _parse_scope(path: Path) -> dict[str, EnergyConstant]:
                 text = ("no such field (an entry has value, unit, source, for logic / SRAM node_nm, and for an "
                         "assumption low and high)")
             raise SpecError(str(path), format_field(loc), text + got) from None
-        if spec.unit not in UNITS:
-            msg = f"a unit among {', '.join(sorted(UNITS))}, got {shorten(spec.unit)}"
+        if spec.unit not in units:
+            msg = f"a unit among {', '.join(sorted(units))}, got {shorten(spec.unit)}"
             raise SpecError(str(path), f"{key}.unit", msg)
         if not spec.source.strip():
             raise SpecError(str(path), f"{key}.source", "a source (publication and section, or 'assumption: ...')")
@@ -292,7 +302,7 @@ def load_energy_table(*scopes: str) -> EnergyTable:
     merged: dict[str, EnergyConstant] = {}
     for scope in scopes or ("common",):
         path = _scope_path(scope)
-        for key, const in _read_scope(path).items():
+        for key, const in read_constants(path).items():
             if key in merged:
                 msg = f"each energy key once across scopes; also given in {merged[key].file}"
                 raise SpecError(str(path), key, msg)

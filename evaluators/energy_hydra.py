@@ -25,6 +25,7 @@ from chipdse.core.specs import ChipletLibrary, ComputeChiplet, EnergySettings, M
 from chipdse.evaluators.energy import PJ, EnergyBreakdown, EnergyTable, scenario_energy_table
 from chipdse.evaluators.estimator import Screen
 from chipdse.evaluators.latency import chiplet_caps
+from chipdse.evaluators.limits import mark_infeasible
 from chipdse.evaluators.sim_results import SimResult
 from chipdse.evaluators.thermal_stack import HBM_PREFIX
 
@@ -378,12 +379,7 @@ def apply_power_limits(df: pd.DataFrame, limits: EnergySettings) -> pd.DataFrame
         reason = np.where(over & (reason == ""), f"power: {what} above energy.{fld} = {lim:g} {unit}", reason)
         ok &= ~over
     out["power_ok"] = ok
-    hit = ~ok & out["feasible"].to_numpy(dtype=bool)
-    if hit.any():
-        out.loc[hit, "feasible"] = False
-        out.loc[hit, "stable"] = False
-        out.loc[hit, "ttft_s"] = np.nan
-        out.loc[hit, "reason"] = reason[hit]
+    mark_infeasible(out, ~ok & out["feasible"].to_numpy(dtype=bool), reason)
     return out
 
 

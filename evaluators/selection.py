@@ -102,6 +102,54 @@ def pareto_mask_3(throughput: np.ndarray, ttft: np.ndarray, tokens_per_j: np.nda
     return mask
 
 
+def pareto_mask_max(objectives: np.ndarray, block: int = 1024) -> np.ndarray:
+    """Return a boolean mask of points not dominated when every column of ``objectives`` is maximized (negate a
+    column to minimize it): any number of objectives, e.g. throughput, -TTFT, tokens/J and -package cost.
+
+    Parameters
+    ----------
+    objectives : numpy.ndarray, shape (n, k)
+        One row per point; a row with a NaN is never on the front.
+    block : int
+        Points compared at once (memory ``front x block x k``; the answer does not depend on it).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n,)
+        True where no other row is >= in every column and > in one; exact duplicates are all kept.
+
+    Notes
+    -----
+    Sort-filter-skyline: the distinct rows in descending lexicographic order, so a row can only be dominated by
+    an earlier one (a dominating row is >= in every column, hence lexicographically greater); each block is
+    compared with the front found so far, then within itself, both as numpy broadcasts.
+    """
+    x = np.asarray(objectives, dtype=float)
+    mask = np.zeros(len(x), dtype=bool)
+    valid = np.flatnonzero(~np.isnan(x).any(axis=1)) if x.ndim == 2 else np.array([], dtype=int)
+    if len(valid) == 0:
+        return mask
+    uniq, inv = np.unique(x[valid], axis=0, return_inverse=True)
+    order = np.lexsort(tuple(-uniq[:, j] for j in range(uniq.shape[1] - 1, -1, -1)))
+    front = np.empty((0, uniq.shape[1]))
+    keep = np.zeros(len(uniq), dtype=bool)
+    for start in range(0, len(order), block):
+        idx = order[start:start + block]
+        cand = uniq[idx]
+        if len(front):
+            dominated = np.zeros(len(cand), dtype=bool)
+            for f0 in range(0, len(front), block):
+                dominated |= (front[f0:f0 + block, None, :] >= cand[None, :, :]).all(axis=2).any(axis=0)
+            idx, cand = idx[~dominated], cand[~dominated]
+        # within the block: row j is dominated by an earlier distinct row i (i < j in lexicographic order)
+        ge = (cand[:, None, :] >= cand[None, :, :]).all(axis=2)
+        inner = np.triu(ge, k=1).any(axis=0)
+        keep[idx[~inner]] = True
+        front = np.vstack([front, cand[~inner]])
+    mask[valid] = keep[np.asarray(inv).ravel()]
+    return mask
+
+
 PICK_RULES = ("throughput-ttft", "energy")
 """B*'s rules: the highest throughput / TTFT ratio (HYDRA Fig. 8) or the most tokens per joule."""
 

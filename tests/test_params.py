@@ -135,6 +135,8 @@ def test_set_energy_and_thermal_tables() -> None:
     ("explore", "package.hop_latency_ns=fast", "valid number"),
     ("explore", "library.compute.Zz.utilization=0.5", "Ap, Ad, Mp, Md"),
     ("explore", "energy.table.nokey=1", "a key of"),
+    ("explore", "cost.table.nokey=1", "a key of"),
+    ("sweep", "cost.package_max_usd=cheap", "valid number"),
     ("explore", "no-equals-sign", "PATH=VALUE"),
     ("simulate", "seed.x=1", "a path through mappings"),
     ("compare", "design_space.max_batch=[0]", "greater than or equal to 1"),

@@ -15,10 +15,10 @@ import pytest
 from chipdse.core.design_space import enumerate_points
 from chipdse.core.errors import ChipdseError
 from chipdse.core.scenario import load_scenario
-from chipdse.evaluators.energy_hydra import score_with_energy
 from chipdse.evaluators.estimator import Screen
 from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.runtime.store import ResultsStore, code_version, job_key
+from chipdse.studies.hydra.stages import screen_points
 from chipdse.studies.hydra.sweep import frame_from_record, frame_to_record, summary_json, sweep
 
 SMALL_SPACE = {"total_chiplets": 24, "hbm_min": 4, "hbm_max": 6, "min_per_type": 1,
@@ -159,9 +159,10 @@ def test_frame_record_round_trip(small_scenario) -> None:
 
 def test_sweep_equals_screen_score(small_scenario) -> None:
     pts, _ = enumerate_points(small_scenario)
-    expected = score_with_energy(Screen(small_scenario), pts)
+    expected = screen_points(Screen(small_scenario), pts)  # estimator, energy, registered metrics (package cost)
     res = sweep(small_scenario)
-    pd.testing.assert_frame_equal(res.points.drop(columns=["pareto", "pareto_energy", "workload"]), expected,
+    pd.testing.assert_frame_equal(res.points.drop(columns=["pareto", "pareto_energy", "pareto_cost", "workload"]),
+                                  expected,
                                   check_exact=True)
     assert (res.points["workload"] == small_scenario.workload.name).all()
     s = summary_json(res)

@@ -358,9 +358,11 @@ def _check_cells(path: Path, spec: Scenario, pkg_path: Path, package: Package, l
 
 
 def _check_table_keys(path: Path, spec: Scenario) -> None:
-    """Every key of ``energy.table`` names a constant of ``instances/energy/common.yaml`` and every key of
-    ``thermal.stack`` an entry of ``instances/thermal/package.yaml`` (SpecError naming the field otherwise)."""
+    """Every key of ``energy.table`` names a constant of ``instances/energy/common.yaml``, every key of
+    ``cost.table`` one of ``instances/cost/common.yaml`` and every key of ``thermal.stack`` an entry of
+    ``instances/thermal/package.yaml`` (SpecError naming the field otherwise)."""
     for fld, given, file in (("energy.table", spec.energy.table, instances_dir() / "energy" / "common.yaml"),
+                             ("cost.table", spec.cost.table, instances_dir() / "cost" / "common.yaml"),
                              ("thermal.stack", spec.thermal.stack, instances_dir() / "thermal" / "package.yaml")):
         if not given:
             continue

@@ -561,6 +561,18 @@ class EnergySettings(_Spec):
         "hbm3_read: 2.5, pJ/bit); the names and ranges are chipdse params hydra's energy.table.* rows."))
 
 
+class CostSettings(_Spec):
+    """Package cost of the HYDRA sweep (issue 33): a cost limit that makes designs infeasible, and cost constants
+    replacing the bundled ``instances/cost/common.yaml`` ones (the model: ``chipdse.evaluators.cost``)."""
+
+    package_max_usd: float | None = Field(None, gt=0, le=1e9, description=(
+        "Package cost limit, USD: a design whose package_cost_usd (dies, stacks, interposer, substrate over the "
+        "assembly yields, plus amortized NRE) exceeds it is infeasible; none = no limit (at most 1e9)."))
+    table: dict[str, Annotated[float, Field(ge=0, le=1e12)]] = Field(default_factory=dict, description=(
+        "Cost constants replacing instances/cost/common.yaml's, by key, in the entry's unit (e.g. "
+        "hbm_price_per_GB: 15, USD/GB); the names and ranges are chipdse params hydra's cost.table.* rows."))
+
+
 class Scenario(_VersionedFile):
     """One file naming package, library, model, workload, design space and solver settings."""
 
@@ -584,6 +596,8 @@ class Scenario(_VersionedFile):
                                  "candidates, placement, window in s).")
     energy: EnergySettings = Field(EnergySettings(), description="Energy and power: power limits (W, W/mm2) that "
                                    "make designs infeasible, and the finalist pick (throughput/TTFT or tokens/J).")
+    cost: CostSettings = Field(CostSettings(), description="Package cost: a limit (USD) that makes designs "
+                               "infeasible, and cost constants replacing instances/cost/common.yaml's.")
     thermal: ThermalSettings = Field(ThermalSettings(), description="Thermal stage of explore: the finalists' "
                                      "temperature maps (degC) and an optional peak-temperature limit for placement.")
     generality: GeneralitySettings | None = Field(None, description="Specialization-generality study (HYDRA "

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from chipdse.core.design_space import DesignPoints
+from chipdse.evaluators.cost import package_cost_metric
 from chipdse.evaluators.energy_hydra import ENERGY_PARTS
 from chipdse.evaluators.estimator import Screen
 
@@ -69,8 +70,12 @@ class Metric:
     compute: Callable[[Screen, DesignPoints, pd.DataFrame], np.ndarray]
 
 
-METRICS: tuple[Metric, ...] = ()
-"""The registered metrics (none yet beyond the estimator's and the energy model's columns)."""
+METRICS: tuple[Metric, ...] = (
+    Metric(Column("package_cost_usd", "USD", "package cost: known-good dies and stacks, silicon interposer and "
+                  "substrate over the assembly yields, plus NRE amortized over cost.table.volume "
+                  "(evaluators/cost.py, Chiplet Actuary)", "metrics", "min"), package_cost_metric),
+)
+"""The registered metrics beyond the estimator's and the energy model's columns: the package cost (issue 33)."""
 
 
 def _col(name: str, unit: str, description: str, stage: str = "screen",
@@ -116,9 +121,12 @@ FIXED: tuple[Column, ...] = (
     _col("chiplet_peak_W_per_mm2", "W/mm^2", "that chiplet's power over its die area (power density of its cell)",
          "energy"),
     _col("power_ok", "yes/no", "every power limit of the scenario's energy section holds", "energy"),
+    _col("cost_ok", "yes/no", "package_cost_usd within cost.package_max_usd (yes when no limit is set)", "metrics"),
     _col("pareto", "yes/no", "on the throughput-TTFT Pareto front among stable points", "pareto"),
     _col("pareto_energy", "yes/no", "on the 3-objective Pareto front (throughput, TTFT, tokens/J) among stable "
                                     "points", "pareto"),
+    _col("pareto_cost", "yes/no", "on the 4-objective Pareto front (throughput, TTFT, tokens/J, package cost) "
+                                  "among stable points", "pareto"),
     _col("role", "-", "B*, M_T, B*,M_T (both) or - (neither)", "pick"),
 )
 """Every column whose meaning does not depend on the library (``{memory}`` is the library's memory name)."""

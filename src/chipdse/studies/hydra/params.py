@@ -1,9 +1,11 @@
 """HYDRA's parameter register with its values (``chipdse params hydra``): ``instances/params/hydra.yaml`` joined
 with the bundled default scenario (or the one given), its chiplet library, package and workload, and the energy
-(``instances/energy/common.yaml``) and thermal (``instances/thermal/package.yaml``) tables."""
+(``instances/energy/common.yaml``), cost (``instances/cost/common.yaml``) and thermal
+(``instances/thermal/package.yaml``) tables."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,8 @@ from pydantic import BaseModel
 
 from chipdse.core.params import ParamRow, load_register
 from chipdse.core.scenario import LoadedScenario, load_scenario
-from chipdse.evaluators.energy import scenario_energy_table
+from chipdse.evaluators.cost import scenario_cost_table
+from chipdse.evaluators.energy import EnergyTable, scenario_energy_table
 from chipdse.evaluators.thermal_stack import stack_entries
 from chipdse.studies.params import param_rows, unregistered
 
@@ -24,15 +27,19 @@ def parts(sc: LoadedScenario) -> list[tuple[str, BaseModel]]:
 
 
 def tables(sc: LoadedScenario) -> list[tuple[str, dict[str, dict[str, Any]]]]:
-    """The energy constants HYDRA reads (``common.yaml`` without the GPU's, with the scenario's ``energy.table``)
-    and the thermal stack (with ``thermal.stack``)."""
-    energy = scenario_energy_table(sc)
-    e = {k: {"value": c.value, "unit": c.unit, "source": c.source, "low": c.low, "high": c.high}
-         for k, c in sorted(energy.constants.items()) if not k.startswith("gpu_")}
+    """The energy constants HYDRA reads (``common.yaml`` without the GPU's, with the scenario's ``energy.table``),
+    the cost constants (with ``cost.table``) and the thermal stack (with ``thermal.stack``)."""
+    e = _entries(scenario_energy_table(sc), lambda k: not k.startswith("gpu_"))
     stack = stack_entries()
     for k, v in sc.spec.thermal.stack.items():
         stack[k] = {**stack[k], "value": v}
-    return [("energy.table", e), ("thermal.stack", stack)]
+    return [("energy.table", e), ("cost.table", _entries(scenario_cost_table(sc))), ("thermal.stack", stack)]
+
+
+def _entries(table: EnergyTable, keep: Callable[[str], bool] = lambda k: True) -> dict[str, dict[str, Any]]:
+    """A constants table as register rows' inputs: key -> value, unit, source, low, high."""
+    return {k: {"value": c.value, "unit": c.unit, "source": c.source, "low": c.low, "high": c.high}
+            for k, c in sorted(table.constants.items()) if keep(k)}
 
 
 def params(scenario: Path | None = None, sc: LoadedScenario | None = None) -> list[ParamRow]:

@@ -19,9 +19,10 @@ from chipdse.core.layout import Layout, LayoutKind
 from chipdse.core.models import GROUP_NAMES
 from chipdse.core.scenario import LoadedScenario
 from chipdse.core.solution import Solution
+from chipdse.evaluators.cost import apply_cost_limit, check_cost_limit
 from chipdse.evaluators.energy_hydra import check_power_limits, energy_at_throughput, score_with_energy
 from chipdse.evaluators.estimator import MemoryNeeds, Screen, best_partition
-from chipdse.evaluators.selection import pareto_mask, pareto_mask_3, pick_finalists
+from chipdse.evaluators.selection import pareto_mask, pareto_mask_3, pareto_mask_max, pick_finalists
 from chipdse.evaluators.serving import serve_layout
 from chipdse.solvers.config import SolverConfig
 from chipdse.solvers.hbm_partition import solve_hbm_partition
@@ -99,7 +100,7 @@ def screen_points(screen: Screen, pts: DesignPoints) -> pd.DataFrame:
     df = score_with_energy(screen, pts)
     for metric in columns.METRICS:
         df[metric.column.name] = metric.compute(screen, pts, df)
-    return df
+    return apply_cost_limit(df, screen.sc.spec.cost.package_max_usd)
 
 
 def design_table(sc: LoadedScenario, frame: pd.DataFrame, unbuildable: list[str] | tuple[str, ...] = ()
@@ -117,7 +118,11 @@ def design_table(sc: LoadedScenario, frame: pd.DataFrame, unbuildable: list[str]
     df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
     df["pareto_energy"] = pareto_mask_3(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy(),
                                         df["tokens_per_J"].to_numpy())
+    df["pareto_cost"] = pareto_mask_max(np.column_stack([
+        df["throughput_tps"].to_numpy(dtype=float), -df["ttft_s"].to_numpy(dtype=float),
+        df["tokens_per_J"].to_numpy(dtype=float), -df["package_cost_usd"].to_numpy(dtype=float)]))
     check_power_limits(df, sc.spec.energy, str(sc.path))
+    check_cost_limit(df, sc.spec.cost.package_max_usd, str(sc.path))
     types = tuple(sc.compute_types())
     return DesignTable(df, types, tuple(unbuildable), type_notes(sc), sc.library.memory.name)
 
