@@ -234,3 +234,31 @@ def pick_finalists(df: pd.DataFrame, rule: str = "throughput-ttft") -> FinalistI
     return FinalistIndices(b_star, m_t, len(above), tuple(int(i) for i in tied.index if i != b_star),
                            int(rest.index[0]) if len(rest) else None,
                            float(1 - rest.iloc[0] / top) if len(rest) else None)
+
+
+def cheapest_near(df: pd.DataFrame, index: int, share: float = 0.05, cost: str = "package_cost_usd") -> int | None:
+    """The cheapest stable row whose throughput is within ``share`` of row ``index``'s (issue 33: what the
+    throughput of M_T costs at the least).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A scored table (``stable``, ``throughput_tps`` and the ``cost`` column).
+    index : int
+        The reference row (e.g. M_T).
+    share : float
+        How much throughput may be given up, a fraction (0.05 = within 5%).
+
+    Returns
+    -------
+    int or None
+        The row (the first in table order among equal costs); None when the table has no ``cost`` column.
+    """
+    if cost not in df:
+        return None
+    floor = (1.0 - share) * float(df.at[index, "throughput_tps"])
+    pool = df[df["stable"].astype(bool) & (df["throughput_tps"] >= floor)]
+    if pool.empty:
+        return None
+    return int(pool[cost].idxmin())
+

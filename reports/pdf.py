@@ -25,7 +25,7 @@ from chipdse.core.solution import (  # noqa: E402
     SolutionStatus,
     excess,
 )
-from chipdse.reports import claims_page, energy_pages, sim_pages, thermal_pages  # noqa: E402
+from chipdse.reports import claims_page, cost_page, energy_pages, sim_pages, thermal_pages  # noqa: E402
 from chipdse.reports.files import package_versions  # noqa: E402
 from chipdse.reports.generality_page import generality_pages  # noqa: E402
 from chipdse.reports.style import (  # noqa: E402
@@ -468,6 +468,7 @@ def details(r: ExploreResult) -> dict[str, Any]:
         "claims": None if r.claims is None else strict_json(r.claims.records()),
         "finalists_fidelity": r.reports["finalists_fidelity"],
         "energy": r.reports["energy"],
+        "cost": r.reports.get("cost"),
         "thermal": r.reports["thermal"],
     }
 
@@ -478,6 +479,7 @@ def draw(pdf: PdfPages, r: ExploreResult) -> None:
     _title_page(pdf, r)
     _pareto_page(pdf, r)
     energy_pages.energy_page(pdf, r)
+    cost_page.cost_page(pdf, r)
     _config_page(pdf, r)
     _floorplan_page(pdf, r)
     for f in r.finalists:

@@ -150,3 +150,18 @@ def test_a_cost_limit_nothing_meets_names_the_lowest_cost(write_scenario, tmp_pa
     lines = [ln for ln in result.output.strip().splitlines() if ln.strip()]
     assert result.exit_code == 2 and len(lines) == 1 and "cost.package_max_usd" in lines[-1], result.output
     assert not out.exists()
+
+
+def test_cheapest_near_by_hand() -> None:
+    """Among stable rows within 5% of row 0's 100 tok/s (>= 95), the cheapest: row 2 (96 tok/s, 4,000 USD); row 3
+    is cheaper but too slow, row 4 cheaper but unstable."""
+    import pandas as pd
+
+    from chipdse.evaluators.selection import cheapest_near
+
+    df = pd.DataFrame({"throughput_tps": [100.0, 99.0, 96.0, 94.0, 99.0],
+                       "stable": [True, True, True, True, False],
+                       "package_cost_usd": [6000.0, 5000.0, 4000.0, 1000.0, 500.0]})
+    assert cheapest_near(df, 0, 0.05) == 2
+    assert cheapest_near(df, 0, 0.0) == 0
+    assert cheapest_near(df.drop(columns="package_cost_usd"), 0) is None

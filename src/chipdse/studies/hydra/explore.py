@@ -228,6 +228,7 @@ def summary(r: ExploreResult) -> dict[str, Any]:
             "b_star": {"design": r.picks.b_star.label, "point": r.picks.b_star.index},
             "m_t": {"design": r.picks.m_t.label, "point": r.picks.m_t.index},
             "finalists": {str(f.role): _finalist_summary(f) for f in r.finalists},
+            "cost": r.reports.get("cost"),
             "fidelity": None if r.claims is None else r.claims.fidelity()}
 
 
@@ -255,6 +256,11 @@ def headline(r: ExploreResult) -> list[str]:
             ttft = "unstable" if not s.served.stable else f"TTFT {s.served.ttft_s:.3f} s"
             lines.append(f"  {s.label}: throughput {s.served.throughput_tps:.0f} tok/s, {ttft}")
         lines += [f"  {line}" for line in placement_summary(f.placement)]
+    if (c := r.reports.get("cost")) is not None:
+        near = c["cheapest_near_m_t"]
+        lines.append(f"package cost: B* {c['b_star_usd']:,.0f} USD, M_T {c['m_t_usd']:,.0f} USD; cheapest within "
+                     f"{100 * near['within']:.0f}% of M_T's throughput: {near['design']} "
+                     f"{near['package_cost_usd']:,.0f} USD ({near['throughput_tps']:.0f} tok/s)")
     if r.simulation is not None:
         m = r.simulation.metrics
         if m:

@@ -11,6 +11,7 @@ from chipdse.core.layout import SCREEN_LABEL, LayoutKind
 from chipdse.core.scenario import LoadedScenario
 from chipdse.evaluators.energy import scenario_energy_table
 from chipdse.evaluators.energy_hydra import D2D_LINK_KEY
+from chipdse.evaluators.selection import cheapest_near
 from chipdse.studies.hydra.artifacts import DesignTable, FinalistResult, Picks, SimulationStudy, ThermalFinalist
 from chipdse.studies.hydra.thermal import thermal_summary
 
@@ -212,11 +213,33 @@ def report_data(sc: LoadedScenario, table: DesignTable, picks: Picks, finalists:
     dict
         ``recommendation`` (:func:`recommendation`), ``finalists_fidelity`` (:func:`finalist_comparison`),
         ``deciding`` (:func:`deciding_numbers`),
-        ``energy`` (:func:`energy_summary`, NaN as None), ``thermal`` (role -> its power / thermal summary).
+        ``energy`` (:func:`energy_summary`, NaN as None), ``cost`` (:func:`cost_summary`), ``thermal`` (role -> its
+        power / thermal summary).
     """
     comparison = finalist_comparison(finalists, simulation)
     return {"recommendation": recommendation(sc, table, picks, finalists, simulation),
             "finalists_fidelity": strict_json(comparison),
             "deciding": strict_json(deciding_numbers(table, comparison, finalists, thermal)),
             "energy": strict_json(energy_summary(sc, table, finalists)),
+            "cost": cost_summary(table, picks),
             "thermal": {str(t.role): strict_json(thermal_summary(t)) for t in thermal}}
+
+
+NEAR_M_T = 0.05
+"""How much of M_T's throughput the cheapest-design line may give up (issue 33: within 5%)."""
+
+
+def cost_summary(table: DesignTable, picks: Picks) -> dict[str, Any] | None:
+    """B*'s and M_T's ``package_cost_usd`` and the cheapest stable design within :data:`NEAR_M_T` of M_T's
+    throughput (label, row, cost USD, throughput tok/s; :func:`chipdse.evaluators.selection.cheapest_near`);
+    None without a cost column."""
+    df = table.frame
+    near = cheapest_near(df, picks.m_t.index, NEAR_M_T)
+    if near is None:
+        return None
+    return {"b_star_usd": float(df.at[picks.b_star.index, "package_cost_usd"]),
+            "m_t_usd": float(df.at[picks.m_t.index, "package_cost_usd"]),
+            "cheapest_near_m_t": {"design": str(df.at[near, "label"]), "point": near,
+                                  "package_cost_usd": float(df.at[near, "package_cost_usd"]),
+                                  "throughput_tps": float(df.at[near, "throughput_tps"]),
+                                  "within": NEAR_M_T}}

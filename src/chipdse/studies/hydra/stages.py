@@ -106,14 +106,16 @@ def screen_points(screen: Screen, pts: DesignPoints) -> pd.DataFrame:
 def design_table(sc: LoadedScenario, frame: pd.DataFrame, unbuildable: list[str] | tuple[str, ...] = ()
                  ) -> DesignTable:
     """The scored design table of one workload: ``frame`` (:func:`screen_points` of every buildable point, in
-    enumeration order) with its row ids, both Pareto flags and the power limits checked.
+    enumeration order; the table takes it over and adds its columns in place) with its row ids, the Pareto flags
+    and the power and cost limits checked.
 
     Raises
     ------
     InfeasibleDesignError
         A power limit no design meets (:func:`chipdse.evaluators.energy_hydra.check_power_limits`).
     """
-    df = frame.reset_index(drop=True)
+    plain = isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1
+    df = frame if plain else frame.reset_index(drop=True)  # ``frame`` is the caller's fresh table: no copy
     df["point"] = np.arange(len(df))
     df["pareto"] = pareto_mask(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy())
     df["pareto_energy"] = pareto_mask_3(df["throughput_tps"].to_numpy(), df["ttft_s"].to_numpy(),

@@ -153,9 +153,19 @@ def frame_to_blob(df: pd.DataFrame, compression: str = "lz4") -> bytes:
     """Encode a DataFrame (without its index) as Parquet bytes that :func:`frame_from_blob` restores with the same
     columns, order and dtypes (pyarrow; no dictionary pages: the columns are numbers and distinct labels)."""
     buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), buf, compression=compression,
-                   use_dictionary=False)
+    first = pa.Table.from_pandas(df.iloc[:BLOB_ROW_GROUP], preserve_index=False)
+    with pq.ParquetWriter(buf, first.schema, compression=compression, use_dictionary=False) as writer:
+        writer.write_table(first, row_group_size=BLOB_ROW_GROUP)
+        del first
+        for start in range(BLOB_ROW_GROUP, len(df), BLOB_ROW_GROUP):  # one row group's Arrow copy at a time
+            writer.write_table(pa.Table.from_pandas(df.iloc[start:start + BLOB_ROW_GROUP], schema=writer.schema,
+                                                    preserve_index=False), row_group_size=BLOB_ROW_GROUP)
     return buf.getvalue()
+
+
+BLOB_ROW_GROUP = 1 << 20
+"""Rows per Parquet row group of :func:`frame_to_blob` (pyarrow's default, 1,048,576): the frame is converted to
+Arrow one row group at a time, so a 2.5-million-point workload never holds a second whole copy."""
 
 
 def _blob_table(blob: bytes) -> pa.Table:
@@ -375,8 +385,11 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
             parts.append(_record_table(chunks[i]))
             chunks[i] = {}  # decoded: let the record go
         del chunks
-        table = design_table(v, pa.concat_tables(parts).to_pandas(), reasons)  # one pandas copy, not two
+        arrow = pa.concat_tables(parts)
         del parts
+        # one pandas copy, not two: the Arrow buffers are released column by column as they are converted
+        table = design_table(v, arrow.to_pandas(self_destruct=True, split_blocks=True), reasons)
+        del arrow
         try:
             chosen: Picks | None = pick(table, pick_rule(v))
         except InfeasibleDesignError:
