@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from chipdse.core.errors import InfeasibleDesignError
+from chipdse.core.errors import InfeasibleDesignError, SpecError
 from chipdse.core.paths import instances_dir
 from chipdse.evaluators.energy import EnergyTable, read_constants
 from chipdse.evaluators.limits import mark_infeasible
@@ -80,6 +80,30 @@ def scenario_cost_table(sc: LoadedScenario) -> EnergyTable:
         A malformed cost file, or a key of ``cost.table`` it does not have.
     """
     return load_cost_table().with_values(sc.spec.cost.table, f"{sc.path}: cost.table")
+
+
+POSITIVE = ("wafer_diameter", "die_wafer_price", "die_clustering", "interposer_wafer_price", "interposer_clustering",
+            "volume")
+"""Cost constants that must be above 0 (a clustering parameter of 0 or a volume of 0 has no meaning)."""
+SHARES = ("nre_fixed_share", "die_nre_area_share", "interposer_nre_area_share", "die_bonding_yield",
+          "substrate_bonding_yield")
+"""Cost constants that are fractions: at most 1 (the yields also above 0)."""
+
+
+def _check_ranges(sc: LoadedScenario, t: EnergyTable) -> None:
+    """Refuse a cost constant outside its meaning (SpecError naming ``cost.table.KEY`` in the scenario when the
+    scenario set it, else in the table file)."""
+    for key in (*POSITIVE, *SHARES):
+        v = t.get(key)
+        positive = key in POSITIVE or key.endswith("_yield")
+        if (positive and not v > 0) or (key in SHARES and v > 1):
+            where = str(sc.path) if key in sc.spec.cost.table else t.constant(key).file
+            what = "a value > 0" if key in POSITIVE else ("a yield in (0, 1]" if key.endswith("_yield") else
+                                                          "a share in [0, 1]")
+            raise SpecError(where, f"cost.table.{key}" if key in sc.spec.cost.table else key, f"{what}, got {v:g}")
+    edge = t.get("wafer_edge_loss")
+    if not 2 * edge < t.get("wafer_diameter"):
+        raise SpecError(t.constant("wafer_edge_loss").file, "wafer_edge_loss", "less than half the wafer diameter")
 
 
 def negative_binomial_yield(area_mm2: np.ndarray | float, defects_per_cm2: float, clustering: float
@@ -204,11 +228,13 @@ class PackageCostModel:
         Raises
         ------
         SpecError
-            A malformed cost table or ``cost.table`` key.
+            A malformed cost table or ``cost.table`` key, or a constant outside its meaning (:data:`POSITIVE`,
+            :data:`SHARES`).
         InfeasibleDesignError
             A die or the interposer too large for a wafer (names the file and field).
         """
         t = table or scenario_cost_table(sc)
+        _check_ranges(sc, t)
         g = (t.get("wafer_diameter"), t.get("wafer_edge_loss"), t.get("scribe_lane"))
         lib = sc.library
         areas = np.array([lib.by_name(name).die_area_mm2 for name in types], dtype=float)

@@ -130,8 +130,14 @@ def pareto_mask_max(objectives: np.ndarray, block: int = 1024) -> np.ndarray:
     valid = np.flatnonzero(~np.isnan(x).any(axis=1)) if x.ndim == 2 else np.array([], dtype=int)
     if len(valid) == 0:
         return mask
-    uniq, inv = np.unique(x[valid], axis=0, return_inverse=True)
-    order = np.lexsort(tuple(-uniq[:, j] for j in range(uniq.shape[1] - 1, -1, -1)))
+    rows = x[valid]
+    srt = np.lexsort(tuple(-rows[:, j] for j in range(rows.shape[1] - 1, -1, -1)))  # descending, column 0 first
+    first = np.ones(len(srt), dtype=bool)
+    first[1:] = (rows[srt[1:]] != rows[srt[:-1]]).any(axis=1)
+    uniq = rows[srt[first]]  # distinct rows, already in the scan order
+    inv = np.empty(len(srt), dtype=np.intp)
+    inv[srt] = np.cumsum(first) - 1
+    order = np.arange(len(uniq))
     k = uniq.shape[1]
     front = np.empty((0, k))
     keep = np.zeros(len(uniq), dtype=bool)

@@ -165,3 +165,19 @@ def test_cheapest_near_by_hand() -> None:
     assert cheapest_near(df, 0, 0.05) == 2
     assert cheapest_near(df, 0, 0.0) == 0
     assert cheapest_near(df.drop(columns="package_cost_usd"), 0) is None
+
+
+@pytest.mark.parametrize(("option", "needle"), [("cost.table.volume=0", "cost.table.volume: a value > 0"),
+                                                 ("cost.table.die_bonding_yield=1.5", "a yield in (0, 1]"),
+                                                 ("cost.table.nre_fixed_share=2", "a share in [0, 1]")])
+def test_a_cost_constant_outside_its_meaning_is_one_line(write_scenario, tmp_path: Path, option: str,
+                                                         needle: str) -> None:  # noqa: ANN001 - fixture
+    from typer.testing import CliRunner
+
+    from chipdse.cli import app
+
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["sweep", str(write_scenario(SMALL)), "--set", option, "--out", str(out)])
+    lines = [ln for ln in result.output.strip().splitlines() if ln.strip()]
+    assert result.exit_code == 2 and needle in lines[-1] and len(lines) == 1, result.output
+    assert not out.exists()
