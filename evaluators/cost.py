@@ -238,15 +238,18 @@ class PackageCostModel:
         g = (t.get("wafer_diameter"), t.get("wafer_edge_loss"), t.get("scribe_lane"))
         lib = sc.library
         areas = np.array([lib.by_name(name).die_area_mm2 for name in types], dtype=float)
-        try:
-            die = good_die_cost_usd(areas, t.get("die_wafer_price"), t.get("die_defect_density"),
-                                    t.get("die_clustering"), *g)
-            a_int = float(sc.package.interposer_area_mm2)
-            interposer_raw = float(t.get("interposer_wafer_price") / dies_per_wafer(a_int, *g))
-        except ValueError as exc:
-            source = str(sc.named_files.get("package", sc.path))
-            msg = f"{source}: interposer_area_mm2: {exc}"
-            raise InfeasibleDesignError(msg, source, "interposer_area_mm2") from None
+        a_int = float(sc.package.interposer_area_mm2)
+        for what, fld, area in (("library", "compute.*.die_area_mm2", float(areas.max(initial=1.0))),
+                                ("package", "interposer_area_mm2", a_int)):
+            try:
+                dies_per_wafer(area, *g)
+            except ValueError as exc:
+                source = str(sc.named_files.get(what, sc.path))
+                msg = f"{source}: {fld}: {exc}"
+                raise InfeasibleDesignError(msg, source, fld) from None
+        die = good_die_cost_usd(areas, t.get("die_wafer_price"), t.get("die_defect_density"),
+                                t.get("die_clustering"), *g)
+        interposer_raw = float(t.get("interposer_wafer_price") / dies_per_wafer(a_int, *g))
         bump = t.get("micro_bump_cost")
         fixed = t.get("nre_fixed_share")
 
