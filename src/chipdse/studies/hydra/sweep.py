@@ -179,7 +179,9 @@ def frame_from_blob(blob: bytes) -> pd.DataFrame:
 
 
 def _record_table(obj: dict[str, Any]) -> pa.Table:
-    """The Arrow table of a :func:`frame_to_record` dict."""
+    """The Arrow table of a :func:`frame_to_record` dict (or of a screen job's unencoded ``{"arrow": table}``)."""
+    if "arrow" in obj:
+        return obj["arrow"]
     return pa.ipc.open_stream(base64.b64decode(obj["arrow_ipc_b64"])).read_all()
 
 
@@ -200,21 +202,32 @@ def frame_from_record(obj: dict[str, Any]) -> pd.DataFrame:
     return _record_table(obj).to_pandas()
 
 
-def score_hbm_chunk(sc: LoadedScenario, n_hbm: int) -> dict[str, Any]:
+def score_hbm_chunk(sc: LoadedScenario, n_hbm: int, encode: bool = True) -> dict[str, Any]:
     """Score every buildable point of the scenario with ``n_hbm`` HBM stacks (one screen job).
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+    n_hbm : int
+    encode : bool
+        Return the JSON-able record a results store keeps (:func:`frame_to_record`); False returns the Arrow
+        table itself (``{"arrow": table}``: no compression or base64 when nothing is stored).
 
     Returns
     -------
     dict
-        :func:`frame_to_record` of ``Screen.score`` on those points (no rows when none is buildable).
+        The scored points (``Screen.score`` with energy and the registered metrics; no rows when none is
+        buildable), read back by :func:`_record_table` either way.
     """
 
     pts, _ = enumerate_points(sc)
-    return frame_to_record(screen_points(estimator(sc), subset_points(pts, pts.n_hbm == n_hbm)))
+    df = screen_points(estimator(sc), subset_points(pts, pts.n_hbm == n_hbm))
+    return frame_to_record(df) if encode else {"arrow": pa.Table.from_pandas(df, preserve_index=False)}
 
 
-def _screen_job(job: tuple[LoadedScenario, int]) -> dict[str, Any]:
-    """Module-level entry point of a screen job (workload scenario, HBM count) for process / Dask workers."""
+def _screen_job(job: tuple[LoadedScenario, int, bool]) -> dict[str, Any]:
+    """Module-level entry point of a screen job (workload scenario, HBM count, encode for a store) for process /
+    Dask workers."""
     return score_hbm_chunk(*job)
 
 
@@ -357,7 +370,7 @@ def sweep(sc: LoadedScenario, backend: Backend | None = None, store: ResultsStor
     variants = sweep_workloads(sc)
     idents = [scenario_identity(v) for v in variants]
     jobs = [(w, h) for w in range(len(variants)) for h in hbm_counts]
-    screen = [(variants[w], h) for w, h in jobs]
+    screen = [(variants[w], h, store is not None) for w, h in jobs]  # records encoded only for the store
     weights = [float(n) for _ in variants for n in sizes]
     screen_keys = {id(j): job_key(JOB_KIND, {**idents[w], "n_hbm": h}, sc.model.key, variants[w].workload.name)
                    for j, (w, h) in zip(screen, jobs, strict=True)}
