@@ -462,12 +462,16 @@ def _offset_progress(progress: Progress | None, stage: str, offset: float, total
 
 
 def _finalist_json(picks: Picks | None) -> dict[str, Any]:
-    """``b_star`` and ``m_t`` of one workload (``{"design": label, "point": row}``; None without a stable point) and
-    the ``pick`` rule."""
+    """``b_star`` and ``m_t`` of one workload (``{"design": label, "point": row, "package_cost_usd": USD}``; None
+    without a stable point) and the ``pick`` rule."""
     if picks is None:
         return {"b_star": None, "m_t": None, "pick": None}
-    return {"b_star": {"design": picks.b_star.label, "point": picks.b_star.index},
-            "m_t": {"design": picks.m_t.label, "point": picks.m_t.index}, "pick": picks.rule.value}
+
+    def one(f: Any) -> dict[str, Any]:
+        cost = f.row.get("package_cost_usd") if hasattr(f.row, "get") else None
+        return {"design": f.label, "point": f.index, **({} if cost is None else {"package_cost_usd": float(cost)})}
+
+    return {"b_star": one(picks.b_star), "m_t": one(picks.m_t), "pick": picks.rule.value}
 
 
 def _counts(df: pd.DataFrame) -> dict[str, int]:
