@@ -295,6 +295,46 @@ class PackageCostModel:
         return np.asarray(recurring + nre)
 
 
+def assumption_keys(table: EnergyTable) -> list[str]:
+    """The cost constants with a plausible range (the register's assumptions), in key order."""
+    return [k for k in table.keys() if table.constant(k).low is not None and table.constant(k).high is not None]
+
+
+def package_cost_range_usd(sc: LoadedScenario, types: tuple[str, ...], counts: np.ndarray, n_stacks: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """The package cost of each package with every ranged cost constant at the end that lowers it, and at the end
+    that raises it (the cost is monotone in each constant, so these two corners bound every setting in the ranges).
+
+    Parameters
+    ----------
+    sc : LoadedScenario
+        Its cost table (with ``cost.table``); a constant the scenario sets keeps that value.
+    types, counts, n_stacks
+        As :meth:`PackageCostModel.package_cost_usd` (``counts`` shape (n, T), ``n_stacks`` shape (n,)).
+
+    Returns
+    -------
+    (low, high) : tuple of numpy.ndarray, shape (n,)
+        USD.
+    """
+    table = scenario_cost_table(sc)
+    cheap: dict[str, float] = {}
+    dear: dict[str, float] = {}
+    probe_c, probe_h = np.asarray(counts)[:1], np.asarray(n_stacks)[:1]
+    for key in assumption_keys(table):
+        if key in sc.spec.cost.table:
+            continue
+        c = table.constant(key)
+        ends = [float(c.low), float(c.high)]  # type: ignore[arg-type]
+        cost = [float(PackageCostModel.of(sc, types, table.with_values({key: v})).package_cost_usd(probe_c, probe_h)[0])
+                for v in ends]
+        lo, hi = (ends[0], ends[1]) if cost[0] <= cost[1] else (ends[1], ends[0])
+        cheap[key], dear[key] = lo, hi
+    low = PackageCostModel.of(sc, types, table.with_values(cheap)).package_cost_usd(counts, n_stacks)
+    high = PackageCostModel.of(sc, types, table.with_values(dear)).package_cost_usd(counts, n_stacks)
+    return low, high
+
+
 def package_cost_metric(screen: Screen, pts: DesignPoints, df: pd.DataFrame) -> np.ndarray:
     """The sweep's ``package_cost_usd`` column (a registered metric of the screen stage: ``(screen, points,
     table) -> array``): :meth:`PackageCostModel.package_cost_usd` of every point, USD, shape (n,)."""

@@ -29,7 +29,10 @@ def cost_page(pdf: PdfPages, r: ExploreResult) -> None:
             "HYDRA ref. [44]): known-good dies (wafer price, dies per wafer, negative-binomial yield), stacks per "
             "GB, the silicon interposer and substrate over the bonding yields, and NRE over the volume; constants "
             "with sources and ranges in instances/cost/common.yaml (chipdse params hydra: cost.table.*). "
-            f"B* costs {summary['b_star_usd']:,.0f} USD, M_T {summary['m_t_usd']:,.0f} USD; the cheapest design "
+            f"B* costs {summary['b_star_usd']:,.0f} USD, M_T {summary['m_t_usd']:,.0f} USD (over the cost "
+            f"assumptions' ranges {_range(summary['b_star_range_usd'])} and {_range(summary['m_t_range_usd'])}: "
+            "the absolute cost is loosely known, the comparison between designs far less so, as every design "
+            "shares the NRE and the yields); the cheapest design "
             f"within {100 * near['within']:.0f}% of M_T's throughput is {near['design']}, "
             f"{near['package_cost_usd']:,.0f} USD at {near['throughput_tps']:.0f} tok/s. HYDRA publishes no cost.")
     top_y = caption(fig, note)
@@ -52,3 +55,9 @@ def cost_page(pdf: PdfPages, r: ExploreResult) -> None:
     fig.suptitle("Package cost: what throughput costs", fontsize=12)
     pdf.savefig(fig)
     plt.close(fig)
+
+
+def _range(pair: list[float]) -> str:
+    """``[low, high]`` USD as ``"2,119-34,957 USD"``."""
+    return f"{pair[0]:,.0f}-{pair[1]:,.0f} USD"
+

@@ -181,3 +181,25 @@ def test_a_cost_constant_outside_its_meaning_is_one_line(write_scenario, tmp_pat
     lines = [ln for ln in result.output.strip().splitlines() if ln.strip()]
     assert result.exit_code == 2 and needle in lines[-1] and len(lines) == 1, result.output
     assert not out.exists()
+
+
+def test_the_cost_range_is_the_cheapest_and_dearest_corner_by_brute_force() -> None:
+    """Over every corner of the ranged cost constants (2^5 settings), the lowest and highest cost of one package
+    are the range's ends, and the bundled values lie inside it."""
+    import itertools
+
+    from chipdse.evaluators.cost import assumption_keys, package_cost_range_usd, scenario_cost_table
+
+    sc = load_scenario(None)
+    types = tuple(sc.compute_types())
+    counts, h = np.array([[2, 8, 6, 5]]), np.array([3])
+    table = scenario_cost_table(sc)
+    keys = assumption_keys(table)
+    assert len(keys) == 5
+    corners = [float(PackageCostModel.of(sc, types, table.with_values(dict(zip(keys, ends, strict=True))))
+                     .package_cost_usd(counts, h)[0])
+               for ends in itertools.product(*[(table.constant(k).low, table.constant(k).high) for k in keys])]
+    low, high = package_cost_range_usd(sc, types, counts, h)
+    assert float(low[0]) == pytest.approx(min(corners), rel=1e-12)
+    assert float(high[0]) == pytest.approx(max(corners), rel=1e-12)
+    assert low[0] < PackageCostModel.of(sc, types).package_cost_usd(counts, h)[0] < high[0]

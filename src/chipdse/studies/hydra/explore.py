@@ -258,7 +258,9 @@ def headline(r: ExploreResult) -> list[str]:
         lines += [f"  {line}" for line in placement_summary(f.placement)]
     if (c := r.reports.get("cost")) is not None:
         near = c["cheapest_near_m_t"]
-        lines.append(f"package cost: B* {c['b_star_usd']:,.0f} USD, M_T {c['m_t_usd']:,.0f} USD; cheapest within "
+        lines.append(f"package cost: B* {c['b_star_usd']:,.0f} USD ({c['b_star_range_usd'][0]:,.0f}-"
+                     f"{c['b_star_range_usd'][1]:,.0f} over the cost assumptions), M_T {c['m_t_usd']:,.0f} USD; "
+                     "cheapest within "
                      f"{100 * near['within']:.0f}% of M_T's throughput: {near['design']} "
                      f"{near['package_cost_usd']:,.0f} USD ({near['throughput_tps']:.0f} tok/s)")
     if r.simulation is not None:

@@ -9,6 +9,7 @@ from typing import Any
 from chipdse.core.io import strict_json
 from chipdse.core.layout import SCREEN_LABEL, LayoutKind
 from chipdse.core.scenario import LoadedScenario
+from chipdse.evaluators.cost import package_cost_range_usd
 from chipdse.evaluators.energy import scenario_energy_table
 from chipdse.evaluators.energy_hydra import D2D_LINK_KEY
 from chipdse.evaluators.selection import cheapest_near
@@ -221,7 +222,7 @@ def report_data(sc: LoadedScenario, table: DesignTable, picks: Picks, finalists:
             "finalists_fidelity": strict_json(comparison),
             "deciding": strict_json(deciding_numbers(table, comparison, finalists, thermal)),
             "energy": strict_json(energy_summary(sc, table, finalists)),
-            "cost": cost_summary(table, picks),
+            "cost": cost_summary(sc, table, picks),
             "thermal": {str(t.role): strict_json(thermal_summary(t)) for t in thermal}}
 
 
@@ -229,17 +230,23 @@ NEAR_M_T = 0.05
 """How much of M_T's throughput the cheapest-design line may give up (issue 33: within 5%)."""
 
 
-def cost_summary(table: DesignTable, picks: Picks) -> dict[str, Any] | None:
+def cost_summary(sc: LoadedScenario, table: DesignTable, picks: Picks) -> dict[str, Any] | None:
     """B*'s and M_T's ``package_cost_usd`` and the cheapest stable design within :data:`NEAR_M_T` of M_T's
-    throughput (label, row, cost USD, throughput tok/s; :func:`chipdse.evaluators.selection.cheapest_near`);
-    None without a cost column."""
+    throughput (label, row, cost USD, throughput tok/s; :func:`chipdse.evaluators.selection.cheapest_near`), each
+    with its cost range over the cost table's assumptions (``*_range_usd``: low, high;
+    :func:`chipdse.evaluators.cost.package_cost_range_usd`); None without a cost column."""
     df = table.frame
     near = cheapest_near(df, picks.m_t.index, NEAR_M_T)
     if near is None:
         return None
-    return {"b_star_usd": float(df.at[picks.b_star.index, "package_cost_usd"]),
-            "m_t_usd": float(df.at[picks.m_t.index, "package_cost_usd"]),
+    rows = [picks.b_star.index, picks.m_t.index, near]
+    types = table.types
+    low, high = package_cost_range_usd(sc, types, df.loc[rows, list(types)].to_numpy(),
+                                       df.loc[rows, "n_hbm"].to_numpy())
+    rng = [[float(a), float(b)] for a, b in zip(low, high, strict=True)]
+    return {"b_star_usd": float(df.at[picks.b_star.index, "package_cost_usd"]), "b_star_range_usd": rng[0],
+            "m_t_usd": float(df.at[picks.m_t.index, "package_cost_usd"]), "m_t_range_usd": rng[1],
             "cheapest_near_m_t": {"design": str(df.at[near, "label"]), "point": near,
-                                  "package_cost_usd": float(df.at[near, "package_cost_usd"]),
+                                  "package_cost_usd": float(df.at[near, "package_cost_usd"]), "range_usd": rng[2],
                                   "throughput_tps": float(df.at[near, "throughput_tps"]),
                                   "within": NEAR_M_T}}
