@@ -40,7 +40,7 @@ from chipdse.evaluators.sim_kernel import SimulationError
 from chipdse.runtime.parallel import Backend, run_jobs
 from chipdse.runtime.store import ResultsStore, job_key
 from chipdse.solvers.config import SolverConfig
-from chipdse.studies.hydra.artifacts import DesignTable, Picks
+from chipdse.studies.hydra.artifacts import DesignTable, Finalist, Picks
 from chipdse.studies.hydra.columns import Column, table_columns
 from chipdse.studies.hydra.simstudy import SimJob, make_layout
 from chipdse.studies.hydra.stages import design_table, estimator, pick, pick_rule, screen_points, type_notes
@@ -467,8 +467,8 @@ def _finalist_json(picks: Picks | None) -> dict[str, Any]:
     if picks is None:
         return {"b_star": None, "m_t": None, "pick": None}
 
-    def one(f: Any) -> dict[str, Any]:
-        cost = f.row.get("package_cost_usd") if hasattr(f.row, "get") else None
+    def one(f: Finalist) -> dict[str, Any]:
+        cost = f.row.get("package_cost_usd")
         return {"design": f.label, "point": f.index, **({} if cost is None else {"package_cost_usd": float(cost)})}
 
     return {"b_star": one(picks.b_star), "m_t": one(picks.m_t), "pick": picks.rule.value}
