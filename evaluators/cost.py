@@ -97,10 +97,11 @@ def _check_ranges(sc: LoadedScenario, t: EnergyTable) -> None:
         v = t.get(key)
         positive = key in POSITIVE or key.endswith("_yield")
         if (positive and not v > 0) or (key in SHARES and v > 1):
-            where = str(sc.path) if key in sc.spec.cost.table else t.constant(key).file
+            mine = key in sc.spec.cost.table  # the scenario set it: name its field, else the table file's entry
             what = "a value > 0" if key in POSITIVE else ("a yield in (0, 1]" if key.endswith("_yield") else
                                                           "a share in [0, 1]")
-            raise SpecError(where, f"cost.table.{key}" if key in sc.spec.cost.table else key, f"{what}, got {v:g}")
+            raise SpecError(str(sc.path) if mine else t.constant(key).file, f"cost.table.{key}" if mine else key,
+                            f"{what}, got {v:g}")
     edge = t.get("wafer_edge_loss")
     if not 2 * edge < t.get("wafer_diameter"):
         raise SpecError(t.constant("wafer_edge_loss").file, "wafer_edge_loss", "less than half the wafer diameter")
@@ -375,12 +376,13 @@ def apply_cost_limit(df: pd.DataFrame, limit_usd: float | None) -> pd.DataFrame:
         fails on a point otherwise feasible: ``feasible`` and ``stable`` False, ``ttft_s`` NaN and ``reason``
         ``"cost: package cost above cost.package_max_usd = 5000 USD"``. Other infeasible points keep their reason.
     """
-    df["cost_ok"] = True
-    if limit_usd is not None:
-        ok = ~(df["package_cost_usd"].to_numpy(dtype=float) > limit_usd)
-        df["cost_ok"] = ok
-        mark_infeasible(df, ~ok & df["feasible"].to_numpy(dtype=bool),
-                        f"{COST_REASON}package cost above cost.package_max_usd = {limit_usd:g} USD")
+    if limit_usd is None:
+        df["cost_ok"] = True
+        return df
+    ok = ~(df["package_cost_usd"].to_numpy(dtype=float) > limit_usd)
+    df["cost_ok"] = ok
+    mark_infeasible(df, ~ok & df["feasible"].to_numpy(dtype=bool),
+                    f"{COST_REASON}package cost above cost.package_max_usd = {limit_usd:g} USD")
     return df
 
 

@@ -111,7 +111,7 @@ def pareto_mask_max(objectives: np.ndarray, block: int = 1024) -> np.ndarray:
     objectives : numpy.ndarray, shape (n, k)
         One row per point; a row with a NaN is never on the front.
     block : int
-        Points compared at once (memory ``front x block x k``; the answer does not depend on it).
+        Points compared at once (memory ``block x block`` booleans; the answer does not depend on it).
 
     Returns
     -------
@@ -137,12 +137,11 @@ def pareto_mask_max(objectives: np.ndarray, block: int = 1024) -> np.ndarray:
     uniq = rows[srt[first]]  # distinct rows, already in the scan order
     inv = np.empty(len(srt), dtype=np.intp)
     inv[srt] = np.cumsum(first) - 1
-    order = np.arange(len(uniq))
     k = uniq.shape[1]
     front = np.empty((0, k))
     keep = np.zeros(len(uniq), dtype=bool)
-    for start in range(0, len(order), block):
-        idx = order[start:start + block]
+    for start in range(0, len(uniq), block):
+        idx = np.arange(start, min(start + block, len(uniq)))
         cand = uniq[idx]
         if len(front):  # column 0 needs no test: every earlier row is >= there (the sort)
             dominated = np.zeros(len(cand), dtype=bool)
@@ -160,7 +159,7 @@ def pareto_mask_max(objectives: np.ndarray, block: int = 1024) -> np.ndarray:
         inner = np.triu(ge, k=1).any(axis=0)
         keep[idx[~inner]] = True
         front = np.vstack([front, cand[~inner]])
-    mask[valid] = keep[np.asarray(inv).ravel()]
+    mask[valid] = keep[inv]
     return mask
 
 
